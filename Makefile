@@ -1,0 +1,115 @@
+# syncc -- one Makefile for the compiler, the simulator, the runtime and the tests.
+#
+#   make            syncc, syncrun and libsyncc.a
+#   make check      everything the tests need, then every test; ends with "N passed, N failed"
+#   make fuzz       a libFuzzer target over the front end (clang), FUZZ_SECONDS=600 to run it
+#
+# Generated C (lexer/lexer.c, parser/parser.c, parser/parser.h) is committed
+# and regenerated here only where re2c and bison exist (ninja's rule).
+
+.DELETE_ON_ERROR:
+.SUFFIXES:
+
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+WARN    := -std=c11 -Wall -Wextra -Wpedantic -Werror -Wno-unused-function
+DEFS    := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
+ALL_CFLAGS = $(WARN) $(DEFS) $(CFLAGS)
+LDLIBS  := -lm -lpthread
+
+PREFIX  ?= /usr/local
+
+RE2C    := $(shell command -v re2c 2>/dev/null)
+BISON   := $(shell command -v bison 2>/dev/null)
+
+BUILD   := build
+# Generated sources are warned about less: their style is not ours.
+GEN_CFLAGS = $(filter-out -Wpedantic,$(ALL_CFLAGS)) -Wno-unused-but-set-variable
+
+LIB_SRC := base/util.c base/diag.c \
+           lexer/lexer.c parser/parser.c parser/ast.c \
+           ir/type.c ir/ir.c ir/unit.c ir/sema.c ir/rules.c ir/pass.c \
+           tools/driver.c
+GEN_SRC := lexer/lexer.c parser/parser.c
+
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+ASAN_OBJ := $(LIB_SRC:%.c=$(BUILD)/asan/%.o)
+
+HDRS := base/base.h parser/ast.h parser/parser.h ir/ir.h ir/ops.h tools/driver.h
+
+.PHONY: all check test clean fuzz fuzz-build gen-check install
+all: syncc libsyncc.a
+
+# ---- generated front end ----
+ifneq ($(RE2C),)
+lexer/lexer.c: lexer/lexer.re
+	$(RE2C) --no-generation-date --no-version -W -o $@ $<
+endif
+ifneq ($(BISON),)
+parser/parser.c parser/parser.h &: parser/parser.y
+	$(BISON) -Wall -Werror -o parser/parser.c --header=parser/parser.h $<
+endif
+
+# ---- objects ----
+$(BUILD)/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/lexer/lexer.o $(BUILD)/parser/parser.o: $(BUILD)/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(GEN_CFLAGS) -c -o $@ $<
+
+libsyncc.a: $(LIB_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+syncc: $(BUILD)/tools/syncc.o libsyncc.a
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
+# ---- sanitizer build: the whole test suite runs under ASan+UBSan ----
+SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+
+$(BUILD)/asan/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(DEFS) $(SAN_FLAGS) -c -o $@ $<
+
+$(BUILD)/asan/lexer/lexer.o $(BUILD)/asan/parser/parser.o: $(BUILD)/asan/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -Wpedantic,$(WARN)) -Wno-unused-but-set-variable $(DEFS) $(SAN_FLAGS) -c -o $@ $<
+
+$(BUILD)/asan/syncc: $(BUILD)/asan/tools/syncc.o $(ASAN_OBJ)
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
+	@ln -sf ../../stdlib $(BUILD)/asan/stdlib
+
+# ---- fuzzing (clang + libFuzzer) ----
+FUZZ_CC ?= clang
+FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -DSYNCC_FUZZ
+FUZZ_SECONDS ?= 600
+
+$(BUILD)/fuzz/syncc-fuzz: tests/fuzz/fuzz_front.c $(LIB_SRC) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(filter-out -Wpedantic,$(WARN)) -Wno-unused-but-set-variable -Wno-unknown-warning-option $(DEFS) $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_front.c $(filter-out tools/driver.c,$(LIB_SRC)) -lm
+
+fuzz-build: $(BUILD)/fuzz/syncc-fuzz
+
+fuzz: $(BUILD)/fuzz/syncc-fuzz
+	@mkdir -p $(BUILD)/fuzz/corpus
+	$(BUILD)/fuzz/syncc-fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
+		-dict=tests/fuzz/syn.dict $(BUILD)/fuzz/corpus tests/fuzz/corpus tests/lang
+
+# ---- tests ----
+check: all $(BUILD)/asan/syncc gen-check
+	@python3 tests/run --asan $(BUILD)/asan/syncc $(if $(shell command -v $(FUZZ_CC) 2>/dev/null),--fuzz-replay)
+
+test: check
+
+# The committed generated files must match their sources.
+gen-check:
+ifneq ($(RE2C)$(BISON),)
+	@python3 tests/gencheck.py "$(RE2C)" "$(BISON)"
+else
+	@echo "gen-check: re2c and bison not found; committed lexer/parser used as they are"
+endif
+
+clean:
+	rm -rf $(BUILD) syncc libsyncc.a

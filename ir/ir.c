@@ -1,0 +1,183 @@
+/* ir/ir.c -- building, printing and verifying graph IR functions. */
+#include "ir.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const OpInfo ir_ops[OP_COUNT] = {
+#define O(name, text, arity, cls, flags) [OP_##name] = {text, arity, cls, flags},
+#include "ops.h"
+#undef O
+};
+
+Func *
+ir_func_new(Sym name, int nranks, Span sp)
+{
+	Func *f = xcalloc(1, sizeof *f);
+	f->name = name;
+	f->nranks = nranks;
+	f->span = sp;
+	f->arena = arena_new();
+	return f;
+}
+
+void
+ir_func_free(Func *f)
+{
+	if (!f)
+		return;
+	free(f->ins);
+	arena_free(f->arena);
+	free(f);
+}
+
+Val
+ir_add(Func *f, Op op, Type ty, const Val *arg, int narg, Span sp)
+{
+	Ins *in;
+	if (f->nins == f->cap) {
+		f->cap = f->cap ? 2 * f->cap : 64;
+		f->ins = xrealloc(f->ins, f->cap * sizeof *f->ins);
+	}
+	in = &f->ins[f->nins];
+	memset(in, 0, sizeof *in);
+	in->op = op;
+	in->ty = ty;
+	in->span = sp;
+	in->narg = narg;
+	if (narg) {
+		in->arg = arena_alloc(f->arena, narg * sizeof *arg);
+		memcpy(in->arg, arg, narg * sizeof *arg);
+	}
+	return f->nins++;
+}
+
+/* The op with its attributes as printed: all_reduce.sum, sum[1], ... */
+const char *
+ir_opname(const Ins *in, char *buf, size_t n)
+{
+	const char *s = ir_ops[in->op].name;
+	switch (in->op) {
+	case OP_ALL_REDUCE:
+		snprintf(buf, n, "%s.%s", s, pl_rednames[in->red]);
+		break;
+	case OP_REDUCE_SCATTER:
+		snprintf(buf, n, "%s.%s[%d]", s, pl_rednames[in->red], in->axis);
+		break;
+	case OP_SUM: case OP_MEAN: case OP_AMAX: case OP_AMIN:
+	case OP_ALL_GATHER: case OP_CONCAT:
+		snprintf(buf, n, "%s[%d]", s, in->axis);
+		break;
+	case OP_TRANSPOSE: case OP_ALL_TO_ALL:
+		snprintf(buf, n, "%s[%d, %d]", s, in->axis, in->axis2);
+		break;
+	case OP_SLICE:
+		snprintf(buf, n, "%s[%d, %lld:+%lld]", s, in->axis, (long long)in->a, (long long)in->b);
+		break;
+	case OP_SHIFT:
+		snprintf(buf, n, "%s[%lld]", s, (long long)in->a);
+		break;
+	case OP_CAST:
+		snprintf(buf, n, "%s.%s", s, ty_dtypes[in->ty.dt].name);
+		break;
+	default:
+		snprintf(buf, n, "%s", s);
+	}
+	return buf;
+}
+
+/* One line per value:
+ *   %2 y = matmul %0, %1 : bf16[64, 32] @partial(sum) local [64, 32] */
+static void
+print_ins(Buf *b, const Func *f, Val v)
+{
+	const Ins *in = &f->ins[v];
+	char name[64];
+	int64_t loc[LIM_RANK];
+
+	buf_printf(b, "  %%%d", v);
+	if (in->name)
+		buf_printf(b, " %s", sym_str(in->name));
+	buf_printf(b, " = %s", ir_opname(in, name, sizeof name));
+	if (in->op == OP_PARAM)
+		buf_printf(b, " %lld", (long long)in->a);
+	if (in->op == OP_CONST)
+		buf_printf(b, " %.9g", in->c);
+	for (int i = 0; i < in->narg; i++)
+		buf_printf(b, "%s%%%d", i ? ", " : " ", in->arg[i]);
+	buf_printf(b, " : ");
+	ty_print(b, &in->ty);
+	ty_local_shape(&in->ty, f->nranks, loc);
+	buf_printf(b, " local ");
+	ty_print_shape(b, in->ty.rank, loc);
+	if (in->autoins)
+		buf_printf(b, "  ; inserted");
+	buf_printf(b, "\n");
+}
+
+void
+ir_print(FILE *out, const Func *f)
+{
+	Buf b = {0};
+	buf_printf(&b, "op %s (P = %d)\n", sym_str(f->name), f->nranks);
+	for (Val v = 0; v < f->nins; v++)
+		print_ins(&b, f, v);
+	buf_printf(&b, "  return");
+	for (int i = 0; i < f->nout; i++)
+		buf_printf(&b, "%s%%%d", i ? ", " : " ", f->out[i]);
+	buf_printf(&b, "\n");
+	fputs(b.s, out);
+	buf_free(&b);
+}
+
+/* ---- the verifier: structural facts every pass must keep ---- */
+
+static bool
+bad(const Func *f, Val v, const char *after, const char *what)
+{
+	fprintf(stderr, "syncc: internal compiler error: IR of op %s after %s: %%%d: %s\n",
+	        sym_str(f->name), after, v, what);
+	return false;
+}
+
+static bool
+verify_place(const Func *f, Val v, const char *after)
+{
+	const Type *t = &f->ins[v].ty;
+	if (t->pl.kind == PL_SPLIT) {
+		if (t->pl.dim < 0 || t->pl.dim >= t->rank)
+			return bad(f, v, after, "split dim out of range");
+		if (t->dim[t->pl.dim] % f->nranks)
+			return bad(f, v, after, "split dim not divisible by P");
+	}
+	return true;
+}
+
+bool
+ir_verify(const Func *f, const char *after)
+{
+	for (Val v = 0; v < f->nins; v++) {
+		const Ins *in = &f->ins[v];
+		if (in->op < 0 || in->op >= OP_COUNT)
+			return bad(f, v, after, "bad op");
+		if (ir_ops[in->op].arity >= 0 && in->narg != ir_ops[in->op].arity)
+			return bad(f, v, after, "wrong number of operands");
+		for (int i = 0; i < in->narg; i++)
+			if (in->arg[i] < 0 || in->arg[i] >= v)
+				return bad(f, v, after, "operand is not defined before its use");
+		if (in->ty.rank < 0 || in->ty.rank > LIM_RANK)
+			return bad(f, v, after, "bad rank");
+		for (int i = 0; i < in->ty.rank; i++)
+			if (in->ty.dim[i] <= 0)
+				return bad(f, v, after, "non-positive dim");
+		if (!verify_place(f, v, after))
+			return false;
+	}
+	for (int i = 0; i < f->nout; i++)
+		if (f->out[i] < 0 || f->out[i] >= f->nins)
+			return bad(f, f->out[i], after, "result is not a value");
+	for (int i = 0; i < f->nin; i++)
+		if (f->ins[f->in[i]].op != OP_PARAM)
+			return bad(f, f->in[i], after, "input is not a param");
+	return true;
+}

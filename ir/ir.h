@@ -1,0 +1,212 @@
+/* ir/ir.h -- types and placements, the graph IR, semantic analysis (which
+ * builds the IR from the syntax tree), the verifier and the printers.
+ * Prefixes: ty_, pl_, ir_, sema_, unit_. */
+#ifndef SYNCC_IR_H
+#define SYNCC_IR_H
+
+#include "../parser/ast.h"
+
+/* ---- dtypes: one table in ir/type.c ---- */
+typedef enum DType { DT_F32, DT_F16, DT_BF16, DT_I32, DT_COUNT } DType;
+
+typedef struct DTypeInfo {
+	const char *name; /* in the language */
+	int size;         /* bytes */
+	const char *ptx;  /* storage type in PTX */
+	double eps;       /* unit roundoff, for tolerances */
+} DTypeInfo;
+extern const DTypeInfo ty_dtypes[DT_COUNT];
+
+/* ---- placements (DESIGN §2.3) ---- */
+typedef enum PlaceKind { PL_REPL, PL_SPLIT, PL_PARTIAL } PlaceKind;
+typedef enum RedOp { RED_SUM, RED_MAX, RED_MIN } RedOp;
+extern const char *const pl_rednames[3];
+
+typedef struct Place {
+	PlaceKind kind;
+	int dim;    /* PL_SPLIT: the global dim cut into P blocks */
+	RedOp red;  /* PL_PARTIAL: how ranks' values combine */
+} Place;
+
+typedef struct Type {
+	DType dt;
+	int rank;
+	int64_t dim[LIM_RANK]; /* global shape */
+	Place pl;
+} Type;
+
+/* ir/type.c */
+bool ty_dtype_byname(const char *s, DType *dt);
+bool pl_eq(Place a, Place b);
+bool ty_same_shape(const Type *a, const Type *b);
+int64_t ty_numel(const Type *t);           /* global elements */
+int64_t ty_local_dim(const Type *t, int d, int nranks);
+int64_t ty_local_numel(const Type *t, int nranks);
+void ty_local_shape(const Type *t, int nranks, int64_t *out);
+void pl_print(Buf *b, Place p);
+void ty_print(Buf *b, const Type *t);      /* bf16[8, 4] @split(0) */
+void ty_print_shape(Buf *b, int rank, const int64_t *dim);
+
+/* ---- the graph IR: SSA values in topological order ---- */
+typedef enum Op {
+#define O(name, text, arity, cls, flags) OP_##name,
+#include "ops.h"
+#undef O
+	OP_COUNT
+} Op;
+
+typedef enum OpClass {
+	OC_INPUT, OC_CONST, OC_UNARY, OC_BINARY, OC_MATMUL, OC_REDUCE,
+	OC_SHAPE, OC_COMM, OC_RESHARD
+} OpClass;
+
+enum { OF_EW = 1, OF_LINEAR = 2 };
+
+typedef struct OpInfo {
+	const char *name;
+	int arity;
+	OpClass cls;
+	int flags;
+} OpInfo;
+extern const OpInfo ir_ops[OP_COUNT];
+
+typedef int Val; /* index of an Ins in its Func */
+
+typedef struct Ins {
+	Op op;
+	Type ty;
+	Val *arg;
+	int narg;
+	int axis, axis2;  /* reductions, slice, concat, collectives, transpose */
+	int64_t a, b;     /* PARAM: index; SLICE: start, len; SHIFT: k */
+	RedOp red;        /* ALL_REDUCE, REDUCE_SCATTER */
+	double c;         /* CONST */
+	bool autoins;     /* inserted by the compiler, not written */
+	Sym name;         /* the `let` or argument name, for printing */
+	Span span;
+} Ins;
+
+typedef struct Func Func;
+struct Func {
+	Sym name;
+	int nranks;
+	Ins *ins;
+	int nins, cap;
+	Val *in;          /* PARAM values in signature order */
+	int nin;
+	Val *out;         /* returned values */
+	Type *outty;      /* declared result types */
+	int nout;
+	Span span;
+	Arena *arena;
+	Func *next;
+};
+
+/* ir/ir.c */
+Func *ir_func_new(Sym name, int nranks, Span sp);
+void ir_func_free(Func *f);
+Val ir_add(Func *f, Op op, Type ty, const Val *arg, int narg, Span sp);
+void ir_print(FILE *out, const Func *f);
+bool ir_verify(const Func *f, const char *after); /* false + ICE message */
+const char *ir_opname(const Ins *in, char *buf, size_t n); /* all_reduce.sum */
+
+/* ir/pass.c: graph passes, in pipeline order */
+typedef struct PassInfo {
+	const char *name;
+	void (*run)(Func *f);
+	bool required; /* the simulator can run the IR without it if false */
+} PassInfo;
+extern const PassInfo ir_passes[];
+extern const int ir_npasses;
+void pass_autocomm(Func *f);
+
+/* ---- a compilation unit: the files, their ops, the options ---- */
+typedef enum AutoComm { AC_DEFAULT, AC_ON, AC_OFF } AutoComm;
+
+typedef struct Define {
+	const char *name, *value;
+} Define;
+
+typedef struct Options {
+	int nranks;
+	const char *entry;    /* NULL: every op of the main file */
+	const char **incdirs; /* -I, in order */
+	int nincdirs;
+	const char *libdir;   /* stdlib/ beside the binary */
+	const char *sharedir; /* the installed share dir */
+	Define *defines;
+	int ndefines;
+	AutoComm autocomm;
+} Options;
+
+typedef struct Unit {
+	Options opt;
+	Arena *arena;        /* syntax trees and unit-lifetime data */
+	Module *modules;     /* main file first */
+	Func *funcs;         /* one per entry op, in source order */
+	char **texts;        /* source buffers, freed with the unit */
+	int ntexts;
+} Unit;
+
+/* ir/unit.c */
+Unit *unit_new(const Options *opt);
+bool unit_load(Unit *u, const char *path); /* parses the file and its uses */
+bool unit_load_text(Unit *u, const char *path, char *text, size_t len);
+void unit_free(Unit *u);
+
+/* ir/sema.c: checks the unit and builds one Func per entry op; returns
+ * EXIT_OK, EXIT_INPUT (errors in the input) or EXIT_USAGE (a bad -D). */
+int sema_unit(Unit *u);
+
+/* ---- internals shared by ir/sema.c and ir/rules.c ----
+ * Elaboration is abstract interpretation of the entry op: calls are
+ * inlined, `for` is unrolled, constants are folded, and every tensor
+ * expression becomes one IR value whose type the placement table decides. */
+typedef enum SVKind {
+	SV_ERR,    /* an error was reported: stay quiet about this value */
+	SV_TENSOR, /* an IR value */
+	SV_INT,    /* compile-time integer (sizes, literals, loop variables) */
+	SV_FLOAT,  /* compile-time number */
+	SV_DTYPE,  /* a dtype (cast's argument, dtype params) */
+	SV_RED,    /* the reduction names sum, max, min (i = RedOp) */
+	SV_TUPLE,  /* results of an op with several */
+	SV_LIST,   /* [a, b, ..] (reshape's shape) */
+} SVKind;
+
+typedef struct SVal SVal;
+struct SVal {
+	SVKind k;
+	Val v;       /* SV_TENSOR */
+	int64_t i;   /* SV_INT */
+	double f;    /* SV_FLOAT (and SV_INT's value as a double) */
+	DType dt;    /* SV_DTYPE */
+	SVal *elem;  /* SV_TUPLE, SV_LIST */
+	int n;
+	Span span;   /* the expression it came from */
+};
+
+typedef struct Sema {
+	Unit *u;
+	Func *f;       /* the entry op being built */
+	int nranks;
+	bool autocomm; /* --auto-comm: insert collectives anywhere */
+	bool kernel;   /* inside a kernel body: elementwise only */
+	Arena *tmp;    /* scopes and tuples of the op being elaborated */
+} Sema;
+
+/* ir/rules.c: the placement table and the typing of every builtin */
+SVal rule_binary(Sema *s, int op, SVal a, SVal b, Span sp);
+SVal rule_unary(Sema *s, Op op, SVal a, Span sp);
+SVal rule_matmul(Sema *s, SVal a, SVal b, Span sp);
+bool rule_is_builtin(Sym name);
+SVal rule_builtin(Sema *s, Sym name, SVal *args, int nargs, Span sp);
+SVal rule_reshard(Sema *s, SVal x, Place to, Span sp, const char *why);
+bool rule_can_reshard(const Type *t, Place to, int nranks);
+SVal sv_err(void);
+SVal sv_int(int64_t i, Span sp);
+SVal sv_float(double f, Span sp);
+SVal sv_tensor(Val v, Span sp);
+const Type *sv_type(Sema *s, SVal x);
+bool check_shape(Sema *s, Type *t, Span sp);
+
+#endif

@@ -1,0 +1,1301 @@
+/* ir/sema.c -- names, scopes, params, calls, statements: the elaborator
+ * that turns each entry op into a graph-IR Func.
+ *
+ * An op means a function on global tensors (DESIGN §2.4).  Elaboration
+ * runs the op abstractly: every tensor expression becomes one IR value
+ * typed by the placement table (ir/rules.c), calls of ops and kernels are
+ * inlined, `for` loops unrolled and constants folded.  Errors are counted,
+ * not fatal: an erroneous expression yields SV_ERR, on which every rule
+ * stays silent, so each mistake is reported once. */
+#include "ir.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum BindKind { B_LET, B_ARG, B_SIZE, B_LOOP, B_PARAM } BindKind;
+
+typedef struct Bind Bind;
+struct Bind {
+	Sym name;
+	BindKind kind;
+	SVal val;
+	Span span;
+	Bind *next;
+};
+
+/* What one file defines. */
+typedef struct ModEnv ModEnv;
+struct ModEnv {
+	Module *m;
+	SymMap defs;    /* op and kernel nodes */
+	SymMap params;  /* Bind * */
+	ModEnv *next;
+};
+
+/* One op or kernel body being elaborated. */
+typedef struct Frame Frame;
+struct Frame {
+	ModEnv *me;
+	Node *fn;
+	Bind *scope;
+	Frame *up;
+	int depth;
+};
+
+static struct {
+	ModEnv *envs;
+	Sym nranks, sum, max, min;
+	int unrolled;
+} S;
+
+static SVal eval(Sema *s, Frame *fr, Node *n);
+
+/* ---- values ---- */
+
+SVal
+sv_err(void)
+{
+	return (SVal){.k = SV_ERR, .span = NOSPAN};
+}
+
+SVal
+sv_int(int64_t i, Span sp)
+{
+	return (SVal){.k = SV_INT, .i = i, .f = (double)i, .span = sp};
+}
+
+SVal
+sv_float(double f, Span sp)
+{
+	return (SVal){.k = SV_FLOAT, .f = f, .span = sp};
+}
+
+SVal
+sv_tensor(Val v, Span sp)
+{
+	return (SVal){.k = SV_TENSOR, .v = v, .span = sp};
+}
+
+const Type *
+sv_type(Sema *s, SVal x)
+{
+	ASSERT(x.k == SV_TENSOR);
+	return &s->f->ins[x.v].ty;
+}
+
+static const char *
+sv_what(SVal x)
+{
+	switch (x.k) {
+	case SV_TENSOR: return "a tensor";
+	case SV_INT: return "an integer";
+	case SV_FLOAT: return "a number";
+	case SV_DTYPE: return "a dtype";
+	case SV_RED: return "a reduction name";
+	case SV_TUPLE: return "a tuple";
+	case SV_LIST: return "a list";
+	case SV_ERR: return "an error";
+	}
+	return "?";
+}
+
+/* Rank, positive dims and an element count that fits int64. */
+bool
+check_shape(Sema *s, Type *t, Span sp)
+{
+	int64_t n = 1;
+	(void)s;
+	if (t->rank > LIM_RANK) {
+		diag_error(sp, "tensor rank %d is over the limit of %d", t->rank, LIM_RANK);
+		return false;
+	}
+	for (int i = 0; i < t->rank; i++) {
+		if (t->dim[i] <= 0) {
+			diag_error(sp, "dim %d has size %lld; sizes must be positive", i, (long long)t->dim[i]);
+			return false;
+		}
+		if (!ck_mul(n, t->dim[i], &n) || !ck_mul(n, 4, &(int64_t){0})) {
+			diag_error(sp, "tensor has too many elements (the byte size overflows 64 bits)");
+			return false;
+		}
+	}
+	return true;
+}
+
+/* ---- "did you mean" ---- */
+
+static int
+edits(const char *a, const char *b)
+{
+	int la = (int)strlen(a), lb = (int)strlen(b), row[64];
+	if (la >= 63 || lb >= 63)
+		return 99;
+	for (int j = 0; j <= lb; j++)
+		row[j] = j;
+	for (int i = 1; i <= la; i++) {
+		int diag = row[0];
+		row[0] = i;
+		for (int j = 1; j <= lb; j++) {
+			int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			diag = up;
+			row[j] = best;
+		}
+	}
+	return row[lb];
+}
+
+typedef struct Near {
+	const char *want, *best;
+	int dist;
+} Near;
+
+static void
+near(Near *n, Sym cand)
+{
+	int d;
+	if (!cand)
+		return;
+	d = edits(n->want, sym_str(cand));
+	if (d < n->dist && d <= (int)(strlen(n->want) + 2) / 3) {
+		n->dist = d;
+		n->best = sym_str(cand);
+	}
+}
+
+static void
+near_map(Near *n, const SymMap *m)
+{
+	for (uint32_t i = 0; i < m->cap; i++)
+		near(n, m->key[i]);
+}
+
+static void
+suggest_name(Frame *fr, Sym want, Span sp, bool fn)
+{
+	static const char *const builtins[] = {
+		"transpose", "reshape", "slice", "concat", "cast", "sum", "mean", "amax", "amin",
+		"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "abs", "max", "min",
+		"all_reduce", "reduce_scatter", "all_gather", "all_to_all", "shift",
+	};
+	Near n = {sym_str(want), NULL, 99};
+	if (fn) {
+		for (size_t i = 0; i < NELEM(builtins); i++)
+			near(&n, sym_cstr(builtins[i]));
+		near_map(&n, &fr->me->defs);
+		for (int i = 0; i < fr->me->m->nuses; i++)
+			for (ModEnv *e = S.envs; e; e = e->next)
+				if (e->m == fr->me->m->uses[i])
+					near_map(&n, &e->defs);
+	} else {
+		for (Bind *b = fr->scope; b; b = b->next)
+			near(&n, b->name);
+		near_map(&n, &fr->me->params);
+		near(&n, S.nranks);
+	}
+	if (n.best)
+		diag_note(sp, "did you mean '%s'?", n.best);
+}
+
+/* ---- names ---- */
+
+static Bind *
+bind(Sema *s, Frame *fr, Sym name, BindKind k, SVal v, Span sp)
+{
+	Bind *b = arena_alloc(s->tmp, sizeof *b);
+	b->name = name;
+	b->kind = k;
+	b->val = v;
+	b->span = sp;
+	b->next = fr->scope;
+	fr->scope = b;
+	return b;
+}
+
+static Bind *
+find_local(Frame *fr, Sym name)
+{
+	for (Bind *b = fr->scope; b; b = b->next)
+		if (b->name == name)
+			return b;
+	return NULL;
+}
+
+static SVal
+lookup(Sema *s, Frame *fr, Node *n)
+{
+	Sym name = n->u.name;
+	Bind *b = find_local(fr, name);
+	SVal v;
+	if (!b)
+		b = symmap_get(&fr->me->params, name);
+	if (b) {
+		v = b->val;
+		v.span = n->span;
+		return v;
+	}
+	if (name == S.nranks)
+		return sv_int(s->nranks, n->span);
+	if (name == S.sum || name == S.max || name == S.min)
+		return (SVal){.k = SV_RED, .i = name == S.sum ? RED_SUM : name == S.max ? RED_MAX : RED_MIN, .span = n->span};
+	diag_error(n->span, "unknown name '%s'", sym_str(name));
+	suggest_name(fr, name, n->span, false);
+	return sv_err();
+}
+
+/* The op or kernel a call names: this file first, then the files it uses. */
+static Node *
+find_def(Frame *fr, Sym name, Span sp, bool *ambiguous)
+{
+	Node *d = symmap_get(&fr->me->defs, name), *other;
+	Module *from = NULL;
+	*ambiguous = false;
+	if (d)
+		return d;
+	for (int i = 0; i < fr->me->m->nuses; i++)
+		for (ModEnv *e = S.envs; e; e = e->next) {
+			if (e->m != fr->me->m->uses[i] || !(other = symmap_get(&e->defs, name)))
+				continue;
+			if (d) {
+				diag_error(sp, "'%s' is defined by both %s.syn and %s.syn", sym_str(name),
+				           sym_str(from->name), sym_str(e->m->name));
+				*ambiguous = true;
+				return NULL;
+			}
+			d = other;
+			from = e->m;
+		}
+	return d;
+}
+
+static ModEnv *
+env_of_file(int file)
+{
+	for (ModEnv *e = S.envs; e; e = e->next)
+		if (e->m->file == file)
+			return e;
+	die("no module for file %d", file);
+}
+
+/* ---- constant expressions: sizes, ranges ---- */
+
+static bool
+eval_int(Sema *s, Frame *fr, Node *n, const char *what, int64_t *out)
+{
+	SVal v = eval(s, fr, n);
+	if (v.k == SV_ERR)
+		return false;
+	if (v.k != SV_INT) {
+		diag_error(n->span, "%s must be an integer constant, not %s", what, sv_what(v));
+		return false;
+	}
+	*out = v.i;
+	return true;
+}
+
+/* ---- types in signatures ---- */
+
+/* Placement written after a type: @repl, @split(d), @partial(op). */
+static bool
+resolve_place(Sema *s, Frame *fr, Node *pn, int rank, Place *out)
+{
+	const char *name = sym_str(pn->u.call.name);
+	SVal a = {0};
+	if (pn->u.call.nargs > 1) {
+		diag_error(pn->span, "placement @%s takes at most one argument", name);
+		return false;
+	}
+	if (pn->u.call.nargs == 1 && (a = eval(s, fr, pn->u.call.args)).k == SV_ERR)
+		return false;
+	if (strcmp(name, "repl") == 0 && pn->u.call.nargs == 0) {
+		*out = (Place){PL_REPL, 0, 0};
+		return true;
+	}
+	if (strcmp(name, "split") == 0 && pn->u.call.nargs == 1 && a.k == SV_INT) {
+		int64_t d = a.i < 0 ? a.i + rank : a.i;
+		if (d < 0 || d >= rank) {
+			diag_error(pn->span, "@split(%lld) names no dim of a rank-%d tensor", (long long)a.i, rank);
+			return false;
+		}
+		*out = (Place){PL_SPLIT, (int)d, 0};
+		return true;
+	}
+	if (strcmp(name, "partial") == 0 && pn->u.call.nargs == 1 && a.k == SV_RED) {
+		*out = (Place){PL_PARTIAL, 0, (RedOp)a.i};
+		return true;
+	}
+	if (strcmp(name, "repl") && strcmp(name, "split") && strcmp(name, "partial")) {
+		diag_error(pn->u.call.nspan, "unknown placement '@%s'", name);
+		diag_note(NOSPAN, "placements are @repl, @split(dim) and @partial(sum|max|min)");
+	} else {
+		diag_error(pn->span, "malformed placement: write @repl, @split(dim) or @partial(sum|max|min)");
+	}
+	return false;
+}
+
+static bool
+check_divisible(Sema *s, const Type *t, Span sp, const char *what)
+{
+	if (t->pl.kind == PL_SPLIT && t->dim[t->pl.dim] % s->nranks) {
+		diag_error(sp, "%s is split along dim %d of size %lld, which %d ranks do not divide",
+		           what, t->pl.dim, (long long)t->dim[t->pl.dim], s->nranks);
+		return false;
+	}
+	return true;
+}
+
+/* A signature type for the entry op: every name is a param. */
+static bool
+resolve_entry_type(Sema *s, Frame *fr, Node *tn, Type *t, const char *what)
+{
+	int i = 0;
+	memset(t, 0, sizeof *t);
+	if (tn->u.type.dvar) {
+		Node nm = {.kind = NK_NAME, .span = tn->u.type.dspan, .u.name = tn->u.type.dtype};
+		SVal d = eval(s, fr, &nm);
+		if (d.k == SV_ERR)
+			return false;
+		if (d.k != SV_DTYPE) {
+			diag_error(tn->u.type.dspan, "'%s' is %s, not a dtype", sym_str(tn->u.type.dtype), sv_what(d));
+			return false;
+		}
+		t->dt = d.dt;
+	} else if (!ty_dtype_byname(sym_str(tn->u.type.dtype), &t->dt)) {
+		die("lexer gave an unknown dtype");
+	}
+	t->rank = tn->u.type.rank;
+	if (t->rank > LIM_RANK) {
+		diag_error(tn->span, "tensor rank %d is over the limit of %d", t->rank, LIM_RANK);
+		return false;
+	}
+	for (Node *d = tn->u.type.dims; d; d = d->next, i++)
+		if (!eval_int(s, fr, d, "a size", &t->dim[i]))
+			return false;
+	if (!check_shape(s, t, tn->span))
+		return false;
+	t->pl = (Place){PL_REPL, 0, 0};
+	if (tn->u.type.place && !resolve_place(s, fr, tn->u.type.place, t->rank, &t->pl))
+		return false;
+	return check_divisible(s, t, tn->span, what);
+}
+
+/* ---- statements ---- */
+
+typedef enum Flow { FLOW_NEXT, FLOW_RETURN } Flow;
+
+static Flow exec_list(Sema *s, Frame *fr, Node *list, SVal *ret, bool inloop);
+
+static bool
+same_type(Sema *s, SVal a, SVal b)
+{
+	if (a.k != b.k)
+		return (a.k == SV_INT || a.k == SV_FLOAT) && (b.k == SV_INT || b.k == SV_FLOAT);
+	if (a.k != SV_TENSOR)
+		return true;
+	const Type *x = sv_type(s, a), *y = sv_type(s, b);
+	return x->dt == y->dt && ty_same_shape(x, y) && pl_eq(x->pl, y->pl);
+}
+
+static void
+describe(Sema *s, Buf *b, SVal v)
+{
+	if (v.k == SV_TENSOR)
+		ty_print(b, sv_type(s, v));
+	else
+		buf_printf(b, "%s", sv_what(v));
+}
+
+static void
+exec_assign(Sema *s, Frame *fr, Node *st)
+{
+	Bind *b = find_local(fr, st->u.let.name);
+	SVal v = eval(s, fr, st->u.let.init);
+	if (!b) {
+		if (symmap_get(&fr->me->params, st->u.let.name))
+			diag_error(st->u.let.nspan, "cannot assign to param '%s'", sym_str(st->u.let.name));
+		else
+			diag_error(st->u.let.nspan, "assignment to '%s', which no `let` declares", sym_str(st->u.let.name));
+		return;
+	}
+	if (b->kind != B_LET) {
+		diag_error(st->u.let.nspan, "cannot assign to %s '%s'; only `let` names can be re-bound",
+		           b->kind == B_ARG ? "argument" : b->kind == B_LOOP ? "loop variable" : "size", sym_str(b->name));
+		return;
+	}
+	if (v.k == SV_ERR || b->val.k == SV_ERR) {
+		b->val = sv_err();
+		return;
+	}
+	if (!same_type(s, b->val, v)) {
+		Buf was = {0}, now = {0};
+		describe(s, &was, b->val);
+		describe(s, &now, v);
+		diag_error(st->span, "'%s' was %s and cannot be re-bound to %s", sym_str(b->name), was.s, now.s);
+		diag_note(b->span, "'%s' declared here", sym_str(b->name));
+		buf_free(&was);
+		buf_free(&now);
+		return;
+	}
+	b->val = v;
+}
+
+/* let name: type = e: the dtype and shape must agree; a different
+ * placement is reached by a collective, like a signature's. */
+static SVal
+annotate(Sema *s, Frame *fr, Node *tn, SVal v, Sym name)
+{
+	const Type *t;
+	Type want;
+	int i = 0;
+	if (v.k != SV_TENSOR) {
+		if (v.k != SV_ERR)
+			diag_error(tn->span, "'%s' is %s, but its annotation is a tensor type", sym_str(name), sv_what(v));
+		return sv_err();
+	}
+	t = sv_type(s, v);
+	want = *t;
+	if (!tn->u.type.dvar && !ty_dtype_byname(sym_str(tn->u.type.dtype), &want.dt))
+		die("bad dtype");
+	want.rank = tn->u.type.rank;
+	for (Node *d = tn->u.type.dims; d; d = d->next, i++)
+		if (i < LIM_RANK && !eval_int(s, fr, d, "a size", &want.dim[i]))
+			return sv_err();
+	if (want.dt != t->dt || !ty_same_shape(&want, t)) {
+		Buf a = {0}, b = {0};
+		ty_print_shape(&a, t->rank, t->dim);
+		ty_print_shape(&b, want.rank > LIM_RANK ? 0 : want.rank, want.dim);
+		diag_error(v.span, "'%s' is %s%s, but is declared %s%s", sym_str(name), ty_dtypes[t->dt].name, a.s,
+		           ty_dtypes[want.dt].name, b.s);
+		buf_free(&a);
+		buf_free(&b);
+		return sv_err();
+	}
+	if (tn->u.type.place) {
+		Place p;
+		if (!resolve_place(s, fr, tn->u.type.place, t->rank, &p))
+			return sv_err();
+		if (!pl_eq(p, t->pl))
+			return rule_reshard(s, v, p, v.span, "a `let` annotation");
+	}
+	return v;
+}
+
+static void
+exec_let(Sema *s, Frame *fr, Node *st)
+{
+	SVal v = eval(s, fr, st->u.let.init);
+	if (v.k == SV_TUPLE) {
+		diag_error(st->u.let.init->span, "this gives %d results; bind them with `let (a, b) = ...`", v.n);
+		v = sv_err();
+	} else if (v.k == SV_RED || v.k == SV_LIST) {
+		diag_error(st->u.let.init->span, "%s cannot be bound to a name", sv_what(v));
+		v = sv_err();
+	}
+	if (st->u.let.type)
+		v = annotate(s, fr, st->u.let.type, v, st->u.let.name);
+	if (v.k == SV_TENSOR && !s->f->ins[v.v].name && s->f->ins[v.v].op != OP_PARAM)
+		s->f->ins[v.v].name = st->u.let.name;
+	bind(s, fr, st->u.let.name, B_LET, v, st->u.let.nspan);
+}
+
+static void
+exec_lets(Sema *s, Frame *fr, Node *st)
+{
+	SVal v = eval(s, fr, st->u.lets.init);
+	int n = ast_count(st->u.lets.names), i = 0;
+	if (v.k != SV_ERR && (v.k != SV_TUPLE || v.n != n)) {
+		diag_error(st->u.lets.init->span, "%d names are bound to %s%s", n,
+		           v.k == SV_TUPLE ? "" : sv_what(v), v.k == SV_TUPLE ? "a different number of results" : "");
+		v = sv_err();
+	}
+	for (Node *nm = st->u.lets.names; nm; nm = nm->next, i++) {
+		SVal e = v.k == SV_TUPLE ? v.elem[i] : sv_err();
+		if (e.k == SV_TENSOR && !s->f->ins[e.v].name && s->f->ins[e.v].op != OP_PARAM)
+			s->f->ins[e.v].name = nm->u.name;
+		bind(s, fr, nm->u.name, B_LET, e, nm->span);
+	}
+}
+
+static void
+exec_for(Sema *s, Frame *fr, Node *st)
+{
+	int64_t lo, hi;
+	if (!eval_int(s, fr, st->u.loop.lo, "a loop bound", &lo) || !eval_int(s, fr, st->u.loop.hi, "a loop bound", &hi))
+		return;
+	if (hi > lo && (hi - lo > LIM_UNROLL || S.unrolled + (hi - lo) > LIM_UNROLL)) {
+		diag_error(st->span, "loops unroll to more than %d iterations", LIM_UNROLL);
+		return;
+	}
+	for (int64_t i = lo; i < hi; i++) {
+		Bind *mark = fr->scope;
+		int before = diag_errors();
+		SVal ret;
+		S.unrolled++;
+		bind(s, fr, st->u.loop.var, B_LOOP, sv_int(i, st->u.loop.vspan), st->u.loop.vspan);
+		exec_list(s, fr, st->u.loop.body, &ret, true);
+		fr->scope = mark;
+		if (diag_errors() != before)
+			break; /* the same mistake in every iteration is one mistake */
+	}
+}
+
+static Flow
+exec_list(Sema *s, Frame *fr, Node *list, SVal *ret, bool inloop)
+{
+	for (Node *st = list; st; st = st->next) {
+		if (diag_full())
+			return FLOW_NEXT;
+		switch (st->kind) {
+		case NK_LET:
+			exec_let(s, fr, st);
+			break;
+		case NK_LETS:
+			exec_lets(s, fr, st);
+			break;
+		case NK_ASSIGN:
+			exec_assign(s, fr, st);
+			break;
+		case NK_FOR:
+			exec_for(s, fr, st);
+			break;
+		case NK_RETURN:
+			if (inloop) {
+				diag_error(st->span, "`return` inside a `for` loop");
+				break;
+			}
+			*ret = eval(s, fr, st->u.ret.vals);
+			if (st->next)
+				diag_error(st->next->span, "statement after `return` is never run");
+			return FLOW_RETURN;
+		default:
+			die("bad statement kind %d", st->kind);
+		}
+	}
+	return FLOW_NEXT;
+}
+
+/* ---- calls ---- */
+
+static bool
+enter(Sema *s, Frame *caller, Node *fn, Span sp)
+{
+	(void)s;
+	for (Frame *f = caller; f; f = f->up)
+		if (f->fn == fn) {
+			diag_error(sp, "'%s' calls itself; ops and kernels are inlined, so recursion is not allowed",
+			           sym_str(fn->u.fn.name));
+			return false;
+		}
+	if (caller && caller->depth + 1 > LIM_INLINE) {
+		diag_error(sp, "calls nested more than %d deep", LIM_INLINE);
+		return false;
+	}
+	return true;
+}
+
+/* A kernel is one scalar function: its 16-bit tensor arguments are read
+ * as f32, it computes in f32, and its result is rounded once on store, as
+ * the fused GPU code does.  `dt` collects the arguments' storage dtype. */
+static SVal
+kernel_load(Sema *s, SVal a, DType *dt, Span sp)
+{
+	const Type *t;
+	Type ft;
+	Val v;
+	if (a.k != SV_TENSOR || s->kernel)
+		return a;
+	t = sv_type(s, a);
+	if (*dt != DT_COUNT && *dt != t->dt) {
+		diag_error(sp, "kernel arguments mix %s and %s; cast them to one dtype", ty_dtypes[*dt].name,
+		           ty_dtypes[t->dt].name);
+		*dt = DT_COUNT + 1;
+		return a;
+	}
+	*dt = t->dt;
+	if (t->dt != DT_BF16 && t->dt != DT_F16)
+		return a;
+	ft = *t;
+	ft.dt = DT_F32;
+	v = ir_add(s->f, OP_CAST, ft, &a.v, 1, a.span);
+	s->f->ins[v].autoins = true;
+	return sv_tensor(v, a.span);
+}
+
+static SVal
+kernel_store(Sema *s, SVal r, DType dt, Span sp)
+{
+	Type t;
+	Val v;
+	if (r.k != SV_TENSOR || s->kernel || (dt != DT_BF16 && dt != DT_F16))
+		return r;
+	t = *sv_type(s, r);
+	if (t.dt == dt)
+		return r;
+	t.dt = dt;
+	v = ir_add(s->f, OP_CAST, t, &r.v, 1, sp);
+	s->f->ins[v].autoins = true;
+	return sv_tensor(v, sp);
+}
+
+static SVal
+call_kernel(Sema *s, Frame *caller, Node *k, SVal *args, int nargs, Span sp)
+{
+	Frame fr = {env_of_file(k->span.file), k, NULL, caller, caller->depth + 1};
+	bool was = s->kernel;
+	DType dt = DT_COUNT;
+	int i = 0;
+	SVal r;
+	if (nargs != k->u.fn.nargs) {
+		diag_error(sp, "kernel '%s' takes %d argument%s, not %d", sym_str(k->u.fn.name), k->u.fn.nargs,
+		           k->u.fn.nargs == 1 ? "" : "s", nargs);
+		diag_note(k->u.fn.nspan, "'%s' is defined here", sym_str(k->u.fn.name));
+		return sv_err();
+	}
+	if (!enter(s, caller, k, sp))
+		return sv_err();
+	for (Node *a = k->u.fn.args; a; a = a->next, i++) {
+		if (args[i].k == SV_ERR)
+			return sv_err();
+		if (args[i].k != SV_TENSOR && args[i].k != SV_INT && args[i].k != SV_FLOAT) {
+			diag_error(args[i].span, "kernel arguments are tensors or numbers, not %s", sv_what(args[i]));
+			return sv_err();
+		}
+		if (args[i].k == SV_TENSOR && sv_type(s, args[i])->pl.kind == PL_PARTIAL) {
+			diag_error(args[i].span, "kernel '%s' cannot take a @partial value: reduce it first",
+			           sym_str(k->u.fn.name));
+			diag_note(NOSPAN, "all_reduce(x, %s) would make it @repl", pl_rednames[sv_type(s, args[i])->pl.red]);
+			return sv_err();
+		}
+		bind(s, &fr, a->u.name, B_ARG, kernel_load(s, args[i], &dt, sp), a->span);
+		if (dt == DT_COUNT + 1)
+			return sv_err();
+	}
+	s->kernel = true;
+	r = eval(s, &fr, k->u.fn.body);
+	s->kernel = was;
+	return kernel_store(s, r, dt, sp);
+}
+
+/* Unification of one argument with its parameter's type: names bind on
+ * first sight, everything else is compared after all names are bound. */
+typedef struct Pending {
+	Node *dim;
+	int64_t actual;
+	int arg, d;
+} Pending;
+
+static bool
+unify_dtype(Sema *s, Frame *fr, Node *tn, DType dt, Span at, const char *argname)
+{
+	DType want;
+	(void)s;
+	if (tn->u.type.dvar) {
+		Bind *b = find_local(fr, tn->u.type.dtype);
+		if (!b) {
+			bind(s, fr, tn->u.type.dtype, B_SIZE, (SVal){.k = SV_DTYPE, .dt = dt}, tn->u.type.dspan);
+			return true;
+		}
+		want = b->val.dt;
+	} else if (!ty_dtype_byname(sym_str(tn->u.type.dtype), &want)) {
+		die("bad dtype");
+	}
+	if (want != dt) {
+		diag_error(at, "argument '%s' is %s, but the parameter is %s", argname, ty_dtypes[dt].name, ty_dtypes[want].name);
+		diag_note(tn->span, "parameter declared here");
+		return false;
+	}
+	return true;
+}
+
+static bool
+unify_arg(Sema *s, Frame *fr, Node *pa, SVal *arg, Pending *pend, int *npend, int ai)
+{
+	Node *tn = pa->u.let.type;
+	const char *an = sym_str(pa->u.let.name);
+	const Type *t;
+	int d = 0;
+	if (arg->k == SV_INT || arg->k == SV_FLOAT) {
+		/* a number passed for a scalar parameter becomes a constant */
+		DType dt = DT_F32;
+		if (tn->u.type.rank != 0) {
+			diag_error(arg->span, "argument '%s' must be a tensor of rank %d, not a number", an, tn->u.type.rank);
+			return false;
+		}
+		if (!tn->u.type.dvar && !ty_dtype_byname(sym_str(tn->u.type.dtype), &dt))
+			die("bad dtype");
+		Type ct = {.dt = dt, .rank = 0, .pl = {PL_REPL, 0, 0}};
+		Val v = ir_add(s->f, OP_CONST, ct, NULL, 0, arg->span);
+		s->f->ins[v].c = arg->f;
+		*arg = sv_tensor(v, arg->span);
+	}
+	if (arg->k != SV_TENSOR) {
+		diag_error(arg->span, "argument '%s' must be a tensor, not %s", an, sv_what(*arg));
+		return false;
+	}
+	t = sv_type(s, *arg);
+	if (!unify_dtype(s, fr, tn, t->dt, arg->span, an))
+		return false;
+	if (t->rank != tn->u.type.rank) {
+		diag_error(arg->span, "argument '%s' has rank %d, but the parameter has rank %d", an, t->rank, tn->u.type.rank);
+		diag_note(tn->span, "parameter declared here");
+		return false;
+	}
+	for (Node *dn = tn->u.type.dims; dn; dn = dn->next, d++) {
+		if (dn->kind == NK_NAME && !find_local(fr, dn->u.name)) {
+			bind(s, fr, dn->u.name, B_SIZE, sv_int(t->dim[d], dn->span), dn->span);
+			continue;
+		}
+		pend[(*npend)++] = (Pending){dn, t->dim[d], ai, d};
+	}
+	return true;
+}
+
+static SVal
+place_arg(Sema *s, Frame *fr, Node *pa, SVal arg, const char *opname)
+{
+	Node *pn = pa->u.let.type->u.type.place;
+	const Type *t = sv_type(s, arg);
+	Place want;
+	if (!pn)
+		return arg; /* placement-polymorphic parameter */
+	if (!resolve_place(s, fr, pn, t->rank, &want))
+		return sv_err();
+	if (pl_eq(want, t->pl))
+		return arg;
+	if (s->autocomm)
+		return rule_reshard(s, arg, want, arg.span, "an argument");
+	{
+		Buf a = {0}, b = {0};
+		pl_print(&a, t->pl);
+		pl_print(&b, want);
+		diag_error(arg.span, "argument '%s' of '%s' is %s, but the parameter is %s", sym_str(pa->u.let.name),
+		           opname, a.s, b.s);
+		diag_note(pn->span, "parameter placement declared here");
+		if (rule_can_reshard(t, want, s->nranks))
+			rule_reshard(s, arg, want, arg.span, NULL); /* prints the suggestion only */
+		buf_free(&a);
+		buf_free(&b);
+	}
+	return sv_err();
+}
+
+/* The results of an op against its declared result types. */
+static SVal
+check_result(Sema *s, Frame *fr, Node *rt, SVal r, bool entry, Type *out)
+{
+	Type want;
+	const Type *t;
+	int i = 0;
+	if (r.k == SV_INT || r.k == SV_FLOAT) {
+		DType dt = DT_F32;
+		Val v;
+		if (!rt->u.type.dvar && !ty_dtype_byname(sym_str(rt->u.type.dtype), &dt))
+			die("bad dtype");
+		v = ir_add(s->f, OP_CONST, (Type){.dt = dt, .rank = 0, .pl = {PL_REPL, 0, 0}}, NULL, 0, r.span);
+		s->f->ins[v].c = r.f;
+		r = sv_tensor(v, r.span);
+	}
+	if (r.k != SV_TENSOR) {
+		if (r.k != SV_ERR)
+			diag_error(r.span, "the result must be a tensor, not %s", sv_what(r));
+		return sv_err();
+	}
+	t = sv_type(s, r);
+	memset(&want, 0, sizeof want);
+	if (entry) {
+		if (!resolve_entry_type(s, fr, rt, &want, "the result"))
+			return sv_err();
+	} else {
+		if (rt->u.type.dvar) {
+			Bind *b = find_local(fr, rt->u.type.dtype);
+			if (!b) {
+				diag_error(rt->u.type.dspan, "dtype '%s' of the result is bound by no argument",
+				           sym_str(rt->u.type.dtype));
+				return sv_err();
+			}
+			want.dt = b->val.dt;
+		} else if (!ty_dtype_byname(sym_str(rt->u.type.dtype), &want.dt)) {
+			die("bad dtype");
+		}
+		want.rank = rt->u.type.rank;
+		for (Node *d = rt->u.type.dims; d; d = d->next, i++) {
+			if (d->kind == NK_NAME && !find_local(fr, d->u.name) && !symmap_get(&fr->me->params, d->u.name) &&
+			    d->u.name != S.nranks) {
+				diag_error(d->span, "size '%s' of the result is bound by no argument", sym_str(d->u.name));
+				return sv_err();
+			}
+			if (i >= LIM_RANK || !eval_int(s, fr, d, "a size", &want.dim[i]))
+				return sv_err();
+		}
+		want.pl = t->pl;
+		if (rt->u.type.place && !resolve_place(s, fr, rt->u.type.place, want.rank, &want.pl))
+			return sv_err();
+	}
+	if (want.dt != t->dt || !ty_same_shape(&want, t)) {
+		Buf a = {0}, b = {0};
+		buf_printf(&a, "%s", ty_dtypes[t->dt].name);
+		ty_print_shape(&a, t->rank, t->dim);
+		buf_printf(&b, "%s", ty_dtypes[want.dt].name);
+		ty_print_shape(&b, want.rank, want.dim);
+		diag_error(r.span, "the result is %s, but the signature says %s", a.s, b.s);
+		diag_note(rt->span, "result type declared here");
+		buf_free(&a);
+		buf_free(&b);
+		return sv_err();
+	}
+	if (out)
+		*out = want;
+	if (pl_eq(want.pl, t->pl))
+		return r;
+	if (s->u->opt.autocomm == AC_OFF) {
+		Buf a = {0}, b = {0};
+		pl_print(&a, t->pl);
+		pl_print(&b, want.pl);
+		diag_error(r.span, "the result is %s, but the signature declares %s (and --no-auto-comm is set)", a.s, b.s);
+		if (rule_can_reshard(t, want.pl, s->nranks))
+			rule_reshard(s, r, want.pl, r.span, NULL);
+		buf_free(&a);
+		buf_free(&b);
+		return sv_err();
+	}
+	return rule_reshard(s, r, want.pl, r.span, "the signature");
+}
+
+static SVal
+run_body(Sema *s, Frame *fr, Node *op)
+{
+	SVal r = sv_err();
+	if (exec_list(s, fr, op->u.fn.body, &r, false) != FLOW_RETURN) {
+		if (!diag_full())
+			diag_error(op->u.fn.nspan, "op '%s' has no `return`", sym_str(op->u.fn.name));
+		return sv_err();
+	}
+	if (r.k == SV_TUPLE && r.n != op->u.fn.nrets) {
+		diag_error(r.span, "op '%s' returns %d values, but its signature declares %d", sym_str(op->u.fn.name), r.n,
+		           op->u.fn.nrets);
+		return sv_err();
+	}
+	if (r.k != SV_TUPLE && r.k != SV_ERR && op->u.fn.nrets != 1) {
+		diag_error(r.span, "op '%s' returns one value, but its signature declares %d", sym_str(op->u.fn.name),
+		           op->u.fn.nrets);
+		return sv_err();
+	}
+	return r;
+}
+
+static SVal
+call_op(Sema *s, Frame *caller, Node *op, SVal *args, int nargs, Span sp)
+{
+	Frame fr = {env_of_file(op->span.file), op, NULL, caller, caller->depth + 1};
+	const char *name = sym_str(op->u.fn.name);
+	Pending *pend;
+	int npend = 0, i = 0;
+	SVal r;
+	if (s->kernel) {
+		diag_error(sp, "op '%s' cannot be called in a kernel body; kernels are elementwise", name);
+		return sv_err();
+	}
+	if (nargs != op->u.fn.nargs) {
+		diag_error(sp, "op '%s' takes %d argument%s, not %d", name, op->u.fn.nargs, op->u.fn.nargs == 1 ? "" : "s", nargs);
+		diag_note(op->u.fn.nspan, "'%s' is defined here", name);
+		return sv_err();
+	}
+	if (!enter(s, caller, op, sp))
+		return sv_err();
+	for (i = 0; i < nargs; i++)
+		if (args[i].k == SV_ERR)
+			return sv_err();
+	pend = arena_alloc(s->tmp, (size_t)(nargs * LIM_RANK + 1) * sizeof *pend);
+	i = 0;
+	for (Node *pa = op->u.fn.args; pa; pa = pa->next, i++)
+		if (!unify_arg(s, &fr, pa, &args[i], pend, &npend, i))
+			return sv_err();
+	for (int k = 0; k < npend; k++) {
+		int64_t want;
+		if (!eval_int(s, &fr, pend[k].dim, "a size", &want))
+			return sv_err();
+		if (want != pend[k].actual) {
+			diag_error(args[pend[k].arg].span, "dim %d of this argument has size %lld, but the parameter says %lld",
+			           pend[k].d, (long long)pend[k].actual, (long long)want);
+			diag_note(pend[k].dim->span, "size declared here");
+			return sv_err();
+		}
+	}
+	i = 0;
+	for (Node *pa = op->u.fn.args; pa; pa = pa->next, i++) {
+		SVal a = place_arg(s, &fr, pa, args[i], name);
+		if (a.k == SV_ERR)
+			return a;
+		bind(s, &fr, pa->u.let.name, B_ARG, a, pa->u.let.nspan);
+	}
+	r = run_body(s, &fr, op);
+	if (r.k == SV_ERR)
+		return r;
+	if (r.k != SV_TUPLE)
+		return check_result(s, &fr, op->u.fn.rets, r, false, NULL);
+	i = 0;
+	for (Node *rt = op->u.fn.rets; rt; rt = rt->next, i++)
+		if ((r.elem[i] = check_result(s, &fr, rt, r.elem[i], false, NULL)).k == SV_ERR)
+			return sv_err();
+	r.span = sp;
+	return r;
+}
+
+static SVal
+eval_call(Sema *s, Frame *fr, Node *n)
+{
+	Sym name = n->u.call.name;
+	int nargs = n->u.call.nargs, i = 0;
+	SVal *args = arena_alloc(s->tmp, (size_t)(nargs + 1) * sizeof *args);
+	bool amb;
+	Node *def;
+	for (Node *a = n->u.call.args; a; a = a->next, i++)
+		args[i] = eval(s, fr, a);
+	if (rule_is_builtin(name))
+		return rule_builtin(s, name, args, nargs, n->span);
+	def = find_def(fr, name, n->u.call.nspan, &amb);
+	if (amb)
+		return sv_err();
+	if (!def) {
+		diag_error(n->u.call.nspan, "unknown function '%s'", sym_str(name));
+		suggest_name(fr, name, n->u.call.nspan, true);
+		return sv_err();
+	}
+	if (def->kind == NK_KERNEL)
+		return call_kernel(s, fr, def, args, nargs, n->span);
+	return call_op(s, fr, def, args, nargs, n->span);
+}
+
+static SVal
+eval_seq(Sema *s, Frame *fr, Node *n, SVKind k)
+{
+	SVal r = {.k = k, .n = n->u.call.nargs, .span = n->span};
+	int i = 0;
+	r.elem = arena_alloc(s->tmp, (size_t)(r.n + 1) * sizeof *r.elem);
+	for (Node *a = n->u.call.args; a; a = a->next, i++) {
+		r.elem[i] = eval(s, fr, a);
+		if (r.elem[i].k == SV_ERR)
+			return sv_err();
+		if (k == SV_TUPLE && r.elem[i].k != SV_TENSOR && r.elem[i].k != SV_INT && r.elem[i].k != SV_FLOAT) {
+			diag_error(r.elem[i].span, "a tuple holds tensors, not %s", sv_what(r.elem[i]));
+			return sv_err();
+		}
+	}
+	return r;
+}
+
+static SVal
+eval(Sema *s, Frame *fr, Node *n)
+{
+	SVal r;
+	if (diag_full())
+		return sv_err();
+	switch (n->kind) {
+	case NK_INT:
+		return sv_int(n->u.num.i, n->span);
+	case NK_FLOAT:
+		return sv_float(n->u.num.f, n->span);
+	case NK_NAME:
+		return lookup(s, fr, n);
+	case NK_DTYPE:
+		r = (SVal){.k = SV_DTYPE, .span = n->span};
+		if (!ty_dtype_byname(sym_str(n->u.name), &r.dt))
+			die("bad dtype");
+		return r;
+	case NK_BIN:
+		if (n->u.bin.op == '@')
+			return rule_matmul(s, eval(s, fr, n->u.bin.l), eval(s, fr, n->u.bin.r), n->span);
+		{
+			SVal l = eval(s, fr, n->u.bin.l);
+			return rule_binary(s, n->u.bin.op, l, eval(s, fr, n->u.bin.r), n->span);
+		}
+	case NK_NEG:
+		return rule_unary(s, OP_NEG, eval(s, fr, n->u.bin.l), n->span);
+	case NK_CALL:
+		return eval_call(s, fr, n);
+	case NK_LIST:
+		return eval_seq(s, fr, n, SV_LIST);
+	case NK_TUPLE:
+		return eval_seq(s, fr, n, SV_TUPLE);
+	default:
+		die("bad expression kind %d", n->kind);
+	}
+}
+
+/* ---- files: params, definitions ---- */
+
+/* -D NAME=VALUE: an integer, a number or a dtype. */
+static bool
+parse_define(const char *text, SVal *v)
+{
+	char *end;
+	long long i;
+	double f;
+	DType dt;
+	if (ty_dtype_byname(text, &dt)) {
+		*v = (SVal){.k = SV_DTYPE, .dt = dt, .span = NOSPAN};
+		return true;
+	}
+	errno = 0;
+	i = strtoll(text, &end, 10);
+	if (*text && !*end && errno == 0) {
+		*v = sv_int(i, NOSPAN);
+		return true;
+	}
+	errno = 0;
+	f = strtod(text, &end);
+	if (*text && !*end && errno == 0 && f == f && f - f == 0) {
+		*v = sv_float(f, NOSPAN);
+		return true;
+	}
+	return false;
+}
+
+static int
+collect_params(Sema *s, ModEnv *me, bool main)
+{
+	Frame fr = {me, NULL, NULL, NULL, 0};
+	int status = EXIT_OK;
+	bool *used = main ? xcalloc(s->u->opt.ndefines + 1, sizeof *used) : NULL;
+	for (Node *it = me->m->items; it; it = it->next) {
+		Bind *old, *b;
+		SVal v;
+		if (it->kind != NK_PARAM)
+			continue;
+		if ((old = symmap_get(&me->params, it->u.let.name))) {
+			diag_error(it->u.let.nspan, "param '%s' is declared twice", sym_str(it->u.let.name));
+			diag_note(old->span, "first declared here");
+			continue;
+		}
+		v = eval(s, &fr, it->u.let.init);
+		for (int i = 0; main && i < s->u->opt.ndefines; i++) {
+			if (strcmp(s->u->opt.defines[i].name, sym_str(it->u.let.name)))
+				continue;
+			used[i] = true;
+			if (!parse_define(s->u->opt.defines[i].value, &v)) {
+				diag_usage("-D %s=%s: the value is not an integer, a number or a dtype", s->u->opt.defines[i].name,
+				           s->u->opt.defines[i].value);
+				status = EXIT_USAGE;
+			}
+			v.span = it->u.let.nspan;
+		}
+		if (v.k != SV_INT && v.k != SV_FLOAT && v.k != SV_DTYPE && v.k != SV_ERR) {
+			diag_error(it->u.let.init->span, "param '%s' must be a constant (an integer, a number or a dtype), not %s",
+			           sym_str(it->u.let.name), sv_what(v));
+			v = sv_err();
+		}
+		b = arena_alloc(s->tmp, sizeof *b);
+		*b = (Bind){it->u.let.name, B_PARAM, v, it->u.let.nspan, NULL};
+		symmap_put(&me->params, it->u.let.name, b);
+	}
+	for (int i = 0; main && i < s->u->opt.ndefines; i++)
+		if (!used[i]) {
+			diag_usage("-D %s: %s declares no param '%s'", s->u->opt.defines[i].name, src_get(me->m->file)->path,
+			           s->u->opt.defines[i].name);
+			status = EXIT_USAGE;
+		}
+	free(used);
+	return status;
+}
+
+static void
+collect_defs(ModEnv *me)
+{
+	for (Node *it = me->m->items; it; it = it->next) {
+		Node *old;
+		if (it->kind != NK_OP && it->kind != NK_KERNEL)
+			continue;
+		if (rule_is_builtin(it->u.fn.name)) {
+			diag_error(it->u.fn.nspan, "'%s' is a builtin and cannot be redefined", sym_str(it->u.fn.name));
+			continue;
+		}
+		if ((old = symmap_get(&me->defs, it->u.fn.name))) {
+			diag_error(it->u.fn.nspan, "'%s' is defined twice", sym_str(it->u.fn.name));
+			diag_note(old->u.fn.nspan, "first defined here");
+			continue;
+		}
+		symmap_put(&me->defs, it->u.fn.name, it);
+	}
+}
+
+/* Parameter and argument names of one definition are distinct. */
+static void
+check_arg_names(Node *fn)
+{
+	for (Node *a = fn->u.fn.args; a; a = a->next) {
+		Sym n = fn->kind == NK_OP ? a->u.let.name : a->u.name;
+		for (Node *b = a->next; b; b = b->next)
+			if ((fn->kind == NK_OP ? b->u.let.name : b->u.name) == n)
+				diag_error(b->span, "parameter '%s' appears twice", sym_str(n));
+	}
+}
+
+/* ---- entry ops ---- */
+
+/* Whether every name in the op's signature has a param value; an op that
+ * is only meant to be called (sizes bound by unification) does not. */
+static Node *
+unbound_name(ModEnv *me, Node *op)
+{
+	Node *lists[2] = {op->u.fn.args, op->u.fn.rets};
+	for (int l = 0; l < 2; l++)
+		for (Node *a = lists[l]; a; a = a->next) {
+			Node *t = l == 0 ? a->u.let.type : a;
+			if (t->u.type.dvar && !symmap_get(&me->params, t->u.type.dtype))
+				return t;
+			for (Node *d = t->u.type.dims; d; d = d->next)
+				if (d->kind == NK_NAME && d->u.name != S.nranks && !symmap_get(&me->params, d->u.name))
+					return d;
+		}
+	return NULL;
+}
+
+static Func *
+elab_entry(Sema *s, ModEnv *me, Node *op)
+{
+	Frame fr = {me, op, NULL, NULL, 0};
+	int before = diag_errors(), i = 0;
+	SVal r;
+	s->f = ir_func_new(op->u.fn.name, s->nranks, op->span);
+	s->f->nin = op->u.fn.nargs;
+	s->f->in = arena_alloc(s->f->arena, (size_t)(s->f->nin + 1) * sizeof(Val));
+	S.unrolled = 0;
+	check_arg_names(op);
+	for (Node *a = op->u.fn.args; a; a = a->next, i++) {
+		Type t;
+		Val v;
+		char what[128];
+		snprintf(what, sizeof what, "argument '%s'", sym_str(a->u.let.name));
+		if (!resolve_entry_type(s, &fr, a->u.let.type, &t, what)) {
+			bind(s, &fr, a->u.let.name, B_ARG, sv_err(), a->u.let.nspan);
+			s->f->in[i] = -1;
+			continue;
+		}
+		v = ir_add(s->f, OP_PARAM, t, NULL, 0, a->span);
+		s->f->ins[v].a = i;
+		s->f->ins[v].name = a->u.let.name;
+		s->f->in[i] = v;
+		bind(s, &fr, a->u.let.name, B_ARG, sv_tensor(v, a->u.let.nspan), a->u.let.nspan);
+	}
+	r = diag_errors() == before ? run_body(s, &fr, op) : sv_err();
+	s->f->nout = op->u.fn.nrets;
+	s->f->out = arena_alloc(s->f->arena, (size_t)(s->f->nout + 1) * sizeof(Val));
+	s->f->outty = arena_alloc(s->f->arena, (size_t)(s->f->nout + 1) * sizeof(Type));
+	i = 0;
+	for (Node *rt = op->u.fn.rets; rt && r.k != SV_ERR; rt = rt->next, i++) {
+		SVal e = check_result(s, &fr, rt, r.k == SV_TUPLE ? r.elem[i] : r, true, &s->f->outty[i]);
+		if (e.k == SV_ERR)
+			break;
+		s->f->out[i] = e.v;
+	}
+	if (diag_errors() != before) {
+		ir_func_free(s->f);
+		return s->f = NULL;
+	}
+	if (!ir_verify(s->f, "sema"))
+		die("sema produced invalid IR");
+	return s->f;
+}
+
+/* A kernel is checked on its own with scalar f32 arguments, so a mistake
+ * in one that nothing calls is still found. */
+static void
+check_kernel(Sema *s, ModEnv *me, Node *k)
+{
+	Frame top = {me, NULL, NULL, NULL, 0};
+	SVal *args = arena_alloc(s->tmp, (size_t)(k->u.fn.nargs + 1) * sizeof *args);
+	Type t = {.dt = DT_F32, .rank = 0, .pl = {PL_REPL, 0, 0}};
+	check_arg_names(k);
+	s->f = ir_func_new(k->u.fn.name, s->nranks, k->span);
+	for (int i = 0; i < k->u.fn.nargs; i++) {
+		args[i] = sv_tensor(ir_add(s->f, OP_PARAM, t, NULL, 0, k->span), k->span);
+		s->f->ins[args[i].v].a = i;
+	}
+	call_kernel(s, &top, k, args, k->u.fn.nargs, k->span);
+	ir_func_free(s->f);
+	s->f = NULL;
+}
+
+static void
+add_func(Unit *u, Func *f)
+{
+	Func **t = &u->funcs;
+	while (*t)
+		t = &(*t)->next;
+	*t = f;
+}
+
+static int
+elab_main(Sema *s, ModEnv *main)
+{
+	const char *entry = s->u->opt.entry;
+	bool found = false;
+	for (Node *it = main->m->items; it && !diag_full(); it = it->next) {
+		if (it->kind == NK_KERNEL) {
+			check_kernel(s, main, it);
+			continue;
+		}
+		if (it->kind != NK_OP || (entry && strcmp(entry, sym_str(it->u.fn.name))))
+			continue;
+		found = true;
+		if (!entry) {
+			Node *un = unbound_name(main, it);
+			if (un) {
+				diag_warning(un->span, "op '%s' is not compiled: '%s' has no param value (use --entry %s with -D)",
+				             sym_str(it->u.fn.name), sym_str(un->kind == NK_TYPE ? un->u.type.dtype : un->u.name),
+				             sym_str(it->u.fn.name));
+				continue;
+			}
+		}
+		Func *f = elab_entry(s, main, it);
+		if (f)
+			add_func(s->u, f);
+	}
+	if (entry && !found) {
+		diag_usage("--entry %s: %s defines no op '%s'", entry, src_get(main->m->file)->path, entry);
+		return EXIT_USAGE;
+	}
+	return diag_errors() ? EXIT_INPUT : EXIT_OK;
+}
+
+int
+sema_unit(Unit *u)
+{
+	Sema s = {0};
+	int status = EXIT_OK, r;
+	ModEnv **tail = &S.envs;
+	S.envs = NULL;
+	S.nranks = sym_cstr("nranks");
+	S.sum = sym_cstr("sum");
+	S.max = sym_cstr("max");
+	S.min = sym_cstr("min");
+	s.u = u;
+	s.nranks = u->opt.nranks;
+	s.autocomm = u->opt.autocomm == AC_ON;
+	s.tmp = arena_new();
+	for (Module *m = u->modules; m; m = m->next) {
+		ModEnv *e = arena_alloc(s.tmp, sizeof *e);
+		e->m = m;
+		*tail = e;
+		tail = &e->next;
+		collect_defs(e);
+	}
+	for (ModEnv *e = S.envs; e; e = e->next)
+		if ((r = collect_params(&s, e, e == S.envs)) != EXIT_OK)
+			status = r;
+	if (status == EXIT_OK && !diag_errors())
+		status = elab_main(&s, S.envs);
+	for (ModEnv *e = S.envs; e; e = e->next) {
+		symmap_free(&e->defs);
+		symmap_free(&e->params);
+	}
+	S.envs = NULL;
+	arena_free(s.tmp);
+	if (status == EXIT_OK && diag_errors())
+		status = EXIT_INPUT;
+	return status;
+}

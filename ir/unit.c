@@ -1,0 +1,226 @@
+/* ir/unit.c -- a compilation unit: the main file and the files it reaches
+ * through `use`.  `use nn;` looks for nn.syn in the using file's directory,
+ * then each -I directory, then stdlib/ beside the binary, then the
+ * installed share directory (docs/language.md, "Modules"). */
+#include "ir.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+Unit *
+unit_new(const Options *opt)
+{
+	Unit *u = xcalloc(1, sizeof *u);
+	u->opt = *opt;
+	u->arena = arena_new();
+	return u;
+}
+
+void
+unit_free(Unit *u)
+{
+	if (!u)
+		return;
+	for (Func *f = u->funcs, *n; f; f = n) {
+		n = f->next;
+		ir_func_free(f);
+	}
+	for (Module *m = u->modules; m; m = m->next)
+		free(m->uses);
+	for (int i = 0; i < u->ntexts; i++)
+		free(u->texts[i]);
+	free(u->texts);
+	arena_free(u->arena);
+	free(u);
+}
+
+static const char *
+dirname_of(Arena *a, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return ".";
+	if (slash == path)
+		return "/";
+	return arena_strndup(a, path, slash - path);
+}
+
+static Sym
+module_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+	size_t n;
+	b = b ? b + 1 : path;
+	n = strlen(b);
+	if (n > 4 && strcmp(b + n - 4, ".syn") == 0)
+		n -= 4;
+	return sym_intern(b, n);
+}
+
+static int nfiles;
+
+static Module *
+parse_text(Unit *u, const char *path, char *text, size_t len)
+{
+	Module *m = arena_alloc(u->arena, sizeof *m);
+	m->file = src_add(strcmp(path, "-") ? path : "<stdin>", text, len);
+	m->name = strcmp(path, "-") ? module_name(path) : sym_cstr("stdin");
+	m->dir = strcmp(path, "-") ? dirname_of(u->arena, path) : ".";
+	m->items = parse_file(m->file, u->arena);
+	u->texts = xrealloc(u->texts, (u->ntexts + 1) * sizeof *u->texts);
+	u->texts[u->ntexts++] = text;
+	return m;
+}
+
+/* Parses one file; `where` locates the `use` that asked for it. */
+static Module *
+load_file(Unit *u, const char *path, Span where)
+{
+	char *text;
+	size_t len;
+	const char *why;
+
+	if (++nfiles > LIM_FILES) {
+		diag_error(where, "more than %d files reached through `use`", LIM_FILES);
+		return NULL;
+	}
+	if (!read_file(path, &text, &len, LIM_SOURCE_BYTES, &why)) {
+		if (where.file >= 0)
+			diag_error(where, "cannot read %s: %s", path, why);
+		else
+			diag_usage("cannot read %s: %s", path, why);
+		return NULL;
+	}
+	return parse_text(u, path, text, len);
+}
+
+static bool
+exists(const char *path)
+{
+	return access(path, R_OK) == 0;
+}
+
+/* The search path of `use`, in order; returns a malloc'd path or NULL. */
+static char *
+find_use(Unit *u, Module *from, Sym name)
+{
+	const char *dirs[LIM_FILES + 3];
+	int n = 0;
+	Buf b = {0};
+
+	dirs[n++] = from->dir;
+	for (int i = 0; i < u->opt.nincdirs && n < LIM_FILES; i++)
+		dirs[n++] = u->opt.incdirs[i];
+	if (u->opt.libdir)
+		dirs[n++] = u->opt.libdir;
+	if (u->opt.sharedir)
+		dirs[n++] = u->opt.sharedir;
+	for (int i = 0; i < n; i++) {
+		b.len = 0;
+		buf_printf(&b, "%s/%s.syn", dirs[i], sym_str(name));
+		if (exists(b.s))
+			return b.s;
+	}
+	buf_free(&b);
+	return NULL;
+}
+
+static Module *
+by_path(Unit *u, const char *path)
+{
+	char real[PATH_MAX];
+	if (!realpath(path, real))
+		return NULL;
+	for (Module *m = u->modules; m; m = m->next) {
+		char other[PATH_MAX];
+		const Src *s = src_get(m->file);
+		if (realpath(s->path, other) && strcmp(real, other) == 0)
+			return m;
+	}
+	return NULL;
+}
+
+static void add_module(Unit *u, Module *m);
+
+/* Loads what `m` uses, depth first; a file met again while it is still
+ * loading closes a cycle. */
+static void
+resolve_uses(Unit *u, Module *m)
+{
+	m->state = 1;
+	for (Node *it = m->items; it; it = it->next) {
+		char *path;
+		Module *dep;
+		if (it->kind != NK_USE)
+			continue;
+		path = find_use(u, m, it->u.name);
+		if (!path) {
+			diag_error(it->span, "cannot find module '%s'", sym_str(it->u.name));
+			diag_note(NOSPAN, "searched %s/, the -I directories and the standard library", m->dir);
+			continue;
+		}
+		dep = by_path(u, path);
+		if (dep && dep->state == 1) {
+			diag_error(it->span, "`use %s` makes a cycle: %s.syn is still being loaded", sym_str(it->u.name), sym_str(it->u.name));
+			free(path);
+			continue;
+		}
+		if (!dep) {
+			dep = load_file(u, path, it->span);
+			if (dep) {
+				add_module(u, dep);
+				resolve_uses(u, dep);
+			}
+		}
+		free(path);
+		if (!dep)
+			continue;
+		for (int i = 0; i < m->nuses; i++)
+			if (m->uses[i] == dep)
+				dep = NULL;
+		if (!dep)
+			continue;
+		m->uses = xrealloc(m->uses, (m->nuses + 1) * sizeof *m->uses);
+		m->uses[m->nuses++] = dep;
+	}
+	m->state = 2;
+}
+
+static void
+add_module(Unit *u, Module *m)
+{
+	Module **t = &u->modules;
+	while (*t)
+		t = &(*t)->next;
+	*t = m;
+}
+
+static bool
+load_main(Unit *u, Module *m, int before)
+{
+	if (!m)
+		return false;
+	add_module(u, m);
+	if (diag_errors() == before)
+		resolve_uses(u, m);
+	return diag_errors() == before;
+}
+
+bool
+unit_load(Unit *u, const char *path)
+{
+	int before = diag_errors();
+	nfiles = 0;
+	return load_main(u, load_file(u, path, NOSPAN), before);
+}
+
+/* The main file from memory (the fuzzer); `text` becomes the unit's. */
+bool
+unit_load_text(Unit *u, const char *path, char *text, size_t len)
+{
+	int before = diag_errors();
+	nfiles = 1;
+	return load_main(u, parse_text(u, path, text, len), before);
+}

@@ -1,0 +1,37 @@
+"""Fuzzing inside `make check`: replay the committed corpus (every input
+that ever found a bug stays there) and the language tests through the
+libFuzzer target, then fuzz for a short while from them."""
+import glob
+import os
+import tempfile
+
+
+def tests(root, run, Fail):
+    binary = os.path.join(root, "build/fuzz/syncc-fuzz")
+
+    def build():
+        rc, out, err = run(["make", "-s", "fuzz-build"])
+        if rc != 0:
+            raise Fail(" could not build the fuzz target:\n" + err[-3000:])
+
+    def t_replay():
+        build()
+        files = sorted(glob.glob(os.path.join(root, "tests/fuzz/corpus/*")) +
+                       glob.glob(os.path.join(root, "tests/lang/**/*.syn"), recursive=True) +
+                       glob.glob(os.path.join(root, "examples/*.syn")) +
+                       glob.glob(os.path.join(root, "stdlib/*.syn")))
+        rc, out, err = run([binary, "-runs=1"] + files)
+        if rc != 0:
+            raise Fail(" corpus replay failed:\n" + err[-4000:])
+
+    def t_smoke():
+        build()
+        with tempfile.TemporaryDirectory() as d:
+            rc, out, err = run([binary, "-max_total_time=20", "-max_len=2048", "-timeout=10",
+                                "-dict=" + os.path.join(root, "tests/fuzz/syn.dict"),
+                                "-artifact_prefix=" + d + "/", d,
+                                os.path.join(root, "tests/fuzz/corpus"), os.path.join(root, "tests/lang")])
+            if rc != 0:
+                raise Fail(" 20 s of fuzzing found a bug:\n" + err[-4000:])
+
+    return [("fuzz/replay", t_replay), ("fuzz/smoke-20s", t_smoke)]

@@ -1,0 +1,46 @@
+/* tools/driver.h -- what syncc and syncrun share: the command line, the
+ * pipeline in one function, and writing outputs atomically.
+ * Prefix: drv_. */
+#ifndef SYNCC_DRIVER_H
+#define SYNCC_DRIVER_H
+
+#include "../ir/ir.h"
+
+/* What --emit prints; each names a stage of the pipeline. */
+typedef enum Emit {
+	EMIT_DEFAULT,
+	EMIT_TOKENS,
+	EMIT_AST,
+	EMIT_IR,
+} Emit;
+
+typedef struct Driver {
+	const char *tool;    /* "syncc" or "syncrun" */
+	const char *input;   /* file or "-" */
+	const char *output;  /* -o, NULL = stdout */
+	Emit emit;
+	DiagFormat diag;
+	const char *dump;    /* -d: comma-separated pass names, or "all" */
+	Options opt;
+	Arena *mem;          /* strings made from the command line */
+	/* syncrun */
+	bool sim;
+	uint64_t seed;
+	bool seed_set;
+} Driver;
+
+/* An option of the command line (table in tools/driver.c). */
+typedef enum OptId {
+	OPT_OUT, OPT_RANKS, OPT_DEFINE, OPT_INCLUDE, OPT_ENTRY, OPT_EMIT, OPT_DIAG,
+	OPT_AUTOCOMM, OPT_NOAUTOCOMM, OPT_DUMP, OPT_VERSION, OPT_HELP,
+	OPT_SIM, OPT_SEED,
+} OptId;
+
+/* tools/driver.c */
+int drv_args(Driver *d, int argc, char **argv, const OptId *allowed, int nallowed, const char *usage);
+int drv_compile(Driver *d, Unit **unit, Buf *out);
+bool drv_write(const char *path, const Buf *b);
+void drv_crash_handler(void);
+const char *drv_libdir(void);
+
+#endif

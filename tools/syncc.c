@@ -1,0 +1,56 @@
+/* tools/syncc.c -- the compiler's command line. */
+#include "driver.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static const char usage[] =
+	"usage: syncc FILE.syn [options]\n"
+	"Compile a syncc operator file ('-' reads standard input).\n"
+	"\n"
+	"  -o FILE                 write the output to FILE ('-' for standard output)\n"
+	"  --ranks P               number of ranks (default 1); `nranks` in the language\n"
+	"  -D NAME=VALUE           override `param NAME` (an integer, a number or a dtype)\n"
+	"  -I DIR                  search DIR for `use` modules\n"
+	"  --entry OP              compile only OP (default: every op of FILE)\n"
+	"  --emit=STAGE            print a stage: tokens, ast, ir (default ir)\n"
+	"  -d PASSES               print the IR to stderr after each named pass\n"
+	"                          (sema, autocomm, ... or all)\n"
+	"  --auto-comm             insert the cheapest collective wherever placements\n"
+	"                          do not fit (default: only for declared placements)\n"
+	"  --no-auto-comm          never insert collectives; report an error instead\n"
+	"  --diagnostics=FORMAT    text (default) or json (one object per line on stdout)\n"
+	"  --version               print the version\n"
+	"  --help                  print this help\n"
+	"\n"
+	"Exit status: 0 success, 1 errors in the input, 2 bad command line,\n"
+	"3 internal compiler error.\n";
+
+static const OptId allowed[] = {
+	OPT_OUT, OPT_RANKS, OPT_DEFINE, OPT_INCLUDE, OPT_ENTRY, OPT_EMIT, OPT_DIAG,
+	OPT_AUTOCOMM, OPT_NOAUTOCOMM, OPT_DUMP, OPT_VERSION, OPT_HELP,
+};
+
+int
+main(int argc, char **argv)
+{
+	Driver d = {.tool = "syncc"};
+	Unit *u = NULL;
+	Buf out = {0};
+	int r;
+
+	drv_crash_handler();
+	diag_setup(DIAG_TEXT, "syncc");
+	d.mem = arena_new();
+	if ((r = drv_args(&d, argc, argv, allowed, (int)NELEM(allowed), usage)) >= 0)
+		return r;
+	r = drv_compile(&d, &u, &out);
+	if (r == EXIT_OK && !drv_write(d.output, &out))
+		r = EXIT_INPUT;
+	buf_free(&out);
+	unit_free(u);
+	free(d.opt.defines);
+	free(d.opt.incdirs);
+	arena_free(d.mem);
+	return r;
+}
