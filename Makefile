@@ -3,6 +3,7 @@
 #   make            syncc, syncrun and libsyncc.a
 #   make check      everything the tests need, then every test; ends with "N passed, N failed"
 #   make fuzz       a libFuzzer target over the front end (clang), FUZZ_SECONDS=600 to run it
+#   make fuzz-diff  random programs against the oracle for FUZZ_SECONDS
 #
 # Generated C (lexer/lexer.c, parser/parser.c, parser/parser.h) is committed
 # and regenerated here only where re2c and bison exist (ninja's rule).
@@ -29,16 +30,17 @@ GEN_CFLAGS = $(filter-out -Wpedantic,$(ALL_CFLAGS)) -Wno-unused-but-set-variable
 LIB_SRC := base/util.c base/diag.c \
            lexer/lexer.c parser/parser.c parser/ast.c \
            ir/type.c ir/ir.c ir/unit.c ir/sema.c ir/rules.c ir/pass.c \
+           runtime/sim_tensor.c runtime/sim_comm.c runtime/sim_run.c \
            tools/driver.c
 GEN_SRC := lexer/lexer.c parser/parser.c
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 ASAN_OBJ := $(LIB_SRC:%.c=$(BUILD)/asan/%.o)
 
-HDRS := base/base.h parser/ast.h parser/parser.h ir/ir.h ir/ops.h tools/driver.h
+HDRS := base/base.h parser/ast.h parser/parser.h ir/ir.h ir/ops.h tools/driver.h runtime/comm.h runtime/sim.h
 
-.PHONY: all check test clean fuzz fuzz-build gen-check install
-all: syncc libsyncc.a
+.PHONY: all check test clean fuzz fuzz-build fuzz-diff gen-check install
+all: syncc syncrun libsyncc.a
 
 # ---- generated front end ----
 ifneq ($(RE2C),)
@@ -66,6 +68,9 @@ libsyncc.a: $(LIB_OBJ)
 syncc: $(BUILD)/tools/syncc.o libsyncc.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
+syncrun: $(BUILD)/tools/syncrun.o libsyncc.a
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
 # ---- sanitizer build: the whole test suite runs under ASan+UBSan ----
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
@@ -79,7 +84,11 @@ $(BUILD)/asan/lexer/lexer.o $(BUILD)/asan/parser/parser.o: $(BUILD)/asan/%.o: %.
 
 $(BUILD)/asan/syncc: $(BUILD)/asan/tools/syncc.o $(ASAN_OBJ)
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
-	@ln -sf ../../stdlib $(BUILD)/asan/stdlib
+	@ln -sfn ../../stdlib $(BUILD)/asan/stdlib
+
+$(BUILD)/asan/syncrun: $(BUILD)/asan/tools/syncrun.o $(ASAN_OBJ)
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
+	@ln -sfn ../../stdlib $(BUILD)/asan/stdlib
 
 # ---- fuzzing (clang + libFuzzer) ----
 FUZZ_CC ?= clang
@@ -97,9 +106,14 @@ fuzz: $(BUILD)/fuzz/syncc-fuzz
 	$(BUILD)/fuzz/syncc-fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
 		-dict=tests/fuzz/syn.dict $(BUILD)/fuzz/corpus tests/fuzz/corpus tests/lang
 
+# Differential fuzzing: random well-typed programs, simulated at P = 1..8,
+# compared with the oracle (FUZZ_SECONDS, default 600).
+fuzz-diff: syncrun
+	python3 tests/gen/gensyn.py --seconds $(FUZZ_SECONDS) --seed $$(date +%s)
+
 # ---- tests ----
-check: all $(BUILD)/asan/syncc gen-check
-	@python3 tests/run --asan $(BUILD)/asan/syncc $(if $(shell command -v $(FUZZ_CC) 2>/dev/null),--fuzz-replay)
+check: all $(BUILD)/asan/syncc $(BUILD)/asan/syncrun gen-check
+	@python3 tests/run --asan $(BUILD)/asan/syncc --asan-run $(BUILD)/asan/syncrun $(if $(shell command -v $(FUZZ_CC) 2>/dev/null),--fuzz-replay)
 
 test: check
 
@@ -112,4 +126,4 @@ else
 endif
 
 clean:
-	rm -rf $(BUILD) syncc libsyncc.a
+	rm -rf $(BUILD) syncc syncrun libsyncc.a

@@ -26,6 +26,7 @@ ir_func_free(Func *f)
 {
 	if (!f)
 		return;
+	ir_func_free(f->sema);
 	free(f->ins);
 	arena_free(f->arena);
 	free(f);
@@ -45,11 +46,37 @@ ir_add(Func *f, Op op, Type ty, const Val *arg, int narg, Span sp)
 	in->ty = ty;
 	in->span = sp;
 	in->narg = narg;
+	in->group = f->nins;
 	if (narg) {
 		in->arg = arena_alloc(f->arena, narg * sizeof *arg);
 		memcpy(in->arg, arg, narg * sizeof *arg);
 	}
 	return f->nins++;
+}
+
+/* A deep copy: the oracle keeps the IR as sema made it while passes
+ * rewrite the copy the ranks run. */
+Func *
+ir_clone(const Func *f)
+{
+	Func *g = ir_func_new(f->name, f->nranks, f->span);
+	g->cap = g->nins = f->nins;
+	g->ins = xmalloc((size_t)(f->nins + 1) * sizeof *g->ins);
+	memcpy(g->ins, f->ins, (size_t)f->nins * sizeof *g->ins);
+	for (Val v = 0; v < f->nins; v++)
+		if (f->ins[v].narg) {
+			g->ins[v].arg = arena_alloc(g->arena, (size_t)f->ins[v].narg * sizeof(Val));
+			memcpy(g->ins[v].arg, f->ins[v].arg, (size_t)f->ins[v].narg * sizeof(Val));
+		}
+	g->nin = f->nin;
+	g->in = arena_alloc(g->arena, (size_t)(f->nin + 1) * sizeof(Val));
+	memcpy(g->in, f->in, (size_t)f->nin * sizeof(Val));
+	g->nout = f->nout;
+	g->out = arena_alloc(g->arena, (size_t)(f->nout + 1) * sizeof(Val));
+	memcpy(g->out, f->out, (size_t)f->nout * sizeof(Val));
+	g->outty = arena_alloc(g->arena, (size_t)(f->nout + 1) * sizeof(Type));
+	memcpy(g->outty, f->outty, (size_t)f->nout * sizeof(Type));
+	return g;
 }
 
 /* The op with its attributes as printed: all_reduce.sum, sum[1], ... */
@@ -110,8 +137,15 @@ print_ins(Buf *b, const Func *f, Val v)
 	ty_local_shape(&in->ty, f->nranks, loc);
 	buf_printf(b, " local ");
 	ty_print_shape(b, in->ty.rank, loc);
-	if (in->autoins)
-		buf_printf(b, "  ; inserted");
+	if (in->autoins || in->group != v || in->internal) {
+		buf_printf(b, "  ;");
+		if (in->autoins)
+			buf_printf(b, " inserted");
+		if (in->group != v)
+			buf_printf(b, " fused into %%%d", in->group);
+		if (in->internal)
+			buf_printf(b, " internal");
+	}
 	buf_printf(b, "\n");
 }
 
@@ -172,7 +206,15 @@ ir_verify(const Func *f, const char *after)
 				return bad(f, v, after, "non-positive dim");
 		if (!verify_place(f, v, after))
 			return false;
+		if (in->group < 0 || in->group > v || f->ins[in->group].group != in->group)
+			return bad(f, v, after, "fusion group is not anchored at an earlier value");
+		for (int i = 0; i < in->narg; i++)
+			if (f->ins[in->arg[i]].internal && f->ins[in->arg[i]].group != in->group)
+				return bad(f, v, after, "reads a value kept inside another fused kernel");
 	}
+	for (int i = 0; i < f->nout; i++)
+		if (f->ins[f->out[i]].internal)
+			return bad(f, f->out[i], after, "a result is kept inside a fused kernel");
 	for (int i = 0; i < f->nout; i++)
 		if (f->out[i] < 0 || f->out[i] >= f->nins)
 			return bad(f, f->out[i], after, "result is not a value");

@@ -84,6 +84,8 @@ typedef struct Ins {
 	bool autoins;     /* inserted by the compiler, not written */
 	Sym name;         /* the `let` or argument name, for printing */
 	Span span;
+	Val group;        /* fusion: the value that anchors this one's kernel (itself if none) */
+	bool internal;    /* fusion: kept in registers, never stored; only its group reads it */
 } Ins;
 
 typedef struct Func Func;
@@ -99,6 +101,7 @@ struct Func {
 	int nout;
 	Span span;
 	Arena *arena;
+	Func *sema;       /* the IR as sema made it, kept for the oracle (or NULL) */
 	Func *next;
 };
 
@@ -106,6 +109,7 @@ struct Func {
 Func *ir_func_new(Sym name, int nranks, Span sp);
 void ir_func_free(Func *f);
 Val ir_add(Func *f, Op op, Type ty, const Val *arg, int narg, Span sp);
+Func *ir_clone(const Func *f);
 void ir_print(FILE *out, const Func *f);
 bool ir_verify(const Func *f, const char *after); /* false + ICE message */
 const char *ir_opname(const Ins *in, char *buf, size_t n); /* all_reduce.sum */
@@ -119,6 +123,9 @@ typedef struct PassInfo {
 extern const PassInfo ir_passes[];
 extern const int ir_npasses;
 void pass_autocomm(Func *f);
+void pass_arsplit(Func *f);
+void pass_dce(Func *f);
+void pass_fuse(Func *f);
 
 /* ---- a compilation unit: the files, their ops, the options ---- */
 typedef enum AutoComm { AC_DEFAULT, AC_ON, AC_OFF } AutoComm;
@@ -201,6 +208,7 @@ SVal rule_matmul(Sema *s, SVal a, SVal b, Span sp);
 bool rule_is_builtin(Sym name);
 SVal rule_builtin(Sema *s, Sym name, SVal *args, int nargs, Span sp);
 SVal rule_reshard(Sema *s, SVal x, Place to, Span sp, const char *why);
+SVal rule_fill(Sema *s, SVal c, const SVal *like, int n, Span sp);
 bool rule_can_reshard(const Type *t, Place to, int nranks);
 SVal sv_err(void);
 SVal sv_int(int64_t i, Span sp);

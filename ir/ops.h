@@ -35,6 +35,7 @@ O(RESHAPE,        "reshape",        1, OC_SHAPE,   OF_LINEAR)
 O(SLICE,          "slice",          1, OC_SHAPE,   OF_LINEAR)
 O(CONCAT,         "concat",        -1, OC_SHAPE,   OF_LINEAR)
 O(SCATTER,        "scatter",        1, OC_SHAPE,   0)  /* @repl -> @split(d): keep own block, no traffic */
+O(BROADCAST,      "broadcast",      1, OC_SHAPE,   OF_EW) /* a scalar filling a shape (a constant kernel) */
 /* collectives */
 O(ALL_REDUCE,     "all_reduce",     1, OC_COMM,    0)
 O(REDUCE_SCATTER, "reduce_scatter", 1, OC_COMM,    0)

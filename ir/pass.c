@@ -1,9 +1,76 @@
-/* ir/pass.c -- graph passes.  Each has the shape `void pass(Func *)` and
- * the verifier runs after every one (tools/driver.c runs the list). */
+/* ir/pass.c -- graph passes.  Each has the shape `void pass(Func *)`; the
+ * driver runs them in table order and the verifier after every one.  Each
+ * is proven by the simulator: syncrun compares the ranks running the IR
+ * after the passes with the oracle running the IR as sema made it, and the
+ * test suite runs every example with and without each pass. */
 #include "ir.h"
 
-/* autocomm: a `reshard` that sema inserted for a declared placement (or
- * under --auto-comm) becomes the one collective that reaches it. */
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- rebuilding: passes that add or drop values copy the function ---- */
+
+typedef struct Rw {
+	const Func *old;
+	Func *f;
+	Val *map; /* old value -> new value (-1: dropped) */
+} Rw;
+
+static void
+rw_begin(Rw *w, Func *old)
+{
+	w->old = ir_clone(old);
+	w->f = old;
+	w->map = xmalloc((size_t)(old->nins + 1) * sizeof *w->map);
+	for (Val v = 0; v < old->nins; v++)
+		w->map[v] = -1;
+	old->nins = 0;
+}
+
+static Val
+rw_emit(Rw *w, const Ins *in, const Val *args)
+{
+	Val v = ir_add(w->f, in->op, in->ty, args, in->narg, in->span);
+	Ins *n = &w->f->ins[v];
+	Val *keep = n->arg;
+	*n = *in;
+	n->arg = keep;
+	n->group = v;
+	n->internal = false;
+	return v;
+}
+
+/* Copies old value v with its operands remapped through `map`. */
+static Val
+rw_copy(Rw *w, Val v, const Val *map)
+{
+	const Ins *in = &w->old->ins[v];
+	Val args[64] = {0}, *a = in->narg > 64 ? xmalloc((size_t)in->narg * sizeof *a) : args, r;
+	for (int i = 0; i < in->narg; i++) {
+		a[i] = map[in->arg[i]];
+		ASSERT(a[i] >= 0);
+	}
+	r = rw_emit(w, in, a);
+	if (a != args)
+		free(a);
+	return r;
+}
+
+static void
+rw_end(Rw *w)
+{
+	for (int i = 0; i < w->f->nin; i++)
+		w->f->in[i] = w->map[w->f->in[i]];
+	for (int i = 0; i < w->f->nout; i++)
+		w->f->out[i] = w->map[w->f->out[i]];
+	free(w->map);
+	ir_func_free((Func *)w->old);
+}
+
+/* ---- autocomm ---- */
+
+/* A `reshard` that sema inserted for a declared placement (or under
+ * --auto-comm) becomes the one collective that reaches it. */
 void
 pass_autocomm(Func *f)
 {
@@ -40,7 +107,290 @@ pass_autocomm(Func *f)
 	}
 }
 
+/* ---- uses ---- */
+
+typedef struct Uses {
+	int *n;      /* consumers of each value */
+	bool *ret;   /* returned */
+} Uses;
+
+static Uses
+uses(const Func *f)
+{
+	Uses u = {xcalloc((size_t)f->nins + 1, sizeof(int)), xcalloc((size_t)f->nins + 1, sizeof(bool))};
+	for (Val v = 0; v < f->nins; v++)
+		for (int i = 0; i < f->ins[v].narg; i++)
+			u.n[f->ins[v].arg[i]]++;
+	for (int i = 0; i < f->nout; i++)
+		u.ret[f->out[i]] = true;
+	return u;
+}
+
+static void
+uses_free(Uses *u)
+{
+	free(u->n);
+	free(u->ret);
+}
+
+/* ---- dce: values nothing returned depends on ---- */
+
+void
+pass_dce(Func *f)
+{
+	bool *live = xcalloc((size_t)f->nins + 1, sizeof *live);
+	Rw w;
+	for (int i = 0; i < f->nout; i++)
+		live[f->out[i]] = true;
+	for (int i = 0; i < f->nin; i++)
+		live[f->in[i]] = true; /* inputs stay: they are the signature */
+	for (Val v = f->nins - 1; v >= 0; v--)
+		if (live[v])
+			for (int i = 0; i < f->ins[v].narg; i++)
+				live[f->ins[v].arg[i]] = true;
+	rw_begin(&w, f);
+	for (Val v = 0; v < w.old->nins; v++)
+		if (live[v])
+			w.map[v] = rw_copy(&w, v, w.map);
+	rw_end(&w);
+	free(live);
+}
+
+/* ---- arsplit: all_reduce + elementwise -> reduce_scatter, elementwise on
+ * 1/P of the data, all_gather ----
+ * Every rank otherwise repeats the same elementwise work on the whole
+ * reduced tensor.  The region is the elementwise values fed by the
+ * all_reduce (with @repl side operands); it runs on this rank's block and
+ * each region value used outside it is gathered.  Bytes: all_reduce moves
+ * 2S(P-1)/P, reduce_scatter S(P-1)/P and each gather S_i(P-1)/P, so the
+ * rewrite pays when the gathered bytes do not exceed S (and the region
+ * does work). */
+
+typedef struct Region {
+	bool *in;     /* value belongs to the region */
+	int n;
+	int dim;      /* the split dim */
+} Region;
+
+static bool
+ew_same_space(const Func *f, Val v, Val y)
+{
+	const Ins *in = &f->ins[v];
+	return (ir_ops[in->op].flags & OF_EW) && in->op != OP_CONST && in->ty.pl.kind == PL_REPL &&
+	       ty_same_shape(&in->ty, &f->ins[y].ty);
+}
+
+static void
+grow_region(const Func *f, Val y, Region *r)
+{
+	r->in[y] = true;
+	for (Val v = y + 1; v < f->nins; v++) {
+		const Ins *in = &f->ins[v];
+		bool fed = false, ok = ew_same_space(f, v, y);
+		for (int i = 0; i < in->narg && ok; i++) {
+			const Ins *a = &f->ins[in->arg[i]];
+			if (r->in[in->arg[i]])
+				fed = true;
+			else if (a->ty.pl.kind != PL_REPL)
+				ok = false;
+		}
+		if (ok && fed) {
+			r->in[v] = true;
+			r->n++;
+		}
+	}
+}
+
+static int
+split_dim(const Type *t, int p)
+{
+	for (int d = 0; d < t->rank; d++)
+		if (t->dim[d] % p == 0 && t->dim[d] >= p)
+			return d;
+	return -1;
+}
+
+/* Region values read outside it (or returned): each needs a gather. */
+static double
+gathered_bytes(const Func *f, const Region *r, Val y, const Uses *u, bool *out)
+{
+	double b = 0;
+	for (Val v = y; v < f->nins; v++) {
+		if (!r->in[v])
+			continue;
+		out[v] = u->ret[v];
+		for (Val c = v + 1; c < f->nins && !out[v]; c++)
+			for (int i = 0; i < f->ins[c].narg; i++)
+				if (f->ins[c].arg[i] == v && !r->in[c])
+					out[v] = true;
+		if (out[v])
+			b += (double)ty_numel(&f->ins[v].ty) * ty_dtypes[f->ins[v].ty.dt].size;
+	}
+	return b;
+}
+
+static void
+rewrite_region(Func *f, Val y, const Region *r, const bool *out)
+{
+	Rw w;
+	Val *inner = xmalloc((size_t)(f->nins + 1) * sizeof *inner);
+	rw_begin(&w, f);
+	for (Val v = 0; v < w.old->nins; v++) {
+		const Ins *in = &w.old->ins[v];
+		inner[v] = -1;
+		if (!r->in[v]) {
+			w.map[v] = rw_copy(&w, v, w.map);
+			continue;
+		}
+		Val args[64] = {0};
+		Ins ni = *in;
+		ni.ty.pl = (Place){PL_SPLIT, r->dim, 0};
+		if (v == y) {
+			ni.op = OP_REDUCE_SCATTER;
+			ni.axis = r->dim;
+		}
+		for (int i = 0; i < in->narg; i++)
+			args[i] = r->in[in->arg[i]] ? inner[in->arg[i]] : w.map[in->arg[i]];
+		inner[v] = w.map[v] = rw_emit(&w, &ni, args);
+		if (out[v]) {
+			Ins g = *in;
+			g.op = OP_ALL_GATHER;
+			g.narg = 1;
+			g.axis = r->dim;
+			g.name = 0;
+			g.autoins = true;
+			g.ty.pl = (Place){PL_REPL, 0, 0};
+			w.map[v] = rw_emit(&w, &g, &inner[v]);
+		}
+	}
+	rw_end(&w);
+	free(inner);
+}
+
+void
+pass_arsplit(Func *f)
+{
+	for (Val y = 0; y < f->nins; y++) {
+		Region r = {0};
+		Uses u;
+		bool *out;
+		double sz;
+		if (f->ins[y].op != OP_ALL_REDUCE || f->nranks == 1)
+			continue;
+		r.dim = split_dim(&f->ins[y].ty, f->nranks);
+		if (r.dim < 0)
+			continue;
+		r.in = xcalloc((size_t)f->nins + 1, sizeof *r.in);
+		out = xcalloc((size_t)f->nins + 1, sizeof *out);
+		u = uses(f);
+		grow_region(f, y, &r);
+		sz = (double)ty_numel(&f->ins[y].ty) * ty_dtypes[f->ins[y].ty.dt].size;
+		if (r.n > 0 && gathered_bytes(f, &r, y, &u, out) <= sz)
+			rewrite_region(f, y, &r, out);
+		uses_free(&u);
+		free(r.in);
+		free(out);
+	}
+}
+
+/* ---- fuse: elementwise ops join the kernel of their producer ----
+ * A matmul, a reduction or an elementwise op anchors a group; an
+ * elementwise op whose result has the anchor's shape and placement joins
+ * the group of an operand (a matmul epilogue, a chain of kernel calls).
+ * A member read only inside its group is `internal`: it lives in
+ * registers (f32) and is never stored.  Joining is refused when another
+ * operand depends on the group, which would make one kernel wait on
+ * itself. */
+
+static bool
+anchor_kind(const Ins *in)
+{
+	OpClass c = ir_ops[in->op].cls;
+	return c == OC_MATMUL || c == OC_REDUCE || ((ir_ops[in->op].flags & OF_EW) && in->op != OP_CONST);
+}
+
+/* Whether v depends on any member of group g (g's members are < v). */
+static bool
+depends_on_group(const Func *f, Val v, Val g, char *memo)
+{
+	if (memo[v])
+		return memo[v] == 2;
+	memo[v] = 1;
+	if (f->ins[v].group == g) {
+		memo[v] = 2;
+		return true;
+	}
+	for (int i = 0; i < f->ins[v].narg; i++)
+		if (f->ins[v].arg[i] >= g && depends_on_group(f, f->ins[v].arg[i], g, memo)) {
+			memo[v] = 2;
+			return true;
+		}
+	return false;
+}
+
+static bool
+can_join(const Func *f, Val v, Val p, char *memo)
+{
+	const Ins *in = &f->ins[v], *a = &f->ins[p], *g = &f->ins[a->group];
+	if (!anchor_kind(g) || !ty_same_shape(&in->ty, &a->ty) || !pl_eq(in->ty.pl, a->ty.pl))
+		return false;
+	if (!ty_same_shape(&in->ty, &g->ty) || !pl_eq(in->ty.pl, g->ty.pl))
+		return false;
+	for (int i = 0; i < in->narg; i++) {
+		Val q = in->arg[i];
+		if (q == p || f->ins[q].group == a->group)
+			continue;
+		memset(memo, 0, (size_t)f->nins);
+		if (depends_on_group(f, q, a->group, memo))
+			return false;
+	}
+	return true;
+}
+
+void
+pass_fuse(Func *f)
+{
+	Uses u = uses(f);
+	char *memo = xmalloc((size_t)f->nins + 1);
+	for (Val v = 0; v < f->nins; v++) {
+		Ins *in = &f->ins[v];
+		Val best = -1;
+		in->group = v;
+		in->internal = false;
+		if (!(ir_ops[in->op].flags & OF_EW) || in->op == OP_CONST)
+			continue;
+		for (int i = 0; i < in->narg; i++) {
+			Val p = in->arg[i];
+			if (f->ins[p].op == OP_CONST || f->ins[p].op == OP_PARAM || !can_join(f, v, p, memo))
+				continue;
+			/* a matmul epilogue is worth more than an elementwise chain */
+			if (best < 0 || ir_ops[f->ins[f->ins[p].group].op].cls == OC_MATMUL)
+				best = p;
+		}
+		if (best >= 0)
+			in->group = f->ins[best].group;
+	}
+	/* internal: every reader is in the same group, and it is not returned */
+	for (Val v = 0; v < f->nins; v++) {
+		Ins *in = &f->ins[v];
+		bool inside = !u.ret[v] && u.n[v] > 0;
+		if (!anchor_kind(in))
+			continue;
+		for (Val c = v + 1; c < f->nins && inside; c++)
+			for (int i = 0; i < f->ins[c].narg; i++)
+				if (f->ins[c].arg[i] == v && f->ins[c].group != in->group)
+					inside = false;
+		in->internal = inside && f->ins[in->group].group == in->group;
+	}
+	/* a group whose members are all its anchor is no group */
+	free(memo);
+	uses_free(&u);
+}
+
 const PassInfo ir_passes[] = {
 	{"autocomm", pass_autocomm, true},
+	{"arsplit", pass_arsplit, false},
+	{"dce", pass_dce, false},
+	{"fuse", pass_fuse, false},
 };
 const int ir_npasses = (int)NELEM(ir_passes);

@@ -551,6 +551,43 @@ rule_binary(Sema *s, int op, SVal a, SVal b, Span sp)
 	return make(s, ew_op(op), res, args, 2, sp);
 }
 
+/* A number that a kernel returns, spread over the shape and placement of
+ * the kernel's tensor arguments (their elementwise combination). */
+SVal
+rule_fill(Sema *s, SVal c, const SVal *like, int n, Span sp)
+{
+	Type res = {0};
+	bool have = false;
+	DType dt = DT_F32;
+	for (int i = 0; i < n; i++) {
+		const Type *t;
+		Type b;
+		Place pa, pb;
+		if (like[i].k != SV_TENSOR)
+			continue;
+		t = sv_type(s, like[i]);
+		dt = t->dt;
+		if (!have) {
+			res = *t;
+			have = true;
+			continue;
+		}
+		if (!broadcast(&res, t, &b, sp) || !lift_place(&res, &b, &pa, sp) || !lift_place(t, &b, &pb, like[i].span))
+			return sv_err();
+		b.dt = res.dt;
+		if (!ew_place('+', pa, pb, &b.pl))
+			return sv_err(); /* the kernel body already reported it */
+		res = b;
+	}
+	if (!have)
+		return c;
+	res.dt = dt;
+	SVal k = constant(s, c.f, dt, c.span);
+	if (k.k == SV_ERR)
+		return k;
+	return make(s, OP_BROADCAST, res, &k.v, 1, sp);
+}
+
 static bool
 float_only(Op op)
 {

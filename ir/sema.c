@@ -677,6 +677,8 @@ call_kernel(Sema *s, Frame *caller, Node *k, SVal *args, int nargs, Span sp)
 	s->kernel = true;
 	r = eval(s, &fr, k->u.fn.body);
 	s->kernel = was;
+	if ((r.k == SV_INT || r.k == SV_FLOAT) && !s->kernel)
+		r = rule_fill(s, r, args, nargs, sp); /* elementwise: the arguments' shape */
 	return kernel_store(s, r, dt, sp);
 }
 

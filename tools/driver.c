@@ -32,6 +32,10 @@ static const struct {
 	{OPT_HELP, "help", 'h', false},
 	{OPT_SIM, "sim", 0, false},
 	{OPT_SEED, "seed", 0, true},
+	{OPT_NOPASS, "no-pass", 0, true},
+	{OPT_F64, "f64", 0, false},
+	{OPT_BREAK, "break", 0, true},
+	{OPT_TIMEOUT, "timeout-ms", 0, true},
 };
 
 static const struct {
@@ -120,6 +124,22 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 		d->seed = (uint64_t)n;
 		d->seed_set = true;
 		return -1;
+	case OPT_NOPASS:
+		d->nopass = val;
+		return -1;
+	case OPT_F64:
+		d->f64 = true;
+		return -1;
+	case OPT_BREAK:
+		d->breaks = val;
+		return -1;
+	case OPT_TIMEOUT:
+		if (!parse_int(val, 1, 3600 * 1000, &n)) {
+			diag_usage("%s %s: the timeout must be 1 to 3600000 milliseconds", flag, val);
+			return EXIT_USAGE;
+		}
+		d->timeout_ms = (int)n;
+		return -1;
 	case OPT_VERSION:
 		printf("%s %s\n", d->tool, SYNCC_VERSION);
 		return EXIT_OK;
@@ -184,6 +204,7 @@ drv_args(Driver *d, int argc, char **argv, const OptId *allowed, int nallowed, c
 		}
 		if (opts[k].id == OPT_HELP) {
 			fputs(usage, stdout);
+			d->help = true;
 			return EXIT_OK;
 		}
 		if ((r = take(d, opts[k].id, a, val)) >= 0)
@@ -198,6 +219,16 @@ drv_args(Driver *d, int argc, char **argv, const OptId *allowed, int nallowed, c
 		return EXIT_USAGE;
 	}
 	return -1;
+}
+
+/* The graph passes in pipeline order, for --help (and the test runner). */
+void
+drv_print_passes(FILE *f)
+{
+	fprintf(f, "\npasses:");
+	for (int i = 0; i < ir_npasses; i++)
+		fprintf(f, " %s", ir_passes[i].name);
+	fprintf(f, "\n");
 }
 
 /* stdlib/ beside the binary: found through /proc/self/exe. */
@@ -217,36 +248,36 @@ drv_libdir(void)
 	return dir;
 }
 
+/* Whether `name` is in the comma-separated `list` ("all" names every pass). */
 static bool
-dump_after(const Driver *d, const char *pass)
+in_list(const char *list, const char *name)
 {
-	const char *p = d->dump;
-	size_t n = strlen(pass);
-	if (!p)
+	size_t n = strlen(name);
+	if (!list)
 		return false;
-	if (strcmp(p, "all") == 0)
+	if (strcmp(list, "all") == 0)
 		return true;
-	for (; *p; p++)
-		if (strncmp(p, pass, n) == 0 && (p[n] == 0 || p[n] == ',') && (p == d->dump || p[-1] == ','))
+	for (const char *p = list; *p; p++)
+		if (strncmp(p, name, n) == 0 && (p[n] == 0 || p[n] == ',') && (p == list || p[-1] == ','))
 			return true;
 	return false;
 }
 
 static bool
-known_passes(const Driver *d)
+known_passes(const char *flag, const char *list, bool sema_ok)
 {
 	char buf[256];
-	const char *p = d->dump;
+	const char *p = list;
 	if (!p || strcmp(p, "all") == 0)
 		return true;
 	while (*p) {
 		size_t n = strcspn(p, ",");
-		bool ok = n < sizeof buf && (n == 4 && strncmp(p, "sema", 4) == 0);
+		bool ok = sema_ok && n == 4 && strncmp(p, "sema", 4) == 0;
 		for (int i = 0; i < ir_npasses && !ok; i++)
 			ok = strlen(ir_passes[i].name) == n && strncmp(p, ir_passes[i].name, n) == 0;
 		if (!ok) {
 			snprintf(buf, sizeof buf, "%.*s", (int)(n < 200 ? n : 200), p);
-			diag_usage("-d %s: unknown pass '%s'", d->dump, buf);
+			diag_usage("%s %s: unknown pass '%s'", flag, list, buf);
 			return false;
 		}
 		p += n + (p[n] == ',');
@@ -266,7 +297,7 @@ drv_compile(Driver *d, Unit **unitp, Buf *out)
 	char *text = NULL;
 	size_t len = 0;
 
-	if (!known_passes(d))
+	if (!known_passes("-d", d->dump, true) || !known_passes("--no-pass", d->nopass, false))
 		return EXIT_USAGE;
 	u = unit_new(&d->opt);
 	*unitp = u;
@@ -289,13 +320,17 @@ drv_compile(Driver *d, Unit **unitp, Buf *out)
 		return status;
 	}
 	for (Func *f = u->funcs; f; f = f->next) {
-		if (dump_after(d, "sema"))
+		if (in_list(d->dump, "sema"))
 			fprintf(stderr, "## after sema\n"), ir_print(stderr, f);
+		if (d->keep_sema)
+			f->sema = ir_clone(f);
 		for (int i = 0; i < ir_npasses; i++) {
+			if (in_list(d->nopass, ir_passes[i].name))
+				continue;
 			ir_passes[i].run(f);
 			if (!ir_verify(f, ir_passes[i].name))
 				die("pass %s produced invalid IR", ir_passes[i].name);
-			if (dump_after(d, ir_passes[i].name))
+			if (in_list(d->dump, ir_passes[i].name))
 				fprintf(stderr, "## after %s\n", ir_passes[i].name), ir_print(stderr, f);
 		}
 		if (d->emit == EMIT_IR || d->emit == EMIT_DEFAULT)

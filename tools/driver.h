@@ -4,6 +4,8 @@
 #ifndef SYNCC_DRIVER_H
 #define SYNCC_DRIVER_H
 
+#include <stdio.h>
+
 #include "../ir/ir.h"
 
 /* What --emit prints; each names a stage of the pipeline. */
@@ -23,8 +25,14 @@ typedef struct Driver {
 	const char *dump;    /* -d: comma-separated pass names, or "all" */
 	Options opt;
 	Arena *mem;          /* strings made from the command line */
+	bool help;           /* --help was given */
+	const char *nopass;  /* --no-pass: comma-separated passes not to run */
+	bool keep_sema;      /* keep the IR as sema made it (Func.sema) */
 	/* syncrun */
 	bool sim;
+	bool f64;
+	const char *breaks;
+	int timeout_ms;
 	uint64_t seed;
 	bool seed_set;
 } Driver;
@@ -33,7 +41,7 @@ typedef struct Driver {
 typedef enum OptId {
 	OPT_OUT, OPT_RANKS, OPT_DEFINE, OPT_INCLUDE, OPT_ENTRY, OPT_EMIT, OPT_DIAG,
 	OPT_AUTOCOMM, OPT_NOAUTOCOMM, OPT_DUMP, OPT_VERSION, OPT_HELP,
-	OPT_SIM, OPT_SEED,
+	OPT_SIM, OPT_SEED, OPT_NOPASS, OPT_F64, OPT_BREAK, OPT_TIMEOUT,
 } OptId;
 
 /* tools/driver.c */
@@ -42,5 +50,6 @@ int drv_compile(Driver *d, Unit **unit, Buf *out);
 bool drv_write(const char *path, const Buf *b);
 void drv_crash_handler(void);
 const char *drv_libdir(void);
+void drv_print_passes(FILE *f);
 
 #endif

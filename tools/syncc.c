@@ -15,7 +15,7 @@ static const char usage[] =
 	"  --entry OP              compile only OP (default: every op of FILE)\n"
 	"  --emit=STAGE            print a stage: tokens, ast, ir (default ir)\n"
 	"  -d PASSES               print the IR to stderr after each named pass\n"
-	"                          (sema, autocomm, ... or all)\n"
+	"                          (sema and the passes below, or all)\n"
 	"  --auto-comm             insert the cheapest collective wherever placements\n"
 	"                          do not fit (default: only for declared placements)\n"
 	"  --no-auto-comm          never insert collectives; report an error instead\n"
@@ -42,8 +42,11 @@ main(int argc, char **argv)
 	drv_crash_handler();
 	diag_setup(DIAG_TEXT, "syncc");
 	d.mem = arena_new();
-	if ((r = drv_args(&d, argc, argv, allowed, (int)NELEM(allowed), usage)) >= 0)
+	if ((r = drv_args(&d, argc, argv, allowed, (int)NELEM(allowed), usage)) >= 0) {
+		if (r == EXIT_OK && d.help)
+			drv_print_passes(stdout);
 		return r;
+	}
 	r = drv_compile(&d, &u, &out);
 	if (r == EXIT_OK && !drv_write(d.output, &out))
 		r = EXIT_INPUT;

@@ -1,0 +1,84 @@
+/* runtime/sim.h -- the CPU simulator (DESIGN §7): tensors on the host, the
+ * oracle (sequential evaluation of an op on global tensors), SPMD
+ * execution on P simulated ranks (one thread each) with collectives through
+ * the `sim` communication backend, and the comparison of the two.
+ * Prefix: sim_. */
+#ifndef SYNCC_SIM_H
+#define SYNCC_SIM_H
+
+#include "../ir/ir.h"
+#include "comm.h"
+
+/* A host tensor.  Values are stored as doubles already rounded to the
+ * dtype (bf16/f16 round-to-nearest-even, f32, i32 wrap-around), so the
+ * same kernels serve every dtype and the f64 mode. */
+typedef struct Tensor {
+	DType dt;
+	int rank;
+	int64_t dim[LIM_RANK];
+	int64_t n;
+	double *v;
+} Tensor;
+
+/* How the CPU evaluates: GPU emulation (f32 accumulation, rounding on
+ * every store) or f64 (no rounding at all, for error analysis). */
+typedef enum SimMode { SIM_GPU, SIM_F64 } SimMode;
+
+/* runtime/sim_tensor.c: tensors and the CPU kernel of every op */
+Tensor sim_tensor(DType dt, int rank, const int64_t *dim); /* NaN-poisoned */
+Tensor sim_tensor_of(const Type *t, bool local, int nranks);
+void sim_free(Tensor *t);
+double sim_round(DType dt, double x);
+void sim_round_all(Tensor *t, DType as, SimMode m);
+void sim_fill_random(Tensor *t, uint64_t *rng);
+uint64_t sim_rng_next(uint64_t *s);
+int64_t sim_offset(const Tensor *t, const int64_t *idx);
+/* Every kernel writes every element of `out`, already allocated with the
+ * result's shape, and rounds it to `store` (the dtype it is kept in). */
+void sim_unary(Op op, const Tensor *a, Tensor *out, DType store, SimMode m);
+void sim_binary(Op op, const Tensor *a, const Tensor *b, Tensor *out, DType store, SimMode m);
+void sim_matmul(const Tensor *a, const Tensor *b, Tensor *out, DType store, SimMode m);
+void sim_reduce(Op op, const Tensor *a, int axis, int64_t divisor, Tensor *out, DType store, SimMode m);
+void sim_transpose(const Tensor *a, int d1, int d2, Tensor *out);
+void sim_copy_flat(const Tensor *a, Tensor *out);
+void sim_slice(const Tensor *a, int axis, int64_t start, Tensor *out);
+void sim_concat(const Tensor *const *parts, int n, int axis, Tensor *out);
+void sim_block(const Tensor *g, int axis, int r, int nblocks, Tensor *out); /* block r along axis */
+void sim_place_block(Tensor *g, int axis, int r, int nblocks, const Tensor *b);
+void sim_pack(const Tensor *t, int axis, int nblocks, double *buf);   /* blocks along axis, contiguous */
+void sim_unpack(const double *buf, int axis, int nblocks, Tensor *t);
+
+/* runtime/sim_comm.c: the `sim` backend, P threads meeting in shared memory */
+typedef struct SimWorld SimWorld;
+SimWorld *sim_world_new(int nranks, int timeout_ms);
+void sim_world_free(SimWorld *w);
+CommBackend *sim_backend(SimWorld *w, int rank);
+bool sim_world_failed(SimWorld *w, char *why, size_t n);
+
+/* runtime/sim_run.c: the oracle and SPMD execution */
+typedef struct SimBreak SimBreak; /* deliberately wrong lowerings, for tests */
+typedef struct SimOpts {
+	SimMode oracle;     /* SIM_GPU, or SIM_F64 for error analysis */
+	uint64_t seed;
+	int timeout_ms;     /* watchdog on every wait */
+	const char *breaks; /* comma-separated names of wrong lowerings (tests only) */
+} SimOpts;
+
+typedef struct SimResult {
+	int nout;
+	double *relerr;    /* per output: ||out - ref|| / ||ref|| */
+	double *tol;       /* per output */
+	char **what;       /* per output: a line describing any mismatch, or NULL */
+	bool ok;
+	char error[512];   /* a failure of the run itself (deadlock, comm mismatch) */
+} SimResult;
+
+Tensor *sim_inputs(const Func *f, uint64_t seed);            /* global, random */
+bool sim_oracle(const Func *f, const Tensor *in, SimMode m, Tensor *out, char *err, size_t n);
+bool sim_spmd(const Func *f, const Tensor *in, const SimOpts *o, Tensor *out, char *err, size_t n);
+double sim_tolerance(const Func *f, int out);
+void sim_compare(const Func *ref_ir, const Func *run_ir, const SimOpts *o, SimResult *r);
+void sim_result_free(SimResult *r);
+bool sim_break_known(const char *names, char *bad, size_t n);
+
+#endif

@@ -1,0 +1,696 @@
+/* runtime/sim_run.c -- the oracle and SPMD execution on simulated ranks.
+ *
+ * The oracle evaluates an op on global tensors, in order, ignoring
+ * placements: an op's meaning is a function on global tensors (DESIGN
+ * §2.4), so a @partial(sum) value *is* its sum and every collective but
+ * `shift` is the identity.  It runs the IR as sema made it, before any
+ * graph pass, so a wrong pass cannot hide by changing both sides.
+ *
+ * SPMD execution runs the IR after the passes on P threads, each holding
+ * only its local shards; every op has a local form given by the placement
+ * table, and collectives go through the `sim` CommBackend.  The outputs
+ * are assembled from the ranks' shards and compared with the oracle. */
+#include "sim.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- deliberately wrong lowerings (tests only: a checker that cannot
+ * fail is not a checker) ---- */
+
+static const char *const break_names[] = {
+	"matmul-noslice", /* a @repl matmul operand is not sliced to the other's split */
+	"ew-noslice",     /* nor an elementwise one */
+	"ar-local",       /* all_reduce returns the local partial sum */
+	"rs-block",       /* reduce_scatter keeps the next rank's block */
+	"ag-order",       /* all_gather places the blocks in reverse order */
+	"a2a-order",      /* all_to_all reverses the received blocks */
+	"shift-back",     /* shift goes the other way round the ring */
+	"mean-local",     /* mean of a split dim divides by the local length */
+	"scatter-block",  /* a local scatter keeps block 0 on every rank */
+};
+
+struct SimBreak {
+	bool on[NELEM(break_names)];
+};
+
+enum { BR_MM_NOSLICE, BR_EW_NOSLICE, BR_AR_LOCAL, BR_RS_BLOCK, BR_AG_ORDER, BR_A2A_ORDER, BR_SHIFT_BACK,
+       BR_MEAN_LOCAL, BR_SCATTER_BLOCK };
+
+static bool
+parse_breaks(const char *names, SimBreak *b, char *bad, size_t n)
+{
+	memset(b, 0, sizeof *b);
+	while (names && *names) {
+		size_t k = strcspn(names, ",");
+		bool found = false;
+		for (size_t i = 0; i < NELEM(break_names); i++)
+			if (strlen(break_names[i]) == k && strncmp(break_names[i], names, k) == 0)
+				b->on[i] = found = true;
+		if (!found) {
+			snprintf(bad, n, "%.*s", (int)(k < 64 ? k : 64), names);
+			return false;
+		}
+		names += k + (names[k] == ',');
+	}
+	return true;
+}
+
+bool
+sim_break_known(const char *names, char *bad, size_t n)
+{
+	SimBreak b;
+	return parse_breaks(names, &b, bad, n);
+}
+
+/* ---- inputs ---- */
+
+Tensor *
+sim_inputs(const Func *f, uint64_t seed)
+{
+	Tensor *in = xcalloc((size_t)f->nin + 1, sizeof *in);
+	uint64_t rng = seed * 0x9e3779b97f4a7c15ull + 1;
+	for (int i = 0; i < f->nin; i++) {
+		in[i] = sim_tensor_of(&f->ins[f->in[i]].ty, false, f->nranks);
+		sim_fill_random(&in[i], &rng);
+	}
+	return in;
+}
+
+/* ---- one op on tensors: shared by the oracle and the ranks ---- */
+
+static int64_t
+reduce_len(const Ins *in, const Tensor *a, const Func *f)
+{
+	(void)f;
+	return a->dim[in->axis];
+}
+
+/* The global meaning of shift: block r of the result is block r-k. */
+static void
+shift_global(const Tensor *a, int axis, int k, int p, Tensor *out)
+{
+	int64_t dim[LIM_RANK];
+	memcpy(dim, a->dim, sizeof dim);
+	dim[axis] /= p;
+	for (int r = 0; r < p; r++) {
+		Tensor b = sim_tensor(a->dt, a->rank, dim);
+		sim_block(a, axis, ((r - k) % p + p) % p, p, &b);
+		sim_place_block(out, axis, r, p, &b);
+		sim_free(&b);
+	}
+}
+
+/* Ops whose local form is their global form on local shapes. */
+static bool
+local_compute(const Ins *in, Tensor *const *x, Tensor *out, DType st, SimMode m, int64_t meandiv)
+{
+	switch (ir_ops[in->op].cls) {
+	case OC_UNARY:
+		sim_unary(in->op, x[0], out, st, m);
+		return true;
+	case OC_BINARY:
+		sim_binary(in->op, x[0], x[1], out, st, m);
+		return true;
+	case OC_MATMUL:
+		sim_matmul(x[0], x[1], out, st, m);
+		return true;
+	case OC_REDUCE:
+		sim_reduce(in->op, x[0], in->axis, meandiv, out, st, m);
+		return true;
+	default:
+		break;
+	}
+	switch (in->op) {
+	case OP_TRANSPOSE:
+		sim_transpose(x[0], in->axis, in->axis2, out);
+		return true;
+	case OP_RESHAPE:
+		sim_copy_flat(x[0], out);
+		return true;
+	case OP_SLICE:
+		sim_slice(x[0], in->axis, in->a, out);
+		return true;
+	case OP_CONCAT:
+		sim_concat((const Tensor *const *)x, in->narg, in->axis, out);
+		return true;
+	case OP_BROADCAST:
+		for (int64_t i = 0; i < out->n; i++)
+			out->v[i] = x[0]->v[0];
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* ---- the oracle ---- */
+
+bool
+sim_oracle(const Func *f, const Tensor *in, SimMode m, Tensor *out, char *err, size_t n)
+{
+	Tensor *val = xcalloc((size_t)f->nins + 1, sizeof *val);
+	(void)err;
+	(void)n;
+	for (Val v = 0; v < f->nins; v++) {
+		const Ins *ins = &f->ins[v];
+		Tensor *x[64], **xs = ins->narg > 64 ? xmalloc((size_t)ins->narg * sizeof *xs) : x;
+		val[v] = sim_tensor_of(&ins->ty, false, f->nranks);
+		for (int i = 0; i < ins->narg; i++)
+			xs[i] = &val[ins->arg[i]];
+		if (ins->op == OP_PARAM) {
+			sim_copy_flat(&in[ins->a], &val[v]);
+		} else if (ins->op == OP_CONST) {
+			val[v].v[0] = m == SIM_F64 ? ins->c : sim_round(ins->ty.dt, ins->c);
+		} else if (ins->op == OP_SHIFT) {
+			shift_global(xs[0], ins->axis, (int)ins->a, f->nranks, &val[v]);
+		} else if (ir_ops[ins->op].cls == OC_COMM || ins->op == OP_RESHARD || ins->op == OP_SCATTER) {
+			sim_copy_flat(xs[0], &val[v]);
+		} else if (!local_compute(ins, xs, &val[v], ins->ty.dt, m, ins->narg ? reduce_len(ins, xs[0], f) : 1)) {
+			die("oracle: no evaluation for %s", ir_ops[ins->op].name);
+		}
+		if (xs != x)
+			free(xs);
+	}
+	for (int i = 0; i < f->nout; i++) {
+		out[i] = sim_tensor_of(&f->ins[f->out[i]].ty, false, f->nranks);
+		sim_copy_flat(&val[f->out[i]], &out[i]);
+	}
+	for (Val v = 0; v < f->nins; v++)
+		sim_free(&val[v]);
+	free(val);
+	return true;
+}
+
+/* ---- SPMD execution ---- */
+
+typedef struct Rank {
+	const Func *f;
+	int r, P;
+	CommBackend *comm;
+	const SimBreak *brk;
+	Tensor *val;       /* local value of every IR value */
+	const Tensor *shard; /* shard[param] for this rank */
+	char err[512];
+	bool failed;
+} Rank;
+
+/* The block of a @repl operand that matches the result's split. */
+static Tensor
+slice_local(const Tensor *t, int axis, Rank *k)
+{
+	int64_t dim[LIM_RANK];
+	memcpy(dim, t->dim, sizeof dim);
+	dim[axis] /= k->P;
+	Tensor b = sim_tensor(t->dt, t->rank, dim);
+	sim_block(t, axis, k->r, k->P, &b);
+	return b;
+}
+
+/* Which dim of each matmul operand is sliced to this rank's block (-1:
+ * none): a @repl operand facing a split contraction or batch dim. */
+static void
+mm_slices(const Func *f, const Ins *in, int sl[2])
+{
+	const Type *ta = &f->ins[in->arg[0]].ty, *tb = &f->ins[in->arg[1]].ty;
+	int R = in->ty.rank, ra = ta->rank, rb = tb->rank;
+	sl[0] = sl[1] = -1;
+	if (ta->pl.kind == PL_REPL && tb->pl.kind == PL_SPLIT) {
+		if (tb->pl.dim == rb - 2)
+			sl[0] = ra - 1;
+		else if (tb->pl.dim < rb - 2) {
+			int d = tb->pl.dim + (R - rb) - (R - ra);
+			if (d >= 0 && d < ra - 2 && ta->dim[d] > 1)
+				sl[0] = d;
+		}
+	}
+	if (tb->pl.kind == PL_REPL && ta->pl.kind == PL_SPLIT) {
+		if (ta->pl.dim == ra - 1)
+			sl[1] = rb - 2;
+		else if (ta->pl.dim < ra - 2) {
+			int d = ta->pl.dim + (R - ra) - (R - rb);
+			if (d >= 0 && d < rb - 2 && tb->dim[d] > 1)
+				sl[1] = d;
+		}
+	}
+}
+
+/* An elementwise operand @repl under a split result: the dim to slice. */
+static int
+ew_slice(const Func *f, const Ins *in, int i)
+{
+	const Type *t = &f->ins[in->arg[i]].ty;
+	int d;
+	if (in->ty.pl.kind != PL_SPLIT || t->pl.kind != PL_REPL)
+		return -1;
+	d = in->ty.pl.dim - (in->ty.rank - t->rank);
+	return d >= 0 && t->dim[d] > 1 ? d : -1;
+}
+
+static bool
+comm(Rank *k, CommChunk *c, const char *what)
+{
+	if (k->comm->collective(k->comm, c, NULL) == 0)
+		return true;
+	snprintf(k->err, sizeof k->err, "rank %d, %s: %s", k->r, what, k->comm->error(k->comm));
+	return false;
+}
+
+static CommChunk
+chunk(const Ins *in, Val v, CommOp op, const void *send, void *recv, size_t count)
+{
+	return (CommChunk){op, (CommDType)in->ty.dt, (CommRed)in->red, send, recv, count, 0, 0, 0, v};
+}
+
+/* all_reduce / reduce_scatter / all_gather / all_to_all / shift on local
+ * shards; blocks along a dim are packed contiguous for the backend. */
+static bool
+run_comm(Rank *k, Val v, const Ins *in, Tensor *x, Tensor *out)
+{
+	int P = k->P;
+	double *buf;
+	CommChunk c;
+	bool ok;
+	switch (in->op) {
+	case OP_ALL_REDUCE:
+		if (k->brk->on[BR_AR_LOCAL]) {
+			sim_copy_flat(x, out);
+			return true;
+		}
+		c = chunk(in, v, CO_ALL_REDUCE, x->v, out->v, (size_t)x->n);
+		return comm(k, &c, "all_reduce");
+	case OP_REDUCE_SCATTER:
+		buf = xmalloc((size_t)x->n * sizeof *buf);
+		sim_pack(x, in->axis, P, buf);
+		if (k->brk->on[BR_RS_BLOCK]) { /* rotate so each rank keeps its neighbour's block */
+			double *rot = xmalloc((size_t)x->n * sizeof *rot);
+			size_t bs = (size_t)x->n / P;
+			for (int p = 0; p < P; p++)
+				memcpy(rot + p * bs, buf + ((p + 1) % P) * bs, bs * sizeof *rot);
+			free(buf);
+			buf = rot;
+		}
+		c = chunk(in, v, CO_REDUCE_SCATTER, buf, out->v, (size_t)out->n);
+		ok = comm(k, &c, "reduce_scatter");
+		free(buf);
+		return ok;
+	case OP_ALL_GATHER:
+		buf = xmalloc((size_t)out->n * sizeof *buf);
+		c = chunk(in, v, CO_ALL_GATHER, x->v, buf, (size_t)x->n);
+		if ((ok = comm(k, &c, "all_gather"))) {
+			if (k->brk->on[BR_AG_ORDER])
+				for (int p = 0; p < P / 2; p++)
+					for (int64_t i = 0; i < x->n; i++) {
+						double t = buf[p * x->n + i];
+						buf[p * x->n + i] = buf[(P - 1 - p) * x->n + i];
+						buf[(P - 1 - p) * x->n + i] = t;
+					}
+			sim_unpack(buf, in->axis, P, out);
+		}
+		free(buf);
+		return ok;
+	case OP_ALL_TO_ALL: {
+		double *rbuf = xmalloc((size_t)out->n * sizeof *rbuf);
+		buf = xmalloc((size_t)x->n * sizeof *buf);
+		sim_pack(x, in->axis2, P, buf);
+		c = chunk(in, v, CO_ALL_TO_ALL, buf, rbuf, (size_t)x->n / P);
+		if ((ok = comm(k, &c, "all_to_all"))) {
+			if (k->brk->on[BR_A2A_ORDER])
+				for (int p = 0; p < P / 2; p++)
+					for (size_t i = 0; i < c.count; i++) {
+						double t = rbuf[p * c.count + i];
+						rbuf[p * c.count + i] = rbuf[(P - 1 - p) * c.count + i];
+						rbuf[(P - 1 - p) * c.count + i] = t;
+					}
+			sim_unpack(rbuf, in->axis, P, out);
+		}
+		free(buf);
+		free(rbuf);
+		return ok;
+	}
+	case OP_SHIFT:
+		c = chunk(in, v, CO_SHIFT, x->v, out->v, (size_t)x->n);
+		c.shift = (int)(k->brk->on[BR_SHIFT_BACK] ? (P - in->a) % P : in->a);
+		if (c.shift == 0) {
+			sim_copy_flat(x, out);
+			return true;
+		}
+		return comm(k, &c, "shift");
+	default:
+		die("not a collective: %s", ir_ops[in->op].name);
+	}
+}
+
+/* reshard without the autocomm pass: reach the global value (all_reduce
+ * or all_gather), then keep this rank's block.  A different route from
+ * the pass's single collective, so each checks the other. */
+static bool
+run_reshard(Rank *k, Val v, const Ins *in, Tensor *x, Tensor *out)
+{
+	const Type *from = &k->f->ins[in->arg[0]].ty;
+	Tensor g = sim_tensor_of(&in->ty, false, k->P);
+	Ins tmp = *in;
+	bool ok = true;
+	if (from->pl.kind == PL_PARTIAL) {
+		tmp.op = OP_ALL_REDUCE;
+		tmp.red = from->pl.red;
+		ok = run_comm(k, v, &tmp, x, &g);
+	} else if (from->pl.kind == PL_SPLIT) {
+		tmp.op = OP_ALL_GATHER;
+		tmp.axis = from->pl.dim;
+		ok = run_comm(k, v, &tmp, x, &g);
+	} else {
+		sim_copy_flat(x, &g);
+	}
+	if (ok && in->ty.pl.kind == PL_SPLIT)
+		sim_block(&g, in->ty.pl.dim, k->r, k->P, out);
+	else if (ok)
+		sim_copy_flat(&g, out);
+	sim_free(&g);
+	return ok;
+}
+
+static bool
+rank_op(Rank *k, Val v)
+{
+	const Func *f = k->f;
+	const Ins *in = &f->ins[v];
+	Tensor *out = &k->val[v], *xs[64], **x = in->narg > 64 ? xmalloc((size_t)in->narg * sizeof *x) : xs;
+	Tensor sliced[2] = {{0}};
+	DType st = in->internal ? DT_F32 : in->ty.dt;
+	bool ok = true;
+
+	for (int i = 0; i < in->narg; i++) {
+		const Ins *a = &f->ins[in->arg[i]];
+		if (a->internal && a->group != in->group) {
+			snprintf(k->err, sizeof k->err, "%%%d reads %%%d, which fusion kept inside the kernel of %%%d", v,
+			         in->arg[i], a->group);
+			return false;
+		}
+		x[i] = &k->val[in->arg[i]];
+	}
+	*out = sim_tensor_of(&in->ty, true, k->P);
+	if (in->op == OP_PARAM) {
+		sim_copy_flat(&k->shard[in->a], out);
+	} else if (in->op == OP_CONST) {
+		out->v[0] = sim_round(in->ty.dt, in->c);
+	} else if (in->op == OP_MATMUL) {
+		int sl[2];
+		mm_slices(f, in, sl);
+		for (int i = 0; i < 2 && !k->brk->on[BR_MM_NOSLICE]; i++)
+			if (sl[i] >= 0) {
+				sliced[i] = slice_local(x[i], sl[i], k);
+				x[i] = &sliced[i];
+			}
+		if (x[0]->dim[x[0]->rank - 1] != x[1]->dim[x[1]->rank - 2]) {
+			snprintf(k->err, sizeof k->err, "rank %d: %%%d: local matmul operands do not fit: K = %lld and %lld", k->r, v,
+			         (long long)x[0]->dim[x[0]->rank - 1], (long long)x[1]->dim[x[1]->rank - 2]);
+			ok = false;
+		} else {
+			sim_matmul(x[0], x[1], out, st, SIM_GPU);
+		}
+	} else if (ir_ops[in->op].cls == OC_BINARY || ir_ops[in->op].cls == OC_UNARY) {
+		for (int i = 0; i < in->narg && !k->brk->on[BR_EW_NOSLICE]; i++) {
+			int d = ew_slice(f, in, i);
+			if (d >= 0) {
+				sliced[i] = slice_local(x[i], d, k);
+				x[i] = &sliced[i];
+			}
+		}
+		for (int i = 0; i < in->narg; i++) /* broadcasting must still fit */
+			for (int d = 0; d < x[i]->rank; d++) {
+				int od = d + out->rank - x[i]->rank;
+				if (x[i]->dim[d] != 1 && x[i]->dim[d] != out->dim[od]) {
+					snprintf(k->err, sizeof k->err, "rank %d: %%%d: operand %%%d has local dim %d of size %lld, the result %lld",
+					         k->r, v, in->arg[i], d, (long long)x[i]->dim[d], (long long)out->dim[od]);
+					ok = false;
+				}
+			}
+		if (ok)
+			local_compute(in, x, out, st, SIM_GPU, 1);
+	} else if (ir_ops[in->op].cls == OC_REDUCE) {
+		const Type *ta = &f->ins[in->arg[0]].ty;
+		int64_t div = k->brk->on[BR_MEAN_LOCAL] ? x[0]->dim[in->axis] : ta->dim[in->axis];
+		sim_reduce(in->op, x[0], in->axis, div, out, st, SIM_GPU);
+	} else if (in->op == OP_SCATTER) {
+		sim_block(x[0], in->ty.pl.dim, k->brk->on[BR_SCATTER_BLOCK] ? 0 : k->r, k->P, out);
+	} else if (ir_ops[in->op].cls == OC_COMM) {
+		ok = run_comm(k, v, in, x[0], out);
+	} else if (in->op == OP_RESHARD) {
+		ok = run_reshard(k, v, in, x[0], out);
+	} else if (!local_compute(in, x, out, st, SIM_GPU, 1)) {
+		die("no local form for %s", ir_ops[in->op].name);
+	}
+	for (int i = 0; i < 2; i++)
+		sim_free(&sliced[i]);
+	if (x != xs)
+		free(x);
+	return ok;
+}
+
+static void *
+rank_main(void *arg)
+{
+	Rank *k = arg;
+	for (Val v = 0; v < k->f->nins; v++)
+		if (!rank_op(k, v)) {
+			k->failed = true;
+			break;
+		}
+	return NULL;
+}
+
+/* The shards of one global input: a block for @split, a copy for @repl,
+ * and for @partial(op) random pieces whose reduction is the input. */
+static void
+make_shards(const Func *f, const Tensor *g, int pi, Tensor **shard, uint64_t *rng)
+{
+	const Type *t = &f->ins[f->in[pi]].ty;
+	int P = f->nranks;
+	for (int r = 0; r < P; r++) {
+		shard[r][pi] = sim_tensor_of(t, true, P);
+		if (t->pl.kind == PL_SPLIT)
+			sim_block(g, t->pl.dim, r, P, &shard[r][pi]);
+		else
+			sim_copy_flat(g, &shard[r][pi]);
+	}
+	if (t->pl.kind != PL_PARTIAL)
+		return;
+	for (int64_t i = 0; i < g->n; i++) {
+		double rest = g->v[i];
+		int owner = (int)(sim_rng_next(rng) % (uint64_t)P);
+		for (int r = 0; r < P; r++) {
+			double u = (double)(sim_rng_next(rng) >> 11) * 0x1p-53;
+			if (t->pl.red != RED_SUM) /* max/min: one rank holds the value, the others less/more */
+				shard[r][pi].v[i] = r == owner ? g->v[i] : sim_round(t->dt, g->v[i] + (t->pl.red == RED_MAX ? -u : u));
+			else if (r == P - 1)
+				shard[r][pi].v[i] = sim_round(t->dt, rest);
+			else
+				rest -= shard[r][pi].v[i] = sim_round(t->dt, (2 * u - 1) * 0.5);
+		}
+	}
+}
+
+/* A global output from the ranks' shards.  A @repl output must be the
+ * same on every rank, bit for bit, as NCCL delivers it. */
+static bool
+assemble(const Func *f, int oi, Rank *ranks, Tensor *out, char *err, size_t n)
+{
+	Val v = f->out[oi];
+	const Type *t = &f->ins[v].ty;
+	int P = f->nranks;
+	*out = sim_tensor_of(t, false, P);
+	switch (t->pl.kind) {
+	case PL_REPL:
+		sim_copy_flat(&ranks[0].val[v], out);
+		for (int r = 1; r < P; r++)
+			for (int64_t i = 0; i < out->n; i++) {
+				double a = ranks[r].val[v].v[i], b = out->v[i];
+				if (a != b && !(isnan(a) && isnan(b))) {
+					snprintf(err, n, "output %d is @repl but rank %d holds %g where rank 0 holds %g (element %lld)", oi,
+					         r, a, b, (long long)i);
+					return false;
+				}
+			}
+		return true;
+	case PL_SPLIT:
+		for (int r = 0; r < P; r++)
+			sim_place_block(out, t->pl.dim, r, P, &ranks[r].val[v]);
+		return true;
+	case PL_PARTIAL:
+		for (int64_t i = 0; i < out->n; i++) {
+			double acc = ranks[0].val[v].v[i];
+			for (int r = 1; r < P; r++) {
+				double x = ranks[r].val[v].v[i];
+				acc = t->pl.red == RED_SUM ? acc + x : t->pl.red == RED_MAX ? fmax(acc, x) : fmin(acc, x);
+			}
+			out->v[i] = acc;
+		}
+		return true;
+	}
+	return false;
+}
+
+bool
+sim_spmd(const Func *f, const Tensor *in, const SimOpts *o, Tensor *out, char *err, size_t n)
+{
+	int P = f->nranks;
+	Rank *ranks = xcalloc((size_t)P, sizeof *ranks);
+	Tensor **shard = xcalloc((size_t)P, sizeof *shard);
+	pthread_t *th = xcalloc((size_t)P, sizeof *th);
+	SimWorld *w = sim_world_new(P, o->timeout_ms);
+	SimBreak brk;
+	uint64_t rng = o->seed ^ 0x5851f42d4c957f2dull;
+	bool ok = true;
+	char bad[80];
+
+	if (!parse_breaks(o->breaks, &brk, bad, sizeof bad))
+		die("unknown break %s", bad);
+	for (int r = 0; r < P; r++)
+		shard[r] = xcalloc((size_t)f->nin + 1, sizeof **shard);
+	for (int i = 0; i < f->nin; i++)
+		make_shards(f, &in[i], i, shard, &rng);
+	for (int r = 0; r < P; r++) {
+		ranks[r] = (Rank){f, r, P, sim_backend(w, r), &brk, xcalloc((size_t)f->nins + 1, sizeof(Tensor)), shard[r], "", false};
+		if (pthread_create(&th[r], NULL, rank_main, &ranks[r]))
+			die("cannot start rank thread");
+	}
+	for (int r = 0; r < P; r++)
+		pthread_join(th[r], NULL);
+	for (int r = 0; r < P && ok; r++)
+		if (ranks[r].failed) {
+			snprintf(err, n, "%s", ranks[r].err);
+			ok = false;
+		}
+	for (int i = 0; i < f->nout && ok; i++)
+		ok = assemble(f, i, ranks, &out[i], err, n);
+	for (int r = 0; r < P; r++) {
+		for (Val v = 0; v < f->nins; v++)
+			sim_free(&ranks[r].val[v]);
+		free(ranks[r].val);
+		for (int i = 0; i < f->nin; i++)
+			sim_free(&shard[r][i]);
+		free(shard[r]);
+	}
+	free(shard);
+	free(ranks);
+	free(th);
+	sim_world_free(w);
+	return ok;
+}
+
+/* ---- comparison ---- */
+
+/* Tolerance: a base per dtype (f32 1e-5, f16 2e-3, bf16 1e-2: the least
+ * precise dtype in the op decides), grown with the number of roundings to
+ * that dtype along the longest path to the output and with the longest
+ * reduction, both as sqrt (a random walk of rounding errors). */
+static bool
+lossy(const Ins *in)
+{
+	OpClass c = ir_ops[in->op].cls;
+	return c == OC_UNARY || c == OC_BINARY || c == OC_MATMUL || c == OC_REDUCE || in->op == OP_ALL_REDUCE ||
+	       in->op == OP_REDUCE_SCATTER;
+}
+
+double
+sim_tolerance(const Func *f, int out)
+{
+	double eps = 0, base;
+	int64_t len = 1;
+	int *depth = xcalloc((size_t)f->nins + 1, sizeof *depth), d;
+	for (Val v = 0; v < f->nins; v++)
+		if (ty_dtypes[f->ins[v].ty.dt].eps > eps)
+			eps = ty_dtypes[f->ins[v].ty.dt].eps;
+	for (Val v = 0; v < f->nins; v++) {
+		const Ins *in = &f->ins[v];
+		const Type *a = in->narg ? &f->ins[in->arg[0]].ty : NULL;
+		for (int i = 0; i < in->narg; i++)
+			if (depth[in->arg[i]] > depth[v])
+				depth[v] = depth[in->arg[i]];
+		depth[v] += lossy(in) && ty_dtypes[in->ty.dt].eps == eps;
+		if (in->op == OP_MATMUL && a->dim[a->rank - 1] > len)
+			len = a->dim[a->rank - 1];
+		if (ir_ops[in->op].cls == OC_REDUCE && a->dim[in->axis] > len)
+			len = a->dim[in->axis];
+	}
+	d = depth[f->out[out]] > 1 ? depth[f->out[out]] : 1;
+	free(depth);
+	if (eps == 0)
+		return 0; /* integers only: exact */
+	base = eps >= ty_dtypes[DT_BF16].eps ? 1e-2 : eps >= ty_dtypes[DT_F16].eps ? 2e-3 : 1e-5;
+	return base * sqrt((double)d) * (len > 256 ? sqrt((double)len / 256) : 1);
+}
+
+static void
+compare(const Tensor *out, const Tensor *ref, double tol, double *rel, char **what)
+{
+	double num = 0, den = 0;
+	int64_t bad = 0, first = -1;
+	for (int64_t i = 0; i < ref->n; i++) {
+		double a = out->v[i], b = ref->v[i];
+		if (!isfinite(b) || !isfinite(a)) {
+			bool same = (isnan(a) && isnan(b)) || a == b;
+			if (!same && bad++ == 0)
+				first = i;
+			continue;
+		}
+		num += (a - b) * (a - b);
+		den += b * b;
+	}
+	*rel = den > 0 ? sqrt(num / den) : sqrt(num);
+	*what = NULL;
+	if (bad) {
+		char buf[256];
+		snprintf(buf, sizeof buf, "%lld element(s) not finite where the reference is (or the reverse), first at %lld: %g vs %g",
+		         (long long)bad, (long long)first, out->v[first], ref->v[first]);
+		*what = xstrdup(buf);
+	} else if (!(*rel <= tol)) {
+		char buf[256];
+		snprintf(buf, sizeof buf, "relative error %.3g is over the tolerance %.3g", *rel, tol);
+		*what = xstrdup(buf);
+	}
+}
+
+void
+sim_result_free(SimResult *r)
+{
+	for (int i = 0; i < r->nout; i++)
+		free(r->what ? r->what[i] : NULL);
+	free(r->relerr);
+	free(r->tol);
+	free(r->what);
+}
+
+/* The whole check: random inputs, the oracle on `ref_ir` (as sema made
+ * it), the ranks on `run_ir` (after the passes), every output compared. */
+void
+sim_compare(const Func *ref_ir, const Func *run_ir, const SimOpts *o, SimResult *r)
+{
+	Tensor *in = sim_inputs(ref_ir, o->seed);
+	Tensor *ref = xcalloc((size_t)ref_ir->nout + 1, sizeof *ref), *got = xcalloc((size_t)ref_ir->nout + 1, sizeof *got);
+	memset(r, 0, sizeof *r);
+	r->nout = ref_ir->nout;
+	r->relerr = xcalloc((size_t)r->nout + 1, sizeof *r->relerr);
+	r->tol = xcalloc((size_t)r->nout + 1, sizeof *r->tol);
+	r->what = xcalloc((size_t)r->nout + 1, sizeof *r->what);
+	r->ok = sim_oracle(ref_ir, in, o->oracle, ref, r->error, sizeof r->error) &&
+	        sim_spmd(run_ir, in, o, got, r->error, sizeof r->error);
+	for (int i = 0; i < r->nout && r->ok; i++) {
+		r->tol[i] = sim_tolerance(ref_ir, i);
+		compare(&got[i], &ref[i], r->tol[i], &r->relerr[i], &r->what[i]);
+	}
+	for (int i = 0; i < r->nout; i++) {
+		if (r->what[i])
+			r->ok = false;
+		sim_free(&ref[i]);
+		sim_free(&got[i]);
+	}
+	for (int i = 0; i < ref_ir->nin; i++)
+		sim_free(&in[i]);
+	free(in);
+	free(ref);
+	free(got);
+}

@@ -1,0 +1,110 @@
+/* tools/syncrun.c -- checks compiled operators against their sequential
+ * meaning: on GPUs through libsyncrt when present, else on simulated ranks. */
+#include "driver.h"
+#include "../runtime/sim.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+	"usage: syncrun FILE.syn [options]\n"
+	"Run every op of FILE (or --entry OP) on fresh random inputs and compare each\n"
+	"output with the sequential meaning of the op (the oracle).\n"
+	"\n"
+	"  --sim                   run on P simulated ranks on this CPU (one thread each)\n"
+	"  --ranks P               number of ranks (default 2)\n"
+	"  -D NAME=VALUE           override `param NAME`\n"
+	"  -I DIR                  search DIR for `use` modules\n"
+	"  --entry OP              run only OP\n"
+	"  --seed S                seed of the random inputs (default 1)\n"
+	"  --f64                   compare with an f64 oracle (no rounding), for error analysis\n"
+	"  --no-pass=LIST          skip these graph passes (comma-separated)\n"
+	"  --timeout-ms N          deadline of every wait before it is a deadlock (default 20000)\n"
+	"  --auto-comm, --no-auto-comm, --diagnostics=FORMAT, -d PASSES: as for syncc\n"
+	"  --version, --help\n"
+	"\n"
+	"Exit status: 0 every output matched, 1 errors in the input or a mismatch,\n"
+	"2 bad command line, 3 internal error.\n";
+
+static const OptId allowed[] = {
+	OPT_RANKS, OPT_DEFINE, OPT_INCLUDE, OPT_ENTRY, OPT_DIAG, OPT_AUTOCOMM, OPT_NOAUTOCOMM, OPT_DUMP,
+	OPT_VERSION, OPT_HELP, OPT_SIM, OPT_SEED, OPT_NOPASS, OPT_F64, OPT_BREAK, OPT_TIMEOUT,
+};
+
+static void
+describe(Buf *b, const Type *t)
+{
+	b->len = 0;
+	if (b->s)
+		b->s[0] = 0;
+	ty_print(b, t);
+}
+
+static bool
+run_one(const Driver *d, Func *f)
+{
+	SimOpts o = {d->f64 ? SIM_F64 : SIM_GPU, d->seed, d->timeout_ms, d->breaks};
+	SimResult r;
+	Buf ty = {0};
+	bool ok;
+	printf("%s: %s on %d simulated rank%s (seed %llu)\n", sym_str(f->name), d->f64 ? "f64 oracle" : "oracle",
+	       f->nranks, f->nranks == 1 ? "" : "s", (unsigned long long)d->seed);
+	sim_compare(f->sema, f, &o, &r);
+	if (r.error[0])
+		printf("  FAILED: %s\n", r.error);
+	for (int i = 0; i < r.nout && !r.error[0]; i++) {
+		describe(&ty, &f->ins[f->out[i]].ty);
+		printf("  out%d %-34s rel err %.2e (tolerance %.1e)  %s\n", i, ty.s, r.relerr[i], r.tol[i],
+		       r.what[i] ? "MISMATCH" : "ok");
+		if (r.what[i])
+			printf("    %s\n", r.what[i]);
+	}
+	fflush(stdout);
+	ok = r.ok;
+	buf_free(&ty);
+	sim_result_free(&r);
+	return ok;
+}
+
+int
+main(int argc, char **argv)
+{
+	Driver d = {.tool = "syncrun", .seed = 1, .timeout_ms = 20000, .keep_sema = true};
+	Unit *u = NULL;
+	Buf out = {0};
+	int r;
+	char bad[80];
+
+	drv_crash_handler();
+	diag_setup(DIAG_TEXT, "syncrun");
+	d.mem = arena_new();
+	d.opt.nranks = 2;
+	if ((r = drv_args(&d, argc, argv, allowed, (int)NELEM(allowed), usage)) >= 0) {
+		if (r == EXIT_OK && d.help)
+			drv_print_passes(stdout);
+		return r;
+	}
+	if (d.breaks && !sim_break_known(d.breaks, bad, sizeof bad)) {
+		diag_usage("--break %s: unknown lowering '%s'", d.breaks, bad);
+		return EXIT_USAGE;
+	}
+	if (!d.sim)
+		fprintf(stderr, "syncrun: this build has no GPU runtime; running on the simulator\n");
+	d.emit = EMIT_IR;
+	r = drv_compile(&d, &u, &out);
+	buf_free(&out);
+	if (r == EXIT_OK) {
+		bool all = true;
+		for (Func *f = u->funcs; f; f = f->next)
+			all = run_one(&d, f) && all;
+		if (!u->funcs)
+			fprintf(stderr, "syncrun: %s has no op to run\n", d.input);
+		r = all ? EXIT_OK : EXIT_INPUT;
+	}
+	unit_free(u);
+	free(d.opt.defines);
+	free(d.opt.incdirs);
+	arena_free(d.mem);
+	return r;
+}
