@@ -12,13 +12,13 @@
 .SUFFIXES:
 
 CC      ?= cc
+PREFIX  ?= /usr/local
 CFLAGS  ?= -O2 -g
 WARN    := -std=c11 -Wall -Wextra -Wpedantic -Werror -Wno-unused-function
-DEFS    := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
+DEFS    := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DSYNCC_SHAREDIR='"$(PREFIX)/share/syncc"' 
 ALL_CFLAGS = $(WARN) $(DEFS) $(CFLAGS)
 LDLIBS  := -lm -lpthread
 
-PREFIX  ?= /usr/local
 
 RE2C    := $(shell command -v re2c 2>/dev/null)
 BISON   := $(shell command -v bison 2>/dev/null)
@@ -30,14 +30,15 @@ GEN_CFLAGS = $(filter-out -Wpedantic,$(ALL_CFLAGS)) -Wno-unused-but-set-variable
 LIB_SRC := base/util.c base/diag.c \
            lexer/lexer.c parser/parser.c parser/ast.c \
            ir/type.c ir/ir.c ir/unit.c ir/sema.c ir/rules.c ir/pass.c \
-           runtime/sim_tensor.c runtime/sim_comm.c runtime/sim_run.c \
+           sched/blocks.c sched/cost.c sched/list.c sched/search.c sched/flags.c sched/print.c \
+           runtime/sim_tensor.c runtime/sim_comm.c runtime/sim_run.c runtime/sim_plan.c \
            tools/driver.c
 GEN_SRC := lexer/lexer.c parser/parser.c
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 ASAN_OBJ := $(LIB_SRC:%.c=$(BUILD)/asan/%.o)
 
-HDRS := base/base.h parser/ast.h parser/parser.h ir/ir.h ir/ops.h tools/driver.h runtime/comm.h runtime/sim.h
+HDRS := base/base.h parser/ast.h parser/parser.h ir/ir.h ir/ops.h tools/driver.h runtime/comm.h runtime/sim.h sched/sched.h
 
 .PHONY: all check test clean fuzz fuzz-build fuzz-diff gen-check install
 all: syncc syncrun libsyncc.a
@@ -84,11 +85,11 @@ $(BUILD)/asan/lexer/lexer.o $(BUILD)/asan/parser/parser.o: $(BUILD)/asan/%.o: %.
 
 $(BUILD)/asan/syncc: $(BUILD)/asan/tools/syncc.o $(ASAN_OBJ)
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
-	@ln -sfn ../../stdlib $(BUILD)/asan/stdlib
+	@ln -sfn ../../stdlib $(BUILD)/asan/stdlib; ln -sfn ../../profiles $(BUILD)/asan/profiles
 
 $(BUILD)/asan/syncrun: $(BUILD)/asan/tools/syncrun.o $(ASAN_OBJ)
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
-	@ln -sfn ../../stdlib $(BUILD)/asan/stdlib
+	@ln -sfn ../../stdlib $(BUILD)/asan/stdlib; ln -sfn ../../profiles $(BUILD)/asan/profiles
 
 # ---- fuzzing (clang + libFuzzer) ----
 FUZZ_CC ?= clang

@@ -39,6 +39,10 @@ typedef struct CommChunk {
 	size_t send_stride, recv_stride; /* elements between blocks, 0 = count */
 	int shift;                       /* CO_SHIFT: 0 < shift < P */
 	int id;                          /* plan's chunk number, for errors and traces */
+	/* A sub-group instead of the world (multi-node phases): the ranks
+	 * rank + (j - i) * gstride for j < gsize, where i = (rank / gstride) %
+	 * gsize is this rank's place in it.  gsize == 0: all ranks. */
+	int gsize, gstride;
 } CommChunk;
 
 /* A backend instance belongs to one rank.  `lane` is the backend's

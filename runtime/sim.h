@@ -46,6 +46,8 @@ void sim_concat(const Tensor *const *parts, int n, int axis, Tensor *out);
 void sim_block(const Tensor *g, int axis, int r, int nblocks, Tensor *out); /* block r along axis */
 void sim_place_block(Tensor *g, int axis, int r, int nblocks, const Tensor *b);
 void sim_pack(const Tensor *t, int axis, int nblocks, double *buf);   /* blocks along axis, contiguous */
+Tensor sim_sub(const Tensor *t, const int64_t *lo, const int64_t *hi);  /* a box, as its own tensor */
+void sim_put(Tensor *t, const int64_t *lo, const Tensor *sub);          /* and back */
 void sim_unpack(const double *buf, int axis, int nblocks, Tensor *t);
 
 /* runtime/sim_comm.c: the `sim` backend, P threads meeting in shared memory */
@@ -56,7 +58,12 @@ CommBackend *sim_backend(SimWorld *w, int rank);
 bool sim_world_failed(SimWorld *w, char *why, size_t n);
 
 /* runtime/sim_run.c: the oracle and SPMD execution */
-typedef struct SimBreak SimBreak; /* deliberately wrong lowerings, for tests */
+/* Deliberately wrong lowerings, for tests (names in sim_run.c). */
+enum { BR_MM_NOSLICE, BR_EW_NOSLICE, BR_AR_LOCAL, BR_RS_BLOCK, BR_AG_ORDER, BR_A2A_ORDER, BR_SHIFT_BACK,
+       BR_MEAN_LOCAL, BR_SCATTER_BLOCK, SIM_NBREAK };
+typedef struct SimBreak {
+	bool on[SIM_NBREAK];
+} SimBreak;
 typedef struct SimOpts {
 	SimMode oracle;     /* SIM_GPU, or SIM_F64 for error analysis */
 	uint64_t seed;
@@ -80,5 +87,33 @@ double sim_tolerance(const Func *f, int out);
 void sim_compare(const Func *ref_ir, const Func *run_ir, const SimOpts *o, SimResult *r);
 void sim_result_free(SimResult *r);
 bool sim_break_known(const char *names, char *bad, size_t n);
+
+/* runtime/sim_plan.c: ranks running a plan (two lanes each, flags) */
+struct Plan;
+bool sim_race_check(const struct Plan *p, char *why, size_t n);
+bool sim_plan_run(const struct Plan *p, const Tensor *in, const SimOpts *o, int gpus, int calls, Tensor *out,
+                  char *err, size_t n);
+void sim_compare_plan(const Func *ref_ir, const struct Plan *p, const SimOpts *o, int gpus, SimResult *r);
+
+/* internals shared by the two ways of running ranks: op by op
+ * (sim_run.c) and by plan (sim_plan.c) */
+typedef struct SimCtx {
+	const Func *f;
+	int r, P;
+	CommBackend *comm;
+	const SimBreak *brk;
+	char err[512];
+} SimCtx;
+bool sim_parse_breaks(const char *names, SimBreak *b, char *bad, size_t n);
+bool sim_local_compute(const Ins *in, Tensor *const *x, Tensor *out, DType st, SimMode m, int64_t meandiv);
+void sim_mm_slices(const Func *f, const Ins *in, int sl[2]);
+int sim_ew_slice(const Func *f, const Ins *in, int i);
+Tensor sim_slice_local(const Tensor *t, int axis, SimCtx *k);
+void sim_make_shards(const Func *f, const Tensor *g, int pi, Tensor **shard, uint64_t *rng);
+bool sim_assemble(const Func *f, int oi, Tensor *const *vals, Tensor *out, char *err, size_t n);
+CommChunk sim_chunk(const Ins *in, Val v, CommOp op, const void *send, void *recv, size_t count);
+bool sim_comm_call(SimCtx *k, CommChunk *c, const char *what);
+bool sim_run_comm(SimCtx *k, Val v, const Ins *in, Tensor *x, Tensor *out);
+bool sim_run_reshard(SimCtx *k, Val v, const Ins *in, Tensor *x, Tensor *out);
 
 #endif

@@ -100,7 +100,8 @@ agree(SimComm *c, const CommChunk *ch)
 	SimWorld *w = c->w;
 	for (int r = 0; r < w->nranks; r++) {
 		const CommChunk *o = w->posted[r];
-		if (o->op != ch->op || o->dt != ch->dt || o->count != ch->count || o->red != ch->red || o->shift != ch->shift) {
+		if (o->op != ch->op || o->dt != ch->dt || o->count != ch->count || o->red != ch->red || o->shift != ch->shift ||
+		    o->gsize != ch->gsize || o->gstride != ch->gstride) {
 			snprintf(c->err, sizeof c->err,
 			         "rank %d called %s of chunk %d (%zu elements) while rank %d called %s of chunk %d (%zu elements)",
 			         r, opnames[o->op], o->id, o->count, c->b.rank, opnames[ch->op], ch->id, ch->count);
@@ -125,37 +126,48 @@ block(const CommChunk *c, const void *base, size_t stride, int p)
 	return (const double *)base + (size_t)p * (stride ? stride : c->count);
 }
 
+/* The world rank of member j of this rank's group (runtime/comm.h). */
+static int
+member(const CommChunk *ch, int me, int j, int P)
+{
+	int gs = ch->gsize ? ch->gsize : P, st = ch->gsize ? ch->gstride : 1, i = (me / st) % gs;
+	return me + (j - i) * st;
+}
+
 static void
 compute(SimComm *c, const CommChunk *ch)
 {
 	SimWorld *w = c->w;
-	int me = c->b.rank, P = w->nranks;
+	int me = c->b.rank, P = w->nranks, G = ch->gsize ? ch->gsize : P;
+	int mi = (me / (ch->gsize ? ch->gstride : 1)) % G; /* my place in the group */
 	double *out = ch->recv;
 	size_t n = ch->count;
 	switch (ch->op) {
 	case CO_ALL_REDUCE:
 	case CO_REDUCE_SCATTER:
 		for (size_t i = 0; i < n; i++) {
-			int blk = ch->op == CO_ALL_REDUCE ? 0 : me;
-			double acc = block(w->posted[0], w->posted[0]->send, w->posted[0]->send_stride, blk)[i];
-			for (int p = 1; p < P; p++) {
-				double x = block(w->posted[p], w->posted[p]->send, w->posted[p]->send_stride, blk)[i];
-				acc = sim_round((DType)ch->dt, combine(ch->red, acc, x));
+			int blk = ch->op == CO_ALL_REDUCE ? 0 : mi;
+			const CommChunk *p0 = w->posted[member(ch, me, 0, P)];
+			double acc = block(p0, p0->send, p0->send_stride, blk)[i];
+			for (int j = 1; j < G; j++) {
+				const CommChunk *pj = w->posted[member(ch, me, j, P)];
+				acc = sim_round((DType)ch->dt, combine(ch->red, acc, block(pj, pj->send, pj->send_stride, blk)[i]));
 			}
 			out[i] = acc;
 		}
 		return;
 	case CO_ALL_GATHER:
-		for (int p = 0; p < P; p++)
-			memcpy((double *)block(ch, out, ch->recv_stride, p), w->posted[p]->send, n * sizeof(double));
+		for (int j = 0; j < G; j++)
+			memcpy((double *)block(ch, out, ch->recv_stride, j), w->posted[member(ch, me, j, P)]->send, n * sizeof(double));
 		return;
 	case CO_ALL_TO_ALL:
-		for (int p = 0; p < P; p++)
-			memcpy((double *)block(ch, out, ch->recv_stride, p),
-			       block(w->posted[p], w->posted[p]->send, w->posted[p]->send_stride, me), n * sizeof(double));
+		for (int j = 0; j < G; j++) {
+			const CommChunk *pj = w->posted[member(ch, me, j, P)];
+			memcpy((double *)block(ch, out, ch->recv_stride, j), block(pj, pj->send, pj->send_stride, mi), n * sizeof(double));
+		}
 		return;
 	case CO_SHIFT:
-		memcpy(out, w->posted[((me - ch->shift) % P + P) % P]->send, n * sizeof(double));
+		memcpy(out, w->posted[member(ch, me, ((mi - ch->shift) % G + G) % G, P)]->send, n * sizeof(double));
 		return;
 	}
 }

@@ -11,6 +11,7 @@
  * table, and collectives go through the `sim` CommBackend.  The outputs
  * are assembled from the ranks' shards and compared with the oracle. */
 #include "sim.h"
+#include "../sched/sched.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -21,7 +22,7 @@
 /* ---- deliberately wrong lowerings (tests only: a checker that cannot
  * fail is not a checker) ---- */
 
-static const char *const break_names[] = {
+static const char *const break_names[SIM_NBREAK] = {
 	"matmul-noslice", /* a @repl matmul operand is not sliced to the other's split */
 	"ew-noslice",     /* nor an elementwise one */
 	"ar-local",       /* all_reduce returns the local partial sum */
@@ -33,15 +34,8 @@ static const char *const break_names[] = {
 	"scatter-block",  /* a local scatter keeps block 0 on every rank */
 };
 
-struct SimBreak {
-	bool on[NELEM(break_names)];
-};
-
-enum { BR_MM_NOSLICE, BR_EW_NOSLICE, BR_AR_LOCAL, BR_RS_BLOCK, BR_AG_ORDER, BR_A2A_ORDER, BR_SHIFT_BACK,
-       BR_MEAN_LOCAL, BR_SCATTER_BLOCK };
-
-static bool
-parse_breaks(const char *names, SimBreak *b, char *bad, size_t n)
+bool
+sim_parse_breaks(const char *names, SimBreak *b, char *bad, size_t n)
 {
 	memset(b, 0, sizeof *b);
 	while (names && *names) {
@@ -63,7 +57,7 @@ bool
 sim_break_known(const char *names, char *bad, size_t n)
 {
 	SimBreak b;
-	return parse_breaks(names, &b, bad, n);
+	return sim_parse_breaks(names, &b, bad, n);
 }
 
 /* ---- inputs ---- */
@@ -105,8 +99,8 @@ shift_global(const Tensor *a, int axis, int k, int p, Tensor *out)
 }
 
 /* Ops whose local form is their global form on local shapes. */
-static bool
-local_compute(const Ins *in, Tensor *const *x, Tensor *out, DType st, SimMode m, int64_t meandiv)
+bool
+sim_local_compute(const Ins *in, Tensor *const *x, Tensor *out, DType st, SimMode m, int64_t meandiv)
 {
 	switch (ir_ops[in->op].cls) {
 	case OC_UNARY:
@@ -168,7 +162,7 @@ sim_oracle(const Func *f, const Tensor *in, SimMode m, Tensor *out, char *err, s
 			shift_global(xs[0], ins->axis, (int)ins->a, f->nranks, &val[v]);
 		} else if (ir_ops[ins->op].cls == OC_COMM || ins->op == OP_RESHARD || ins->op == OP_SCATTER) {
 			sim_copy_flat(xs[0], &val[v]);
-		} else if (!local_compute(ins, xs, &val[v], ins->ty.dt, m, ins->narg ? reduce_len(ins, xs[0], f) : 1)) {
+		} else if (!sim_local_compute(ins, xs, &val[v], ins->ty.dt, m, ins->narg ? reduce_len(ins, xs[0], f) : 1)) {
 			die("oracle: no evaluation for %s", ir_ops[ins->op].name);
 		}
 		if (xs != x)
@@ -187,19 +181,15 @@ sim_oracle(const Func *f, const Tensor *in, SimMode m, Tensor *out, char *err, s
 /* ---- SPMD execution ---- */
 
 typedef struct Rank {
-	const Func *f;
-	int r, P;
-	CommBackend *comm;
-	const SimBreak *brk;
+	SimCtx c;          /* what the shared helpers need (first: they take it) */
 	Tensor *val;       /* local value of every IR value */
 	const Tensor *shard; /* shard[param] for this rank */
-	char err[512];
 	bool failed;
 } Rank;
 
 /* The block of a @repl operand that matches the result's split. */
-static Tensor
-slice_local(const Tensor *t, int axis, Rank *k)
+Tensor
+sim_slice_local(const Tensor *t, int axis, SimCtx *k)
 {
 	int64_t dim[LIM_RANK];
 	memcpy(dim, t->dim, sizeof dim);
@@ -211,8 +201,8 @@ slice_local(const Tensor *t, int axis, Rank *k)
 
 /* Which dim of each matmul operand is sliced to this rank's block (-1:
  * none): a @repl operand facing a split contraction or batch dim. */
-static void
-mm_slices(const Func *f, const Ins *in, int sl[2])
+void
+sim_mm_slices(const Func *f, const Ins *in, int sl[2])
 {
 	const Type *ta = &f->ins[in->arg[0]].ty, *tb = &f->ins[in->arg[1]].ty;
 	int R = in->ty.rank, ra = ta->rank, rb = tb->rank;
@@ -238,8 +228,8 @@ mm_slices(const Func *f, const Ins *in, int sl[2])
 }
 
 /* An elementwise operand @repl under a split result: the dim to slice. */
-static int
-ew_slice(const Func *f, const Ins *in, int i)
+int
+sim_ew_slice(const Func *f, const Ins *in, int i)
 {
 	const Type *t = &f->ins[in->arg[i]].ty;
 	int d;
@@ -249,8 +239,8 @@ ew_slice(const Func *f, const Ins *in, int i)
 	return d >= 0 && t->dim[d] > 1 ? d : -1;
 }
 
-static bool
-comm(Rank *k, CommChunk *c, const char *what)
+bool
+sim_comm_call(SimCtx *k, CommChunk *c, const char *what)
 {
 	if (k->comm->collective(k->comm, c, NULL) == 0)
 		return true;
@@ -258,16 +248,16 @@ comm(Rank *k, CommChunk *c, const char *what)
 	return false;
 }
 
-static CommChunk
-chunk(const Ins *in, Val v, CommOp op, const void *send, void *recv, size_t count)
+CommChunk
+sim_chunk(const Ins *in, Val v, CommOp op, const void *send, void *recv, size_t count)
 {
-	return (CommChunk){op, (CommDType)in->ty.dt, (CommRed)in->red, send, recv, count, 0, 0, 0, v};
+	return (CommChunk){op, (CommDType)in->ty.dt, (CommRed)in->red, send, recv, count, 0, 0, 0, v, 0, 0};
 }
 
 /* all_reduce / reduce_scatter / all_gather / all_to_all / shift on local
  * shards; blocks along a dim are packed contiguous for the backend. */
-static bool
-run_comm(Rank *k, Val v, const Ins *in, Tensor *x, Tensor *out)
+bool
+sim_run_comm(SimCtx *k, Val v, const Ins *in, Tensor *x, Tensor *out)
 {
 	int P = k->P;
 	double *buf;
@@ -279,8 +269,8 @@ run_comm(Rank *k, Val v, const Ins *in, Tensor *x, Tensor *out)
 			sim_copy_flat(x, out);
 			return true;
 		}
-		c = chunk(in, v, CO_ALL_REDUCE, x->v, out->v, (size_t)x->n);
-		return comm(k, &c, "all_reduce");
+		c = sim_chunk(in, v, CO_ALL_REDUCE, x->v, out->v, (size_t)x->n);
+		return sim_comm_call(k, &c, "all_reduce");
 	case OP_REDUCE_SCATTER:
 		buf = xmalloc((size_t)x->n * sizeof *buf);
 		sim_pack(x, in->axis, P, buf);
@@ -292,14 +282,14 @@ run_comm(Rank *k, Val v, const Ins *in, Tensor *x, Tensor *out)
 			free(buf);
 			buf = rot;
 		}
-		c = chunk(in, v, CO_REDUCE_SCATTER, buf, out->v, (size_t)out->n);
-		ok = comm(k, &c, "reduce_scatter");
+		c = sim_chunk(in, v, CO_REDUCE_SCATTER, buf, out->v, (size_t)out->n);
+		ok = sim_comm_call(k, &c, "reduce_scatter");
 		free(buf);
 		return ok;
 	case OP_ALL_GATHER:
 		buf = xmalloc((size_t)out->n * sizeof *buf);
-		c = chunk(in, v, CO_ALL_GATHER, x->v, buf, (size_t)x->n);
-		if ((ok = comm(k, &c, "all_gather"))) {
+		c = sim_chunk(in, v, CO_ALL_GATHER, x->v, buf, (size_t)x->n);
+		if ((ok = sim_comm_call(k, &c, "all_gather"))) {
 			if (k->brk->on[BR_AG_ORDER])
 				for (int p = 0; p < P / 2; p++)
 					for (int64_t i = 0; i < x->n; i++) {
@@ -315,8 +305,8 @@ run_comm(Rank *k, Val v, const Ins *in, Tensor *x, Tensor *out)
 		double *rbuf = xmalloc((size_t)out->n * sizeof *rbuf);
 		buf = xmalloc((size_t)x->n * sizeof *buf);
 		sim_pack(x, in->axis2, P, buf);
-		c = chunk(in, v, CO_ALL_TO_ALL, buf, rbuf, (size_t)x->n / P);
-		if ((ok = comm(k, &c, "all_to_all"))) {
+		c = sim_chunk(in, v, CO_ALL_TO_ALL, buf, rbuf, (size_t)x->n / P);
+		if ((ok = sim_comm_call(k, &c, "all_to_all"))) {
 			if (k->brk->on[BR_A2A_ORDER])
 				for (int p = 0; p < P / 2; p++)
 					for (size_t i = 0; i < c.count; i++) {
@@ -331,13 +321,13 @@ run_comm(Rank *k, Val v, const Ins *in, Tensor *x, Tensor *out)
 		return ok;
 	}
 	case OP_SHIFT:
-		c = chunk(in, v, CO_SHIFT, x->v, out->v, (size_t)x->n);
+		c = sim_chunk(in, v, CO_SHIFT, x->v, out->v, (size_t)x->n);
 		c.shift = (int)(k->brk->on[BR_SHIFT_BACK] ? (P - in->a) % P : in->a);
 		if (c.shift == 0) {
 			sim_copy_flat(x, out);
 			return true;
 		}
-		return comm(k, &c, "shift");
+		return sim_comm_call(k, &c, "shift");
 	default:
 		die("not a collective: %s", ir_ops[in->op].name);
 	}
@@ -346,8 +336,8 @@ run_comm(Rank *k, Val v, const Ins *in, Tensor *x, Tensor *out)
 /* reshard without the autocomm pass: reach the global value (all_reduce
  * or all_gather), then keep this rank's block.  A different route from
  * the pass's single collective, so each checks the other. */
-static bool
-run_reshard(Rank *k, Val v, const Ins *in, Tensor *x, Tensor *out)
+bool
+sim_run_reshard(SimCtx *k, Val v, const Ins *in, Tensor *x, Tensor *out)
 {
 	const Type *from = &k->f->ins[in->arg[0]].ty;
 	Tensor g = sim_tensor_of(&in->ty, false, k->P);
@@ -356,11 +346,11 @@ run_reshard(Rank *k, Val v, const Ins *in, Tensor *x, Tensor *out)
 	if (from->pl.kind == PL_PARTIAL) {
 		tmp.op = OP_ALL_REDUCE;
 		tmp.red = from->pl.red;
-		ok = run_comm(k, v, &tmp, x, &g);
+		ok = sim_run_comm(k, v, &tmp, x, &g);
 	} else if (from->pl.kind == PL_SPLIT) {
 		tmp.op = OP_ALL_GATHER;
 		tmp.axis = from->pl.dim;
-		ok = run_comm(k, v, &tmp, x, &g);
+		ok = sim_run_comm(k, v, &tmp, x, &g);
 	} else {
 		sim_copy_flat(x, &g);
 	}
@@ -375,7 +365,7 @@ run_reshard(Rank *k, Val v, const Ins *in, Tensor *x, Tensor *out)
 static bool
 rank_op(Rank *k, Val v)
 {
-	const Func *f = k->f;
+	const Func *f = k->c.f;
 	const Ins *in = &f->ins[v];
 	Tensor *out = &k->val[v], *xs[64], **x = in->narg > 64 ? xmalloc((size_t)in->narg * sizeof *x) : xs;
 	Tensor sliced[2] = {{0}};
@@ -385,37 +375,37 @@ rank_op(Rank *k, Val v)
 	for (int i = 0; i < in->narg; i++) {
 		const Ins *a = &f->ins[in->arg[i]];
 		if (a->internal && a->group != in->group) {
-			snprintf(k->err, sizeof k->err, "%%%d reads %%%d, which fusion kept inside the kernel of %%%d", v,
+			snprintf(k->c.err, sizeof k->c.err, "%%%d reads %%%d, which fusion kept inside the kernel of %%%d", v,
 			         in->arg[i], a->group);
 			return false;
 		}
 		x[i] = &k->val[in->arg[i]];
 	}
-	*out = sim_tensor_of(&in->ty, true, k->P);
+	*out = sim_tensor_of(&in->ty, true, k->c.P);
 	if (in->op == OP_PARAM) {
 		sim_copy_flat(&k->shard[in->a], out);
 	} else if (in->op == OP_CONST) {
 		out->v[0] = sim_round(in->ty.dt, in->c);
 	} else if (in->op == OP_MATMUL) {
 		int sl[2];
-		mm_slices(f, in, sl);
-		for (int i = 0; i < 2 && !k->brk->on[BR_MM_NOSLICE]; i++)
+		sim_mm_slices(f, in, sl);
+		for (int i = 0; i < 2 && !k->c.brk->on[BR_MM_NOSLICE]; i++)
 			if (sl[i] >= 0) {
-				sliced[i] = slice_local(x[i], sl[i], k);
+				sliced[i] = sim_slice_local(x[i], sl[i], &k->c);
 				x[i] = &sliced[i];
 			}
 		if (x[0]->dim[x[0]->rank - 1] != x[1]->dim[x[1]->rank - 2]) {
-			snprintf(k->err, sizeof k->err, "rank %d: %%%d: local matmul operands do not fit: K = %lld and %lld", k->r, v,
+			snprintf(k->c.err, sizeof k->c.err, "rank %d: %%%d: local matmul operands do not fit: K = %lld and %lld", k->c.r, v,
 			         (long long)x[0]->dim[x[0]->rank - 1], (long long)x[1]->dim[x[1]->rank - 2]);
 			ok = false;
 		} else {
 			sim_matmul(x[0], x[1], out, st, SIM_GPU);
 		}
 	} else if (ir_ops[in->op].cls == OC_BINARY || ir_ops[in->op].cls == OC_UNARY) {
-		for (int i = 0; i < in->narg && !k->brk->on[BR_EW_NOSLICE]; i++) {
-			int d = ew_slice(f, in, i);
+		for (int i = 0; i < in->narg && !k->c.brk->on[BR_EW_NOSLICE]; i++) {
+			int d = sim_ew_slice(f, in, i);
 			if (d >= 0) {
-				sliced[i] = slice_local(x[i], d, k);
+				sliced[i] = sim_slice_local(x[i], d, &k->c);
 				x[i] = &sliced[i];
 			}
 		}
@@ -423,24 +413,24 @@ rank_op(Rank *k, Val v)
 			for (int d = 0; d < x[i]->rank; d++) {
 				int od = d + out->rank - x[i]->rank;
 				if (x[i]->dim[d] != 1 && x[i]->dim[d] != out->dim[od]) {
-					snprintf(k->err, sizeof k->err, "rank %d: %%%d: operand %%%d has local dim %d of size %lld, the result %lld",
-					         k->r, v, in->arg[i], d, (long long)x[i]->dim[d], (long long)out->dim[od]);
+					snprintf(k->c.err, sizeof k->c.err, "rank %d: %%%d: operand %%%d has local dim %d of size %lld, the result %lld",
+					         k->c.r, v, in->arg[i], d, (long long)x[i]->dim[d], (long long)out->dim[od]);
 					ok = false;
 				}
 			}
 		if (ok)
-			local_compute(in, x, out, st, SIM_GPU, 1);
+			sim_local_compute(in, x, out, st, SIM_GPU, 1);
 	} else if (ir_ops[in->op].cls == OC_REDUCE) {
 		const Type *ta = &f->ins[in->arg[0]].ty;
-		int64_t div = k->brk->on[BR_MEAN_LOCAL] ? x[0]->dim[in->axis] : ta->dim[in->axis];
+		int64_t div = k->c.brk->on[BR_MEAN_LOCAL] ? x[0]->dim[in->axis] : ta->dim[in->axis];
 		sim_reduce(in->op, x[0], in->axis, div, out, st, SIM_GPU);
 	} else if (in->op == OP_SCATTER) {
-		sim_block(x[0], in->ty.pl.dim, k->brk->on[BR_SCATTER_BLOCK] ? 0 : k->r, k->P, out);
+		sim_block(x[0], in->ty.pl.dim, k->c.brk->on[BR_SCATTER_BLOCK] ? 0 : k->c.r, k->c.P, out);
 	} else if (ir_ops[in->op].cls == OC_COMM) {
-		ok = run_comm(k, v, in, x[0], out);
+		ok = sim_run_comm(&k->c, v, in, x[0], out);
 	} else if (in->op == OP_RESHARD) {
-		ok = run_reshard(k, v, in, x[0], out);
-	} else if (!local_compute(in, x, out, st, SIM_GPU, 1)) {
+		ok = sim_run_reshard(&k->c, v, in, x[0], out);
+	} else if (!sim_local_compute(in, x, out, st, SIM_GPU, 1)) {
 		die("no local form for %s", ir_ops[in->op].name);
 	}
 	for (int i = 0; i < 2; i++)
@@ -454,7 +444,7 @@ static void *
 rank_main(void *arg)
 {
 	Rank *k = arg;
-	for (Val v = 0; v < k->f->nins; v++)
+	for (Val v = 0; v < k->c.f->nins; v++)
 		if (!rank_op(k, v)) {
 			k->failed = true;
 			break;
@@ -464,8 +454,8 @@ rank_main(void *arg)
 
 /* The shards of one global input: a block for @split, a copy for @repl,
  * and for @partial(op) random pieces whose reduction is the input. */
-static void
-make_shards(const Func *f, const Tensor *g, int pi, Tensor **shard, uint64_t *rng)
+void
+sim_make_shards(const Func *f, const Tensor *g, int pi, Tensor **shard, uint64_t *rng)
 {
 	const Type *t = &f->ins[f->in[pi]].ty;
 	int P = f->nranks;
@@ -495,8 +485,8 @@ make_shards(const Func *f, const Tensor *g, int pi, Tensor **shard, uint64_t *rn
 
 /* A global output from the ranks' shards.  A @repl output must be the
  * same on every rank, bit for bit, as NCCL delivers it. */
-static bool
-assemble(const Func *f, int oi, Rank *ranks, Tensor *out, char *err, size_t n)
+bool
+sim_assemble(const Func *f, int oi, Tensor *const *vals, Tensor *out, char *err, size_t n)
 {
 	Val v = f->out[oi];
 	const Type *t = &f->ins[v].ty;
@@ -504,10 +494,10 @@ assemble(const Func *f, int oi, Rank *ranks, Tensor *out, char *err, size_t n)
 	*out = sim_tensor_of(t, false, P);
 	switch (t->pl.kind) {
 	case PL_REPL:
-		sim_copy_flat(&ranks[0].val[v], out);
+		sim_copy_flat(&vals[0][v], out);
 		for (int r = 1; r < P; r++)
 			for (int64_t i = 0; i < out->n; i++) {
-				double a = ranks[r].val[v].v[i], b = out->v[i];
+				double a = vals[r][v].v[i], b = out->v[i];
 				if (a != b && !(isnan(a) && isnan(b))) {
 					snprintf(err, n, "output %d is @repl but rank %d holds %g where rank 0 holds %g (element %lld)", oi,
 					         r, a, b, (long long)i);
@@ -517,13 +507,13 @@ assemble(const Func *f, int oi, Rank *ranks, Tensor *out, char *err, size_t n)
 		return true;
 	case PL_SPLIT:
 		for (int r = 0; r < P; r++)
-			sim_place_block(out, t->pl.dim, r, P, &ranks[r].val[v]);
+			sim_place_block(out, t->pl.dim, r, P, &vals[r][v]);
 		return true;
 	case PL_PARTIAL:
 		for (int64_t i = 0; i < out->n; i++) {
-			double acc = ranks[0].val[v].v[i];
+			double acc = vals[0][v].v[i];
 			for (int r = 1; r < P; r++) {
-				double x = ranks[r].val[v].v[i];
+				double x = vals[r][v].v[i];
 				acc = t->pl.red == RED_SUM ? acc + x : t->pl.red == RED_MAX ? fmax(acc, x) : fmin(acc, x);
 			}
 			out->v[i] = acc;
@@ -546,14 +536,15 @@ sim_spmd(const Func *f, const Tensor *in, const SimOpts *o, Tensor *out, char *e
 	bool ok = true;
 	char bad[80];
 
-	if (!parse_breaks(o->breaks, &brk, bad, sizeof bad))
+	if (!sim_parse_breaks(o->breaks, &brk, bad, sizeof bad))
 		die("unknown break %s", bad);
+	(void)0;
 	for (int r = 0; r < P; r++)
 		shard[r] = xcalloc((size_t)f->nin + 1, sizeof **shard);
 	for (int i = 0; i < f->nin; i++)
-		make_shards(f, &in[i], i, shard, &rng);
+		sim_make_shards(f, &in[i], i, shard, &rng);
 	for (int r = 0; r < P; r++) {
-		ranks[r] = (Rank){f, r, P, sim_backend(w, r), &brk, xcalloc((size_t)f->nins + 1, sizeof(Tensor)), shard[r], "", false};
+		ranks[r] = (Rank){{f, r, P, sim_backend(w, r), &brk, ""}, xcalloc((size_t)f->nins + 1, sizeof(Tensor)), shard[r], false};
 		if (pthread_create(&th[r], NULL, rank_main, &ranks[r]))
 			die("cannot start rank thread");
 	}
@@ -561,11 +552,15 @@ sim_spmd(const Func *f, const Tensor *in, const SimOpts *o, Tensor *out, char *e
 		pthread_join(th[r], NULL);
 	for (int r = 0; r < P && ok; r++)
 		if (ranks[r].failed) {
-			snprintf(err, n, "%s", ranks[r].err);
+			snprintf(err, n, "%s", ranks[r].c.err);
 			ok = false;
 		}
+	Tensor **vals = xcalloc((size_t)P, sizeof *vals);
+	for (int r = 0; r < P; r++)
+		vals[r] = ranks[r].val;
 	for (int i = 0; i < f->nout && ok; i++)
-		ok = assemble(f, i, ranks, &out[i], err, n);
+		ok = sim_assemble(f, i, vals, &out[i], err, n);
+	free(vals);
 	for (int r = 0; r < P; r++) {
 		for (Val v = 0; v < f->nins; v++)
 			sim_free(&ranks[r].val[v]);
@@ -665,9 +660,11 @@ sim_result_free(SimResult *r)
 }
 
 /* The whole check: random inputs, the oracle on `ref_ir` (as sema made
- * it), the ranks on `run_ir` (after the passes), every output compared. */
-void
-sim_compare(const Func *ref_ir, const Func *run_ir, const SimOpts *o, SimResult *r)
+ * it), the ranks on `run_ir` (after the passes) op by op, or running
+ * `plan` (two calls, epochs 1 and 2) when it is given; every output
+ * compared. */
+static void
+compare_with(const Func *ref_ir, const Func *run_ir, const struct Plan *plan, int gpus, const SimOpts *o, SimResult *r)
 {
 	Tensor *in = sim_inputs(ref_ir, o->seed);
 	Tensor *ref = xcalloc((size_t)ref_ir->nout + 1, sizeof *ref), *got = xcalloc((size_t)ref_ir->nout + 1, sizeof *got);
@@ -677,7 +674,8 @@ sim_compare(const Func *ref_ir, const Func *run_ir, const SimOpts *o, SimResult 
 	r->tol = xcalloc((size_t)r->nout + 1, sizeof *r->tol);
 	r->what = xcalloc((size_t)r->nout + 1, sizeof *r->what);
 	r->ok = sim_oracle(ref_ir, in, o->oracle, ref, r->error, sizeof r->error) &&
-	        sim_spmd(run_ir, in, o, got, r->error, sizeof r->error);
+	        (plan ? sim_plan_run(plan, in, o, gpus, 2, got, r->error, sizeof r->error)
+	              : sim_spmd(run_ir, in, o, got, r->error, sizeof r->error));
 	for (int i = 0; i < r->nout && r->ok; i++) {
 		r->tol[i] = sim_tolerance(ref_ir, i);
 		compare(&got[i], &ref[i], r->tol[i], &r->relerr[i], &r->what[i]);
@@ -693,4 +691,16 @@ sim_compare(const Func *ref_ir, const Func *run_ir, const SimOpts *o, SimResult 
 	free(in);
 	free(ref);
 	free(got);
+}
+
+void
+sim_compare(const Func *ref_ir, const Func *run_ir, const SimOpts *o, SimResult *r)
+{
+	compare_with(ref_ir, run_ir, NULL, 0, o, r);
+}
+
+void
+sim_compare_plan(const Func *ref_ir, const struct Plan *p, const SimOpts *o, int gpus, SimResult *r)
+{
+	compare_with(ref_ir, NULL, p, gpus, o, r);
 }

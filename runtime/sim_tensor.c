@@ -506,3 +506,43 @@ sim_unpack(const double *buf, int axis, int nblocks, Tensor *t)
 			memcpy(t->v + (o * lg + p * bs) * inner, buf + (p * outer + o) * bs * inner,
 			       (size_t)(bs * inner) * sizeof(double));
 }
+
+/* Copies between a tensor and one box of it: rows of the last dim at a time. */
+static void
+box_copy(Tensor *t, const int64_t *lo, Tensor *sub, bool out)
+{
+	int r = t->rank;
+	int64_t idx[LIM_RANK] = {0}, len = r ? sub->dim[r - 1] : 1, rows = len ? sub->n / len : 0;
+	for (int64_t row = 0; row < rows; row++) {
+		int64_t at[LIM_RANK];
+		for (int d = 0; d < r; d++)
+			at[d] = lo[d] + idx[d];
+		double *tp = t->v + (r ? sim_offset(t, at) : 0), *sp = sub->v + row * len;
+		if (out)
+			memcpy(sp, tp, (size_t)len * sizeof *sp);
+		else
+			memcpy(tp, sp, (size_t)len * sizeof *sp);
+		for (int d = r - 2; d >= 0; d--) {
+			if (++idx[d] < sub->dim[d])
+				break;
+			idx[d] = 0;
+		}
+	}
+}
+
+Tensor
+sim_sub(const Tensor *t, const int64_t *lo, const int64_t *hi)
+{
+	int64_t dim[LIM_RANK];
+	for (int d = 0; d < t->rank; d++)
+		dim[d] = hi[d] - lo[d];
+	Tensor s = sim_tensor(t->dt, t->rank, dim);
+	box_copy((Tensor *)t, lo, &s, true);
+	return s;
+}
+
+void
+sim_put(Tensor *t, const int64_t *lo, const Tensor *sub)
+{
+	box_copy(t, lo, (Tensor *)sub, false);
+}

@@ -36,6 +36,16 @@ static const struct {
 	{OPT_F64, "f64", 0, false},
 	{OPT_BREAK, "break", 0, true},
 	{OPT_TIMEOUT, "timeout-ms", 0, true},
+	{OPT_PROFILE, "profile", 0, true},
+	{OPT_MEMBUDGET, "mem-budget", 0, true},
+	{OPT_TOPO, "topo", 0, true},
+	{OPT_EXPLAIN, "explain", 0, false},
+	{OPT_SERIAL, "serial", 0, false},
+	{OPT_DROPEDGE, "drop-edge", 0, true},
+	{OPT_TRACE, "trace", 0, true},
+	{OPT_SVG, "timeline-svg", 0, true},
+	{OPT_INTERP, "interp", 0, false},
+	{OPT_ALLPLANS, "all-plans", 0, false},
 };
 
 static const struct {
@@ -45,6 +55,9 @@ static const struct {
 	{"tokens", EMIT_TOKENS},
 	{"ast", EMIT_AST},
 	{"ir", EMIT_IR},
+	{"blocks", EMIT_BLOCKS},
+	{"plan", EMIT_PLAN},
+	{"timeline", EMIT_TIMELINE},
 };
 
 static bool
@@ -54,6 +67,32 @@ parse_int(const char *s, long long lo, long long hi, long long *out)
 	errno = 0;
 	*out = strtoll(s, &end, 10);
 	return *s && !*end && errno == 0 && *out >= lo && *out <= hi;
+}
+
+/* --mem-budget BYTES[K|M|G] or PCT% of the serial plan's peak. */
+static int
+parse_budget(Driver *d, const char *flag, const char *val)
+{
+	char *end;
+	double x = strtod(val, &end), mul = 1;
+	if (*end == '%' && !end[1] && x >= 0 && x <= 1000) {
+		d->mem_pct = x;
+		return -1;
+	}
+	if (*end == 'K' || *end == 'k')
+		mul = 1024, end++;
+	else if (*end == 'M')
+		mul = 1024.0 * 1024, end++;
+	else if (*end == 'G')
+		mul = 1024.0 * 1024 * 1024, end++;
+	if (*end == 'B')
+		end++;
+	if (!*val || *end || !(x >= 0) || x * mul > 1e18) {
+		diag_usage("%s %s: write BYTES (with K, M or G) or PERCENT%%", flag, val);
+		return EXIT_USAGE;
+	}
+	d->mem_budget = x * mul;
+	return -1;
 }
 
 static int
@@ -94,7 +133,7 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 				d->emit = emits[i].emit;
 				return -1;
 			}
-		diag_usage("%s %s: unknown stage; choose tokens, ast or ir", flag, val);
+		diag_usage("%s %s: unknown stage; choose tokens, ast, ir, blocks, plan or timeline", flag, val);
 		return EXIT_USAGE;
 	case OPT_DIAG:
 		if (strcmp(val, "text") && strcmp(val, "json")) {
@@ -140,6 +179,43 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 		}
 		d->timeout_ms = (int)n;
 		return -1;
+	case OPT_PROFILE:
+		d->profile = val;
+		return -1;
+	case OPT_MEMBUDGET:
+		return parse_budget(d, flag, val);
+	case OPT_TOPO: {
+		char *x;
+		long long a, b;
+		a = strtoll(val, &x, 10);
+		if (!*val || *x != 'x' || !parse_int(x + 1, 1, LIM_RANKS, &b) || a < 1 || a * b > LIM_RANKS) {
+			diag_usage("%s %s: write NODESxGPUS, e.g. 2x4", flag, val);
+			return EXIT_USAGE;
+		}
+		d->topo = (Topo){(int)a, (int)b};
+		return -1;
+	}
+	case OPT_EXPLAIN:
+		d->explain = true;
+		return -1;
+	case OPT_SERIAL:
+		d->serial = true;
+		return -1;
+	case OPT_DROPEDGE:
+		d->drop_edge = val;
+		return -1;
+	case OPT_TRACE:
+		d->trace = val;
+		return -1;
+	case OPT_SVG:
+		d->svg = val;
+		return -1;
+	case OPT_INTERP:
+		d->interp = true;
+		return -1;
+	case OPT_ALLPLANS:
+		d->all_plans = true;
+		return -1;
 	case OPT_VERSION:
 		printf("%s %s\n", d->tool, SYNCC_VERSION);
 		return EXIT_OK;
@@ -162,7 +238,8 @@ allowed_opt(OptId id, const OptId *allowed, int n)
 int
 drv_args(Driver *d, int argc, char **argv, const OptId *allowed, int nallowed, const char *usage)
 {
-	d->opt.nranks = 1;
+	int ranks_given = 0;
+	d->mem_budget = -1;
 	d->opt.libdir = drv_libdir();
 	d->opt.sharedir = SYNCC_SHAREDIR "/stdlib";
 	for (int i = 1; i < argc; i++) {
@@ -207,8 +284,19 @@ drv_args(Driver *d, int argc, char **argv, const OptId *allowed, int nallowed, c
 			d->help = true;
 			return EXIT_OK;
 		}
+		ranks_given |= opts[k].id == OPT_RANKS;
 		if ((r = take(d, opts[k].id, a, val)) >= 0)
 			return r;
+	}
+	if (d->topo.nodes) {
+		if (ranks_given && d->opt.nranks != d->topo.nodes * d->topo.gpus) {
+			diag_usage("--topo %dx%d has %d ranks, but --ranks says %d", d->topo.nodes, d->topo.gpus,
+			           d->topo.nodes * d->topo.gpus, d->opt.nranks);
+			return EXIT_USAGE;
+		}
+		d->opt.nranks = d->topo.nodes * d->topo.gpus;
+	} else {
+		d->topo = (Topo){1, d->opt.nranks};
 	}
 	if (!d->input) {
 		diag_usage("no input file (see --help)");
@@ -285,8 +373,79 @@ known_passes(const char *flag, const char *list, bool sema_ok)
 	return true;
 }
 
+static bool write_traces(Driver *d, Unit *u);
+
+/* Scheduling: a plan per op on the chosen profile, printed as asked. */
+static int
+plan_all(Driver *d, Unit *u, FILE *mem)
+{
+	char err[600];
+	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, d->drop_edge};
+	int n = 0;
+	if (!prof_find(&d->prof, d->profile ? d->profile : d->sim ? "sim" : "h200-nvlink", err, sizeof err)) {
+		diag_usage("%s", err);
+		return EXIT_USAGE;
+	}
+	for (Func *f = u->funcs; f; f = f->next)
+		n++;
+	d->plans = xcalloc((size_t)n + 1, sizeof *d->plans);
+	for (Func *f = u->funcs; f; f = f->next) {
+		Plan *p = sched_plan(f, &o);
+		d->plans[d->nplans++] = p;
+		if (d->emit == EMIT_BLOCKS)
+			blk_print(mem, p->g);
+		else if (d->emit == EMIT_PLAN)
+			sched_print_plan(mem, p);
+		else if (d->emit == EMIT_TIMELINE)
+			sched_timeline(mem, p, f->nranks, 72);
+		if (d->explain)
+			sched_explain(d->emit >= EMIT_BLOCKS ? mem : stdout, p);
+	}
+	return write_traces(d, u) ? EXIT_OK : EXIT_INPUT;
+}
+
+/* --trace and --timeline-svg: the predicted timelines, written whole. */
+static bool
+write_traces(Driver *d, Unit *u)
+{
+	const char *paths[2] = {d->trace, d->svg};
+	for (int k = 0; k < 2; k++) {
+		char *text = NULL;
+		size_t len = 0;
+		FILE *m;
+		Buf b = {0};
+		bool ok;
+		if (!paths[k])
+			continue;
+		m = open_memstream(&text, &len);
+		if (k == 0)
+			sched_trace_json(m, (const Plan *const *)d->plans, d->nplans, u->opt.nranks);
+		else
+			sched_svg(m, (const Plan *const *)d->plans, d->nplans, u->opt.nranks);
+		fclose(m);
+		buf_put(&b, text, len);
+		free(text);
+		ok = drv_write(paths[k], &b);
+		buf_free(&b);
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+void
+drv_free(Driver *d)
+{
+	for (int i = 0; i < d->nplans; i++)
+		sched_plan_free(d->plans[i]);
+	free(d->plans);
+	free(d->opt.defines);
+	free(d->opt.incdirs);
+	arena_free(d->mem);
+}
+
 /* The whole pipeline (DESIGN §3), in order:
- *   read + lex + parse (+ uses) -> sema -> graph passes -> [later stages]
+ *   read + lex + parse (+ uses) -> sema -> graph passes -> blocks -> schedule
  * --emit stops it at the named stage and prints that stage. */
 int
 drv_compile(Driver *d, Unit **unitp, Buf *out)
@@ -336,6 +495,12 @@ drv_compile(Driver *d, Unit **unitp, Buf *out)
 		if (d->emit == EMIT_IR || d->emit == EMIT_DEFAULT)
 			ir_print(mem, f);
 	}
+	if (d->need_plans || d->emit >= EMIT_BLOCKS || d->explain || d->trace || d->svg)
+		if ((status = plan_all(d, u, mem)) != EXIT_OK) {
+			fclose(mem);
+			free(text);
+			return status;
+		}
 done:
 	fclose(mem);
 	buf_put(out, text ? text : "", len);

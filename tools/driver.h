@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "../ir/ir.h"
+#include "../sched/sched.h"
 
 /* What --emit prints; each names a stage of the pipeline. */
 typedef enum Emit {
@@ -14,6 +15,9 @@ typedef enum Emit {
 	EMIT_TOKENS,
 	EMIT_AST,
 	EMIT_IR,
+	EMIT_BLOCKS,
+	EMIT_PLAN,
+	EMIT_TIMELINE,
 } Emit;
 
 typedef struct Driver {
@@ -28,9 +32,22 @@ typedef struct Driver {
 	bool help;           /* --help was given */
 	const char *nopass;  /* --no-pass: comma-separated passes not to run */
 	bool keep_sema;      /* keep the IR as sema made it (Func.sema) */
+	/* scheduling */
+	const char *profile; /* --profile NAME|FILE */
+	double mem_budget;   /* --mem-budget BYTES (-1: none) */
+	double mem_pct;      /* --mem-budget PCT% */
+	Topo topo;           /* --topo NODESxGPUS */
+	bool explain, serial, need_plans;
+	const char *drop_edge;
+	const char *trace, *svg; /* --trace FILE.json, --timeline-svg FILE.svg */
+	Profile prof;
+	Plan **plans;        /* one per Func of the unit, in order */
+	int nplans;
 	/* syncrun */
 	bool sim;
 	bool f64;
+	bool interp;         /* run the IR op by op instead of the plan */
+	bool all_plans;      /* run every plan the search scored */
 	const char *breaks;
 	int timeout_ms;
 	uint64_t seed;
@@ -42,6 +59,8 @@ typedef enum OptId {
 	OPT_OUT, OPT_RANKS, OPT_DEFINE, OPT_INCLUDE, OPT_ENTRY, OPT_EMIT, OPT_DIAG,
 	OPT_AUTOCOMM, OPT_NOAUTOCOMM, OPT_DUMP, OPT_VERSION, OPT_HELP,
 	OPT_SIM, OPT_SEED, OPT_NOPASS, OPT_F64, OPT_BREAK, OPT_TIMEOUT,
+	OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_DROPEDGE, OPT_TRACE, OPT_SVG,
+	OPT_INTERP, OPT_ALLPLANS,
 } OptId;
 
 /* tools/driver.c */
@@ -51,5 +70,6 @@ bool drv_write(const char *path, const Buf *b);
 void drv_crash_handler(void);
 const char *drv_libdir(void);
 void drv_print_passes(FILE *f);
+void drv_free(Driver *d);
 
 #endif

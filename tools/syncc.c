@@ -13,7 +13,15 @@ static const char usage[] =
 	"  -D NAME=VALUE           override `param NAME` (an integer, a number or a dtype)\n"
 	"  -I DIR                  search DIR for `use` modules\n"
 	"  --entry OP              compile only OP (default: every op of FILE)\n"
-	"  --emit=STAGE            print a stage: tokens, ast, ir (default ir)\n"
+	"  --emit=STAGE            print a stage: tokens, ast, ir (default), blocks, plan,\n"
+	"                          timeline (the predicted Gantt chart of every rank)\n"
+	"  --explain               say why this plan: critical path, chunks, predictions\n"
+	"  --profile NAME|FILE     cost-model profile (default h200-nvlink; profiles/)\n"
+	"  --topo NODESxGPUS       ranks in nodes of GPUs (sets --ranks); all_reduce in phases\n"
+	"  --mem-budget B|PCT%     extra memory in flight the plan may use\n"
+	"  --serial                emit the serial plan (no overlap)\n"
+	"  --trace FILE.json       the predicted timeline as a Chrome trace (Perfetto)\n"
+	"  --timeline-svg FILE     the predicted timeline as a picture\n"
 	"  -d PASSES               print the IR to stderr after each named pass\n"
 	"                          (sema and the passes below, or all)\n"
 	"  --auto-comm             insert the cheapest collective wherever placements\n"
@@ -28,13 +36,15 @@ static const char usage[] =
 
 static const OptId allowed[] = {
 	OPT_OUT, OPT_RANKS, OPT_DEFINE, OPT_INCLUDE, OPT_ENTRY, OPT_EMIT, OPT_DIAG,
-	OPT_AUTOCOMM, OPT_NOAUTOCOMM, OPT_DUMP, OPT_VERSION, OPT_HELP,
+	OPT_AUTOCOMM, OPT_NOAUTOCOMM, OPT_DUMP, OPT_VERSION, OPT_HELP, OPT_NOPASS,
+	OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_DROPEDGE, OPT_TRACE, OPT_SVG,
 };
 
 int
 main(int argc, char **argv)
 {
 	Driver d = {.tool = "syncc"};
+	d.opt.nranks = 1;
 	Unit *u = NULL;
 	Buf out = {0};
 	int r;
@@ -52,8 +62,6 @@ main(int argc, char **argv)
 		r = EXIT_INPUT;
 	buf_free(&out);
 	unit_free(u);
-	free(d.opt.defines);
-	free(d.opt.incdirs);
-	arena_free(d.mem);
+	drv_free(&d);
 	return r;
 }

@@ -20,6 +20,10 @@ static const char usage[] =
 	"  --seed S                seed of the random inputs (default 1)\n"
 	"  --f64                   compare with an f64 oracle (no rounding), for error analysis\n"
 	"  --no-pass=LIST          skip these graph passes (comma-separated)\n"
+	"  --emit=plan|timeline|blocks  print the plan (the timeline is PREDICTED) before running\n"
+	"  --explain, --profile NAME, --topo NxG, --mem-budget B, --serial: as for syncc\n"
+	"  --trace FILE.json, --timeline-svg FILE.svg: the predicted timeline\n"
+	"  --interp                run the IR op by op instead of the plan\n"
 	"  --timeout-ms N          deadline of every wait before it is a deadlock (default 20000)\n"
 	"  --auto-comm, --no-auto-comm, --diagnostics=FORMAT, -d PASSES: as for syncc\n"
 	"  --version, --help\n"
@@ -30,6 +34,8 @@ static const char usage[] =
 static const OptId allowed[] = {
 	OPT_RANKS, OPT_DEFINE, OPT_INCLUDE, OPT_ENTRY, OPT_DIAG, OPT_AUTOCOMM, OPT_NOAUTOCOMM, OPT_DUMP,
 	OPT_VERSION, OPT_HELP, OPT_SIM, OPT_SEED, OPT_NOPASS, OPT_F64, OPT_BREAK, OPT_TIMEOUT,
+	OPT_EMIT, OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_DROPEDGE, OPT_TRACE, OPT_SVG,
+	OPT_INTERP,
 };
 
 static void
@@ -42,15 +48,19 @@ describe(Buf *b, const Type *t)
 }
 
 static bool
-run_one(const Driver *d, Func *f)
+run_one(const Driver *d, Func *f, const Plan *plan)
 {
 	SimOpts o = {d->f64 ? SIM_F64 : SIM_GPU, d->seed, d->timeout_ms, d->breaks};
 	SimResult r;
 	Buf ty = {0};
 	bool ok;
-	printf("%s: %s on %d simulated rank%s (seed %llu)\n", sym_str(f->name), d->f64 ? "f64 oracle" : "oracle",
-	       f->nranks, f->nranks == 1 ? "" : "s", (unsigned long long)d->seed);
-	sim_compare(f->sema, f, &o, &r);
+	printf("%s: %s on %d simulated rank%s (seed %llu)%s\n", sym_str(f->name), d->f64 ? "f64 oracle" : "oracle",
+	       f->nranks, f->nranks == 1 ? "" : "s", (unsigned long long)d->seed,
+	       plan ? (plan->is_serial ? ", serial plan" : ", overlapped plan") : ", op by op");
+	if (plan)
+		sim_compare_plan(f->sema, plan, &o, d->topo.gpus, &r);
+	else
+		sim_compare(f->sema, f, &o, &r);
 	if (r.error[0])
 		printf("  FAILED: %s\n", r.error);
 	for (int i = 0; i < r.nout && !r.error[0]; i++) {
@@ -91,20 +101,23 @@ main(int argc, char **argv)
 	}
 	if (!d.sim)
 		fprintf(stderr, "syncrun: this build has no GPU runtime; running on the simulator\n");
-	d.emit = EMIT_IR;
+	if (d.emit == EMIT_DEFAULT)
+		d.emit = EMIT_IR;
+	d.need_plans = !d.interp;
 	r = drv_compile(&d, &u, &out);
+	if (d.emit != EMIT_IR)
+		fputs(out.s ? out.s : "", stdout);
 	buf_free(&out);
 	if (r == EXIT_OK) {
 		bool all = true;
-		for (Func *f = u->funcs; f; f = f->next)
-			all = run_one(&d, f) && all;
+		int i = 0;
+		for (Func *f = u->funcs; f; f = f->next, i++)
+			all = run_one(&d, f, d.interp ? NULL : d.plans[i]) && all;
 		if (!u->funcs)
 			fprintf(stderr, "syncrun: %s has no op to run\n", d.input);
 		r = all ? EXIT_OK : EXIT_INPUT;
 	}
 	unit_free(u);
-	free(d.opt.defines);
-	free(d.opt.incdirs);
-	arena_free(d.mem);
+	drv_free(&d);
 	return r;
 }

@@ -1,0 +1,549 @@
+/* runtime/sim_plan.c -- executing a plan on simulated ranks (DESIGN §7).
+ *
+ * Each rank runs two threads, its compute lane and its comm lane, each
+ * walking its block list in plan order.  Before a block a lane waits on the
+ * flags of its inputs from the other lane; after it, it raises its own
+ * flag; flags are 64-bit epochs with acquire/release atomics, exactly the
+ * GPU protocol, and call k of the operator uses epoch k.  Compute blocks
+ * compute their band of every op of their fused group; comm blocks move
+ * their chunk through the `sim` backend.  A wait that passes its deadline
+ * is an error naming the rank, the block and the flag.
+ *
+ * Before running, a race check recomputes every dependency from the
+ * blocks' regions (not from the scheduler's edges) and proves each writer
+ * happens before each reader through lane order and waits, so a plan with
+ * a missing edge is caught even when the threads happen to run in a
+ * harmless order. */
+#include "sim.h"
+#include "../sched/sched.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct PRank {
+	SimCtx c;
+	const Plan *p;
+	Tensor *val;               /* every value's local tensor */
+	uint64_t *flags;
+	uint64_t epoch;
+	double **staging;          /* per block: the data between phases of a chunk */
+	bool failed;
+	pthread_mutex_t mu;
+} PRank;
+
+typedef struct LaneArg {
+	PRank *k;
+	int lane;
+} LaneArg;
+
+/* The first failure of a rank is its error (later ones follow from it). */
+static bool
+fail(PRank *k, const char *fmt, const char *a, const char *b)
+{
+	char tmp[2048];
+	size_t n;
+	snprintf(tmp, sizeof tmp, fmt, k->c.r, a, b);
+	n = strlen(tmp) < sizeof k->c.err - 1 ? strlen(tmp) : sizeof k->c.err - 1;
+	pthread_mutex_lock(&k->mu);
+	if (!k->failed) {
+		memcpy(k->c.err, tmp, n);
+		k->c.err[n] = 0;
+	}
+	k->failed = true;
+	pthread_mutex_unlock(&k->mu);
+	return false;
+}
+
+/* ---- compute blocks: one op of the group on one box ---- */
+
+static void
+operand_box(const Tensor *u, int rout, const int64_t *lo, const int64_t *hi, int64_t *ulo, int64_t *uhi)
+{
+	int off = rout - u->rank;
+	for (int d = 0; d < u->rank; d++) {
+		bool whole = u->dim[d] == 1 || d + off < 0;
+		ulo[d] = whole ? 0 : lo[d + off];
+		uhi[d] = whole ? u->dim[d] : hi[d + off];
+	}
+}
+
+static bool
+exec_member(PRank *k, Val m, const int64_t *lo, const int64_t *hi)
+{
+	const Func *f = k->c.f;
+	const Ins *in = &f->ins[m];
+	DType st = in->internal ? DT_F32 : in->ty.dt;
+	Tensor *full = &k->val[m], out, subs[64], *xs[64], sliced[64];
+	int64_t dim[LIM_RANK], ulo[LIM_RANK], uhi[LIM_RANK];
+	int n = in->narg < 64 ? in->narg : 64, sl[2] = {-1, -1};
+	bool ok = true;
+
+	for (int d = 0; d < in->ty.rank; d++)
+		dim[d] = hi[d] - lo[d];
+	memset(sliced, 0, sizeof sliced);
+	memset(subs, 0, sizeof subs);
+	if (ir_ops[in->op].cls == OC_SHAPE && in->op != OP_BROADCAST) {
+		/* data movement runs whole (one band) */
+		for (int i = 0; i < n; i++)
+			xs[i] = &k->val[in->arg[i]];
+		if (in->op == OP_SCATTER)
+			sim_block(xs[0], in->ty.pl.dim, k->c.brk->on[BR_SCATTER_BLOCK] ? 0 : k->c.r, k->c.P, full);
+		else
+			sim_local_compute(in, xs, full, st, SIM_GPU, 1);
+		return true;
+	}
+	out = sim_tensor(in->ty.dt, in->ty.rank, dim);
+	if (in->op == OP_MATMUL)
+		sim_mm_slices(f, in, sl);
+	for (int i = 0; i < n; i++) {
+		const Tensor *u = &k->val[in->arg[i]];
+		int d = in->op == OP_MATMUL ? (k->c.brk->on[BR_MM_NOSLICE] ? -1 : sl[i])
+		        : (k->c.brk->on[BR_EW_NOSLICE] || ir_ops[in->op].cls == OC_REDUCE ? -1 : sim_ew_slice(f, in, i));
+		if (d >= 0) {
+			sliced[i] = sim_slice_local(u, d, &k->c);
+			u = &sliced[i];
+		}
+		if (in->op == OP_MATMUL) {
+			int r = in->ty.rank, ru = u->rank;
+			for (int e = 0; e < ru; e++) {
+				int od = e + r - ru;
+				ulo[e] = 0;
+				uhi[e] = u->dim[e];
+				if (e < ru - 2 && u->dim[e] != 1)
+					ulo[e] = lo[od], uhi[e] = hi[od];
+			}
+			if (i == 0)
+				ulo[ru - 2] = lo[r - 2], uhi[ru - 2] = hi[r - 2];
+			else
+				ulo[ru - 1] = lo[r - 1], uhi[ru - 1] = hi[r - 1];
+		} else if (ir_ops[in->op].cls == OC_REDUCE) {
+			for (int e = 0; e < u->rank; e++)
+				ulo[e] = lo[e], uhi[e] = hi[e];
+			ulo[in->axis] = 0;
+			uhi[in->axis] = u->dim[in->axis];
+		} else {
+			operand_box(u, in->ty.rank, lo, hi, ulo, uhi);
+		}
+		subs[i] = sim_sub(u, ulo, uhi);
+		xs[i] = &subs[i];
+	}
+	if (in->op == OP_MATMUL) {
+		if (xs[0]->dim[xs[0]->rank - 1] != xs[1]->dim[xs[1]->rank - 2])
+			ok = fail(k, "rank %d: matmul operands do not fit%s%s", "", "");
+		else
+			sim_matmul(xs[0], xs[1], &out, st, SIM_GPU);
+	} else if (ir_ops[in->op].cls == OC_REDUCE) {
+		int64_t div = k->c.brk->on[BR_MEAN_LOCAL] ? xs[0]->dim[in->axis] : f->ins[in->arg[0]].ty.dim[in->axis];
+		sim_reduce(in->op, xs[0], in->axis, div, &out, st, SIM_GPU);
+	} else {
+		for (int i = 0; i < n && ok; i++)
+			for (int d = 0; d < xs[i]->rank; d++) {
+				int od = d + out.rank - xs[i]->rank;
+				if (xs[i]->dim[d] != 1 && xs[i]->dim[d] != out.dim[od])
+					ok = fail(k, "rank %d: an elementwise operand's local shape does not fit%s%s", "", "");
+			}
+		if (ok)
+			sim_local_compute(in, xs, &out, st, SIM_GPU, 1);
+	}
+	if (ok)
+		sim_put(full, lo, &out);
+	sim_free(&out);
+	for (int i = 0; i < n; i++) {
+		sim_free(&subs[i]);
+		sim_free(&sliced[i]);
+	}
+	return ok;
+}
+
+static bool
+exec_compute(PRank *k, const BlockGraph *g, const Blk *b)
+{
+	const Func *f = k->c.f;
+	Box abs[2 * MAXBOX];
+	int n;
+	if (!b->nout)
+		return true;
+	n = blk_abs_boxes(f, &b->out[0], k->c.r, abs);
+	for (int i = 0; i < n; i++)
+		for (Val m = b->node; m < f->nins; m++)
+			if (f->ins[m].group == b->node && !exec_member(k, m, abs[i].lo, abs[i].hi))
+				return false;
+	(void)g;
+	return true;
+}
+
+/* ---- comm blocks ---- */
+
+static Box
+one_box(const PRank *k, const Region *r)
+{
+	Box abs[2 * MAXBOX];
+	int n = blk_abs_boxes(k->c.f, r, k->c.r, abs);
+	ASSERT(n == 1);
+	return abs[0];
+}
+
+/* The own block of an all_gather, copied locally into its slot. */
+static bool
+exec_self(PRank *k, const Blk *b)
+{
+	const Ins *in = &k->c.f->ins[b->node];
+	sim_place_block(&k->val[b->node], in->axis, k->c.r, k->c.P, &k->val[in->arg[0]]);
+	return true;
+}
+
+static bool
+exec_allgather(PRank *k, const BlockGraph *g, const Blk *b, Val v, const Ins *in)
+{
+	const Tensor *x = &k->val[in->arg[0]];
+	Tensor *y = &k->val[v];
+	Box bx = one_box(k, &b->in[0]);
+	Tensor s = sim_sub(x, bx.lo, bx.hi);
+	double *recv = xmalloc((size_t)(s.n * k->c.P + 1) * sizeof *recv);
+	CommChunk c = sim_chunk(in, v, CO_ALL_GATHER, s.v, recv, (size_t)s.n);
+	bool self = g->choice[v].self_first, ok;
+	int e = in->axis, P = k->c.P;
+	c.id = b->index;
+	if ((ok = sim_comm_call(&k->c, &c, "all_gather"))) {
+		for (int p = 0; p < P; p++) {
+			int src = k->c.brk->on[BR_AG_ORDER] ? P - 1 - p : p;
+			Tensor blk = s;
+			int64_t lo[LIM_RANK];
+			if (self && p == k->c.r)
+				continue; /* the self chunk wrote it */
+			memcpy(lo, bx.lo, sizeof lo);
+			lo[e] += p * x->dim[e];
+			blk.v = recv + (size_t)src * s.n;
+			sim_put(y, lo, &blk);
+		}
+	}
+	free(recv);
+	sim_free(&s);
+	return ok;
+}
+
+static bool
+exec_reduce_scatter(PRank *k, const Blk *b, Val v, const Ins *in)
+{
+	const Tensor *x = &k->val[in->arg[0]];
+	Tensor *y = &k->val[v];
+	Box by = one_box(k, &b->out[0]);
+	int e = in->axis, P = k->c.P;
+	Tensor piece = sim_sub(y, by.lo, by.hi), out;
+	double *send = xmalloc((size_t)(piece.n * P + 1) * sizeof *send);
+	CommChunk c;
+	bool ok;
+	for (int p = 0; p < P; p++) { /* slice c of every destination's block */
+		int64_t lo[LIM_RANK], hi[LIM_RANK];
+		int dst = k->c.brk->on[BR_RS_BLOCK] ? (p + 1) % P : p;
+		memcpy(lo, by.lo, sizeof lo);
+		memcpy(hi, by.hi, sizeof hi);
+		lo[e] += dst * y->dim[e];
+		hi[e] += dst * y->dim[e];
+		Tensor s = sim_sub(x, lo, hi);
+		memcpy(send + (size_t)p * piece.n, s.v, (size_t)s.n * sizeof *send);
+		sim_free(&s);
+	}
+	out = piece;
+	c = sim_chunk(in, v, CO_REDUCE_SCATTER, send, out.v, (size_t)piece.n);
+	c.id = b->index;
+	if ((ok = sim_comm_call(&k->c, &c, "reduce_scatter")))
+		sim_put(y, by.lo, &out);
+	free(send);
+	sim_free(&piece);
+	return ok;
+}
+
+/* all_reduce or shift of one box; a multi-node all_reduce in phases:
+ * reduce-scatter inside the node, all_reduce of 1/G across nodes,
+ * all_gather inside the node. */
+static bool
+exec_samebox(PRank *k, const BlockGraph *g, int bi, Val v, const Ins *in)
+{
+	const Blk *b = &g->b[bi];
+	Tensor *y = &k->val[v];
+	Box bx = one_box(k, &b->in[0]);
+	Tensor s = sim_sub(&k->val[in->arg[0]], bx.lo, bx.hi), r = sim_sub(y, bx.lo, bx.hi);
+	CommChunk c = sim_chunk(in, v, in->op == OP_SHIFT ? CO_SHIFT : CO_ALL_REDUCE, s.v, r.v, (size_t)s.n);
+	bool ok = true;
+	c.id = b->index;
+	if (in->op == OP_SHIFT) {
+		c.shift = (int)(k->c.brk->on[BR_SHIFT_BACK] ? (k->c.P - in->a) % k->c.P : in->a);
+		if (c.shift == 0)
+			memcpy(r.v, s.v, (size_t)s.n * sizeof *r.v);
+		else
+			ok = sim_comm_call(&k->c, &c, "shift");
+	} else if (k->c.brk->on[BR_AR_LOCAL]) {
+		memcpy(r.v, s.v, (size_t)s.n * sizeof *r.v);
+	} else {
+		ok = sim_comm_call(&k->c, &c, "all_reduce");
+	}
+	if (ok)
+		sim_put(y, bx.lo, &r);
+	sim_free(&s);
+	sim_free(&r);
+	return ok;
+}
+
+static bool
+exec_phase(PRank *k, const BlockGraph *g, int bi, Val v, const Ins *in, int gpus)
+{
+	const Blk *b = &g->b[bi];
+	int first = bi - b->phase, nodes = k->c.P / gpus;
+	const Region *rin = &g->b[first].in[0];
+	Box bx = one_box(k, rin);
+	Tensor s = sim_sub(&k->val[in->arg[0]], bx.lo, bx.hi);
+	size_t part = ((size_t)s.n + gpus - 1) / gpus;
+	double **stg = &k->staging[first];
+	CommChunk c;
+	bool ok = true;
+	if (b->phase == 0) {
+		double *send = xcalloc(part * gpus + 1, sizeof *send); /* zero-padded to G parts */
+		memcpy(send, s.v, (size_t)s.n * sizeof *send);
+		*stg = xcalloc(part + 1, sizeof **stg);
+		c = sim_chunk(in, v, CO_REDUCE_SCATTER, send, *stg, part);
+		c.gsize = gpus, c.gstride = 1, c.id = b->index;
+		ok = sim_comm_call(&k->c, &c, "all_reduce (intra-node reduce-scatter phase)");
+		free(send);
+	} else if (b->phase == 1) {
+		double *tmp = xmalloc((part + 1) * sizeof *tmp);
+		c = sim_chunk(in, v, CO_ALL_REDUCE, *stg, tmp, part);
+		c.gsize = nodes, c.gstride = gpus, c.id = b->index;
+		if ((ok = sim_comm_call(&k->c, &c, "all_reduce (inter-node phase)")))
+			memcpy(*stg, tmp, part * sizeof *tmp);
+		free(tmp);
+	} else {
+		double *all = xmalloc((part * gpus + 1) * sizeof *all);
+		Tensor r = s;
+		c = sim_chunk(in, v, CO_ALL_GATHER, *stg, all, part);
+		c.gsize = gpus, c.gstride = 1, c.id = b->index;
+		if ((ok = sim_comm_call(&k->c, &c, "all_reduce (intra-node all-gather phase)"))) {
+			r.v = all;
+			sim_put(&k->val[v], bx.lo, &r);
+		}
+		free(all);
+		free(*stg);
+		*stg = NULL;
+	}
+	sim_free(&s);
+	return ok;
+}
+
+static bool
+exec_comm(PRank *k, const BlockGraph *g, int bi, int gpus)
+{
+	const Blk *b = &g->b[bi];
+	Val v = b->node;
+	const Ins *in = &k->c.f->ins[v];
+	if (blk_is_self_chunk(g, b))
+		return exec_self(k, b);
+	if (b->nphase == 3)
+		return exec_phase(k, g, bi, v, in, gpus);
+	switch (in->op) {
+	case OP_ALL_GATHER:
+		return exec_allgather(k, g, b, v, in);
+	case OP_REDUCE_SCATTER:
+		return exec_reduce_scatter(k, b, v, in);
+	case OP_ALL_REDUCE:
+	case OP_SHIFT:
+		return exec_samebox(k, g, bi, v, in);
+	case OP_RESHARD:
+		return sim_run_reshard(&k->c, v, in, &k->val[in->arg[0]], &k->val[v]);
+	default:
+		return sim_run_comm(&k->c, v, in, &k->val[in->arg[0]], &k->val[v]);
+	}
+}
+
+/* ---- lanes ---- */
+
+static int plan_gpus; /* GPUs per node of the topology of the plan being run */
+
+static void *
+lane_main(void *arg)
+{
+	LaneArg *a = arg;
+	PRank *k = a->k;
+	const Plan *p = k->p;
+	const BlockGraph *g = p->g;
+	char name[96], other[96];
+	for (int pos = 0; pos < p->norder[a->lane] && !k->failed; pos++) {
+		int bi = p->order[a->lane][pos];
+		const Blk *b = &g->b[bi];
+		bool ok;
+		for (int j = 0; j < b->npred; j++) {
+			const Blk *q = &g->b[b->pred[j]];
+			if (q->lane == b->lane)
+				continue;
+			if (k->c.comm->wait_flag(k->c.comm, NULL, &k->flags[q->flag], k->epoch, q->flag) != 0) {
+				char why[600];
+				snprintf(why, sizeof why, "%%s waiting for flag f%d of %s: %s", q->flag,
+				         blk_name(g, b->pred[j], other, sizeof other), k->c.comm->error(k->c.comm));
+				fail(k, "rank %d: block %s, %s", blk_name(g, bi, name, sizeof name), why);
+				return NULL;
+			}
+		}
+		ok = b->kind == BK_COMM ? exec_comm(k, g, bi, plan_gpus) : exec_compute(k, g, b);
+		if (!ok) {
+			char why[sizeof k->c.err];
+			memcpy(why, k->c.err, sizeof why);
+			if (!k->failed)
+				fail(k, "rank %d: block %s failed: %s", blk_name(g, bi, name, sizeof name), why);
+			return NULL;
+		}
+		if (b->flag >= 0)
+			k->c.comm->raise_flag(k->c.comm, NULL, &k->flags[b->flag], k->epoch, b->flag);
+	}
+	return NULL;
+}
+
+/* ---- the race check ---- */
+
+bool
+sim_race_check(const Plan *p, char *why, size_t n)
+{
+	const BlockGraph *g = p->g;
+	int N = g->n, words = (N + 63) / 64;
+	uint64_t *hb = xcalloc((size_t)N * words + 1, sizeof *hb); /* hb[j]: blocks that happen before j */
+	int *order = xmalloc((size_t)(N + 1) * sizeof *order), *deg = xcalloc((size_t)N + 1, sizeof *deg), h = 0, t = 0;
+	bool ok = true;
+	char a[96], b2[96];
+	/* happens-before edges: lane order and cross-lane waits */
+	for (int j = 0; j < N; j++) {
+		const Blk *b = &g->b[j];
+		deg[j] = b->pos > 0;
+		for (int k = 0; k < b->npred; k++)
+			deg[j] += g->b[b->pred[k]].lane != b->lane;
+	}
+	for (int j = 0; j < N; j++)
+		if (!deg[j])
+			order[t++] = j;
+	while (h < t) {
+		int i = order[h++];
+		const Blk *b = &g->b[i];
+		int next[64], nn = 0;
+		if (b->pos + 1 < p->norder[b->lane])
+			next[nn++] = p->order[b->lane][b->pos + 1];
+		for (int k = 0; k < b->nsucc && nn < 64; k++)
+			if (g->b[b->succ[k]].lane != b->lane)
+				next[nn++] = b->succ[k];
+		for (int k = 0; k < nn; k++) {
+			int j = next[k];
+			for (int w = 0; w < words; w++)
+				hb[(size_t)j * words + w] |= hb[(size_t)i * words + w];
+			hb[(size_t)j * words + i / 64] |= 1ull << (i % 64);
+			if (--deg[j] == 0)
+				order[t++] = j;
+		}
+	}
+	if (t != N) {
+		snprintf(why, n, "lane orders and waits form a cycle: a deadlock");
+		ok = false;
+	}
+	/* every reader after every writer of what it reads */
+	for (int j = 0; j < N && ok; j++)
+		for (int r = 0; r < g->b[j].nin && ok; r++)
+			for (int i = 0; i < N && ok; i++) {
+				if (i == j)
+					continue;
+				for (int w = 0; w < g->b[i].nout && ok; w++)
+					if (blk_region_overlap(&g->b[i].out[w], &g->b[j].in[r]) && !(hb[(size_t)j * words + i / 64] >> (i % 64) & 1)) {
+						snprintf(why, n, "race: %s reads %%%d, which %s writes, with nothing ordering them",
+						         blk_name(g, j, a, sizeof a), g->b[j].in[r].v, blk_name(g, i, b2, sizeof b2));
+						ok = false;
+					}
+			}
+	free(hb);
+	free(order);
+	free(deg);
+	return ok;
+}
+
+/* ---- running ---- */
+
+bool
+sim_plan_run(const Plan *p, const Tensor *in, const SimOpts *o, int gpus, int calls, Tensor *out, char *err, size_t n)
+{
+	const Func *f = p->f;
+	int P = f->nranks;
+	PRank *ranks = xcalloc((size_t)P, sizeof *ranks);
+	Tensor **shard = xcalloc((size_t)P, sizeof *shard), **vals = xcalloc((size_t)P, sizeof *vals);
+	pthread_t *th = xcalloc((size_t)P * NLANES, sizeof *th);
+	LaneArg *args = xcalloc((size_t)P * NLANES, sizeof *args);
+	SimWorld *w = sim_world_new(P, o->timeout_ms);
+	SimBreak brk;
+	uint64_t rng = o->seed ^ 0x5851f42d4c957f2dull;
+	bool ok = sim_race_check(p, err, n);
+	char bad[80];
+	if (!sim_parse_breaks(o->breaks, &brk, bad, sizeof bad))
+		die("unknown break %s", bad);
+	plan_gpus = gpus > 0 ? gpus : P;
+	for (int r = 0; r < P; r++)
+		shard[r] = xcalloc((size_t)f->nin + 1, sizeof **shard);
+	for (int i = 0; i < f->nin; i++)
+		sim_make_shards(f, &in[i], i, shard, &rng);
+	for (int r = 0; r < P; r++) {
+		PRank *k = &ranks[r];
+		k->c = (SimCtx){f, r, P, sim_backend(w, r), &brk, ""};
+		k->p = p;
+		k->val = xcalloc((size_t)f->nins + 1, sizeof *k->val);
+		k->flags = xcalloc((size_t)p->nflags + 1, sizeof *k->flags);
+		k->staging = xcalloc((size_t)p->g->n + 1, sizeof *k->staging);
+		pthread_mutex_init(&k->mu, NULL);
+		vals[r] = k->val;
+	}
+	for (int call = 1; call <= calls && ok; call++) {
+		for (int r = 0; r < P; r++) { /* fresh, poisoned values; epoch = call */
+			PRank *k = &ranks[r];
+			k->epoch = (uint64_t)call;
+			for (Val v = 0; v < f->nins; v++) {
+				const Ins *i = &f->ins[v];
+				sim_free(&k->val[v]);
+				k->val[v] = sim_tensor_of(&i->ty, true, P);
+				if (i->op == OP_PARAM)
+					sim_copy_flat(&shard[r][i->a], &k->val[v]);
+				else if (i->op == OP_CONST)
+					k->val[v].v[0] = sim_round(i->ty.dt, i->c);
+			}
+		}
+		for (int t = 0; t < P * NLANES; t++) {
+			args[t] = (LaneArg){&ranks[t / NLANES], t % NLANES};
+			if (pthread_create(&th[t], NULL, lane_main, &args[t]))
+				die("cannot start a lane thread");
+		}
+		for (int t = 0; t < P * NLANES; t++)
+			pthread_join(th[t], NULL);
+		for (int r = 0; r < P && ok; r++)
+			if (ranks[r].failed) {
+				snprintf(err, n, "call %d: %s", call, ranks[r].c.err);
+				ok = false;
+			}
+		for (int i = 0; i < f->nout && ok; i++) {
+			if (call > 1)
+				sim_free(&out[i]);
+			ok = sim_assemble(f, i, vals, &out[i], err, n);
+		}
+	}
+	for (int r = 0; r < P; r++) {
+		PRank *k = &ranks[r];
+		for (Val v = 0; v < f->nins; v++)
+			sim_free(&k->val[v]);
+		for (int i = 0; i < p->g->n; i++)
+			free(k->staging[i]);
+		free(k->staging);
+		free(k->val);
+		free(k->flags);
+		pthread_mutex_destroy(&k->mu);
+		for (int i = 0; i < f->nin; i++)
+			sim_free(&shard[r][i]);
+		free(shard[r]);
+	}
+	free(shard);
+	free(vals);
+	free(ranks);
+	free(th);
+	free(args);
+	sim_world_free(w);
+	return ok;
+}

@@ -1,0 +1,319 @@
+/* sched/cost.c -- the cost model: profiles of a target (docs/profiles.md)
+ * and the predicted time of every block.
+ *
+ * A profile is a text file of `key values...` lines:
+ *   name NAME            sms N             world W (ranks the comm curves were measured at)
+ *   matmul DTYPE TFLOPS  vector GFLOPS     hbm GB/s
+ *   launch US            flag US           streamop US
+ *   comm BACKEND OP BYTES US   (points of a piecewise-linear curve: the time
+ *                               of one call whose per-rank input is BYTES)
+ *   commsms BACKEND N    (SMs the backend occupies while it runs)
+ *   inter GB/s US        (the network between nodes, for --topo)
+ * Comm curves measured at W ranks are rescaled to P ranks by the ring
+ * volume: (P-1)/P of the data for all_reduce, reduce_scatter, all_to_all,
+ * (P-1) blocks for all_gather. */
+#include "sched.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const opnames[COLL_KINDS] = {"all_reduce", "reduce_scatter", "all_gather", "all_to_all", "shift"};
+
+static int
+find_name(const char *const *names, int n, const char *s)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(names[i], s) == 0)
+			return i;
+	return -1;
+}
+
+static bool
+line_err(char *err, size_t n, const char *path, int line, const char *what)
+{
+	snprintf(err, n, "%s:%d: %s", path, line, what);
+	return false;
+}
+
+static bool
+num(const char *s, double *out)
+{
+	char *end;
+	errno = 0;
+	*out = strtod(s, &end);
+	return s && *s && !*end && errno == 0 && isfinite(*out) && *out >= 0;
+}
+
+static bool
+parse_line(Profile *p, char **w, int nw, const char *path, int ln, char *err, size_t n)
+{
+	double x, y;
+	DType dt;
+	int be, op;
+	if (strcmp(w[0], "name") == 0 && nw == 2) {
+		snprintf(p->name, sizeof p->name, "%s", w[1]);
+	} else if (strcmp(w[0], "sms") == 0 && nw == 2 && num(w[1], &x) && x >= 1) {
+		p->sms = (int)x;
+	} else if (strcmp(w[0], "world") == 0 && nw == 2 && num(w[1], &x) && x >= 2) {
+		p->world = (int)x;
+	} else if (strcmp(w[0], "matmul") == 0 && nw == 3 && ty_dtype_byname(w[1], &dt) && num(w[2], &x) && x > 0) {
+		p->matmul_tflops[dt] = x;
+	} else if (strcmp(w[0], "vector") == 0 && nw == 2 && num(w[1], &x) && x > 0) {
+		p->vector_gflops = x;
+	} else if (strcmp(w[0], "hbm") == 0 && nw == 2 && num(w[1], &x) && x > 0) {
+		p->hbm_gbps = x;
+	} else if (strcmp(w[0], "launch") == 0 && nw == 2 && num(w[1], &x)) {
+		p->launch_us = x;
+	} else if (strcmp(w[0], "flag") == 0 && nw == 2 && num(w[1], &x)) {
+		p->flag_us = x;
+	} else if (strcmp(w[0], "streamop") == 0 && nw == 2 && num(w[1], &x)) {
+		p->streamop_us = x;
+	} else if (strcmp(w[0], "commsms") == 0 && nw == 3 && (be = find_name(sched_backend_names, BE_COUNT, w[1])) >= 0 &&
+	           num(w[2], &x)) {
+		p->comm_sms[be] = (int)x;
+	} else if (strcmp(w[0], "inter") == 0 && nw == 3 && num(w[1], &x) && x > 0 && num(w[2], &y)) {
+		p->inter_gbps = x;
+		p->inter_us = y;
+	} else if (strcmp(w[0], "comm") == 0 && nw == 5) {
+		if ((be = find_name(sched_backend_names, BE_COUNT, w[1])) < 0)
+			return line_err(err, n, path, ln, "unknown backend (nccl or ce)");
+		if ((op = find_name(opnames, COLL_KINDS, w[2])) < 0)
+			return line_err(err, n, path, ln, "unknown collective");
+		if (!num(w[3], &x) || x <= 0 || !num(w[4], &y) || y <= 0)
+			return line_err(err, n, path, ln, "comm needs positive BYTES and US");
+		if (p->npts[be][op] == MAXPTS)
+			return line_err(err, n, path, ln, "too many points in one curve");
+		if (p->npts[be][op] && p->curve[be][op][p->npts[be][op] - 1].bytes >= x)
+			return line_err(err, n, path, ln, "curve points must grow in BYTES");
+		p->curve[be][op][p->npts[be][op]++] = (CurvePt){x, y};
+	} else {
+		return line_err(err, n, path, ln, "not a profile line (docs/profiles.md)");
+	}
+	return true;
+}
+
+bool
+prof_load(Profile *p, const char *path, char *err, size_t n)
+{
+	char *text, *save = NULL;
+	size_t len;
+	const char *why;
+	int ln = 0;
+	memset(p, 0, sizeof *p);
+	p->sms = 132;
+	p->world = 2;
+	snprintf(p->path, sizeof p->path, "%s", path);
+	if (!read_file(path, &text, &len, 1 << 20, &why)) {
+		snprintf(err, n, "cannot read profile %s: %s", path, why);
+		return false;
+	}
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *w[8], *s2 = NULL, *hash = strchr(line, '#');
+		int nw = 0;
+		ln++;
+		if (hash)
+			*hash = 0;
+		for (char *t = strtok_r(line, " \t\r", &s2); t && nw < 8; t = strtok_r(NULL, " \t\r", &s2))
+			w[nw++] = t;
+		if (nw && !parse_line(p, w, nw, path, ln, err, n)) {
+			free(text);
+			return false;
+		}
+	}
+	free(text);
+	if (!p->matmul_tflops[DT_BF16] || !p->hbm_gbps || !p->npts[BE_NCCL][CO_ALL_REDUCE]) {
+		snprintf(err, n, "profile %s lacks matmul bf16, hbm or a comm nccl all_reduce curve", path);
+		return false;
+	}
+	for (int d = 0; d < DT_COUNT; d++)
+		if (!p->matmul_tflops[d])
+			p->matmul_tflops[d] = d == DT_F16 ? p->matmul_tflops[DT_BF16] : p->matmul_tflops[DT_BF16] / 16;
+	if (!p->vector_gflops)
+		p->vector_gflops = p->hbm_gbps / 4;
+	return true;
+}
+
+/* A name is looked up as profiles/NAME.prof beside the binary, then in
+ * the share dir; anything with a '/' or ending in .prof is a path. */
+bool
+prof_find(Profile *p, const char *name, char *err, size_t n)
+{
+	char path[8400], exe[4096];
+	ssize_t k;
+	if (strchr(name, '/') || (strlen(name) > 5 && strcmp(name + strlen(name) - 5, ".prof") == 0))
+		return prof_load(p, name, err, n);
+	k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (k > 0) {
+		char *slash;
+		exe[k] = 0;
+		if ((slash = strrchr(exe, (int)0x2f)))
+			*slash = 0;
+		snprintf(path, sizeof path, "%s/profiles/%s.prof", exe, name);
+		if (access(path, R_OK) == 0)
+			return prof_load(p, path, err, n);
+	}
+	snprintf(path, sizeof path, "%s/profiles/%s.prof", SYNCC_SHAREDIR, name);
+	if (access(path, R_OK) == 0)
+		return prof_load(p, path, err, n);
+	snprintf(err, n, "no profile '%s' (looked in profiles/ beside the binary and in %s/profiles)", name, SYNCC_SHAREDIR);
+	return false;
+}
+
+/* The ring volume of one call at P ranks, per byte of per-rank input. */
+static double
+volume(int op, int p)
+{
+	if (p <= 1)
+		return 0;
+	switch (op) {
+	case CO_ALL_REDUCE: return 2.0 * (p - 1) / p;
+	case CO_REDUCE_SCATTER: return (double)(p - 1) / p;
+	case CO_ALL_GATHER: return p - 1;
+	case CO_ALL_TO_ALL: return (double)(p - 1) / p;
+	default: return 1;
+	}
+}
+
+/* One call of `op` moving `bytes` of per-rank input on P ranks: the
+ * measured curve at the profile's world, interpolated, with its
+ * bandwidth term rescaled to P. */
+double
+prof_comm_us(const Profile *p, CommBackendKind be, int op, double bytes, int nranks)
+{
+	const CurvePt *c;
+	int n;
+	double t, lat, scale;
+	if (nranks <= 1 || bytes <= 0)
+		return 0;
+	if (!p->npts[be][op])
+		be = BE_NCCL;
+	if (!p->npts[be][op])
+		op = CO_ALL_REDUCE; /* an all_reduce moves at least as much: an upper bound */
+	c = p->curve[be][op];
+	n = p->npts[be][op];
+	lat = c[0].us * 0.5; /* below the first point: half its time is latency */
+	if (bytes <= c[0].bytes || n == 1) {
+		double slope = (c[0].us - lat) / c[0].bytes;
+		t = n == 1 && bytes > c[0].bytes ? c[0].us * bytes / c[0].bytes : lat + slope * bytes;
+	} else {
+		int i = 1;
+		while (i < n - 1 && c[i].bytes < bytes)
+			i++;
+		t = c[i - 1].us + (c[i].us - c[i - 1].us) * (bytes - c[i - 1].bytes) / (c[i].bytes - c[i - 1].bytes);
+	}
+	scale = volume(op, p->world) > 0 ? volume(op, nranks) / volume(op, p->world) : 1;
+	return lat + (t - lat) * scale;
+}
+
+/* ---- block costs ---- */
+
+static double
+value_bytes(const Func *f, Val v, const Box *b)
+{
+	const Type *t = &f->ins[v].ty;
+	double n = ty_dtypes[t->dt].size;
+	for (int d = 0; d < t->rank; d++)
+		n *= (double)(b->hi[d] - b->lo[d]);
+	return n;
+}
+
+static double
+region_bytes(const Func *f, const Region *r)
+{
+	double n = 0;
+	for (int i = 0; i < r->nbox; i++)
+		n += value_bytes(f, r->v, &r->box[i]);
+	return n;
+}
+
+static double
+compute_us(const Profile *p, const BlockGraph *g, Blk *b)
+{
+	const Func *f = g->f;
+	const Ins *an = &f->ins[b->node];
+	double bytes = 0, flops = 0, elems = 0, t;
+	for (int k = 0; k < b->nin; k++)
+		bytes += region_bytes(f, &b->in[k]);
+	for (int k = 0; k < b->nout; k++)
+		bytes += region_bytes(f, &b->out[k]);
+	if (an->op == OP_MATMUL) {
+		const Type *ta = &f->ins[an->arg[0]].ty;
+		double k = (double)ty_local_dim(ta, ta->rank - 1, f->nranks);
+		double m = (double)ty_local_numel(&an->ty, f->nranks) / b->nindex; /* the band's outputs */
+		flops = 2 * m * k;
+		t = flops / (p->matmul_tflops[ta->dt] * 1e6);
+	} else {
+		for (Val v = b->node; v < f->nins; v++)
+			if (f->ins[v].group == b->node)
+				elems += (double)ty_local_numel(&f->ins[v].ty, f->nranks) / b->nindex;
+		flops = elems;
+		t = flops / (p->vector_gflops * 1e3);
+	}
+	b->flops = flops;
+	b->bytes = bytes;
+	if (bytes / (p->hbm_gbps * 1e3) > t)
+		t = bytes / (p->hbm_gbps * 1e3);
+	return t + (b->index == 0 ? p->launch_us : 0);
+}
+
+static int
+comm_op(Op op)
+{
+	switch (op) {
+	case OP_ALL_REDUCE: return CO_ALL_REDUCE;
+	case OP_REDUCE_SCATTER: return CO_REDUCE_SCATTER;
+	case OP_ALL_GATHER: return CO_ALL_GATHER;
+	case OP_ALL_TO_ALL: return CO_ALL_TO_ALL;
+	case OP_SHIFT: return CO_SHIFT;
+	default: return CO_ALL_REDUCE; /* reshard: bounded by an all_reduce */
+	}
+}
+
+/* Across nodes: the network's latency and bandwidth on the ring volume. */
+static double
+inter_us(const Profile *p, int op, double bytes, int nodes)
+{
+	double gbps = p->inter_gbps > 0 ? p->inter_gbps : 25;
+	return p->inter_us + volume(op, nodes) * bytes / (gbps * 1e3);
+}
+
+static double
+comm_us(const Profile *p, const BlockGraph *g, Blk *b, const Topo *topo)
+{
+	int nranks = g->f->nranks;
+	const Func *f = g->f;
+	const Ins *in = &f->ins[b->node];
+	CommBackendKind be = g->choice[b->node].backend;
+	int op = comm_op(in->op);
+	double bytes = 0;
+	for (int k = 0; k < b->nin; k++)
+		bytes += region_bytes(f, &b->in[k]);
+	if (blk_is_self_chunk(g, b)) { /* a local copy */
+		b->bytes = bytes;
+		return 2 * bytes / (p->hbm_gbps * 1e3);
+	}
+	b->bytes = bytes;
+	if (b->nphase == 3) { /* intra-node RS, inter-node AR on 1/G, intra-node AG */
+		int gpus = topo->gpus, nodes = topo->nodes;
+		if (b->phase == 0)
+			return prof_comm_us(p, be, CO_REDUCE_SCATTER, bytes, gpus) + p->streamop_us;
+		if (b->phase == 1)
+			return inter_us(p, CO_ALL_REDUCE, bytes / gpus, nodes);
+		return prof_comm_us(p, be, CO_ALL_GATHER, bytes / gpus, gpus);
+	}
+	if (topo && topo->nodes > 1) /* the ring crosses the network */
+		return inter_us(p, op, bytes, nranks) + p->streamop_us;
+	return prof_comm_us(p, be, op, bytes, nranks) + p->streamop_us;
+}
+
+void
+blk_cost(const Profile *p, BlockGraph *g, const Topo *topo)
+{
+	for (int i = 0; i < g->n; i++) {
+		Blk *b = &g->b[i];
+		b->cost = b->kind == BK_COMPUTE ? compute_us(p, g, b) : comm_us(p, g, b, topo);
+	}
+}

@@ -1,0 +1,206 @@
+/* sched/list.c -- critical-path analysis and list scheduling.
+ *
+ * Levels: the top level of a block is the earliest it can start with
+ * unlimited resources, its bottom level the longest path from its start to
+ * the end; the critical path is the largest sum and a block's slack what
+ * it can slip without lengthening it.
+ *
+ * List scheduling is an event simulation of one rank's two lanes, compute
+ * and communication.  Whenever a lane is free it starts, among its ready
+ * blocks, the one with the largest bottom level: the critical path first,
+ * so communication waits are filled with compute that has slack.  A
+ * collective on SMs (nccl) slows concurrent compute to the SMs it leaves;
+ * a dependency between lanes costs a flag's latency. */
+#include "sched.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Kahn's algorithm; the block graph is acyclic by construction. */
+static int *
+topo_order(const BlockGraph *g)
+{
+	int *deg = xcalloc((size_t)g->n + 1, sizeof *deg), *ord = xmalloc((size_t)(g->n + 1) * sizeof *ord), h = 0, t = 0;
+	for (int i = 0; i < g->n; i++)
+		deg[i] = g->b[i].npred;
+	for (int i = 0; i < g->n; i++)
+		if (!deg[i])
+			ord[t++] = i;
+	while (h < t) {
+		const Blk *b = &g->b[ord[h++]];
+		for (int k = 0; k < b->nsucc; k++)
+			if (--deg[b->succ[k]] == 0)
+				ord[t++] = b->succ[k];
+	}
+	if (t != g->n)
+		die("block graph of %s has a cycle", sym_str(g->f->name));
+	free(deg);
+	return ord;
+}
+
+void
+sched_levels(BlockGraph *g)
+{
+	int *ord = topo_order(g);
+	double cp = 0;
+	for (int i = 0; i < g->n; i++)
+		g->b[i].tlevel = g->b[i].blevel = 0;
+	for (int i = 0; i < g->n; i++) {
+		Blk *b = &g->b[ord[i]];
+		for (int k = 0; k < b->nsucc; k++) {
+			Blk *s = &g->b[b->succ[k]];
+			if (b->tlevel + b->cost > s->tlevel)
+				s->tlevel = b->tlevel + b->cost;
+		}
+	}
+	for (int i = g->n - 1; i >= 0; i--) {
+		Blk *b = &g->b[ord[i]];
+		double m = 0;
+		for (int k = 0; k < b->nsucc; k++)
+			if (g->b[b->succ[k]].blevel > m)
+				m = g->b[b->succ[k]].blevel;
+		b->blevel = b->cost + m;
+		if (b->tlevel + b->blevel > cp)
+			cp = b->tlevel + b->blevel;
+	}
+	for (int i = 0; i < g->n; i++)
+		g->b[i].slack = cp - g->b[i].tlevel - g->b[i].blevel;
+	free(ord);
+}
+
+typedef struct Sim {
+	BlockGraph *g;
+	const Profile *prof;
+	double *ready_at;  /* when all inputs are visible on this block's lane */
+	int *left;         /* unfinished predecessors */
+	bool *started;
+	int run[NLANES];   /* running block per lane, -1 idle */
+	double rem[NLANES];/* remaining µs of work (compute: at full rate) */
+} Sim;
+
+static bool
+better(const Blk *a, int ia, const Blk *b, int ib)
+{
+	if (a->blevel != b->blevel)
+		return a->blevel > b->blevel;
+	if (a->tlevel != b->tlevel)
+		return a->tlevel < b->tlevel;
+	return ia < ib;
+}
+
+/* The ready block a lane should start now (-1: none). */
+static int
+pick(Sim *s, int lane, double t)
+{
+	int best = -1;
+	for (int i = 0; i < s->g->n; i++) {
+		Blk *b = &s->g->b[i];
+		if (s->started[i] || s->left[i] || s->ready_at[i] > t + 1e-9 || (lane >= 0 && (int)b->lane != lane))
+			continue;
+		if (best < 0 || better(b, i, &s->g->b[best], best))
+			best = i;
+	}
+	return best;
+}
+
+static double
+compute_rate(const Sim *s)
+{
+	const Profile *p = s->prof;
+	int c = s->run[LANE_COMM];
+	if (c < 0)
+		return 1;
+	int sms = p->comm_sms[s->g->choice[s->g->b[c].node].backend];
+	return sms >= p->sms ? 0.05 : (double)(p->sms - sms) / p->sms;
+}
+
+static void
+start(Sim *s, Plan *p, int i, double t)
+{
+	Blk *b = &s->g->b[i];
+	s->started[i] = true;
+	s->run[b->lane] = i;
+	s->rem[b->lane] = b->cost;
+	b->start = t;
+	b->pos = p->norder[b->lane];
+	p->order[b->lane][p->norder[b->lane]++] = i;
+}
+
+static void
+finish(Sim *s, int lane, double t)
+{
+	int i = s->run[lane];
+	Blk *b = &s->g->b[i];
+	b->finish = t;
+	s->run[lane] = -1;
+	for (int k = 0; k < b->nsucc; k++) {
+		int j = b->succ[k];
+		Blk *c = &s->g->b[j];
+		double at = t + (c->lane != b->lane ? s->prof->flag_us : 0);
+		if (at > s->ready_at[j])
+			s->ready_at[j] = at;
+		s->left[j]--;
+	}
+}
+
+/* Schedules the graph; fills the plan's lane orders and each block's
+ * predicted start and finish; returns the makespan.  serial: one block at
+ * a time over both lanes (the cuBLAS-then-NCCL baseline). */
+double
+sched_list(BlockGraph *g, Plan *p, const Profile *prof, bool serial)
+{
+	Sim s = {g, prof, xcalloc((size_t)g->n + 1, sizeof(double)), xcalloc((size_t)g->n + 1, sizeof(int)),
+	         xcalloc((size_t)g->n + 1, sizeof(bool)), {-1, -1}, {0, 0}};
+	double t = 0;
+	int done = 0;
+	sched_levels(g);
+	for (int l = 0; l < NLANES; l++) {
+		free(p->order[l]);
+		p->order[l] = xmalloc((size_t)(g->n + 1) * sizeof(int));
+		p->norder[l] = 0;
+	}
+	for (int i = 0; i < g->n; i++)
+		s.left[i] = g->b[i].npred;
+	while (done < g->n) {
+		double next = INFINITY, rate;
+		if (serial) {
+			if (s.run[0] < 0 && s.run[1] < 0) {
+				int i = pick(&s, -1, t);
+				if (i >= 0)
+					start(&s, p, i, t);
+			}
+		} else {
+			for (int l = 0; l < NLANES; l++)
+				if (s.run[l] < 0) {
+					int i = pick(&s, l, t);
+					if (i >= 0)
+						start(&s, p, i, t);
+				}
+		}
+		rate = compute_rate(&s);
+		if (s.run[LANE_COMPUTE] >= 0)
+			next = t + s.rem[LANE_COMPUTE] / rate;
+		if (s.run[LANE_COMM] >= 0 && t + s.rem[LANE_COMM] < next)
+			next = t + s.rem[LANE_COMM];
+		for (int i = 0; i < g->n; i++) /* or the moment a waiting block becomes ready */
+			if (!s.started[i] && !s.left[i] && s.ready_at[i] > t + 1e-9 && s.ready_at[i] < next)
+				next = s.ready_at[i];
+		if (!isfinite(next))
+			die("list scheduling of %s is stuck", sym_str(g->f->name));
+		if (s.run[LANE_COMPUTE] >= 0)
+			s.rem[LANE_COMPUTE] -= (next - t) * rate;
+		if (s.run[LANE_COMM] >= 0)
+			s.rem[LANE_COMM] -= next - t;
+		t = next;
+		for (int l = 0; l < NLANES; l++)
+			if (s.run[l] >= 0 && s.rem[l] <= 1e-9) {
+				finish(&s, l, t);
+				done++;
+			}
+	}
+	free(s.ready_at);
+	free(s.left);
+	free(s.started);
+	return t;
+}

@@ -1,0 +1,191 @@
+/* sched/print.c -- plans for people: --emit=plan, --explain, the ASCII
+ * timeline (--emit=timeline), Chrome trace JSON (--trace, opens in
+ * Perfetto and chrome://tracing) and SVG (--timeline-svg).  Every
+ * timeline drawn from the cost model says "predicted". */
+#include "sched.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void
+sched_print_plan(FILE *out, const Plan *p)
+{
+	const BlockGraph *g = p->g;
+	char name[96];
+	Buf o = {0};
+	buf_printf(&o, "plan of %s (P = %d): %s, predicted %.1f us (serial %.1f us, ideal %.1f us)\n", sym_str(p->f->name),
+	           p->f->nranks, p->is_serial ? "serial" : "overlapped", p->makespan, p->serial, p->ideal);
+	buf_printf(&o, "  every rank runs this plan on its own shards; ~r regions start at the rank's own rows\n");
+	for (int l = 0; l < NLANES; l++) {
+		if (l == LANE_COMPUTE)
+			buf_printf(&o, "  compute lane (persistent kernels on %d SMs):\n", p->compute_sms);
+		else
+			buf_printf(&o, "  comm lane:\n");
+		for (int k = 0; k < p->norder[l]; k++) {
+			const Blk *b = &g->b[p->order[l][k]];
+			buf_printf(&o, "    %3d  %-26s %8.2f .. %8.2f us", k, blk_name(g, p->order[l][k], name, sizeof name), b->start,
+			           b->finish);
+			if (b->kind == BK_COMM)
+				buf_printf(&o, "  %s", sched_backend_names[g->choice[b->node].backend]);
+			for (int j = 0; j < b->npred; j++)
+				if (g->b[b->pred[j]].lane != b->lane)
+					buf_printf(&o, "  wait f%d", g->b[b->pred[j]].flag);
+			if (b->flag >= 0)
+				buf_printf(&o, "  raise f%d", b->flag);
+			buf_printf(&o, "\n");
+		}
+	}
+	buf_printf(&o, "  flags: %d (64-bit epochs: call k waits for and raises k; never reset)\n", p->nflags);
+	buf_printf(&o, "  extra memory in flight: %.0f bytes over the serial plan\n", p->peak_extra > 0 ? p->peak_extra : 0);
+	fputs(o.s, out);
+	buf_free(&o);
+}
+
+void
+sched_explain(FILE *out, const Plan *p)
+{
+	const BlockGraph *g = p->g;
+	char name[96];
+	fprintf(out, "explain %s (P = %d):\n", sym_str(p->f->name), p->f->nranks);
+	fputs(p->why, out);
+	fprintf(out, "  critical path (no slack):");
+	for (int i = 0; i < g->n; i++)
+		if (g->b[i].slack < 1e-6)
+			fprintf(out, " %s", blk_name(g, i, name, sizeof name));
+	fprintf(out, "\n");
+}
+
+/* One letter per node, so a band or chunk shows which op it is part of. */
+static char
+glyph(const BlockGraph *g, const Blk *b)
+{
+	static const char comp[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ", comm[] = "abcdefghijklmnopqrstuvwxyz";
+	int k = 0;
+	for (Val v = 0; v < b->node; v++)
+		for (int i = 0; i < g->n; i++)
+			if (g->b[i].node == v && g->b[i].kind == b->kind) {
+				k++;
+				break;
+			}
+	return b->kind == BK_COMPUTE ? comp[k % 26] : comm[k % 26];
+}
+
+void
+sched_timeline(FILE *out, const Plan *p, int nranks, int width)
+{
+	const BlockGraph *g = p->g;
+	double span = p->makespan > 0 ? p->makespan : 1;
+	char *row = xmalloc((size_t)width + 1), name[96];
+	fprintf(out, "timeline of %s (P = %d), PREDICTED by the cost model: %.1f us; 1 column = %.2f us\n",
+	        sym_str(p->f->name), nranks, p->makespan, span / width);
+	for (int r = 0; r < nranks; r++)
+		for (int l = 0; l < NLANES; l++) {
+			memset(row, '.', (size_t)width);
+			row[width] = 0;
+			for (int k = 0; k < p->norder[l]; k++) {
+				const Blk *b = &g->b[p->order[l][k]];
+				int c0 = (int)floor(b->start / span * width), c1 = (int)ceil(b->finish / span * width);
+				if (c1 <= c0)
+					c1 = c0 + 1;
+				for (int c = c0; c < c1 && c < width; c++)
+					row[c] = glyph(g, b);
+			}
+			fprintf(out, "  r%-2d %-7s |%s|\n", r, l == LANE_COMPUTE ? "compute" : "comm", row);
+		}
+	fprintf(out, "  '.' idle or waiting; legend:");
+	for (int i = 0; i < g->n; i++)
+		if (g->b[i].index == 0 && g->b[i].phase == 0) {
+			char nm[96];
+			blk_name(g, i, nm, sizeof nm);
+			*strrchr(nm, '.') = 0;
+			fprintf(out, " %c=%s", glyph(g, &g->b[i]), nm);
+		}
+	fprintf(out, "\n");
+	(void)name;
+	free(row);
+}
+
+static void
+json_name(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; *s; s++)
+		fprintf(out, *s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
+	fputc('"', out);
+}
+
+/* Chrome trace: pid = rank, tid = lane, flow arrows for flags.  The same
+ * format libsyncrt writes for measured traces. */
+void
+sched_trace_json(FILE *out, const Plan *const *plans, int nplans, int nranks)
+{
+	char name[96];
+	bool first = true;
+	double t0 = 0;
+	fprintf(out, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"kind\":\"predicted by the syncc cost model\"},\"traceEvents\":[\n");
+	for (int r = 0; r < nranks; r++) {
+		fprintf(out, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"rank %d (predicted)\"}}", first ? "" : ",\n", r, r);
+		first = false;
+		fprintf(out, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"compute\"}}", r);
+		fprintf(out, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":1,\"args\":{\"name\":\"comm\"}}", r);
+	}
+	for (int pi = 0; pi < nplans; pi++) {
+		const Plan *p = plans[pi];
+		const BlockGraph *g = p->g;
+		for (int r = 0; r < nranks; r++)
+			for (int i = 0; i < g->n; i++) {
+				const Blk *b = &g->b[i];
+				fprintf(out, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"name\":", r, b->lane,
+				        t0 + b->start, b->finish - b->start);
+				json_name(out, blk_name(g, i, name, sizeof name));
+				fprintf(out, ",\"args\":{\"op\":\"%s\",\"predicted\":true}}", sym_str(p->f->name));
+				for (int k = 0; k < b->nsucc && b->flag >= 0; k++) {
+					const Blk *c = &g->b[b->succ[k]];
+					if (c->lane == b->lane)
+						continue;
+					fprintf(out, ",\n{\"ph\":\"s\",\"id\":%d,\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"name\":\"flag f%d\",\"cat\":\"flag\"}",
+					        (pi * 100000 + b->flag) * 64 + r, r, b->lane, t0 + b->finish - 1e-3, b->flag);
+					fprintf(out, ",\n{\"ph\":\"f\",\"bp\":\"e\",\"id\":%d,\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"name\":\"flag f%d\",\"cat\":\"flag\"}",
+					        (pi * 100000 + b->flag) * 64 + r, r, c->lane, t0 + c->start, b->flag);
+					break;
+				}
+			}
+		t0 += p->makespan;
+	}
+	fprintf(out, "\n]}\n");
+}
+
+void
+sched_svg(FILE *out, const Plan *const *plans, int nplans, int nranks)
+{
+	static const char *const colour[2] = {"#4e79a7", "#f28e2b"};
+	double total = 0, W = 900, lh = 22;
+	char name[96];
+	int rows = nranks * NLANES;
+	for (int i = 0; i < nplans; i++)
+		total += plans[i]->makespan;
+	if (total <= 0)
+		total = 1;
+	fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"monospace\" font-size=\"11\">\n",
+	        W + 120, rows * lh + 60);
+	fprintf(out, "<text x=\"4\" y=\"16\">PREDICTED timeline (cost model), %.1f us</text>\n", total);
+	for (int r = 0; r < nranks; r++)
+		for (int l = 0; l < NLANES; l++)
+			fprintf(out, "<text x=\"4\" y=\"%.0f\">r%d %s</text>\n", 40 + (r * NLANES + l) * lh + 15, r,
+			        l == LANE_COMPUTE ? "compute" : "comm");
+	double t0 = 0;
+	for (int pi = 0; pi < nplans; pi++) {
+		const Plan *p = plans[pi];
+		for (int r = 0; r < nranks; r++)
+			for (int i = 0; i < p->g->n; i++) {
+				const Blk *b = &p->g->b[i];
+				double x = 110 + (t0 + b->start) / total * W, w = (b->finish - b->start) / total * W;
+				double y = 40 + (r * NLANES + b->lane) * lh;
+				fprintf(out, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" stroke=\"white\"><title>%s %.2f-%.2f us</title></rect>\n",
+				        x, y, w > 0.5 ? w : 0.5, lh - 4, colour[b->lane], blk_name(p->g, i, name, sizeof name), b->start, b->finish);
+			}
+		t0 += p->makespan;
+	}
+	fprintf(out, "</svg>\n");
+}

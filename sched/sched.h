@@ -1,0 +1,179 @@
+/* sched/sched.h -- the block IR, the cost model, the scheduler and its
+ * per-rank plans (DESIGN §3.2, §4).  Prefixes: blk_ (block IR), prof_
+ * (cost-model profiles), sched_ (scheduling, plans, flag check, timelines).
+ *
+ * Blocks are described for one rank; every rank runs the same plan on its
+ * own shards (the graph is symmetric), so one schedule serves all and
+ * collectives start at the same predicted time everywhere. */
+#ifndef SYNCC_SCHED_H
+#define SYNCC_SCHED_H
+
+#include <stdio.h>
+
+#include "../ir/ir.h"
+#include "../runtime/comm.h"
+
+/* ---- regions: which part of a value's local index space a block touches ---- */
+enum { MAXBOX = 16 };
+
+/* A box per dim: [lo, hi) shifted by rank * rot (mod the dim's size).
+ * rot != 0 makes a region rank-relative: "this rank's own rows first"
+ * (the MPMD stagger) with one symmetric block graph for every rank. */
+typedef struct Box {
+	int64_t lo[LIM_RANK], hi[LIM_RANK];
+	int64_t rot[LIM_RANK];
+} Box;
+
+typedef struct Region {
+	Val v;      /* the IR value (local shape) */
+	int nbox;
+	Box box[MAXBOX];
+} Region;
+
+/* ---- the block IR ---- */
+typedef enum Lane { LANE_COMPUTE, LANE_COMM, NLANES } Lane;
+
+typedef enum BlkKind {
+	BK_COMPUTE,  /* a band of a fused group: matmul tiles, elementwise rows, reduction rows */
+	BK_COMM,     /* one chunk (and phase) of a collective */
+} BlkKind;
+
+typedef struct Blk {
+	BlkKind kind;
+	Lane lane;
+	Val node;        /* compute: the group's anchor; comm: the collective */
+	int index;       /* band or chunk number within the node */
+	int nindex;      /* bands or chunks of the node */
+	int phase;       /* comm: 0, or the phase of a multi-phase collective */
+	int nphase;
+	Region *out;     /* regions written (one per materialized value of the group) */
+	int nout;
+	Region *in;      /* regions read */
+	int nin;
+	double flops, bytes; /* work: compute flops and HBM bytes; comm: bytes per rank */
+	double cost;     /* predicted µs (cost model) */
+	int *succ, nsucc, *pred, npred;
+	/* analysis */
+	double tlevel, blevel, slack;
+	/* schedule */
+	double start, finish;
+	int pos;         /* position in its lane's order */
+	int flag;        /* flag it raises (-1: none; no successor on the other lane) */
+} Blk;
+
+/* Choices the search makes per collective and per compute group. */
+typedef enum CommBackendKind { BE_NCCL, BE_CE, BE_COUNT } CommBackendKind;
+extern const char *const sched_backend_names[BE_COUNT];
+
+typedef struct NodeChoice {
+	int nchunks;     /* collectives: chunks; compute groups: bands */
+	int dim;         /* the dim cut (-1: the builder picks) */
+	CommBackendKind backend;
+	bool self_first; /* all_gather: this rank's own block is a local chunk first,
+	                    and its matmul consumer starts on it (rank-relative bands) */
+	int interleave;  /* compute groups: band i covers slice i of each of this many
+	                    blocks of the band dim (chunk-major, to feed a reduce_scatter) */
+} NodeChoice;
+
+typedef struct BlockGraph {
+	const Func *f;
+	Blk *b;
+	int n, cap;
+	NodeChoice *choice;  /* per IR value (anchors and collectives) */
+	Arena *arena;
+} BlockGraph;
+
+/* ---- cost model: a profile file per target (profiles/, docs/profiles.md) ---- */
+typedef struct CurvePt {
+	double bytes, us;
+} CurvePt;
+
+enum { MAXPTS = 16, COLL_KINDS = 5 };
+
+typedef struct Profile {
+	char name[64];
+	char path[512];
+	int sms;
+	int world;                   /* ranks the comm curves were measured at */
+	double matmul_tflops[DT_COUNT];
+	double vector_gflops;        /* elementwise f32 */
+	double hbm_gbps;
+	double launch_us, flag_us, streamop_us;
+	CurvePt curve[BE_COUNT][COLL_KINDS][MAXPTS]; /* per backend and CommOp: time of one call */
+	int npts[BE_COUNT][COLL_KINDS];
+	int comm_sms[BE_COUNT];      /* SMs a backend occupies while it runs */
+	double inter_gbps, inter_us; /* --topo: the network between nodes */
+} Profile;
+
+/* sched/cost.c */
+bool prof_load(Profile *p, const char *path, char *err, size_t n);
+bool prof_find(Profile *p, const char *name_or_path, char *err, size_t n);
+double prof_comm_us(const Profile *p, CommBackendKind be, int op, double bytes, int nranks);
+
+
+/* ---- topology ---- */
+typedef struct Topo {
+	int nodes, gpus; /* NODESxGPUS; nodes == 1 is one NVLink domain */
+} Topo;
+
+/* sched/cost.c (continued) */
+void blk_cost(const Profile *p, BlockGraph *g, const Topo *topo);
+
+/* sched/blocks.c */
+BlockGraph *blk_build(const Func *f, const NodeChoice *choice, const Topo *topo);
+void blk_free(BlockGraph *g);
+void blk_print(FILE *out, const BlockGraph *g);
+void blk_default_choice(const Func *f, NodeChoice *choice);
+bool blk_region_overlap(const Region *a, const Region *b);
+int blk_abs_boxes(const Func *f, const Region *r, int rank, Box *out); /* rank's absolute boxes */
+bool blk_is_self_chunk(const BlockGraph *g, const Blk *b);
+const char *blk_name(const BlockGraph *g, int i, char *buf, size_t n);
+
+/* ---- plans ---- */
+typedef struct SchedOpts {
+	const Profile *prof;
+	Topo topo;
+	double mem_budget;   /* extra bytes in flight allowed; < 0: none set */
+	double mem_pct;      /* or a percentage of the serial peak (when > 0) */
+	bool force_serial;
+	const char *drop_edge; /* tests: "I->J" drops one dependency edge */
+} SchedOpts;
+
+typedef struct Plan Plan;
+struct Plan {
+	const Func *f;
+	BlockGraph *g;
+	int *order[NLANES];  /* block ids per lane, in execution order */
+	int norder[NLANES];
+	int nflags;
+	double makespan;     /* predicted µs */
+	double serial;       /* the serial plan's prediction */
+	double ideal;        /* max(total compute, total communication) */
+	double crit;         /* critical path length */
+	double peak_extra;   /* bytes in flight beyond the serial plan's peak */
+	bool is_serial;
+	int compute_sms;     /* SMs the compute kernels may occupy */
+	char why[512];       /* --explain: why this plan */
+	int tried;           /* plans the search scored */
+};
+
+/* sched/list.c: critical path and list scheduling on the cost model */
+void sched_levels(BlockGraph *g);
+double sched_list(BlockGraph *g, Plan *p, const Profile *prof, bool serial);
+
+/* sched/search.c */
+Plan *sched_plan(const Func *f, const SchedOpts *o);
+void sched_plan_free(Plan *p);
+
+/* sched/flags.c: flags on cross-lane edges and the static protocol check */
+void sched_assign_flags(Plan *p);
+bool sched_check_flags(const Plan *p, const Profile *prof, char *why, size_t n);
+
+/* sched/print.c: --emit=plan, --explain, --emit=timeline, traces, SVG */
+void sched_print_plan(FILE *out, const Plan *p);
+void sched_explain(FILE *out, const Plan *p);
+void sched_timeline(FILE *out, const Plan *p, int nranks, int width);
+void sched_trace_json(FILE *out, const Plan *const *plans, int nplans, int nranks);
+void sched_svg(FILE *out, const Plan *const *plans, int nplans, int nranks);
+
+#endif

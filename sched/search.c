@@ -1,0 +1,299 @@
+/* sched/search.c -- choosing the plan.
+ *
+ * A small local search over the choices of each collective (chunk count,
+ * backend, whether an all_gather hands its matmul this rank's own block
+ * first), with every compute group cut into as many bands as the chunks
+ * next to it; each candidate is list-scheduled on the cost model and the
+ * fastest that fits the memory budget wins.  The serial plan (one chunk,
+ * one band, one block at a time) is the baseline: when overlap is not
+ * predicted to beat it, the serial plan is emitted and the reason given. */
+#include "sched.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const int chunk_options[] = {1, 2, 4, 8, 16};
+
+static bool
+is_comm(const Ins *in)
+{
+	return ir_ops[in->op].cls == OC_COMM || in->op == OP_RESHARD;
+}
+
+/* Whether an all_gather feeds the row operand of a matmul, which can then
+ * start on this rank's own rows. */
+static bool
+feeds_matmul_rows(const Func *f, Val v)
+{
+	for (Val u = v + 1; u < f->nins; u++)
+		if (f->ins[u].op == OP_MATMUL && f->ins[u].arg[0] == v && f->ins[v].axis == f->ins[v].ty.rank - 2 &&
+		    f->ins[u].ty.pl.kind != PL_PARTIAL)
+			return true;
+	return false;
+}
+
+/* The dim a group's bands cut by default (as blk_build picks it). */
+static int
+band_dim_of(const Func *f, Val a)
+{
+	const Ins *in = &f->ins[a];
+	int r = in->ty.rank;
+	if (r == 0)
+		return -1;
+	if (in->op == OP_MATMUL)
+		return r - 2;
+	if (ir_ops[in->op].cls == OC_REDUCE)
+		return in->axis == 0 ? (r > 1 ? 1 : -1) : 0;
+	return 0;
+}
+
+/* Bands of every compute group: as many as the chunks of the collectives
+ * it produces for or consumes from, so each chunk can go as soon as its
+ * band is done (or its band start as soon as the chunk arrives). */
+static void
+set_bands(const Func *f, NodeChoice *ch)
+{
+	for (Val v = 0; v < f->nins; v++)
+		if (!is_comm(&f->ins[v]) && f->ins[v].group == v) {
+			ch[v].nchunks = 1;
+			ch[v].self_first = false;
+			ch[v].interleave = 1;
+		}
+	for (Val v = 0; v < f->nins; v++) {
+		const Ins *in = &f->ins[v];
+		if (!is_comm(in) || ch[v].nchunks <= 1)
+			continue;
+		Val src = f->ins[in->arg[0]].group;
+		if (!is_comm(&f->ins[src]) && f->ins[src].op != OP_PARAM && ch[src].nchunks < ch[v].nchunks) {
+			ch[src].nchunks = ch[v].nchunks;
+			/* a reduce_scatter chunk takes a slice of every rank's block:
+			 * its producer's bands are chunk-major too */
+			if (in->op == OP_REDUCE_SCATTER && band_dim_of(f, src) == in->axis)
+				ch[src].interleave = f->nranks;
+		}
+		for (Val u = v + 1; u < f->nins; u++)
+			for (int k = 0; k < f->ins[u].narg; k++)
+				if (f->ins[u].arg[k] == v && !is_comm(&f->ins[u])) {
+					Val gu = f->ins[u].group;
+					int want = ch[v].nchunks * (ch[v].self_first ? f->nranks : 1);
+					if (ch[gu].nchunks < want)
+						ch[gu].nchunks = want;
+					if (ch[v].self_first && f->ins[u].op == OP_MATMUL && k == 0)
+						ch[gu].self_first = true;
+				}
+	}
+}
+
+/* Peak bytes of live values over the schedule: a value lives from its
+ * first writer's start to its last reader's finish (to the end if
+ * returned; inputs all along). */
+static double
+peak_bytes(const BlockGraph *g, double makespan)
+{
+	const Func *f = g->f;
+	double *from = xmalloc((size_t)(f->nins + 1) * sizeof *from), *to = xmalloc((size_t)(f->nins + 1) * sizeof *to);
+	double peak = 0;
+	for (Val v = 0; v < f->nins; v++) {
+		from[v] = f->ins[v].op == OP_PARAM ? 0 : INFINITY;
+		to[v] = f->ins[v].op == OP_PARAM ? makespan : -INFINITY;
+	}
+	for (int i = 0; i < f->nout; i++)
+		to[f->out[i]] = makespan;
+	for (int i = 0; i < g->n; i++) {
+		const Blk *b = &g->b[i];
+		for (int k = 0; k < b->nout; k++)
+			if (b->start < from[b->out[k].v])
+				from[b->out[k].v] = b->start;
+		for (int k = 0; k < b->nin; k++)
+			if (b->finish > to[b->in[k].v])
+				to[b->in[k].v] = b->finish;
+	}
+	/* sweep over the start times */
+	for (int i = 0; i < g->n; i++) {
+		double t = g->b[i].start, live = 0;
+		for (Val v = 0; v < f->nins; v++)
+			if (from[v] <= t && t < to[v] && f->ins[v].op != OP_CONST)
+				live += (double)ty_local_numel(&f->ins[v].ty, f->nranks) * ty_dtypes[f->ins[v].ty.dt].size;
+		if (live > peak)
+			peak = live;
+	}
+	free(from);
+	free(to);
+	return peak;
+}
+
+typedef struct Cand {
+	NodeChoice *ch;
+	double makespan, peak;
+} Cand;
+
+static double
+score(const Func *f, const SchedOpts *o, NodeChoice *ch, bool serial, double *peak)
+{
+	Plan p = {0};
+	BlockGraph *g;
+	double t;
+	set_bands(f, ch);
+	g = blk_build(f, ch, &o->topo);
+	blk_cost(o->prof, g, &o->topo);
+	t = sched_list(g, &p, o->prof, serial);
+	if (peak)
+		*peak = peak_bytes(g, t);
+	blk_free(g);
+	for (int l = 0; l < NLANES; l++)
+		free(p.order[l]);
+	return t;
+}
+
+static bool
+fits(const SchedOpts *o, double peak, double serial_peak)
+{
+	double extra = peak - serial_peak, budget = o->mem_budget;
+	if (o->mem_pct > 0)
+		budget = serial_peak * o->mem_pct / 100;
+	return budget < 0 || extra <= budget;
+}
+
+/* Coordinate descent: each collective's options in turn, the others
+ * held, two sweeps. */
+static int
+search(const Func *f, const SchedOpts *o, NodeChoice *best, double *best_t, double serial_peak)
+{
+	NodeChoice *ch = xmalloc((size_t)(f->nins + 1) * sizeof *ch);
+	int tried = 0;
+	for (int sweep = 0; sweep < 2; sweep++)
+		for (Val v = 0; v < f->nins; v++) {
+			const Ins *in = &f->ins[v];
+			if (!is_comm(in) || f->nranks == 1)
+				continue;
+			for (size_t c = 0; c < NELEM(chunk_options); c++)
+				for (int be = 0; be < BE_COUNT; be++)
+					for (int self = 0; self < 2; self++) {
+						double t, peak;
+						if (be == BE_CE && (in->op == OP_ALL_REDUCE || in->op == OP_REDUCE_SCATTER ||
+						                    in->op == OP_RESHARD || o->topo.nodes > 1))
+							continue; /* the copy engine moves data; it does not add */
+						if (self && !(in->op == OP_ALL_GATHER && feeds_matmul_rows(f, v)))
+							continue;
+						if (chunk_options[c] > 1 && (in->op == OP_ALL_TO_ALL || in->op == OP_RESHARD))
+							continue;
+						memcpy(ch, best, (size_t)f->nins * sizeof *ch);
+						ch[v].nchunks = chunk_options[c];
+						ch[v].backend = (CommBackendKind)be;
+						ch[v].self_first = self;
+						t = score(f, o, ch, false, &peak);
+						tried++;
+						if (t < *best_t - 1e-9 && fits(o, peak, serial_peak)) {
+							*best_t = t;
+							memcpy(best, ch, (size_t)f->nins * sizeof *ch);
+						}
+					}
+		}
+	free(ch);
+	set_bands(f, best);
+	return tried;
+}
+
+static void
+explain_choices(const Func *f, const NodeChoice *ch, Buf *b)
+{
+	for (Val v = 0; v < f->nins; v++) {
+		const Ins *in = &f->ins[v];
+		if (is_comm(in))
+			buf_printf(b, "    %s %%%d: %d chunk%s, %s%s\n", ir_ops[in->op].name, v, ch[v].nchunks,
+			           ch[v].nchunks == 1 ? "" : "s", sched_backend_names[ch[v].backend],
+			           ch[v].self_first ? ", own block first" : "");
+		else if (in->group == v && in->op != OP_PARAM && in->op != OP_CONST && ch[v].nchunks > 1)
+			buf_printf(b, "    %s %%%d: %d bands%s\n", ir_ops[in->op].name, v, ch[v].nchunks,
+			           ch[v].self_first ? ", starting at this rank's rows" : "");
+	}
+}
+
+static void
+finish_plan(Plan *p, const Func *f, const SchedOpts *o, NodeChoice *ch, bool serial)
+{
+	p->g = blk_build(f, ch, &o->topo);
+	blk_cost(o->prof, p->g, &o->topo);
+	p->makespan = sched_list(p->g, p, o->prof, serial);
+	p->crit = 0;
+	for (int i = 0; i < p->g->n; i++)
+		if (p->g->b[i].tlevel + p->g->b[i].blevel > p->crit)
+			p->crit = p->g->b[i].tlevel + p->g->b[i].blevel;
+	p->compute_sms = o->prof->sms;
+	for (Val v = 0; v < f->nins; v++)
+		if (is_comm(&f->ins[v]) && o->prof->sms - o->prof->comm_sms[ch[v].backend] < p->compute_sms)
+			p->compute_sms = o->prof->sms - o->prof->comm_sms[ch[v].backend];
+}
+
+/* A test-only switch drops one dependency edge ("I->J"): the simulator
+ * must then compute a wrong answer or detect the race. */
+static void
+drop_edge(BlockGraph *g, const char *spec)
+{
+	int a, b;
+	if (!spec || sscanf(spec, "%d->%d", &a, &b) != 2 || a < 0 || b < 0 || a >= g->n || b >= g->n)
+		return;
+	for (int k = 0; k < g->b[a].nsucc; k++)
+		if (g->b[a].succ[k] == b)
+			g->b[a].succ[k] = g->b[a].succ[--g->b[a].nsucc];
+	for (int k = 0; k < g->b[b].npred; k++)
+		if (g->b[b].pred[k] == a)
+			g->b[b].pred[k] = g->b[b].pred[--g->b[b].npred];
+}
+
+Plan *
+sched_plan(const Func *f, const SchedOpts *o)
+{
+	Plan *p = xcalloc(1, sizeof *p);
+	NodeChoice *serial_ch = xmalloc((size_t)(f->nins + 1) * sizeof *serial_ch);
+	NodeChoice *best = xmalloc((size_t)(f->nins + 1) * sizeof *best);
+	double serial_peak, best_t, ideal_c = 0, ideal_m = 0;
+	Buf why = {0};
+	char check[512];
+
+	p->f = f;
+	blk_default_choice(f, serial_ch);
+	p->serial = score(f, o, serial_ch, true, &serial_peak);
+	memcpy(best, serial_ch, (size_t)f->nins * sizeof *best);
+	best_t = score(f, o, best, false, NULL);
+	if (!o->force_serial)
+		p->tried = search(f, o, best, &best_t, serial_peak) + 2;
+	p->is_serial = o->force_serial || best_t >= p->serial * 0.99;
+	finish_plan(p, f, o, p->is_serial ? serial_ch : best, p->is_serial);
+	drop_edge(p->g, o->drop_edge);
+	for (int i = 0; i < p->g->n; i++)
+		*(p->g->b[i].lane == LANE_COMPUTE ? &ideal_c : &ideal_m) += p->g->b[i].cost;
+	p->ideal = ideal_c > ideal_m ? ideal_c : ideal_m;
+	p->peak_extra = peak_bytes(p->g, p->makespan) - serial_peak;
+	buf_printf(&why, "predicted %.1f us; serial %.1f us; ideal max(compute %.1f, communication %.1f) = %.1f us\n",
+	           p->makespan, p->serial, ideal_c, ideal_m, p->ideal);
+	buf_printf(&why, "critical path %.1f us; %d plans scored\n", p->crit, p->tried);
+	if (o->force_serial)
+		buf_printf(&why, "serial plan: requested\n");
+	else if (p->is_serial)
+		buf_printf(&why, "serial plan: overlap is not predicted to pay (best overlapped plan %.1f us)\n", best_t);
+	else
+		buf_printf(&why, "overlapped plan, %.0f%% faster than serial:\n", 100 * (1 - p->makespan / p->serial));
+	explain_choices(f, p->is_serial ? serial_ch : best, &why);
+	snprintf(p->why, sizeof p->why, "%s", why.s);
+	buf_free(&why);
+	sched_assign_flags(p);
+	if (!o->drop_edge && !sched_check_flags(p, o->prof, check, sizeof check))
+		die("the plan of %s fails the flag-protocol check: %s", sym_str(f->name), check);
+	free(serial_ch);
+	free(best);
+	return p;
+}
+
+void
+sched_plan_free(Plan *p)
+{
+	if (!p)
+		return;
+	blk_free(p->g);
+	for (int l = 0; l < NLANES; l++)
+		free(p->order[l]);
+	free(p);
+}
