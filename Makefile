@@ -113,3 +113,4 @@ endif
 
 clean:
 	rm -rf $(BUILD) syncc libsyncc.a
+include codegen/codegen.mk
