@@ -128,3 +128,5 @@ endif
 
 clean:
 	rm -rf $(BUILD) syncc syncrun libsyncc.a
+
+include codegen/codegen.mk

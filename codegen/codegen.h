@@ -1,0 +1,273 @@
+/* codegen/codegen.h -- PTX for syncc's kernels (DESIGN §5).  Three kinds of
+ * persistent kernel -- matmul with a fused epilogue, fused elementwise, row
+ * reductions -- each walking a block list that lives in device memory, so a
+ * plan is data and not code.  Before a block a kernel waits on the block's
+ * input flag; after it, it raises the block's output flag.  Sizes, strides
+ * and dtypes are compile-time constants baked into the PTX; pointers, the
+ * block list, flags and the timeout are kernel parameters.
+ * Prefix: ptx_.  The PTX emitter internals are declared at the end. */
+#ifndef SYNCC_CODEGEN_H
+#define SYNCC_CODEGEN_H
+
+#include "../ir/ir.h"
+
+enum {
+	PTX_MAX_TENSORS = 8, /* inputs, or outputs, of one kernel */
+	PTX_MAX_INS = 64,    /* instructions of one elementwise program */
+	PTX_MAX_STAGES = 4,  /* reductions chained in one row kernel */
+	PTX_MAX_DIMS = 8,    /* dims of an elementwise iteration space (LIM_RANK) */
+	PTX_NPARAM = 6,      /* parameters every kernel has before its tensors */
+};
+
+/* ---- the block list ----
+ * One entry per block a kernel runs.  CTA c of a grid of G runs entries
+ * c, c+G, c+2G, ... in order, so the host decides the order (and the overlap)
+ * by how it fills the list.  The PTX reads the fields at these byte offsets;
+ * tests/gpu/kernels.c and a static assertion in codegen/ptx.c keep them so. */
+#define PTX_NO_FLAG 0xffffffffu
+enum { PTX_RAISE_ADD = 0, PTX_RAISE_STORE = 1 };
+
+typedef struct PtxBlock {
+	uint32_t x;         /*  0 matmul: tile row (m0 = x*BM); ew: element block; rows: row block */
+	uint32_t y;         /*  4 matmul: tile column (n0 = y*BN); 0 otherwise */
+	uint32_t z;         /*  8 matmul: batch index; 0 otherwise */
+	uint32_t in_flag;   /* 12 flags[] index waited on before the block, PTX_NO_FLAG = none */
+	uint64_t in_epoch;  /* 16 wait until (int64_t)(flags[in_flag] - in_epoch) >= 0 */
+	uint32_t out_flag;  /* 24 flags[] index raised after the block, PTX_NO_FLAG = none */
+	uint32_t out_op;    /* 28 PTX_RAISE_ADD: red.release.sys.add; PTX_RAISE_STORE: st.release.sys */
+	uint64_t out_value; /* 32 what is added to, or stored into, flags[out_flag] */
+} PtxBlock;             /* 40 bytes, 8-aligned */
+
+/* ---- kernel parameters, in order, for every kind ----
+ *   0  .u64 blocks    const PtxBlock * (device)
+ *   1  .u32 nblocks   entries in the list
+ *   2  .u64 flags     uint64_t * epoch flags (.sys scope; may be 0 if no entry names one)
+ *   3  .u64 err       uint64_t * error word; the first timed-out wait stores
+ *                     (in_flag + 1) | (block_index << 32) there (CAS from 0)
+ *   4  .u64 timeout   ns one flag wait may last (%globaltimer), 0 = forever;
+ *                     err must not be 0 when timeout is not
+ *   5  .u64 trace     0, or uint64_t[2*nblocks]: thread 0 stores %globaltimer
+ *                     when the block's wait is over and when its stores are done
+ *   6.. .u64          the kind's tensors: matmul A, B, then epilogue inputs,
+ *                     then outputs (out[0] is C); ew and rows: inputs, then outputs
+ * A CTA whose wait times out (or that sees err already set while it waits)
+ * leaves without running its remaining blocks; the kernel still returns
+ * normally, so the context stays usable.
+ * Every tensor base address must be 16-byte aligned. */
+
+/* ---- tensors and elementwise programs ---- */
+typedef struct PtxTensor {
+	DType dt;
+	int64_t stride[PTX_MAX_DIMS]; /* elements, >= 0; 0 = broadcast along that dim.
+	                                 matmul epilogue: {batch, row, col};
+	                                 rows: {row, col}; ew: one per iteration dim */
+} PtxTensor;
+
+/* Leaves of a program beyond ir/ops.h's ops. */
+enum { PTX_OP_ACC = OP_COUNT, PTX_OP_STAGE };
+
+/* One SSA instruction of an elementwise program; values are f32 (or s32
+ * where every operand is integer), whatever the storage type. */
+typedef struct PtxIns {
+	int op;       /* OP_PARAM: load input a at the element; OP_CONST: c;
+	                 PTX_OP_ACC: the matmul accumulator / the row reduction;
+	                 PTX_OP_STAGE: result of row stage a; OP_CAST: a rounded to dt;
+	                 the other OF_EW ops of ir/ops.h on a (and b) */
+	int a, b;     /* operands: earlier instructions (or input / stage numbers) */
+	double c;     /* OP_CONST */
+	DType dt;     /* OP_CAST target; OP_CONST: DT_I32 for an integer, else f32 */
+} PtxIns;
+
+typedef struct PtxOut {
+	int val;    /* instruction whose value is stored */
+	int tensor; /* output tensor it is stored into */
+} PtxOut;
+
+typedef struct PtxEwProg {
+	PtxIns ins[PTX_MAX_INS];
+	int nins;
+	PtxOut out[PTX_MAX_TENSORS];
+	int nout;
+} PtxEwProg;
+
+/* ---- matmul: out = epilogue(A @ B) ----
+ * A [m, k] and B [k, n] row-major with leading dimensions (chunks of bigger
+ * tensors work), optional batch strides; bf16 or f16 operands, f32
+ * accumulation via mma.sync.m16n8k16 fed by ldmatrix from a cp.async
+ * pipeline.  Any m, n, k: edges load zeros and store under predicates. */
+typedef struct PtxTile {
+	const char *name;      /* "128x256x32s4" */
+	int bm, bn, bk;        /* CTA tile */
+	int warps_m, warps_n;  /* warp grid; warp tile = bm/warps_m x bn/warps_n */
+	int stages;            /* cp.async pipeline depth */
+	int min_ctas;          /* .minnctapersm, 0 = none */
+} PtxTile;
+extern const PtxTile ptx_tiles[];
+extern const int ptx_ntiles;
+
+typedef struct PtxMatmulSpec {
+	const char *name;              /* entry name */
+	DType ab;                      /* DT_BF16 or DT_F16, A and B */
+	int64_t m, n, k, batch;        /* batch >= 1 */
+	int64_t lda, ldb;              /* elements between rows; 0 = k, n */
+	int64_t batch_a, batch_b;      /* elements between batches (0 = shared) */
+	int tile;                      /* index into ptx_tiles[] */
+	PtxTensor in[PTX_MAX_TENSORS]; /* epilogue inputs, strides {batch, row, col} */
+	int nin;
+	PtxTensor out[PTX_MAX_TENSORS]; /* out[0] is C, strides {batch, row, col} */
+	int nout;
+	PtxEwProg epi;                 /* reads PTX_OP_ACC and in[]; empty: out[0] = acc */
+} PtxMatmulSpec;
+
+/* ---- fused elementwise: out[j] = prog(in...) over a broadcast space ---- */
+typedef struct PtxEwSpec {
+	const char *name;
+	int rank;
+	int64_t dim[PTX_MAX_DIMS];      /* iteration space (the outputs' shape) */
+	PtxTensor in[PTX_MAX_TENSORS];  /* strides per dim, 0 = broadcast */
+	int nin;
+	PtxTensor out[PTX_MAX_TENSORS];
+	int nout;
+	PtxEwProg prog;
+	int64_t block_elems;            /* elements per block-list entry, 0 = 65536;
+	                                   blocks cut the space in row-major order */
+} PtxEwSpec;
+
+/* ---- row reductions over the last dim ----
+ * One warp per row.  Stages run in order over the row; stage s reduces
+ * pre(element) with red and turns the result into a per-row value with
+ * post, which later stages and the map can read as PTX_OP_STAGE s.  The
+ * map then writes per-element outputs.  How softmax, layernorm and rmsnorm
+ * are built from this: docs in codegen/rows.c and tests/gpu/kernels.c. */
+typedef struct PtxRowStage {
+	int red;        /* OP_SUM, OP_MEAN, OP_AMAX or OP_AMIN */
+	PtxEwProg pre;  /* per element -> out[0], the value reduced; empty: in[0] */
+	PtxEwProg post; /* per row: PTX_OP_ACC, earlier stages, per-row inputs -> out[0]; empty: acc */
+	int out;        /* output tensor that receives the stage's result per row, -1 = none */
+} PtxRowStage;
+
+typedef struct PtxRowsSpec {
+	const char *name;
+	int64_t rows, len;
+	PtxTensor in[PTX_MAX_TENSORS];  /* strides {row, col}; col 0 = per-row value */
+	int nin;
+	PtxTensor out[PTX_MAX_TENSORS]; /* strides {row, col} */
+	int nout;
+	PtxRowStage stage[PTX_MAX_STAGES];
+	int nstage;
+	PtxEwProg map;                  /* per element: in[], stages -> out[].tensor */
+	int rows_per_block;             /* 0 = 8 */
+} PtxRowsSpec;
+
+/* What the host needs to launch an emitted kernel. */
+typedef struct PtxKernel {
+	char name[64];
+	int threads;     /* blockDim.x */
+	int smem;        /* dynamic shared memory, bytes */
+	int ntensors;    /* tensor parameters after the PTX_NPARAM common ones */
+	int64_t nblocks; /* size of the kernel's natural block space */
+} PtxKernel;
+
+/* codegen/ptx.c */
+void ptx_emit_header(Buf *b); /* .version, .target, shared symbol: once per module */
+extern const char *const ptx_param_names[PTX_NPARAM];
+
+/* codegen/matmul.c: check returns NULL or why the spec cannot be emitted;
+ * emit dies on a spec that check rejects (a compiler bug). */
+const char *ptx_matmul_check(const PtxMatmulSpec *s);
+void ptx_emit_matmul(Buf *b, const PtxMatmulSpec *s, PtxKernel *k);
+int ptx_tile_byname(const char *name); /* -1 if none */
+#define PTX_DEFAULT_TILE "128x256x32s4"
+int ptx_matmul_default_tile(const PtxMatmulSpec *s); /* the tile to use when none is asked for */
+/* Fills all tiles (when out is not NULL) in grouped order: `group` tile rows
+ * at a time, column by column, for L2 reuse; returns the number of tiles. */
+int64_t ptx_matmul_blocks(const PtxMatmulSpec *s, int group, PtxBlock *out);
+
+/* codegen/ew.c */
+const char *ptx_ew_check(const PtxEwSpec *s);
+void ptx_emit_ew(Buf *b, const PtxEwSpec *s, PtxKernel *k);
+
+/* codegen/rows.c */
+const char *ptx_rows_check(const PtxRowsSpec *s);
+void ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k);
+
+/* codegen/prog.c: programs as text (tools and tests), and their meaning in
+ * double precision (the CPU reference the GPU tests compare with).
+ *   prog  := expr | out (';' out)*       out := 'out' N '=' expr
+ *   expr  := NUMBER | 'acc' | 'in' N | 'stage' N | 'i' NUMBER (an i32 constant)
+ *          | OPNAME '(' expr [',' expr] ')' | 'cast_' DTYPE '(' expr ')'
+ * OPNAME is an OF_EW op's name in ir/ops.h (neg exp ... max min). */
+const char *ptx_prog_parse(PtxEwProg *p, const char *text);
+void ptx_prog_print(Buf *b, const PtxEwProg *p);
+bool ptx_prog_uses(const PtxEwProg *p, int op, int a); /* a < 0: any */
+/* Evaluates every instruction; in[i] is input i at the element, stage[s]
+ * the stage results; returns the value of instruction v in val[v]. */
+void ptx_prog_eval(const PtxEwProg *p, const DType *indt, const double *in, double acc,
+                   const double *stage, double *val);
+double ptx_round(DType dt, double x);                   /* to the storage type and back */
+double ptx_load(DType dt, const void *base, int64_t i); /* element i of a typed array */
+void ptx_store(DType dt, void *base, int64_t i, double x);
+
+/* ---- internals shared by the files of codegen/ ----
+ * Kernels are written through one printf-checked function into the kernel's
+ * body; registers are virtual (%r7, %f12, ...) and declared when the kernel
+ * ends, with the counts the body used. */
+typedef enum RegClass { RC_PRED, RC_B16, RC_B32, RC_B64, RC_F32, RC_COUNT } RegClass;
+typedef int Reg; /* class << 24 | number */
+
+typedef enum ValClass { VC_F32, VC_S32 } ValClass;
+
+typedef struct PtxDType {
+	int size;          /* bytes */
+	const char *ld;    /* ld/st type suffix: b16, b32 */
+	RegClass st;       /* register holding one stored element */
+	ValClass vc;       /* class of its value in a program */
+	const char *load;  /* stored -> value: %d value, %a stored */
+	const char *store; /* f32 value -> stored (bf16, f16) */
+	const char *pack2; /* two f32 values -> two stored in a b32: %a low, %b high */
+} PtxDType;
+extern const PtxDType ptx_dtypes[DT_COUNT];
+
+typedef struct Ptx {
+	Buf *out;          /* the module */
+	Buf head, body;    /* the current kernel's signature and instructions */
+	int nreg[RC_COUNT];
+	int nlabel;
+	char names[16][24]; /* rotating buffers for register names */
+	int nextname;
+	/* common registers of the persistent loop (codegen/ptx.c) */
+	Reg tid, is_t0, blk, entry, x, y, z;
+	Reg param[PTX_NPARAM], tensor[2 * PTX_MAX_TENSORS];
+	int lbl_done, lbl_loop;
+} Ptx;
+
+void ptx_emit(Ptx *p, const char *fmt, ...) PRINTF(2, 3);
+Reg ptx_reg(Ptx *p, RegClass c);
+const char *ptx_rn(Ptx *p, Reg r);
+int ptx_label(Ptx *p);
+void ptx_place(Ptx *p, int label);
+void ptx_kernel_begin(Ptx *p, Buf *out, const char *name, int ntensors, int threads, int min_ctas);
+void ptx_kernel_end(Ptx *p);
+void ptx_params(Ptx *p, int ntensors);
+void ptx_loop_begin(Ptx *p);
+void ptx_loop_end(Ptx *p);
+Reg ptx_imm_f32(Ptx *p, double c);
+void ptx_expand(Ptx *p, const char *tpl, Reg d, Reg a, Reg b); /* a table's template */
+Reg ptx_convert(Ptx *p, Reg v, ValClass from, ValClass to);
+Reg ptx_load_val(Ptx *p, DType dt, Reg addr, const char *space);
+void ptx_store_val(Ptx *p, DType dt, Reg addr, Reg v, ValClass vc);
+
+/* Programs in PTX: the caller loads the leaves the program uses into
+ * env (classes from ptx_prog_classes) and gets each instruction's value. */
+typedef struct PtxEnv {
+	Reg in[PTX_MAX_TENSORS];
+	ValClass in_vc[PTX_MAX_TENSORS];
+	Reg acc;
+	ValClass acc_vc;
+	Reg stage[PTX_MAX_STAGES];
+} PtxEnv;
+void ptx_prog_classes(const PtxEwProg *g, const ValClass *in_vc, ValClass acc_vc, ValClass *vc);
+void ptx_prog_emit(Ptx *p, const PtxEwProg *g, const PtxEnv *env, Reg *val, ValClass *vc);
+const char *ptx_prog_check(const PtxEwProg *g, int nin, int ntensor_out, bool acc, int nstage);
+
+#endif

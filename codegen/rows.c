@@ -1,0 +1,400 @@
+/* codegen/rows.c -- row reductions over the last dim, any length.
+ *
+ * One warp per row (rows of a block are spread over the CTA's 8 warps), so
+ * a reduction is a strided loop per lane and five shfl.sync.bfly steps: no
+ * shared memory, no barrier inside a block.  A kernel runs its stages in
+ * order over each row -- each rereads the row, which L1/L2 hold for the
+ * lengths norms see -- and then the map, which writes per-element outputs.
+ *
+ * How the usual row ops compose (x = in0, one kernel each):
+ *   softmax:   stage0 = amax(x);  stage1 = sum(exp(x - stage0));
+ *              map: out0 = exp(x - stage0) / stage1
+ *   layernorm: stage0 = mean(x);  stage1 = mean((x - stage0)^2) with
+ *              post rsqrt(acc + eps);  map: out0 = (x - stage0) * stage1 * g + b
+ *              (g, b: inputs with row stride 0)
+ *   rmsnorm:   stage0 = mean(x * x) with post rsqrt(acc + eps);
+ *              map: out0 = x * stage0 * g
+ *   row sums for a later kernel: a stage with `out` set and no map.
+ * tests/gpu/kernels.c builds exactly these. */
+#include "codegen.h"
+
+#include <math.h>
+#include <stdio.h>
+
+enum { ROW_WARPS = 8, ROW_DEFAULT_BLOCK = 8 };
+
+static const struct {
+	int op;
+	const char *combine; /* f32 instruction, %d = %a op %b */
+	uint32_t identity;   /* f32 bits */
+} reds[] = {
+	{OP_SUM, "add.f32 %d, %a, %b", 0x00000000u},
+	{OP_MEAN, "add.f32 %d, %a, %b", 0x00000000u},
+	{OP_AMAX, "max.f32 %d, %a, %b", 0xff800000u},
+	{OP_AMIN, "min.f32 %d, %a, %b", 0x7f800000u},
+};
+
+#define R(r) ptx_rn(p, r)
+
+static int
+red_index(int op)
+{
+	for (size_t i = 0; i < NELEM(reds); i++)
+		if (reds[i].op == op)
+			return (int)i;
+	return -1;
+}
+
+const char *
+ptx_rows_check(const PtxRowsSpec *s)
+{
+	const char *why;
+	if (s->rows < 1 || s->len < 1 || s->rows >= (1 << 30) || s->len >= (1 << 30))
+		return "rows: rows and len must be 1 to 2^30";
+	if (s->nin < 1 || s->nin > PTX_MAX_TENSORS || s->nout < 1 || s->nout > PTX_MAX_TENSORS)
+		return "rows: needs 1 to 8 inputs and 1 to 8 outputs";
+	if (s->nstage < 0 || s->nstage > PTX_MAX_STAGES || s->rows_per_block < 0)
+		return "rows: 0 to 4 stages";
+	for (int i = 0; i < s->nin + s->nout; i++) {
+		const PtxTensor *t = i < s->nin ? &s->in[i] : &s->out[i - s->nin];
+		if ((int)t->dt < 0 || t->dt >= DT_COUNT || t->stride[0] < 0 || t->stride[1] < 0 ||
+		    t->stride[0] > (int64_t)1 << 40 || t->stride[1] > (int64_t)1 << 40)
+			return "rows: bad tensor dtype or stride";
+	}
+	for (int k = 0; k < s->nstage; k++) {
+		const PtxRowStage *st = &s->stage[k];
+		if (red_index(st->red) < 0)
+			return "rows: a stage's reduction must be sum, mean, amax or amin";
+		if (st->pre.nins && ((why = ptx_prog_check(&st->pre, s->nin, 1, false, k)) || st->pre.nout != 1))
+			return why ? why : "rows: a stage's pre program has one output";
+		if (st->post.nins && ((why = ptx_prog_check(&st->post, s->nin, 1, true, k)) || st->post.nout != 1))
+			return why ? why : "rows: a stage's post program has one output";
+		if (st->out < -1 || st->out >= s->nout)
+			return "rows: a stage names a missing output";
+	}
+	if (s->map.nins && (why = ptx_prog_check(&s->map, s->nin, s->nout, false, s->nstage)))
+		return why;
+	return NULL;
+}
+
+typedef struct Rows {
+	Ptx *p;
+	const PtxRowsSpec *s;
+	int vec;
+	Reg lane, row;
+	Reg inrow[PTX_MAX_TENSORS], outrow[PTX_MAX_TENSORS]; /* row base pointers */
+	Reg res[PTX_MAX_STAGES];
+	PtxEwProg pre[PTX_MAX_STAGES], post[PTX_MAX_STAGES];
+} Rows;
+
+static bool
+vec_ok(const PtxTensor *t, int v)
+{
+	if (t->stride[1] > 1 || (t->stride[1] == 1 && v * ptx_dtypes[t->dt].size > 16))
+		return false;
+	return t->stride[1] == 0 || t->stride[0] % v == 0;
+}
+
+static int
+rows_vec(const PtxRowsSpec *s)
+{
+	int v;
+	for (v = 8; v > 1; v /= 2) {
+		bool ok = s->len % v == 0;
+		for (int i = 0; ok && i < s->nin; i++)
+			ok = vec_ok(&s->in[i], v);
+		for (int o = 0; ok && o < s->map.nout; o++) {
+			const PtxTensor *t = &s->out[s->map.out[o].tensor];
+			ok = vec_ok(t, v) && t->stride[1] == 1;
+		}
+		if (ok)
+			break;
+	}
+	return v;
+}
+
+static void
+load_elems(Ptx *p, DType dt, Reg addr, int64_t cs, int v, Reg *val)
+{
+	const PtxDType *d = &ptx_dtypes[dt];
+	if (cs == 0 || v == 1) {
+		Reg x = ptx_load_val(p, dt, addr, "global");
+		for (int j = 0; j < v; j++)
+			val[j] = x;
+		return;
+	}
+	int words = v * d->size / 4;
+	const char *ty = d->size == 4 ? d->ld : "b32";
+	Reg w[4];
+	for (int i = 0; i < words; i++)
+		w[i] = ptx_reg(p, d->size == 4 ? d->st : RC_B32);
+	if (words == 1)
+		ptx_emit(p, "ld.global.%s %s, [%s];", ty, R(w[0]), R(addr));
+	else if (words == 2)
+		ptx_emit(p, "ld.global.v2.%s {%s, %s}, [%s];", ty, R(w[0]), R(w[1]), R(addr));
+	else
+		ptx_emit(p, "ld.global.v4.%s {%s, %s, %s, %s}, [%s];", ty, R(w[0]), R(w[1]), R(w[2]), R(w[3]),
+		         R(addr));
+	for (int i = 0; i < words; i++) {
+		if (d->size == 4) {
+			val[i] = w[i];
+			continue;
+		}
+		Reg h0 = ptx_reg(p, RC_B16), h1 = ptx_reg(p, RC_B16);
+		ptx_emit(p, "mov.b32 {%s, %s}, %s;", R(h0), R(h1), R(w[i]));
+		val[2 * i] = ptx_reg(p, RC_F32);
+		val[2 * i + 1] = ptx_reg(p, RC_F32);
+		ptx_expand(p, d->load, val[2 * i], h0, -1);
+		ptx_expand(p, d->load, val[2 * i + 1], h1, -1);
+	}
+}
+
+static void
+store_elems(Ptx *p, DType dt, Reg addr, int v, const Reg *val)
+{
+	const PtxDType *d = &ptx_dtypes[dt];
+	Reg w[4];
+	int words;
+	if (v == 1) {
+		ptx_store_val(p, dt, addr, val[0], d->vc);
+		return;
+	}
+	words = v * d->size / 4;
+	for (int i = 0; i < words; i++) {
+		if (d->size == 4) {
+			w[i] = val[i];
+			continue;
+		}
+		w[i] = ptx_reg(p, RC_B32);
+		ptx_expand(p, d->pack2, w[i], val[2 * i], val[2 * i + 1]);
+	}
+	const char *ty = d->size == 4 ? d->ld : "b32";
+	if (words == 1)
+		ptx_emit(p, "st.global.%s [%s], %s;", ty, R(addr), R(w[0]));
+	else if (words == 2)
+		ptx_emit(p, "st.global.v2.%s [%s], {%s, %s};", ty, R(addr), R(w[0]), R(w[1]));
+	else
+		ptx_emit(p, "st.global.v4.%s [%s], {%s, %s, %s, %s};", ty, R(addr), R(w[0]), R(w[1]), R(w[2]),
+		         R(w[3]));
+}
+
+/* Address of column `col` (a register) of a row. */
+static Reg
+col_addr(Ptx *p, const PtxTensor *t, Reg rowp, Reg col)
+{
+	Reg a = ptx_reg(p, RC_B64);
+	ptx_emit(p, "mad.wide.u32 %s, %s, %lld, %s;", R(a), R(col),
+	         (long long)(t->stride[1] * ptx_dtypes[t->dt].size), R(rowp));
+	return a;
+}
+
+/* for (col = lane*V; col < len; col += 32*V) { body(col) } */
+static Reg
+col_loop_begin(Rows *r, int *loop, int *done)
+{
+	Ptx *p = r->p;
+	Reg col = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED);
+	*loop = ptx_label(p);
+	*done = ptx_label(p);
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(col), R(r->lane), r->vec);
+	ptx_place(p, *loop);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(col), (long long)r->s->len);
+	ptx_emit(p, "@%s bra $L%d;", R(q), *done);
+	return col;
+}
+
+static void
+col_loop_end(Rows *r, Reg col, int loop, int done)
+{
+	Ptx *p = r->p;
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(col), R(col), 32 * r->vec);
+	ptx_emit(p, "bra $L%d;", loop);
+	ptx_place(p, done);
+}
+
+/* Loads the inputs a program reads at column col, V elements each. */
+static void
+load_inputs(Rows *r, const PtxEwProg *g, Reg col, Reg in[][8])
+{
+	for (int i = 0; i < r->s->nin; i++)
+		for (int j = 0; j < 8; j++)
+			in[i][j] = -1;
+	for (int i = 0; i < r->s->nin; i++)
+		if (ptx_prog_uses(g, OP_PARAM, i)) {
+			Reg a = col_addr(r->p, &r->s->in[i], r->inrow[i], col);
+			load_elems(r->p, r->s->in[i].dt, a, r->s->in[i].stride[1], r->vec, in[i]);
+		}
+}
+
+static PtxEnv
+env_for(Rows *r, Reg in[][8], int j)
+{
+	PtxEnv env = {0};
+	for (int i = 0; i < r->s->nin; i++) {
+		env.in[i] = in ? in[i][j] : -1;
+		env.in_vc[i] = ptx_dtypes[r->s->in[i].dt].vc;
+	}
+	for (int k = 0; k < PTX_MAX_STAGES; k++)
+		env.stage[k] = r->res[k];
+	env.acc_vc = VC_F32;
+	return env;
+}
+
+static void
+rows_stage(Rows *r, int k)
+{
+	Ptx *p = r->p;
+	const PtxRowStage *st = &r->s->stage[k];
+	int ri = red_index(st->red), loop, done;
+	Reg acc = ptx_reg(p, RC_F32), in[PTX_MAX_TENSORS][8], val[PTX_MAX_INS], col;
+	ValClass vc[PTX_MAX_INS];
+
+	ptx_emit(p, "mov.f32 %s, 0f%08X;", R(acc), reds[ri].identity);
+	col = col_loop_begin(r, &loop, &done);
+	load_inputs(r, &r->pre[k], col, in);
+	for (int j = 0; j < r->vec; j++) {
+		PtxEnv env = env_for(r, in, j);
+		const PtxOut *o = &r->pre[k].out[0];
+		ptx_prog_emit(p, &r->pre[k], &env, val, vc);
+		ptx_expand(p, reds[ri].combine, acc, acc, ptx_convert(p, val[o->val], vc[o->val], VC_F32));
+	}
+	col_loop_end(r, col, loop, done);
+	for (int d = 16; d >= 1; d /= 2) {
+		Reg t = ptx_reg(p, RC_F32);
+		ptx_emit(p, "shfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;", R(t), R(acc), d);
+		ptx_expand(p, reds[ri].combine, acc, acc, t);
+	}
+	if (st->red == OP_MEAN) {
+		Reg inv = ptx_imm_f32(p, 1.0 / (double)r->s->len);
+		ptx_emit(p, "mul.f32 %s, %s, %s;", R(acc), R(acc), R(inv));
+	}
+	/* post: per-row inputs are read at column 0 */
+	{
+		Reg pin[PTX_MAX_TENSORS][8];
+		for (int i = 0; i < r->s->nin; i++)
+			pin[i][0] = -1;
+		for (int i = 0; i < r->s->nin; i++)
+			if (ptx_prog_uses(&r->post[k], OP_PARAM, i))
+				pin[i][0] = ptx_load_val(p, r->s->in[i].dt, r->inrow[i], "global");
+		PtxEnv env = env_for(r, pin, 0);
+		const PtxOut *o = &r->post[k].out[0];
+		env.acc = acc;
+		ptx_prog_emit(p, &r->post[k], &env, val, vc);
+		r->res[k] = ptx_convert(p, val[o->val], vc[o->val], VC_F32);
+	}
+	if (st->out >= 0) {
+		Reg q = ptx_reg(p, RC_PRED);
+		int skip = ptx_label(p);
+		ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(r->lane));
+		ptx_emit(p, "@%s bra $L%d;", R(q), skip);
+		ptx_store_val(p, r->s->out[st->out].dt, r->outrow[st->out], r->res[k], VC_F32);
+		ptx_place(p, skip);
+	}
+}
+
+static void
+rows_map(Rows *r)
+{
+	Ptx *p = r->p;
+	const PtxRowsSpec *s = r->s;
+	Reg in[PTX_MAX_TENSORS][8], val[8][PTX_MAX_INS], col;
+	ValClass vc[PTX_MAX_INS];
+	int loop, done;
+
+	col = col_loop_begin(r, &loop, &done);
+	load_inputs(r, &s->map, col, in);
+	for (int j = 0; j < r->vec; j++) {
+		PtxEnv env = env_for(r, in, j);
+		ptx_prog_emit(p, &s->map, &env, val[j], vc);
+	}
+	for (int o = 0; o < s->map.nout; o++) {
+		const PtxOut *po = &s->map.out[o];
+		const PtxTensor *t = &s->out[po->tensor];
+		Reg w[8], a = col_addr(p, t, r->outrow[po->tensor], col);
+		for (int j = 0; j < r->vec; j++)
+			w[j] = ptx_convert(p, val[j][po->val], vc[po->val], ptx_dtypes[t->dt].vc);
+		store_elems(p, t->dt, a, r->vec, w);
+	}
+	col_loop_end(r, col, loop, done);
+}
+
+static void
+rows_body(Rows *r)
+{
+	Ptx *p = r->p;
+	const PtxRowsSpec *s = r->s;
+	int rb = s->rows_per_block ? s->rows_per_block : ROW_DEFAULT_BLOCK, loop = ptx_label(p),
+	    done = ptx_label(p);
+	Reg end = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED), t = ptx_reg(p, RC_B32);
+
+	r->lane = ptx_reg(p, RC_B32);
+	r->row = ptx_reg(p, RC_B32);
+	ptx_emit(p, "and.b32 %s, %s, 31;", R(r->lane), R(p->tid));
+	ptx_emit(p, "shr.u32 %s, %s, 5;", R(t), R(p->tid));
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(r->row), R(p->x), rb, R(t));
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(end), R(p->x), rb);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(end), R(end), rb);
+	ptx_emit(p, "min.u32 %s, %s, %lld;", R(end), R(end), (long long)s->rows);
+	ptx_place(p, loop);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(r->row), R(end));
+	ptx_emit(p, "@%s bra $L%d;", R(q), done);
+	for (int i = 0; i < s->nin + s->nout; i++) {
+		const PtxTensor *tt = i < s->nin ? &s->in[i] : &s->out[i - s->nin];
+		Reg *rp = i < s->nin ? &r->inrow[i] : &r->outrow[i - s->nin];
+		*rp = ptx_reg(p, RC_B64);
+		ptx_emit(p, "mad.wide.u32 %s, %s, %lld, %s;", R(*rp), R(r->row),
+		         (long long)(tt->stride[0] * ptx_dtypes[tt->dt].size), R(p->tensor[i]));
+	}
+	for (int k = 0; k < s->nstage; k++)
+		rows_stage(r, k);
+	if (s->map.nout)
+		rows_map(r);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(r->row), R(r->row), ROW_WARPS);
+	ptx_emit(p, "bra $L%d;", loop);
+	ptx_place(p, done);
+}
+
+/* An empty pre program reduces in0; an empty post keeps the reduction. */
+static void
+default_prog(PtxEwProg *g, const PtxEwProg *given, int leaf)
+{
+	if (given->nins) {
+		*g = *given;
+		return;
+	}
+	*g = (PtxEwProg){0};
+	g->ins[0] = (PtxIns){.op = leaf, .a = 0};
+	g->nins = 1;
+	g->out[0] = (PtxOut){0, 0};
+	g->nout = 1;
+}
+
+void
+ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
+{
+	const char *why = ptx_rows_check(s);
+	Ptx px, *p = &px;
+	Rows r = {.p = p, .s = s};
+	int rb = s->rows_per_block ? s->rows_per_block : ROW_DEFAULT_BLOCK;
+
+	if (why)
+		die("ptx_emit_rows: %s", why);
+	for (int i = 0; i < s->nstage; i++) {
+		default_prog(&r.pre[i], &s->stage[i].pre, OP_PARAM);
+		default_prog(&r.post[i], &s->stage[i].post, PTX_OP_ACC);
+	}
+	r.vec = rows_vec(s);
+	ptx_kernel_begin(p, b, s->name, s->nin + s->nout, 32 * ROW_WARPS, 0);
+	buf_printf(&p->head, "// rows %lld x %lld, %d stages, %d elements per lane step\n", (long long)s->rows,
+	           (long long)s->len, s->nstage, r.vec);
+	ptx_params(p, s->nin + s->nout);
+	ptx_loop_begin(p);
+	rows_body(&r);
+	ptx_loop_end(p);
+	ptx_kernel_end(p);
+	snprintf(k->name, sizeof k->name, "%s", s->name);
+	k->threads = 32 * ROW_WARPS;
+	k->smem = 0;
+	k->ntensors = s->nin + s->nout;
+	k->nblocks = (s->rows + rb - 1) / rb;
+}

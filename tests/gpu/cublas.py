@@ -1,0 +1,34 @@
+"""cuBLAS through PyTorch, timed like tests/gpu/kernels.c times syncc's
+matmul: bf16 A [n, n] @ B [n, n], random inputs, 3 warm-ups, median of 25
+runs timed with CUDA events.  One PERF line per size."""
+import statistics
+import sys
+
+import torch
+
+
+def main():
+    torch.manual_seed(0)
+    for n in (int(a) for a in (sys.argv[1:] or ["4096", "8192"])):
+        a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+        for _ in range(3):
+            c = torch.matmul(a, b)
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(25):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            c = torch.matmul(a, b)
+            e1.record()
+            e1.synchronize()
+            times.append(e0.elapsed_time(e1))
+        ms = statistics.median(times)
+        ref = (a[:64].double() @ b.double())
+        rel = ((c[:64].double() - ref).norm() / ref.norm()).item()
+        print("PERF cublas n=%d median_ms=%.4f min_ms=%.4f max_ms=%.4f tflops=%.1f sampled_rel=%.2e torch=%s"
+              % (n, ms, min(times), max(times), 2 * n ** 3 / (ms * 1e-3) / 1e12, rel, torch.__version__), flush=True)
+
+
+if __name__ == "__main__":
+    main()

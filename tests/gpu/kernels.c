@@ -1,0 +1,1295 @@
+/* tests/gpu/kernels.c -- runs every kernel kind of codegen/ on a GPU and
+ * compares it with a double-precision CPU reference (codegen/prog.c gives
+ * the programs' meaning).  Driver API only.
+ *
+ *   gpu-kernels list          the case names, one a line
+ *   gpu-kernels CASE...       runs those cases (tools/gpu-check-kernels runs
+ *                             each in its own process, so a fault in one
+ *                             cannot take the others' context with it)
+ *   gpu-kernels perf [TILE]   matmul throughput at 4096^3 and 8192^3 bf16
+ *
+ * Every check draws fresh random inputs (never zeros), poisons outputs with
+ * NaN first, and prints one line per output:
+ *   CASE name/out: rel=‖out-ref‖/‖ref‖ maxabs=.. n=.. nonfinite=.. clobbered=.. PASS|FAIL
+ * clobbered counts elements outside the output (padding) that changed. */
+#include <cuda.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../codegen/codegen.h"
+
+#define CU(x) cu_check((x), #x, __FILE__, __LINE__)
+
+static int failures;
+
+static void
+cu_check(CUresult r, const char *what, const char *file, int line)
+{
+	const char *name = "?", *str = "?";
+	if (r == CUDA_SUCCESS)
+		return;
+	cuGetErrorName(r, &name);
+	cuGetErrorString(r, &str);
+	printf("CUDA ERROR %s (%s) at %s:%d: %s\n", name, str, file, line, what);
+	fflush(stdout);
+	exit(1);
+}
+
+/* ---- device, modules, launches ---- */
+
+static CUdevice dev;
+static CUcontext ctx;
+static CUstream stream[3];
+static int nsm;
+
+static void
+gpu_init(void)
+{
+	CU(cuInit(0));
+	CU(cuDeviceGet(&dev, 0));
+	CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+	CU(cuCtxSetCurrent(ctx));
+	CU(cuDeviceGetAttribute(&nsm, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+	for (int i = 0; i < 3; i++)
+		CU(cuStreamCreate(&stream[i], CU_STREAM_NON_BLOCKING));
+}
+
+typedef struct Kern {
+	CUmodule mod;
+	CUfunction fn;
+	PtxKernel k;
+	int regs, local;
+} Kern;
+
+/* Loads one kernel's PTX (module header + body) with the JIT logs. */
+static Kern
+kern_load(const Buf *body, const PtxKernel *k)
+{
+	Buf m = {0};
+	Kern r = {.k = *k};
+	static char elog[1 << 16], ilog[1 << 16];
+	CUjit_option opt[5] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_INFO_LOG_BUFFER,
+	                       CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_LOG_VERBOSE};
+	void *val[5] = {elog, (void *)(uintptr_t)sizeof elog, ilog, (void *)(uintptr_t)sizeof ilog, (void *)1};
+	CUresult e;
+
+	ptx_emit_header(&m);
+	buf_put(&m, body->s, body->len);
+	elog[0] = ilog[0] = 0;
+	e = cuModuleLoadDataEx(&r.mod, m.s, 5, opt, val);
+	if (e != CUDA_SUCCESS) {
+		printf("JIT of %s failed.\n--- error log ---\n%s\n--- info log ---\n%s\n", k->name, elog, ilog);
+		CU(e);
+	}
+	buf_free(&m);
+	CU(cuModuleGetFunction(&r.fn, r.mod, k->name));
+	CU(cuFuncSetAttribute(r.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k->smem));
+	CU(cuFuncGetAttribute(&r.regs, CU_FUNC_ATTRIBUTE_NUM_REGS, r.fn));
+	CU(cuFuncGetAttribute(&r.local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, r.fn));
+	printf("  kernel %s: %d threads, %d B smem, %d registers, %d B local (JIT)\n", k->name, k->threads, k->smem,
+	       r.regs, r.local);
+	for (char *line = strtok(ilog, "\n"); line; line = strtok(NULL, "\n"))
+		if (strstr(line, "spill") || strstr(line, "Used"))
+			printf("    jit: %s\n", line);
+	return r;
+}
+
+typedef struct Launch {
+	CUdeviceptr blocks, flags, err, trace;
+	uint32_t nblocks;
+	uint64_t timeout;
+	CUdeviceptr t[2 * PTX_MAX_TENSORS];
+	int grid;
+	CUstream s;
+} Launch;
+
+static void
+launch(const Kern *k, Launch *l)
+{
+	void *args[PTX_NPARAM + 2 * PTX_MAX_TENSORS] = {&l->blocks, &l->nblocks, &l->flags, &l->err, &l->timeout,
+	                                                &l->trace};
+	for (int i = 0; i < k->k.ntensors; i++)
+		args[PTX_NPARAM + i] = &l->t[i];
+	CU(cuLaunchKernel(k->fn, l->grid, 1, 1, k->k.threads, 1, 1, k->k.smem, l->s, args, NULL));
+}
+
+/* ---- host data ---- */
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static double
+urand(void) /* [-1, 1) */
+{
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return (double)((rng * 2685821657736338717ull) >> 11) * 0x1p-52 - 1.0;
+}
+
+typedef struct Tens {
+	DType dt;
+	int64_t n;      /* elements in the buffer */
+	void *h;        /* host copy */
+	CUdeviceptr d;
+} Tens;
+
+static Tens
+tens_new(DType dt, int64_t n)
+{
+	Tens t = {dt, n, calloc((size_t)n, ty_dtypes[dt].size), 0};
+	if (!t.h) {
+		printf("out of host memory\n");
+		exit(1);
+	}
+	CU(cuMemAlloc(&t.d, (size_t)n * ty_dtypes[dt].size));
+	return t;
+}
+
+static void
+tens_random(Tens *t, double scale)
+{
+	for (int64_t i = 0; i < t->n; i++)
+		ptx_store(t->dt, t->h, i, t->dt == DT_I32 ? floor(urand() * 100) : urand() * scale);
+	CU(cuMemcpyHtoD(t->d, t->h, (size_t)t->n * ty_dtypes[t->dt].size));
+	CU(cuCtxSynchronize()); /* pageable copies may land after the call returns */
+}
+
+/* NaN everywhere (0x7FBADBAD for i32). */
+static void
+tens_poison(Tens *t)
+{
+	if (t->dt == DT_I32)
+		CU(cuMemsetD32(t->d, 0x7FBADBAD, (size_t)t->n));
+	else
+		CU(cuMemsetD8(t->d, 0xFF, (size_t)t->n * ty_dtypes[t->dt].size));
+	CU(cuCtxSynchronize()); /* kernels run on non-blocking streams */
+}
+
+static void
+tens_fetch(Tens *t)
+{
+	CU(cuMemcpyDtoH(t->h, t->d, (size_t)t->n * ty_dtypes[t->dt].size));
+}
+
+static void
+tens_free(Tens *t)
+{
+	free(t->h);
+	CU(cuMemFree(t->d));
+}
+
+static bool
+is_poison(DType dt, const void *h, int64_t i)
+{
+	switch (ty_dtypes[dt].size) {
+	case 2: return ((const uint16_t *)h)[i] == 0xFFFF;
+	default: return dt == DT_I32 ? ((const int32_t *)h)[i] == 0x7FBADBAD : ((const uint32_t *)h)[i] == 0xFFFFFFFFu;
+	}
+}
+
+static double
+tol_of(DType dt)
+{
+	switch (dt) {
+	case DT_F32: return 1e-5;
+	case DT_F16: return 2e-3;
+	case DT_BF16: return 1e-2;
+	default: return 1e-3;
+	}
+}
+
+/* ref[i] is the expected value of element i, NaN where the buffer is not
+ * part of the output (it must keep its poison). */
+static bool
+compare(const char *name, const Tens *out, const double *ref)
+{
+	double num = 0, den = 0, maxabs = 0, rel;
+	int64_t n = 0, nonfinite = 0, clobbered = 0, shown = 0;
+	for (int64_t i = 0; i < out->n; i++) {
+		if (isnan(ref[i])) {
+			clobbered += !is_poison(out->dt, out->h, i);
+			continue;
+		}
+		double g = ptx_load(out->dt, out->h, i), d = g - ref[i];
+		n++;
+		if (!isfinite(g) || (out->dt == DT_I32 && is_poison(out->dt, out->h, i))) {
+			if (shown++ < 5)
+				printf("    element %lld not written or not finite: got %g want %g\n", (long long)i, g, ref[i]);
+			nonfinite++;
+			continue;
+		}
+		num += d * d;
+		den += ref[i] * ref[i];
+		if (fabs(d) > maxabs)
+			maxabs = fabs(d);
+	}
+	rel = den > 0 ? sqrt(num / den) : sqrt(num);
+	bool ok = nonfinite == 0 && clobbered == 0 && n > 0 && rel <= tol_of(out->dt);
+	printf("CASE %s: rel=%.3e maxabs=%.3e n=%lld nonfinite=%lld clobbered=%lld tol=%.0e %s\n", name, rel, maxabs,
+	       (long long)n, (long long)nonfinite, (long long)clobbered, tol_of(out->dt), ok ? "PASS" : "FAIL");
+	if (!ok) {
+		failures++;
+		/* where the first wrong elements are */
+		int64_t k = 0;
+		for (int64_t i = 0; i < out->n && k < 8; i++) {
+			if (isnan(ref[i]))
+				continue;
+			double g = ptx_load(out->dt, out->h, i);
+			if (!(fabs(g - ref[i]) <= 8 * tol_of(out->dt) * (1 + fabs(ref[i])))) {
+				printf("    bad element %lld: got %.6g want %.6g\n", (long long)i, g, ref[i]);
+				k++;
+			}
+		}
+	}
+	fflush(stdout);
+	return ok;
+}
+
+static double *
+ref_new(int64_t n)
+{
+	double *r = malloc((size_t)n * sizeof *r);
+	for (int64_t i = 0; i < n; i++)
+		r[i] = NAN;
+	return r;
+}
+
+/* ---- parallel loops for the references ---- */
+
+typedef struct Par {
+	void (*fn)(void *, int64_t);
+	void *arg;
+	int64_t n, next;
+	pthread_mutex_t mu;
+} Par;
+
+static void *
+par_worker(void *v)
+{
+	Par *p = v;
+	for (;;) {
+		pthread_mutex_lock(&p->mu);
+		int64_t i = p->next++;
+		pthread_mutex_unlock(&p->mu);
+		if (i >= p->n)
+			return NULL;
+		p->fn(p->arg, i);
+	}
+}
+
+static void
+par_for(int64_t n, void (*fn)(void *, int64_t), void *arg)
+{
+	Par p = {fn, arg, n, 0, PTHREAD_MUTEX_INITIALIZER};
+	long nt = sysconf(_SC_NPROCESSORS_ONLN);
+	pthread_t th[64];
+	if (nt < 1)
+		nt = 1;
+	if (nt > 64)
+		nt = 64;
+	for (long i = 0; i < nt; i++)
+		pthread_create(&th[i], NULL, par_worker, &p);
+	for (long i = 0; i < nt; i++)
+		pthread_join(th[i], NULL);
+}
+
+static double
+now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static CUdeviceptr
+upload_blocks(const PtxBlock *b, int64_t n)
+{
+	CUdeviceptr d;
+	CU(cuMemAlloc(&d, (size_t)n * sizeof *b));
+	CU(cuMemcpyHtoD(d, b, (size_t)n * sizeof *b));
+	CU(cuCtxSynchronize());
+	return d;
+}
+
+/* The block list a kernel runs when nothing waits: its natural order. */
+static CUdeviceptr
+plain_blocks(int64_t n)
+{
+	PtxBlock *b = calloc((size_t)n, sizeof *b);
+	for (int64_t i = 0; i < n; i++)
+		b[i] = (PtxBlock){.x = (uint32_t)i, .in_flag = PTX_NO_FLAG, .out_flag = PTX_NO_FLAG};
+	CUdeviceptr d = upload_blocks(b, n);
+	free(b);
+	return d;
+}
+
+/* ---- matmul ---- */
+
+typedef struct MmCase {
+	PtxMatmulSpec s;
+	Tens a, b, in[PTX_MAX_TENSORS], out[PTX_MAX_TENSORS];
+	double *ad, *btd; /* A and B^T as doubles, batch-major */
+	double *ref[PTX_MAX_TENSORS];
+} MmCase;
+
+static int64_t
+lda_of(const PtxMatmulSpec *s)
+{
+	return s->lda ? s->lda : s->k;
+}
+
+static int64_t
+ldb_of(const PtxMatmulSpec *s)
+{
+	return s->ldb ? s->ldb : s->n;
+}
+
+/* Elements the buffers must hold for the strides and shape. */
+static int64_t
+extent(const PtxTensor *t, int64_t nb, int64_t m, int64_t n)
+{
+	return (nb - 1) * t->stride[0] + (m - 1) * t->stride[1] + (n - 1) * t->stride[2] + 1;
+}
+
+static double
+mm_acc(MmCase *c, int64_t z, int64_t r, int64_t col)
+{
+	const PtxMatmulSpec *s = &c->s;
+	const double *a = c->ad + (z * s->m + r) * s->k, *b = c->btd + (z * s->n + col) * s->k;
+	double acc = 0;
+	for (int64_t k = 0; k < s->k; k++)
+		acc += a[k] * b[k];
+	return acc;
+}
+
+static void
+mm_ref_elem(MmCase *c, int64_t z, int64_t r, int64_t col, double *outv)
+{
+	const PtxMatmulSpec *s = &c->s;
+	double in[PTX_MAX_TENSORS] = {0}, val[PTX_MAX_INS];
+	DType indt[PTX_MAX_TENSORS] = {0};
+	double acc = mm_acc(c, z, r, col);
+	if (!s->epi.nins) {
+		outv[0] = acc;
+		return;
+	}
+	for (int i = 0; i < s->nin; i++) {
+		const int64_t *st = s->in[i].stride;
+		in[i] = ptx_load(s->in[i].dt, c->in[i].h, z * st[0] + r * st[1] + col * st[2]);
+		indt[i] = s->in[i].dt;
+	}
+	ptx_prog_eval(&s->epi, indt, in, acc, NULL, val);
+	for (int j = 0; j < s->epi.nout; j++)
+		outv[s->epi.out[j].tensor] = val[s->epi.out[j].val];
+}
+
+static void
+mm_ref_row(void *v, int64_t zr)
+{
+	MmCase *c = v;
+	const PtxMatmulSpec *s = &c->s;
+	int64_t z = zr / s->m, r = zr % s->m;
+	double o[PTX_MAX_TENSORS];
+	for (int64_t col = 0; col < s->n; col++) {
+		mm_ref_elem(c, z, r, col, o);
+		for (int j = 0; j < s->nout; j++) {
+			const int64_t *st = s->out[j].stride;
+			c->ref[j][z * st[0] + r * st[1] + col * st[2]] = o[j];
+		}
+	}
+}
+
+/* Random A, B (and epilogue inputs) of the spec's shapes on host and device. */
+static void
+mm_data(MmCase *c)
+{
+	PtxMatmulSpec *s = &c->s;
+	int64_t lda = lda_of(s), ldb = ldb_of(s);
+	int64_t na = (s->batch - 1) * s->batch_a + (s->m - 1) * lda + s->k;
+	int64_t nb = (s->batch - 1) * s->batch_b + (s->k - 1) * ldb + s->n;
+	c->a = tens_new(s->ab, na);
+	c->b = tens_new(s->ab, nb);
+	tens_random(&c->a, 1.0);
+	tens_random(&c->b, 1.0);
+	for (int i = 0; i < s->nin; i++) {
+		c->in[i] = tens_new(s->in[i].dt, extent(&s->in[i], s->batch, s->m, s->n));
+		tens_random(&c->in[i], 1.0);
+	}
+	for (int j = 0; j < s->nout; j++)
+		c->out[j] = tens_new(s->out[j].dt, extent(&s->out[j], s->batch, s->m, s->n));
+}
+
+static void
+mm_host_operands(MmCase *c)
+{
+	PtxMatmulSpec *s = &c->s;
+	int64_t lda = lda_of(s), ldb = ldb_of(s);
+	c->ad = malloc((size_t)(s->batch * s->m * s->k) * sizeof(double));
+	c->btd = malloc((size_t)(s->batch * s->n * s->k) * sizeof(double));
+	for (int64_t z = 0; z < s->batch; z++)
+		for (int64_t r = 0; r < s->m; r++)
+			for (int64_t k = 0; k < s->k; k++)
+				c->ad[(z * s->m + r) * s->k + k] = ptx_load(s->ab, c->a.h, z * s->batch_a + r * lda + k);
+	for (int64_t z = 0; z < s->batch; z++)
+		for (int64_t k = 0; k < s->k; k++)
+			for (int64_t col = 0; col < s->n; col++)
+				c->btd[(z * s->n + col) * s->k + k] = ptx_load(s->ab, c->b.h, z * s->batch_b + k * ldb + col);
+}
+
+static void
+mm_free(MmCase *c)
+{
+	tens_free(&c->a);
+	tens_free(&c->b);
+	for (int i = 0; i < c->s.nin; i++)
+		tens_free(&c->in[i]);
+	for (int j = 0; j < c->s.nout; j++) {
+		tens_free(&c->out[j]);
+		free(c->ref[j]);
+	}
+	free(c->ad);
+	free(c->btd);
+}
+
+static void
+mm_fill_launch(MmCase *c, Launch *l)
+{
+	l->t[0] = c->a.d;
+	l->t[1] = c->b.d;
+	for (int i = 0; i < c->s.nin; i++)
+		l->t[2 + i] = c->in[i].d;
+	for (int j = 0; j < c->s.nout; j++)
+		l->t[2 + c->s.nin + j] = c->out[j].d;
+}
+
+/* Runs a matmul spec on `grid` CTAs with a grouped block list and checks
+ * every output element. */
+static void
+mm_run(const char *name, PtxMatmulSpec s, int grid)
+{
+	MmCase c = {.s = s};
+	Buf b = {0};
+	PtxKernel k;
+	Launch l = {0};
+	char what[128];
+	double t0;
+
+	printf("--- %s: matmul %s %lldx%lldx%lld batch %lld tile %s grid %d\n", name, ty_dtypes[s.ab].name,
+	       (long long)s.m, (long long)s.n, (long long)s.k, (long long)s.batch, ptx_tiles[s.tile].name, grid);
+	ptx_emit_matmul(&b, &c.s, &k);
+	Kern kr = kern_load(&b, &k);
+	mm_data(&c);
+	PtxBlock *bl = calloc((size_t)k.nblocks, sizeof *bl);
+	ptx_matmul_blocks(&c.s, 4, bl);
+	l.blocks = upload_blocks(bl, k.nblocks);
+	l.nblocks = (uint32_t)k.nblocks;
+	l.grid = grid;
+	l.s = stream[0];
+	mm_fill_launch(&c, &l);
+	for (int j = 0; j < s.nout; j++)
+		tens_poison(&c.out[j]);
+	launch(&kr, &l);
+	CU(cuStreamSynchronize(l.s));
+	for (int j = 0; j < s.nout; j++)
+		tens_fetch(&c.out[j]);
+	t0 = now_s();
+	mm_host_operands(&c);
+	for (int j = 0; j < s.nout; j++)
+		c.ref[j] = ref_new(c.out[j].n);
+	par_for(s.batch * s.m, mm_ref_row, &c);
+	printf("  reference: %.2f s\n", now_s() - t0);
+	for (int j = 0; j < s.nout; j++) {
+		snprintf(what, sizeof what, "%s/out%d", name, j);
+		compare(what, &c.out[j], c.ref[j]);
+	}
+	CU(cuMemFree(l.blocks));
+	free(bl);
+	mm_free(&c);
+	buf_free(&b);
+	CU(cuModuleUnload(kr.mod));
+}
+
+static PtxMatmulSpec
+mm_spec(const char *name, DType ab, int64_t m, int64_t n, int64_t k, const char *tile, DType out)
+{
+	PtxMatmulSpec s = {.name = name, .ab = ab, .m = m, .n = n, .k = k, .batch = 1};
+	s.tile = tile ? ptx_tile_byname(tile) : ptx_matmul_default_tile(&s);
+	s.out[0] = (PtxTensor){out, {m * n, n, 1}};
+	s.nout = 1;
+	if (s.tile < 0) {
+		printf("no tile %s\n", tile);
+		exit(1);
+	}
+	return s;
+}
+
+static void
+prog_or_die(PtxEwProg *g, const char *text)
+{
+	const char *why = ptx_prog_parse(g, text);
+	if (why) {
+		printf("bad program %s: %s\n", text, why);
+		exit(1);
+	}
+}
+
+static void
+case_mm_1000(void)
+{
+	mm_run("mm_1000_bf16", mm_spec("mm_1000", DT_BF16, 1000, 1000, 1000, "128x256x32s4", DT_BF16), 5);
+}
+
+static void
+case_mm_tiles(void)
+{
+	for (int t = 0; t < ptx_ntiles; t++) {
+		char name[64];
+		snprintf(name, sizeof name, "mm_tile_%s", ptx_tiles[t].name);
+		mm_run(name, mm_spec("mm_tile", DT_BF16, 520, 776, 392, ptx_tiles[t].name, DT_F32), 17);
+	}
+}
+
+static void
+case_mm_ragged(void)
+{
+	mm_run("mm_4097x511x263", mm_spec("mm_rag", DT_BF16, 4097, 511, 263, NULL, DT_F32), nsm);
+	mm_run("mm_1x8x8", mm_spec("mm_tiny", DT_BF16, 1, 8, 8, "128x128x32s4", DT_F32), 1);
+	mm_run("mm_17x33x100_f16", mm_spec("mm_small", DT_F16, 17, 33, 100, "128x128x64s3", DT_F16), 3);
+	/* one operand by cp.async, the other element by element */
+	mm_run("mm_640x333x256", mm_spec("mm_mixa", DT_BF16, 640, 333, 256, NULL, DT_BF16), 9);
+	mm_run("mm_200x256x100", mm_spec("mm_mixb", DT_BF16, 200, 256, 100, NULL, DT_F32), 9);
+}
+
+/* Batched f16 chunks of bigger tensors: lda > k, batch strides, C with a
+ * leading dimension 8 wider than n whose padding must stay untouched. */
+static void
+case_mm_batch(void)
+{
+	PtxMatmulSpec s = mm_spec("mm_batch", DT_F16, 300, 200, 136, "128x128x32s4", DT_F16);
+	s.batch = 3;
+	s.lda = 144;
+	s.batch_a = 300 * 144 + 16;
+	s.batch_b = 136 * 200;
+	s.out[0] = (PtxTensor){DT_F16, {300 * 208, 208, 1}};
+	mm_run("mm_batch_f16", s, 11);
+}
+
+/* bias (row stride 0) + residual, tanh, two outputs of different types. */
+static void
+case_mm_epi(void)
+{
+	PtxMatmulSpec s = mm_spec("mm_epi", DT_BF16, 250, 383, 512, "128x256x32s4", DT_BF16);
+	s.ldb = 384;
+	s.in[0] = (PtxTensor){DT_BF16, {0, 0, 1}};
+	s.in[1] = (PtxTensor){DT_F32, {0, 383, 1}};
+	s.nin = 2;
+	s.out[0] = (PtxTensor){DT_BF16, {0, 383, 1}};
+	s.out[1] = (PtxTensor){DT_F32, {0, 383, 1}};
+	s.nout = 2;
+	prog_or_die(&s.epi, "out0=add(mul(tanh(add(acc,in0)),0.5),in1); out1=sigmoid(acc)");
+	mm_run("mm_epi_bias_res_tanh", s, 7);
+	s = mm_spec("mm_epi2", DT_BF16, 512, 512, 512, NULL, DT_I32);
+	s.in[0] = (PtxTensor){DT_F32, {0, 1, 0}};
+	s.nin = 1;
+	prog_or_die(&s.epi, "cast_i32(mul(add(acc,in0),4.0))");
+	mm_run("mm_epi_rowscale_i32", s, nsm);
+}
+
+/* ---- elementwise ---- */
+
+typedef struct EwCase {
+	PtxEwSpec s;
+	Tens in[PTX_MAX_TENSORS], out[PTX_MAX_TENSORS];
+	double *ref[PTX_MAX_TENSORS];
+} EwCase;
+
+static int64_t
+ew_extent(const PtxEwSpec *s, const PtxTensor *t)
+{
+	int64_t e = 1;
+	for (int d = 0; d < s->rank; d++)
+		e += (s->dim[d] - 1) * t->stride[d];
+	return e;
+}
+
+static void
+ew_ref_elem(void *v, int64_t flat)
+{
+	EwCase *c = v;
+	const PtxEwSpec *s = &c->s;
+	int64_t coord[PTX_MAX_DIMS], rest = flat;
+	double in[PTX_MAX_TENSORS] = {0}, val[PTX_MAX_INS];
+	DType indt[PTX_MAX_TENSORS] = {0};
+	for (int d = s->rank - 1; d >= 0; d--) {
+		coord[d] = rest % s->dim[d];
+		rest /= s->dim[d];
+	}
+	for (int i = 0; i < s->nin; i++) {
+		int64_t off = 0;
+		for (int d = 0; d < s->rank; d++)
+			off += coord[d] * s->in[i].stride[d];
+		in[i] = ptx_load(s->in[i].dt, c->in[i].h, off);
+		indt[i] = s->in[i].dt;
+	}
+	ptx_prog_eval(&s->prog, indt, in, 0, NULL, val);
+	for (int j = 0; j < s->prog.nout; j++) {
+		int t = s->prog.out[j].tensor;
+		int64_t off = 0;
+		for (int d = 0; d < s->rank; d++)
+			off += coord[d] * s->out[t].stride[d];
+		c->ref[t][off] = val[s->prog.out[j].val];
+	}
+}
+
+static void
+ew_run(const char *name, PtxEwSpec s, int grid)
+{
+	EwCase c = {.s = s};
+	Buf b = {0};
+	PtxKernel k;
+	Launch l = {0};
+	int64_t total = 1;
+	char what[128];
+
+	printf("--- %s: elementwise rank %d, grid %d\n", name, s.rank, grid);
+	ptx_emit_ew(&b, &c.s, &k);
+	Kern kr = kern_load(&b, &k);
+	for (int d = 0; d < s.rank; d++)
+		total *= s.dim[d];
+	for (int i = 0; i < s.nin; i++) {
+		c.in[i] = tens_new(s.in[i].dt, ew_extent(&s, &s.in[i]));
+		tens_random(&c.in[i], 2.0);
+		l.t[i] = c.in[i].d;
+	}
+	for (int j = 0; j < s.nout; j++) {
+		c.out[j] = tens_new(s.out[j].dt, ew_extent(&s, &s.out[j]));
+		tens_poison(&c.out[j]);
+		l.t[s.nin + j] = c.out[j].d;
+		c.ref[j] = ref_new(c.out[j].n);
+	}
+	l.blocks = plain_blocks(k.nblocks);
+	l.nblocks = (uint32_t)k.nblocks;
+	l.grid = grid;
+	l.s = stream[0];
+	launch(&kr, &l);
+	CU(cuStreamSynchronize(l.s));
+	par_for(total, ew_ref_elem, &c);
+	for (int j = 0; j < s.nout; j++) {
+		tens_fetch(&c.out[j]);
+		snprintf(what, sizeof what, "%s/out%d", name, j);
+		compare(what, &c.out[j], c.ref[j]);
+	}
+	for (int i = 0; i < s.nin; i++)
+		tens_free(&c.in[i]);
+	for (int j = 0; j < s.nout; j++) {
+		tens_free(&c.out[j]);
+		free(c.ref[j]);
+	}
+	CU(cuMemFree(l.blocks));
+	CU(cuModuleUnload(kr.mod));
+	buf_free(&b);
+}
+
+static void
+case_ew_bcast(void)
+{
+	PtxEwSpec s = {.name = "ew_bcast", .rank = 2, .dim = {1000, 777}, .nin = 2, .nout = 2};
+	s.in[0] = (PtxTensor){DT_BF16, {777, 1}};
+	s.in[1] = (PtxTensor){DT_BF16, {0, 1}};
+	s.out[0] = (PtxTensor){DT_BF16, {777, 1}};
+	s.out[1] = (PtxTensor){DT_F32, {777, 1}};
+	s.block_elems = 777 * 16;
+	prog_or_die(&s.prog, "out0=add(mul(sigmoid(in0),in1),tanh(in0)); out1=exp(in0)");
+	ew_run("ew_bcast_bf16", s, 13);
+}
+
+static void
+case_ew_ops(void)
+{
+	PtxEwSpec s = {.name = "ew_ops", .rank = 3, .dim = {7, 300, 129}, .nin = 3, .nout = 1};
+	s.in[0] = (PtxTensor){DT_F16, {38700, 129, 1}};
+	s.in[1] = (PtxTensor){DT_F16, {129, 0, 1}};
+	s.in[2] = (PtxTensor){DT_F32, {0, 0, 0}};
+	s.out[0] = (PtxTensor){DT_F32, {38700, 129, 1}};
+	prog_or_die(&s.prog, "div(add(log(add(abs(in0),1)),rsqrt(add(abs(in1),0.5))),"
+	                     "max(sqrt(abs(in2)),min(neg(in0),cast_bf16(in1))))");
+	ew_run("ew_all_ops_f16_f32", s, 32);
+	/* the big-|x| and small-|x| branches of tanh and sigmoid, exp, neg */
+	PtxEwSpec t = {.name = "ew_tanh", .rank = 1, .dim = {100000}, .nin = 1, .nout = 3};
+	t.in[0] = (PtxTensor){DT_F32, {1}};
+	t.out[0] = (PtxTensor){DT_F32, {1}};
+	t.out[1] = (PtxTensor){DT_F32, {1}};
+	t.out[2] = (PtxTensor){DT_F32, {1}};
+	prog_or_die(&t.prog, "out0=tanh(mul(in0,3.0)); out1=sigmoid(mul(in0,8.0)); out2=exp(neg(in0))");
+	ew_run("ew_tanh_sigmoid_f32", t, 50);
+}
+
+static void
+case_ew_int(void)
+{
+	PtxEwSpec s = {.name = "ew_int", .rank = 1, .dim = {4096}, .nin = 2, .nout = 2};
+	s.in[0] = (PtxTensor){DT_I32, {1}};
+	s.in[1] = (PtxTensor){DT_I32, {1}};
+	s.out[0] = (PtxTensor){DT_I32, {1}};
+	s.out[1] = (PtxTensor){DT_F32, {1}};
+	s.block_elems = 1024;
+	prog_or_die(&s.prog, "out0=max(mul(in0,in1),add(in0,3i)); out1=cast_f32(sub(in0,in1))");
+	ew_run("ew_i32", s, 3);
+}
+
+/* A transposed input (inner stride 33): scalar path. */
+static void
+case_ew_strided(void)
+{
+	PtxEwSpec s = {.name = "ew_strided", .rank = 2, .dim = {33, 65}, .nin = 1, .nout = 1};
+	s.in[0] = (PtxTensor){DT_F32, {1, 33}};
+	s.out[0] = (PtxTensor){DT_BF16, {65, 1}};
+	s.block_elems = 100;
+	prog_or_die(&s.prog, "abs(in0)");
+	ew_run("ew_transposed", s, 4);
+}
+
+/* ---- rows ---- */
+
+typedef struct RowsCase {
+	PtxRowsSpec s;
+	Tens in[PTX_MAX_TENSORS], out[PTX_MAX_TENSORS];
+	double *ref[PTX_MAX_TENSORS];
+} RowsCase;
+
+static double
+rows_in(RowsCase *c, int i, int64_t r, int64_t col)
+{
+	return ptx_load(c->s.in[i].dt, c->in[i].h, r * c->s.in[i].stride[0] + col * c->s.in[i].stride[1]);
+}
+
+static void
+rows_ref_row(void *v, int64_t r)
+{
+	RowsCase *c = v;
+	const PtxRowsSpec *s = &c->s;
+	double stage[PTX_MAX_STAGES] = {0}, in[PTX_MAX_TENSORS], val[PTX_MAX_INS];
+	DType indt[PTX_MAX_TENSORS];
+	for (int i = 0; i < s->nin; i++)
+		indt[i] = s->in[i].dt;
+	for (int k = 0; k < s->nstage; k++) {
+		const PtxRowStage *st = &s->stage[k];
+		double acc = st->red == OP_AMAX ? -INFINITY : st->red == OP_AMIN ? INFINITY : 0;
+		for (int64_t col = 0; col < s->len; col++) {
+			double x;
+			for (int i = 0; i < s->nin; i++)
+				in[i] = rows_in(c, i, r, col);
+			if (st->pre.nins) {
+				ptx_prog_eval(&st->pre, indt, in, 0, stage, val);
+				x = val[st->pre.out[0].val];
+			} else
+				x = in[0];
+			acc = st->red == OP_AMAX ? fmax(acc, x) : st->red == OP_AMIN ? fmin(acc, x) : acc + x;
+		}
+		if (st->red == OP_MEAN)
+			acc /= (double)s->len;
+		if (st->post.nins) {
+			for (int i = 0; i < s->nin; i++)
+				in[i] = rows_in(c, i, r, 0);
+			ptx_prog_eval(&st->post, indt, in, acc, stage, val);
+			acc = val[st->post.out[0].val];
+		}
+		stage[k] = acc;
+		if (st->out >= 0)
+			c->ref[st->out][r * s->out[st->out].stride[0]] = acc;
+	}
+	for (int64_t col = 0; s->map.nout && col < s->len; col++) {
+		for (int i = 0; i < s->nin; i++)
+			in[i] = rows_in(c, i, r, col);
+		ptx_prog_eval(&s->map, indt, in, 0, stage, val);
+		for (int j = 0; j < s->map.nout; j++) {
+			const PtxTensor *t = &s->out[s->map.out[j].tensor];
+			c->ref[s->map.out[j].tensor][r * t->stride[0] + col * t->stride[1]] = val[s->map.out[j].val];
+		}
+	}
+}
+
+static void
+rows_run(const char *name, PtxRowsSpec s, int grid)
+{
+	RowsCase c = {.s = s};
+	Buf b = {0};
+	PtxKernel k;
+	Launch l = {0};
+	char what[128];
+
+	printf("--- %s: rows %lld x %lld, %d stages, grid %d\n", name, (long long)s.rows, (long long)s.len, s.nstage,
+	       grid);
+	ptx_emit_rows(&b, &c.s, &k);
+	Kern kr = kern_load(&b, &k);
+	for (int i = 0; i < s.nin; i++) {
+		const int64_t *st = s.in[i].stride;
+		c.in[i] = tens_new(s.in[i].dt, (s.rows - 1) * st[0] + (s.len - 1) * st[1] + 1);
+		tens_random(&c.in[i], 3.0);
+		l.t[i] = c.in[i].d;
+	}
+	for (int j = 0; j < s.nout; j++) {
+		const int64_t *st = s.out[j].stride;
+		c.out[j] = tens_new(s.out[j].dt, (s.rows - 1) * st[0] + (st[1] ? (s.len - 1) * st[1] : 0) + 1);
+		tens_poison(&c.out[j]);
+		l.t[s.nin + j] = c.out[j].d;
+		c.ref[j] = ref_new(c.out[j].n);
+	}
+	l.blocks = plain_blocks(k.nblocks);
+	l.nblocks = (uint32_t)k.nblocks;
+	l.grid = grid;
+	l.s = stream[0];
+	launch(&kr, &l);
+	CU(cuStreamSynchronize(l.s));
+	par_for(s.rows, rows_ref_row, &c);
+	for (int j = 0; j < s.nout; j++) {
+		tens_fetch(&c.out[j]);
+		snprintf(what, sizeof what, "%s/out%d", name, j);
+		compare(what, &c.out[j], c.ref[j]);
+	}
+	for (int i = 0; i < s.nin; i++)
+		tens_free(&c.in[i]);
+	for (int j = 0; j < s.nout; j++) {
+		tens_free(&c.out[j]);
+		free(c.ref[j]);
+	}
+	CU(cuMemFree(l.blocks));
+	CU(cuModuleUnload(kr.mod));
+	buf_free(&b);
+}
+
+static PtxRowStage
+stage_of(int red, const char *pre, const char *post, int out)
+{
+	PtxRowStage st = {.red = red, .out = out};
+	if (pre)
+		prog_or_die(&st.pre, pre);
+	if (post)
+		prog_or_die(&st.post, post);
+	return st;
+}
+
+static void
+case_rows_softmax(void)
+{
+	PtxRowsSpec s = {.name = "softmax", .rows = 512, .len = 1000, .nin = 1, .nout = 1, .nstage = 2};
+	s.in[0] = (PtxTensor){DT_BF16, {1000, 1}};
+	s.out[0] = (PtxTensor){DT_BF16, {1000, 1}};
+	s.stage[0] = stage_of(OP_AMAX, NULL, NULL, -1);
+	s.stage[1] = stage_of(OP_SUM, "exp(sub(in0,stage0))", NULL, -1);
+	prog_or_die(&s.map, "div(exp(sub(in0,stage0)),stage1)");
+	rows_run("rows_softmax_bf16", s, 20);
+}
+
+static void
+case_rows_layernorm(void)
+{
+	PtxRowsSpec s = {.name = "layernorm", .rows = 300, .len = 4096, .nin = 3, .nout = 3, .nstage = 2};
+	s.in[0] = (PtxTensor){DT_F16, {4096, 1}};
+	s.in[1] = (PtxTensor){DT_F16, {0, 1}};
+	s.in[2] = (PtxTensor){DT_F16, {0, 1}};
+	s.out[0] = (PtxTensor){DT_F16, {4096, 1}};
+	s.out[1] = (PtxTensor){DT_F32, {1, 0}};
+	s.out[2] = (PtxTensor){DT_F32, {1, 0}};
+	s.stage[0] = stage_of(OP_MEAN, NULL, NULL, 1);
+	s.stage[1] = stage_of(OP_MEAN, "mul(sub(in0,stage0),sub(in0,stage0))", "rsqrt(add(acc,1e-5))", 2);
+	prog_or_die(&s.map, "add(mul(mul(sub(in0,stage0),stage1),in1),in2)");
+	rows_run("rows_layernorm_f16", s, 30);
+}
+
+static void
+case_rows_rmsnorm(void)
+{
+	PtxRowsSpec s = {.name = "rmsnorm", .rows = 1000, .len = 333, .nin = 2, .nout = 1, .nstage = 1};
+	s.in[0] = (PtxTensor){DT_BF16, {333, 1}};
+	s.in[1] = (PtxTensor){DT_BF16, {0, 1}};
+	s.out[0] = (PtxTensor){DT_BF16, {333, 1}};
+	s.stage[0] = stage_of(OP_MEAN, "mul(in0,in0)", "rsqrt(add(acc,1e-6))", -1);
+	prog_or_die(&s.map, "mul(mul(in0,stage0),in1)");
+	s.rows_per_block = 16;
+	rows_run("rows_rmsnorm_bf16", s, 9);
+}
+
+static void
+case_rows_reduce(void)
+{
+	PtxRowsSpec s = {.name = "reduce", .rows = 2000, .len = 77, .nin = 1, .nout = 2, .nstage = 2};
+	s.in[0] = (PtxTensor){DT_F32, {77, 1}};
+	s.out[0] = (PtxTensor){DT_F32, {1, 0}};
+	s.out[1] = (PtxTensor){DT_F32, {1, 0}};
+	s.stage[0] = stage_of(OP_SUM, NULL, NULL, 0);
+	s.stage[1] = stage_of(OP_AMIN, NULL, NULL, 1);
+	rows_run("rows_sum_min_f32", s, 40);
+}
+
+/* ---- flags ---- */
+
+/* A matmul whose tiles wait for "row block i of A arrived" flags that a
+ * second stream writes 20 ms after launch, and an elementwise consumer on a
+ * third stream whose blocks wait on the matmul's per-row-block counters. */
+static void
+case_flags_late(void)
+{
+	const int64_t M = 1024, N = 1024, K = 1024;
+	PtxMatmulSpec s = mm_spec("flag_mm", DT_BF16, M, N, K, "128x256x32s4", DT_BF16);
+	PtxEwSpec e = {.name = "flag_ew", .rank = 2, .dim = {M, N}, .nin = 1, .nout = 1, .block_elems = 128 * N};
+	MmCase c = {.s = s};
+	Buf b1 = {0}, b2 = {0};
+	PtxKernel k1, k2;
+	Launch l1 = {0}, l2 = {0};
+	CUdeviceptr flags, err, trace;
+	uint64_t base = 1000 + (rng % 1000), fl[64], errw = 0, tr[2 * 64];
+	int ntm = (int)(M / 128), ntn = (int)(N / 256);
+	Tens d;
+	double *dref;
+
+	printf("--- flags_late: matmul waits on flags written 20 ms late; ew waits on the matmul\n");
+	e.in[0] = (PtxTensor){DT_BF16, {N, 1}};
+	e.out[0] = (PtxTensor){DT_F32, {N, 1}};
+	prog_or_die(&e.prog, "mul(max(in0,0.0),2.0)");
+	ptx_emit_matmul(&b1, &c.s, &k1);
+	ptx_emit_ew(&b2, &e, &k2);
+	Kern km = kern_load(&b1, &k1), ke = kern_load(&b2, &k2);
+	mm_data(&c);
+	d = tens_new(DT_F32, M * N);
+
+	/* flags: [0, 8) A row blocks, [16, 24) tiles done per row block, [32, 40) ew done */
+	for (int i = 0; i < 64; i++)
+		fl[i] = base - 1;
+	for (int i = 16; i < 24; i++)
+		fl[i] = base;
+	CU(cuMemAlloc(&flags, sizeof fl));
+	CU(cuMemcpyHtoD(flags, fl, sizeof fl));
+	CU(cuMemAlloc(&err, 8));
+	CU(cuMemcpyHtoD(err, &errw, 8));
+	CU(cuMemAlloc(&trace, sizeof tr));
+	CU(cuMemsetD8(trace, 0, sizeof tr));
+
+	PtxBlock *bl = calloc((size_t)k1.nblocks, sizeof *bl);
+	ptx_matmul_blocks(&c.s, 0, bl);
+	for (int64_t i = 0; i < k1.nblocks; i++) {
+		bl[i].in_flag = bl[i].x;
+		bl[i].in_epoch = base;
+		bl[i].out_flag = 16 + bl[i].x;
+		bl[i].out_op = PTX_RAISE_ADD;
+		bl[i].out_value = 1;
+	}
+	l1.blocks = upload_blocks(bl, k1.nblocks);
+	l1.nblocks = (uint32_t)k1.nblocks;
+	PtxBlock be[8];
+	for (int i = 0; i < 8; i++)
+		be[i] = (PtxBlock){.x = (uint32_t)i, .in_flag = 16 + i, .in_epoch = base + ntn, .out_flag = 32 + i,
+		                   .out_op = PTX_RAISE_STORE, .out_value = base + 100 + i};
+	l2.blocks = upload_blocks(be, 8);
+	l2.nblocks = 8;
+	l1.flags = l2.flags = flags;
+	l1.err = l2.err = err;
+	l1.timeout = l2.timeout = 2000000000ull; /* 2 s: a release that never comes fails loudly */
+	l1.trace = trace;
+	l1.grid = 66;
+	l2.grid = 8;
+	l1.s = stream[0];
+	l2.s = stream[1];
+	mm_fill_launch(&c, &l1);
+	l2.t[0] = c.out[0].d;
+	l2.t[1] = d.d;
+	tens_poison(&c.out[0]);
+	tens_poison(&d);
+	CU(cuCtxSynchronize());
+
+	launch(&km, &l1);
+	launch(&ke, &l2);
+	usleep(20000);
+	CUresult q0 = cuStreamQuery(stream[0]), q1 = cuStreamQuery(stream[1]);
+	printf("  after 20 ms: matmul stream %s, ew stream %s (both should be waiting)\n",
+	       q0 == CUDA_ERROR_NOT_READY ? "waiting" : "DONE", q1 == CUDA_ERROR_NOT_READY ? "waiting" : "DONE");
+	if (q0 != CUDA_ERROR_NOT_READY || q1 != CUDA_ERROR_NOT_READY)
+		failures++;
+	tens_fetch(&d); /* concurrent read: still poison */
+	int64_t early = 0;
+	for (int64_t i = 0; i < d.n; i++)
+		early += !is_poison(DT_F32, d.h, i);
+	printf("  consumer elements written before the release: %lld (want 0)\n", (long long)early);
+	if (early)
+		failures++;
+	for (int i = ntm - 1; i >= 0; i--) /* released in reverse order */
+		CU(cuStreamWriteValue64(stream[2], flags + 8 * i, base, 0));
+	CU(cuCtxSynchronize());
+
+	CU(cuMemcpyDtoH(fl, flags, sizeof fl));
+	CU(cuMemcpyDtoH(&errw, err, 8));
+	CU(cuMemcpyDtoH(tr, trace, sizeof tr));
+	int bad = errw != 0;
+	for (int i = 0; i < ntm; i++) {
+		bad += fl[16 + i] != base + (uint64_t)ntn;
+		bad += fl[32 + i] != base + 100 + (uint64_t)i;
+	}
+	int badtrace = 0;
+	for (int64_t i = 0; i < k1.nblocks; i++)
+		badtrace += tr[2 * i] == 0 || tr[2 * i + 1] < tr[2 * i];
+	printf("CASE flags_late/protocol: err=%llu raised-flags-wrong=%d trace-entries-wrong=%d %s\n",
+	       (unsigned long long)errw, bad - (errw != 0), badtrace, bad || badtrace ? "FAIL" : "PASS");
+	if (bad || badtrace)
+		failures++;
+	printf("  trace: block 0 %.1f us, last block ends %.1f us after block 0 starts\n", (tr[1] - tr[0]) * 1e-3,
+	       (tr[2 * k1.nblocks - 1] - tr[0]) * 1e-3);
+
+	tens_fetch(&c.out[0]);
+	tens_fetch(&d);
+	mm_host_operands(&c);
+	c.ref[0] = ref_new(c.out[0].n);
+	par_for(M, mm_ref_row, &c);
+	compare("flags_late/matmul", &c.out[0], c.ref[0]);
+	/* The consumer read the bf16 C the GPU wrote: check it against that. */
+	dref = ref_new(d.n);
+	for (int64_t i = 0; i < d.n; i++)
+		dref[i] = fmax(ptx_load(DT_BF16, c.out[0].h, i), 0.0) * 2.0;
+	compare("flags_late/consumer", &d, dref);
+	free(dref);
+	free(bl);
+	tens_free(&d);
+	mm_free(&c);
+}
+
+/* Waits that never end: the error word names the flag and the block, the
+ * kernels return within the timeout, and the context is still usable. */
+static void
+case_flags_timeout(void)
+{
+	PtxEwSpec e = {.name = "to_ew", .rank = 1, .dim = {64 * 1024}, .nin = 1, .nout = 1, .block_elems = 1024};
+	PtxMatmulSpec s = mm_spec("to_mm", DT_BF16, 512, 512, 256, "128x256x32s4", DT_BF16);
+	Buf b1 = {0}, b2 = {0};
+	PtxKernel k1, k2;
+	Launch l = {0};
+	CUdeviceptr flags, err;
+	uint64_t fl[8] = {7, 7, 7, 7, 7, 7, 7, 7}, errw;
+	CUevent ev0, ev1;
+	float ms;
+	MmCase c = {.s = s};
+	Tens x, y;
+
+	printf("--- flags_timeout: one block waits on a flag nobody raises, timeout 5 ms\n");
+	e.in[0] = (PtxTensor){DT_F32, {1}};
+	e.out[0] = (PtxTensor){DT_F32, {1}};
+	prog_or_die(&e.prog, "add(in0,1.0)");
+	ptx_emit_ew(&b1, &e, &k1);
+	ptx_emit_matmul(&b2, &c.s, &k2);
+	Kern ke = kern_load(&b1, &k1), km = kern_load(&b2, &k2);
+	CU(cuMemAlloc(&flags, sizeof fl));
+	CU(cuMemcpyHtoD(flags, fl, sizeof fl));
+	CU(cuCtxSynchronize());
+	CU(cuMemAlloc(&err, 8));
+	CU(cuEventCreate(&ev0, CU_EVENT_DEFAULT));
+	CU(cuEventCreate(&ev1, CU_EVENT_DEFAULT));
+	x = tens_new(DT_F32, 64 * 1024);
+	y = tens_new(DT_F32, 64 * 1024);
+	tens_random(&x, 1.0);
+
+	for (int kind = 0; kind < 2; kind++) {
+		int64_t nb = kind == 0 ? k1.nblocks : k2.nblocks, stuck = kind == 0 ? 37 : 5;
+		PtxBlock *bl = calloc((size_t)nb, sizeof *bl);
+		if (kind == 0)
+			for (int64_t i = 0; i < nb; i++)
+				bl[i] = (PtxBlock){.x = (uint32_t)i, .in_flag = 6, .in_epoch = 7, .out_flag = PTX_NO_FLAG};
+		else {
+			ptx_matmul_blocks(&c.s, 0, bl);
+			for (int64_t i = 0; i < nb; i++)
+				bl[i].in_flag = 6, bl[i].in_epoch = 7;
+		}
+		bl[stuck].in_flag = 5; /* flags[5] = 7 never reaches 8 */
+		bl[stuck].in_epoch = 8;
+		errw = 0;
+		CU(cuMemcpyHtoD(err, &errw, 8));
+		CU(cuCtxSynchronize());
+		memset(&l, 0, sizeof l);
+		l.blocks = upload_blocks(bl, nb);
+		l.nblocks = (uint32_t)nb;
+		l.flags = flags;
+		l.err = err;
+		l.timeout = 5000000;
+		l.grid = 16;
+		l.s = stream[0];
+		if (kind == 0) {
+			l.t[0] = x.d;
+			l.t[1] = y.d;
+		} else {
+			mm_data(&c);
+			mm_fill_launch(&c, &l);
+		}
+		CU(cuEventRecord(ev0, l.s));
+		launch(kind == 0 ? &ke : &km, &l);
+		CU(cuEventRecord(ev1, l.s));
+		CUresult r = cuStreamSynchronize(l.s);
+		CU(r);
+		CU(cuEventElapsedTime(&ms, ev0, ev1));
+		CU(cuMemcpyDtoH(&errw, err, 8));
+		uint64_t want = (uint64_t)(5 + 1) | ((uint64_t)stuck << 32);
+		bool ok = errw == want && ms >= 4.9f && ms < 60.0f;
+		printf("CASE flags_timeout/%s: err=0x%llx want 0x%llx (flag %llu, block %llu), kernel %.3f ms %s\n",
+		       kind == 0 ? "ew" : "matmul", (unsigned long long)errw, (unsigned long long)want,
+		       (unsigned long long)(errw & 0xffffffffu) - 1, (unsigned long long)(errw >> 32), ms,
+		       ok ? "PASS" : "FAIL");
+		if (!ok)
+			failures++;
+		CU(cuMemFree(l.blocks));
+		free(bl);
+		if (kind == 1)
+			mm_free(&c);
+	}
+	CU(cuCtxSynchronize());
+	printf("  context after the timeouts: usable (cuCtxSynchronize OK)\n");
+	tens_free(&x);
+	tens_free(&y);
+	CU(cuModuleUnload(ke.mod));
+	CU(cuModuleUnload(km.mod));
+	/* And a normal kernel runs right after. */
+	case_ew_int();
+}
+
+/* ---- throughput ---- */
+
+static int
+cmp_float(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+	return (x > y) - (x < y);
+}
+
+/* Median of 25 timed runs after 3 warm-ups; a sampled f64 check of the
+ * last output (1024 random elements). */
+static void
+perf_one(int tile, int64_t n, Tens *a, Tens *b, Tens *cc, int group)
+{
+	PtxMatmulSpec s = mm_spec("perf_mm", DT_BF16, n, n, n, ptx_tiles[tile].name, DT_BF16);
+	Buf bu = {0};
+	PtxKernel k;
+	Launch l = {0};
+	CUevent e0, e1;
+	float t[25];
+	double num = 0, den = 0;
+
+	ptx_emit_matmul(&bu, &s, &k);
+	Kern kr = kern_load(&bu, &k);
+	PtxBlock *bl = calloc((size_t)k.nblocks, sizeof *bl);
+	ptx_matmul_blocks(&s, group, bl);
+	l.blocks = upload_blocks(bl, k.nblocks);
+	l.nblocks = (uint32_t)k.nblocks;
+	l.grid = nsm;
+	l.s = stream[0];
+	l.t[0] = a->d;
+	l.t[1] = b->d;
+	l.t[2] = cc->d;
+	CU(cuEventCreate(&e0, CU_EVENT_DEFAULT));
+	CU(cuEventCreate(&e1, CU_EVENT_DEFAULT));
+	tens_poison(cc);
+	for (int i = 0; i < 3; i++)
+		launch(&kr, &l);
+	for (int i = 0; i < 25; i++) {
+		CU(cuEventRecord(e0, l.s));
+		launch(&kr, &l);
+		CU(cuEventRecord(e1, l.s));
+		CU(cuEventSynchronize(e1));
+		CU(cuEventElapsedTime(&t[i], e0, e1));
+	}
+	qsort(t, 25, sizeof t[0], cmp_float);
+	CU(cuMemcpyDtoH(cc->h, cc->d, (size_t)n * n * 2));
+	for (int i = 0; i < 1024; i++) {
+		int64_t r = (int64_t)((urand() + 1) / 2 * n), c = (int64_t)((urand() + 1) / 2 * n);
+		double acc = 0;
+		r = r < n ? r : n - 1;
+		c = c < n ? c : n - 1;
+		for (int64_t kk = 0; kk < n; kk++)
+			acc += ptx_load(DT_BF16, a->h, r * n + kk) * ptx_load(DT_BF16, b->h, kk * n + c);
+		double g = ptx_load(DT_BF16, cc->h, r * n + c);
+		num += (g - acc) * (g - acc);
+		den += acc * acc;
+	}
+	double rel = sqrt(num / den), tf = 2.0 * n * n * n / (t[12] * 1e-3) / 1e12;
+	bool ok = rel < 1e-2;
+	printf("PERF tile=%s n=%lld group=%d grid=%d median_ms=%.4f min_ms=%.4f max_ms=%.4f tflops=%.1f regs=%d "
+	       "local=%d sampled_rel=%.2e %s\n",
+	       ptx_tiles[tile].name, (long long)n, group, nsm, t[12], t[0], t[24], tf, kr.regs, kr.local, rel,
+	       ok ? "PASS" : "FAIL");
+	fflush(stdout);
+	if (!ok)
+		failures++;
+	CU(cuMemFree(l.blocks));
+	free(bl);
+	buf_free(&bu);
+	CU(cuModuleUnload(kr.mod));
+}
+
+static void
+perf(const char *only)
+{
+	static const int64_t sizes[] = {4096, 8192};
+	for (size_t si = 0; si < NELEM(sizes); si++) {
+		int64_t n = sizes[si];
+		Tens a = tens_new(DT_BF16, n * n), b = tens_new(DT_BF16, n * n), c = tens_new(DT_BF16, n * n);
+		tens_random(&a, 1.0);
+		tens_random(&b, 1.0);
+		for (int t = 0; t < ptx_ntiles; t++)
+			if (!only || !strcmp(only, ptx_tiles[t].name))
+				perf_one(t, n, &a, &b, &c, 8);
+		if (!only) /* the L2 grouping of the block list matters: one other setting */
+			perf_one(ptx_tile_byname(PTX_DEFAULT_TILE), n, &a, &b, &c, 0);
+		tens_free(&a);
+		tens_free(&b);
+		tens_free(&c);
+	}
+}
+
+static const struct {
+	const char *name;
+	void (*fn)(void);
+} cases[] = {
+	{"mm_1000", case_mm_1000},         {"mm_ragged", case_mm_ragged},
+	{"mm_batch", case_mm_batch},       {"mm_epi", case_mm_epi},
+	{"mm_tiles", case_mm_tiles},       {"ew_bcast", case_ew_bcast},
+	{"ew_ops", case_ew_ops},           {"ew_int", case_ew_int},
+	{"ew_strided", case_ew_strided},   {"rows_softmax", case_rows_softmax},
+	{"rows_layernorm", case_rows_layernorm}, {"rows_rmsnorm", case_rows_rmsnorm},
+	{"rows_reduce", case_rows_reduce}, {"flags_late", case_flags_late},
+	{"flags_timeout", case_flags_timeout},
+};
+
+int
+main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: gpu-kernels list | CASE... | perf [TILE]\n");
+		return 2;
+	}
+	if (!strcmp(argv[1], "list")) {
+		for (size_t i = 0; i < NELEM(cases); i++)
+			printf("%s\n", cases[i].name);
+		return 0;
+	}
+	rng ^= (uint64_t)time(NULL) * 0x2545F4914F6CDD1Dull ^ (uint64_t)getpid();
+	gpu_init();
+	if (!strcmp(argv[1], "perf")) {
+		perf(argc > 2 ? argv[2] : NULL);
+		return failures ? 1 : 0;
+	}
+	for (int i = 1; i < argc; i++) {
+		size_t j;
+		for (j = 0; j < NELEM(cases); j++)
+			if (!strcmp(argv[i], cases[j].name)) {
+				double t0 = now_s();
+				cases[j].fn();
+				printf("  (%s took %.1f s)\n", cases[j].name, now_s() - t0);
+				break;
+			}
+		if (j == NELEM(cases)) {
+			fprintf(stderr, "no case %s\n", argv[i]);
+			return 2;
+		}
+	}
+	printf("%d failures\n", failures);
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,111 @@
+"""PTX tests: each tests/ptx/*.test names a kernel for build/ptxgen and says
+what must hold of it.
+
+  // ARGS: matmul --m 1000 ...     ptxgen's arguments (one line; several ARGS
+                                   lines give several kernels, each checked)
+  // CHECK: text                   must appear in the PTX, in order
+  // CHECK-NOT: text               must not appear between the neighbouring CHECKs
+  // NOSPILL                       ptxas -v must report 0 bytes of spill stores and loads
+  // ERROR: text                   ptxgen must refuse with exit 2 and this text
+
+Every kernel is assembled with `ptxas -arch=sm_90 -v` where ptxas is found
+(PATH, then $CUDA_HOME/bin, then /usr/local/cuda/bin); without ptxas only the
+CHECK lines run."""
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+
+
+def find_ptxas():
+    p = shutil.which("ptxas")
+    if p:
+        return p
+    for d in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if d and os.access(os.path.join(d, "bin", "ptxas"), os.X_OK):
+            return os.path.join(d, "bin", "ptxas")
+    return None
+
+
+def directives(path):
+    d = {"args": [], "check": [], "nospill": False, "error": None}
+    for line in open(path, encoding="utf-8"):
+        m = re.search(r"//\s*(ARGS|CHECK|CHECK-NOT|NOSPILL|ERROR)(:\s?(.*))?$", line)
+        if not m:
+            continue
+        key, val = m.group(1), (m.group(3) or "").rstrip()
+        if key == "ARGS":
+            d["args"].append(shlex.split(val))
+        elif key in ("CHECK", "CHECK-NOT"):
+            d["check"].append((key, val))
+        elif key == "NOSPILL":
+            d["nospill"] = True
+        else:
+            d["error"] = val
+    return d
+
+
+def check_text(d, out, Fail):
+    pos, nots = 0, []
+    for key, text in d["check"]:
+        if key == "CHECK-NOT":
+            nots.append(text)
+            continue
+        i = out.find(text, pos)
+        if i < 0:
+            raise Fail(" CHECK not found: %r" % text)
+        for t in nots:
+            if t in out[pos:i]:
+                raise Fail(" CHECK-NOT found: %r" % t)
+        nots, pos = [], i + len(text)
+    for t in nots:
+        if t in out[pos:]:
+            raise Fail(" CHECK-NOT found: %r" % t)
+
+
+def assemble(ptxas, ptx, nospill, Fail):
+    with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
+        f.write(ptx)
+        name = f.name
+    try:
+        p = subprocess.run([ptxas, "-arch=sm_90", "-v", name, "-o", os.devnull],
+                           capture_output=True, text=True, timeout=300)
+    finally:
+        os.unlink(name)
+    if p.returncode != 0:
+        raise Fail(" ptxas failed:\n" + p.stderr[:4000])
+    if nospill:
+        for m in re.finditer(r"(\d+) bytes spill stores, (\d+) bytes spill loads", p.stderr):
+            if m.group(1) != "0" or m.group(2) != "0":
+                raise Fail(" ptxas reports spills: " + m.group(0))
+    return p.stderr
+
+
+def tests(root, run, Fail):
+    ptxgen = os.path.join(root, "build", "ptxgen")
+    ptxas = find_ptxas()
+    out = []
+    for path in sorted(os.listdir(os.path.join(root, "tests", "ptx"))):
+        if not path.endswith(".test"):
+            continue
+        full = os.path.join(root, "tests", "ptx", path)
+
+        def t(full=full):
+            d = directives(full)
+            if not d["args"]:
+                raise Fail(" no ARGS line")
+            for args in d["args"]:
+                rc, text, err = run([ptxgen] + args)
+                if d["error"] is not None:
+                    if rc != 2 or d["error"] not in err:
+                        raise Fail(" expected ptxgen to refuse with %r, got exit %d: %s" % (d["error"], rc, err))
+                    continue
+                if rc != 0:
+                    raise Fail(" ptxgen %s: exit %d\n%s" % (" ".join(args), rc, err[:2000]))
+                check_text(d, text, Fail)
+                if ptxas:
+                    assemble(ptxas, text, d["nospill"], Fail)
+        out.append(("tests/ptx/" + path, t))
+    return out
