@@ -16,7 +16,7 @@ enum {
 	PTX_MAX_INS = 64,    /* instructions of one elementwise program */
 	PTX_MAX_STAGES = 4,  /* reductions chained in one row kernel */
 	PTX_MAX_DIMS = 8,    /* dims of an elementwise iteration space (LIM_RANK) */
-	PTX_NPARAM = 6,      /* parameters every kernel has before its tensors */
+	PTX_NPARAM = 7,      /* parameters every kernel has before its tensors */
 };
 
 /* ---- the block list ----
@@ -48,6 +48,10 @@ typedef struct PtxBlock {
  *                     err must not be 0 when timeout is not
  *   5  .u64 trace     0, or uint64_t[2*nblocks]: thread 0 stores %globaltimer
  *                     when the block's wait is over and when its stores are done
+ *   6  .u64 epoch     the call's epoch e >= 1: a wait ends at in_epoch * e, a
+ *                     PTX_RAISE_STORE stores out_value * e and a PTX_RAISE_ADD
+ *                     adds out_value (k adds per call reach k * e) -- so one
+ *                     block list serves every call and flags are never reset
  *   6.. .u64          the kind's tensors: matmul A, B, then epilogue inputs,
  *                     then outputs (out[0] is C); ew and rows: inputs, then outputs
  * A CTA whose wait times out (or that sees err already set while it waits)

@@ -23,11 +23,11 @@ enum {
 };
 
 const char *const ptx_param_names[PTX_NPARAM] = {
-	"blocks", "nblocks", "flags", "err", "timeout", "trace",
+	"blocks", "nblocks", "flags", "err", "timeout", "trace", "epoch",
 };
 
 /* .u32 for nblocks, .u64 for the others. */
-static const int param_is32[PTX_NPARAM] = {0, 1, 0, 0, 0, 0};
+static const int param_is32[PTX_NPARAM] = {0, 1, 0, 0, 0, 0, 0};
 
 static const struct {
 	const char *prefix, *type;
@@ -193,6 +193,7 @@ flag_wait(Ptx *p, Reg quit)
 	ptx_emit(p, "setp.eq.u32 %s, %s, %u;", R(q), R(fi), PTX_NO_FLAG);
 	ptx_emit(p, "@%s bra $L%d;", R(q), waited);
 	ptx_emit(p, "ld.global.nc.u64 %s, [%s+16];", R(ep), R(p->entry));
+	ptx_emit(p, "mul.lo.u64 %s, %s, %s;", R(ep), R(ep), R(p->param[6])); /* this call's target */
 	ptx_emit(p, "mad.wide.u32 %s, %s, 8, %s;", R(fa), R(fi), R(flags));
 	ptx_emit(p, "ld.acquire.sys.global.u64 %s, [%s];", R(v), R(fa));
 	ptx_emit(p, "sub.u64 %s, %s, %s;", R(v), R(v), R(ep));
@@ -321,6 +322,7 @@ ptx_loop_end(Ptx *p)
 	ptx_emit(p, "mad.wide.u32 %s, %s, 8, %s;", R(fa), R(fo), R(p->param[2]));
 	ptx_emit(p, "setp.eq.u32 %s, %s, %d;", R(q), R(op), PTX_RAISE_ADD);
 	ptx_emit(p, "@%s red.release.sys.global.add.u64 [%s], %s;", R(q), R(fa), R(val));
+	ptx_emit(p, "@!%s mul.lo.u64 %s, %s, %s;", R(q), R(val), R(val), R(p->param[6]));
 	ptx_emit(p, "@!%s st.release.sys.global.u64 [%s], %s;", R(q), R(fa), R(val));
 	ptx_place(p, raised);
 	ptx_emit(p, "mov.u32 %s, %%nctaid.x;", R(n));

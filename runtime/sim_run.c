@@ -369,7 +369,7 @@ rank_op(Rank *k, Val v)
 	const Ins *in = &f->ins[v];
 	Tensor *out = &k->val[v], *xs[64], **x = in->narg > 64 ? xmalloc((size_t)in->narg * sizeof *x) : xs;
 	Tensor sliced[2] = {{0}};
-	DType st = in->internal ? DT_F32 : in->ty.dt;
+	DType st = in->internal && in->op != OP_CAST ? DT_F32 : in->ty.dt; /* a cast rounds, fused or not */
 	bool ok = true;
 
 	for (int i = 0; i < in->narg; i++) {

@@ -181,6 +181,17 @@ cut(int64_t len, int i, int n)
 	return len * i / n;
 }
 
+/* Band edges at multiples of `al` (the last edge is len). */
+static int64_t
+cut_al(int64_t len, int i, int n, int al)
+{
+	int64_t units = (len + al - 1) / al, c;
+	if (i >= n)
+		return len;
+	c = al * (units * i / n);
+	return c < len ? c : len;
+}
+
 /* Bands of a fused group anchored at `a`. */
 static void
 build_group(BlockGraph *g, Val a, const NodeChoice *ch)
@@ -192,15 +203,20 @@ build_group(BlockGraph *g, Val a, const NodeChoice *ch)
 	if (dim < 0 || nb > len)
 		nb = dim < 0 ? 1 : (int)len;
 	int il = ch->interleave > 1 && dim >= 0 && len % ch->interleave == 0 ? ch->interleave : 1;
-	if (il > 1 && nb > len / il)
-		nb = (int)(len / il);
+	int al = ch->align > 1 ? ch->align : 1;
+	if (il > 1 && ((len / il) % al || nb > len / il / al)) /* interleaved slices must stay whole tiles */
+		nb = (len / il) % al ? 1 : (int)(len / il / al);
+	if (dim >= 0 && nb > (len + al - 1) / al)
+		nb = (int)((len + al - 1) / al);
+	if (nb < 1)
+		nb = 1;
 	for (int i = 0; i < nb; i++) {
 		Blk *b = new_blk(g, BK_COMPUTE, a, i, nb);
 		Box band = full_box(&an->ty, f->nranks), bands[MAXBOX];
 		int nbands = 1;
 		if (dim >= 0) {
-			band.lo[dim] = cut(len, i, nb);
-			band.hi[dim] = cut(len, i + 1, nb);
+			band.lo[dim] = cut_al(len, i, nb, al);
+			band.hi[dim] = cut_al(len, i + 1, nb, al);
 			if (ch->self_first)
 				band.rot[dim] = len / f->nranks;
 		}
@@ -210,11 +226,11 @@ build_group(BlockGraph *g, Val a, const NodeChoice *ch)
 			nbands = il < MAXBOX ? il : MAXBOX;
 			for (int k = 0; k < nbands; k++) {
 				bands[k] = band;
-				bands[k].lo[dim] = k * bl + cut(bl, i, nb);
-				bands[k].hi[dim] = k * bl + cut(bl, i + 1, nb);
+				bands[k].lo[dim] = k * bl + cut_al(bl, i, nb, al);
+				bands[k].hi[dim] = k * bl + cut_al(bl, i + 1, nb, al);
 			}
 			if (il > MAXBOX) { /* too many pieces to list: the last covers the rest */
-				bands[MAXBOX - 1].hi[dim] = (il - 1) * bl + cut(bl, i + 1, nb);
+				bands[MAXBOX - 1].hi[dim] = (il - 1) * bl + cut_al(bl, i + 1, nb, al);
 			}
 		}
 		for (Val m = a; m < f->nins; m++) {
@@ -447,7 +463,7 @@ void
 blk_default_choice(const Func *f, NodeChoice *choice)
 {
 	for (Val v = 0; v < f->nins; v++)
-		choice[v] = (NodeChoice){1, -1, BE_NCCL, false, 1};
+		choice[v] = (NodeChoice){1, -1, BE_NCCL, false, 1, f->ins[v].op == OP_MATMUL ? SCHED_TILE_ROWS : 1};
 }
 
 static bool

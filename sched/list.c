@@ -69,9 +69,80 @@ sched_levels(BlockGraph *g)
 	free(ord);
 }
 
+/* The compute lane is a sequence of persistent kernels, one per fused
+ * group (and one per own-block copy): once a group starts, its bands run
+ * before any other group's, and a group starts only when every group it
+ * depends on (through any path) has started all its bands. */
+typedef struct Groups {
+	int *of;       /* block -> group (compute lane), -1 on the comm lane */
+	int n;
+	int *left;     /* bands not yet started */
+	bool *deps;    /* deps[g * n + h]: g needs h */
+} Groups;
+
+static int
+group_key(const BlockGraph *g, int i)
+{
+	for (int j = 0; j < i; j++)
+		if (g->b[j].lane == LANE_COMPUTE && g->b[j].node == g->b[i].node && g->b[j].kind == g->b[i].kind)
+			return j;
+	return i;
+}
+
+static void
+dep_walk(const BlockGraph *g, const Groups *gr, int from, int i, char *seen)
+{
+	for (int k = 0; k < g->b[i].npred; k++) {
+		int p = g->b[i].pred[k];
+		if (seen[p])
+			continue;
+		seen[p] = 1;
+		if (gr->of[p] >= 0 && gr->of[p] != from)
+			gr->deps[(size_t)from * gr->n + gr->of[p]] = true;
+		else
+			dep_walk(g, gr, from, p, seen);
+	}
+}
+
+static Groups
+groups(const BlockGraph *g)
+{
+	Groups gr = {xmalloc((size_t)(g->n + 1) * sizeof(int)), 0, NULL, NULL};
+	int *key = xmalloc((size_t)(g->n + 1) * sizeof(int));
+	char *seen = xmalloc((size_t)g->n + 1);
+	for (int i = 0; i < g->n; i++) {
+		gr.of[i] = -1;
+		if (g->b[i].lane != LANE_COMPUTE)
+			continue;
+		int k = group_key(g, i);
+		gr.of[i] = k == i ? gr.n++ : gr.of[k];
+	}
+	gr.left = xcalloc((size_t)gr.n + 1, sizeof(int));
+	gr.deps = xcalloc((size_t)gr.n * gr.n + 1, sizeof(bool));
+	for (int i = 0; i < g->n; i++)
+		if (gr.of[i] >= 0) {
+			gr.left[gr.of[i]]++;
+			memset(seen, 0, (size_t)g->n);
+			dep_walk(g, &gr, gr.of[i], i, seen);
+		}
+	free(key);
+	free(seen);
+	return gr;
+}
+
+static void
+groups_free(Groups *gr)
+{
+	free(gr->of);
+	free(gr->left);
+	free(gr->deps);
+}
+
 typedef struct Sim {
 	BlockGraph *g;
 	const Profile *prof;
+	Groups gr;
+	int open;          /* the compute group whose bands are running, -1 */
 	double *ready_at;  /* when all inputs are visible on this block's lane */
 	int *left;         /* unfinished predecessors */
 	bool *started;
@@ -89,6 +160,16 @@ better(const Blk *a, int ia, const Blk *b, int ib)
 	return ia < ib;
 }
 
+/* Whether every group that group gi depends on has started all its bands. */
+static bool
+can_open(const Sim *s, int gi)
+{
+	for (int h = 0; h < s->gr.n; h++)
+		if (s->gr.deps[(size_t)gi * s->gr.n + h] && s->gr.left[h] > 0)
+			return false;
+	return true;
+}
+
 /* The ready block a lane should start now (-1: none). */
 static int
 pick(Sim *s, int lane, double t)
@@ -96,7 +177,10 @@ pick(Sim *s, int lane, double t)
 	int best = -1;
 	for (int i = 0; i < s->g->n; i++) {
 		Blk *b = &s->g->b[i];
+		int gi = s->gr.of[i];
 		if (s->started[i] || s->left[i] || s->ready_at[i] > t + 1e-9 || (lane >= 0 && (int)b->lane != lane))
+			continue;
+		if (gi >= 0 && (s->open >= 0 ? gi != s->open : !can_open(s, gi)))
 			continue;
 		if (best < 0 || better(b, i, &s->g->b[best], best))
 			best = i;
@@ -119,6 +203,10 @@ static void
 start(Sim *s, Plan *p, int i, double t)
 {
 	Blk *b = &s->g->b[i];
+	int gi = s->gr.of[i];
+	if (gi >= 0) {
+		s->open = --s->gr.left[gi] > 0 ? gi : -1;
+	}
 	s->started[i] = true;
 	s->run[b->lane] = i;
 	s->rem[b->lane] = b->cost;
@@ -150,7 +238,7 @@ finish(Sim *s, int lane, double t)
 double
 sched_list(BlockGraph *g, Plan *p, const Profile *prof, bool serial)
 {
-	Sim s = {g, prof, xcalloc((size_t)g->n + 1, sizeof(double)), xcalloc((size_t)g->n + 1, sizeof(int)),
+	Sim s = {g, prof, groups(g), -1, xcalloc((size_t)g->n + 1, sizeof(double)), xcalloc((size_t)g->n + 1, sizeof(int)),
 	         xcalloc((size_t)g->n + 1, sizeof(bool)), {-1, -1}, {0, 0}};
 	double t = 0;
 	int done = 0;
@@ -202,5 +290,6 @@ sched_list(BlockGraph *g, Plan *p, const Profile *prof, bool serial)
 	free(s.ready_at);
 	free(s.left);
 	free(s.started);
+	groups_free(&s.gr);
 	return t;
 }

@@ -61,6 +61,10 @@ typedef struct Blk {
 	int flag;        /* flag it raises (-1: none; no successor on the other lane) */
 } Blk;
 
+/* The rows of a matmul tile of the PTX backend (codegen/matmul.c's
+ * tiles): matmul bands are cut at multiples of it. */
+enum { SCHED_TILE_ROWS = 128 };
+
 /* Choices the search makes per collective and per compute group. */
 typedef enum CommBackendKind { BE_NCCL, BE_CE, BE_COUNT } CommBackendKind;
 extern const char *const sched_backend_names[BE_COUNT];
@@ -73,6 +77,8 @@ typedef struct NodeChoice {
 	                    and its matmul consumer starts on it (rank-relative bands) */
 	int interleave;  /* compute groups: band i covers slice i of each of this many
 	                    blocks of the band dim (chunk-major, to feed a reduce_scatter) */
+	int align;       /* compute groups: band edges at multiples of this (a matmul's
+	                    tile height, so no tile straddles two bands) */
 } NodeChoice;
 
 typedef struct BlockGraph {

@@ -60,6 +60,7 @@ set_bands(const Func *f, NodeChoice *ch)
 			ch[v].nchunks = 1;
 			ch[v].self_first = false;
 			ch[v].interleave = 1;
+			ch[v].align = f->ins[v].op == OP_MATMUL ? SCHED_TILE_ROWS : 1;
 		}
 	for (Val v = 0; v < f->nins; v++) {
 		const Ins *in = &f->ins[v];
@@ -232,8 +233,16 @@ finish_plan(Plan *p, const Func *f, const SchedOpts *o, NodeChoice *ch, bool ser
 static void
 drop_edge(BlockGraph *g, const char *spec)
 {
-	int a, b;
-	if (!spec || sscanf(spec, "%d->%d", &a, &b) != 2 || a < 0 || b < 0 || a >= g->n || b >= g->n)
+	int a = -1, b = -1;
+	if (spec && strcmp(spec, "first") == 0) { /* the first edge between lanes */
+		for (int i = 0; i < g->n && a < 0; i++)
+			for (int k = 0; k < g->b[i].nsucc && a < 0; k++)
+				if (g->b[g->b[i].succ[k]].lane != g->b[i].lane)
+					a = i, b = g->b[i].succ[k];
+	} else if (!spec || sscanf(spec, "%d->%d", &a, &b) != 2) {
+		return;
+	}
+	if (a < 0 || b < 0 || a >= g->n || b >= g->n)
 		return;
 	for (int k = 0; k < g->b[a].nsucc; k++)
 		if (g->b[a].succ[k] == b)

@@ -103,6 +103,7 @@ typedef struct Launch {
 	CUdeviceptr blocks, flags, err, trace;
 	uint32_t nblocks;
 	uint64_t timeout;
+	uint64_t epoch; /* 0 is taken as 1: the harness's lists hold absolute targets */
 	CUdeviceptr t[2 * PTX_MAX_TENSORS];
 	int grid;
 	CUstream s;
@@ -112,7 +113,9 @@ static void
 launch(const Kern *k, Launch *l)
 {
 	void *args[PTX_NPARAM + 2 * PTX_MAX_TENSORS] = {&l->blocks, &l->nblocks, &l->flags, &l->err, &l->timeout,
-	                                                &l->trace};
+	                                                &l->trace, &l->epoch};
+	if (!l->epoch)
+		l->epoch = 1;
 	for (int i = 0; i < k->k.ntensors; i++)
 		args[PTX_NPARAM + i] = &l->t[i];
 	CU(cuLaunchKernel(k->fn, l->grid, 1, 1, k->k.threads, 1, 1, k->k.smem, l->s, args, NULL));
