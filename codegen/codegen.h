@@ -42,12 +42,14 @@ typedef struct PtxBlock {
  *   0  .u64 blocks    const PtxBlock * (device)
  *   1  .u32 nblocks   entries in the list
  *   2  .u64 flags     uint64_t * epoch flags (.sys scope; may be 0 if no entry names one)
- *   3  .u64 err       uint64_t * error word; the first timed-out wait stores
- *                     (in_flag + 1) | (block_index << 32) there (CAS from 0)
+ *   3  .u64 err       uint32_t[4] error word of libsyncrt: the first timed-out
+ *                     wait CASes word 0 from 0 to 1, then stores the flag,
+ *                     the block-list index and the kernel's site number
  *   4  .u64 timeout   ns one flag wait may last (%globaltimer), 0 = forever;
  *                     err must not be 0 when timeout is not
- *   5  .u64 trace     0, or uint64_t[2*nblocks]: thread 0 stores %globaltimer
- *                     when the block's wait is over and when its stores are done
+ *   5  .u64 trace     0, or 32-byte records per block (libsyncrt's layout):
+ *                     {site << 32 | block, %globaltimer when the wait is over,
+ *                     when the stores are done, %smid}
  *   6  .u64 epoch     the call's epoch e >= 1: a wait ends at in_epoch * e, a
  *                     PTX_RAISE_STORE stores out_value * e and a PTX_RAISE_ADD
  *                     adds out_value (k adds per call reach k * e) -- so one
@@ -110,7 +112,8 @@ extern const PtxTile ptx_tiles[];
 extern const int ptx_ntiles;
 
 typedef struct PtxMatmulSpec {
-	const char *name;              /* entry name */
+	const char *name;
+	int site;                      /* number in the module, for errors and traces */
 	DType ab;                      /* DT_BF16 or DT_F16, A and B */
 	int64_t m, n, k, batch;        /* batch >= 1 */
 	int64_t lda, ldb;              /* elements between rows; 0 = k, n */
@@ -126,6 +129,7 @@ typedef struct PtxMatmulSpec {
 /* ---- fused elementwise: out[j] = prog(in...) over a broadcast space ---- */
 typedef struct PtxEwSpec {
 	const char *name;
+	int site;                      /* number in the module, for errors and traces */
 	int rank;
 	int64_t dim[PTX_MAX_DIMS];      /* iteration space (the outputs' shape) */
 	PtxTensor in[PTX_MAX_TENSORS];  /* strides per dim, 0 = broadcast */
@@ -152,6 +156,7 @@ typedef struct PtxRowStage {
 
 typedef struct PtxRowsSpec {
 	const char *name;
+	int site;                      /* number in the module, for errors and traces */
 	int64_t rows, len;
 	PtxTensor in[PTX_MAX_TENSORS];  /* strides {row, col}; col 0 = per-row value */
 	int nin;
@@ -243,6 +248,7 @@ typedef struct Ptx {
 	Reg tid, is_t0, blk, entry, x, y, z;
 	Reg param[PTX_NPARAM], tensor[2 * PTX_MAX_TENSORS];
 	int lbl_done, lbl_loop;
+	int site;          /* the kernel's number in its module: error word and traces */
 } Ptx;
 
 void ptx_emit(Ptx *p, const char *fmt, ...) PRINTF(2, 3);

@@ -771,6 +771,7 @@ ptx_emit_matmul(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 		die("ptx_emit_matmul: %s", why);
 	mm_setup(&m, p, s);
 	ptx_kernel_begin(p, b, s->name, 2 + s->nin + s->nout, m.nt, m.t->min_ctas);
+	p->site = s->site;
 	buf_printf(&p->head, "// matmul %s %lldx%lldx%lld batch %lld, tile %s, %s%s\n",
 	           ty_dtypes[s->ab].name, (long long)s->m, (long long)s->n, (long long)s->k,
 	           (long long)s->batch, m.t->name, m.veca ? "A by cp.async" : "A by elements",

@@ -183,8 +183,7 @@ flag_wait(Ptx *p, Reg quit)
 	int waited = ptx_label(p), spin = ptx_label(p), giveup = ptx_label(p);
 	Reg fi = ptx_reg(p, RC_B32), ep = ptx_reg(p, RC_B64), fa = ptx_reg(p, RC_B64);
 	Reg v = ptx_reg(p, RC_B64), start = ptx_reg(p, RC_B64), ns = ptx_reg(p, RC_B32);
-	Reg q = ptx_reg(p, RC_PRED), e = ptx_reg(p, RC_B64), code = ptx_reg(p, RC_B64);
-	Reg hi = ptx_reg(p, RC_B64);
+	Reg q = ptx_reg(p, RC_PRED), e = ptx_reg(p, RC_B64), old = ptx_reg(p, RC_B32);
 	Reg flags = p->param[2], err = p->param[3], timeout = p->param[4];
 
 	ptx_emit(p, "setp.ne.u32 %s, %s, %s;", R(quit), R(p->tid), R(p->tid)); /* false */
@@ -219,29 +218,41 @@ flag_wait(Ptx *p, Reg quit)
 	ptx_emit(p, "sub.u64 %s, %s, %s;", R(v), R(v), R(start));
 	ptx_emit(p, "setp.lt.u64 %s, %s, %s;", R(q), R(v), R(timeout));
 	ptx_emit(p, "@%s bra $L%d;", R(q), spin);
-	ptx_emit(p, "cvt.u64.u32 %s, %s;", R(code), R(fi));
-	ptx_emit(p, "add.u64 %s, %s, 1;", R(code), R(code));
-	ptx_emit(p, "cvt.u64.u32 %s, %s;", R(hi), R(p->blk));
-	ptx_emit(p, "shl.b64 %s, %s, 32;", R(hi), R(hi));
-	ptx_emit(p, "or.b64 %s, %s, %s;", R(code), R(code), R(hi));
-	ptx_emit(p, "atom.relaxed.sys.global.cas.b64 %s, [%s], 0, %s;", R(e), R(err), R(code));
+	/* the error word is libsyncrt's u32[4] {code, flag, block, site}: the
+	 * first CTA to time out claims word 0, then fills in the rest */
+	ptx_emit(p, "atom.relaxed.sys.global.cas.b32 %s, [%s], 0, 1;", R(old), R(err));
+	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(old));
+	ptx_emit(p, "@%s bra $L%d;", R(q), giveup);
+	ptx_emit(p, "st.relaxed.sys.global.u32 [%s+4], %s;", R(err), R(fi));
+	ptx_emit(p, "st.relaxed.sys.global.u32 [%s+8], %s;", R(err), R(p->blk));
+	ptx_emit(p, "st.relaxed.sys.global.u32 [%s+12], %d;", R(err), p->site);
 	ptx_place(p, giveup);
 	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(quit), R(p->tid), R(p->tid)); /* true */
 	ptx_place(p, waited);
 }
 
-/* trace[2*blk + which] = %globaltimer, by thread 0, when trace is not 0. */
+/* A trace record of libsyncrt, 32 bytes per block-list entry, when trace
+ * is not 0: { site << 32 | block, %globaltimer at start, at end, %smid }. */
 static void
 trace_stamp(Ptx *p, int which)
 {
 	int skip = ptx_label(p);
-	Reg q = ptx_reg(p, RC_PRED), a = ptx_reg(p, RC_B64), t = ptx_reg(p, RC_B64);
+	Reg q = ptx_reg(p, RC_PRED), a = ptx_reg(p, RC_B64), t = ptx_reg(p, RC_B64), w = ptx_reg(p, RC_B64);
+	Reg sm = ptx_reg(p, RC_B32);
 	ptx_emit(p, "setp.eq.u64 %s, %s, 0;", R(q), R(p->param[5]));
 	ptx_emit(p, "@%s bra $L%d;", R(q), skip);
 	ptx_emit(p, "cvta.to.global.u64 %s, %s;", R(a), R(p->param[5]));
-	ptx_emit(p, "mad.wide.u32 %s, %s, 16, %s;", R(a), R(p->blk), R(a));
+	ptx_emit(p, "mad.wide.u32 %s, %s, 32, %s;", R(a), R(p->blk), R(a));
 	ptx_emit(p, "mov.u64 %s, %%globaltimer;", R(t));
-	ptx_emit(p, "st.global.u64 [%s+%d], %s;", R(a), 8 * which, R(t));
+	ptx_emit(p, "st.global.u64 [%s+%d], %s;", R(a), which ? 16 : 8, R(t));
+	if (!which) {
+		ptx_emit(p, "cvt.u64.u32 %s, %s;", R(w), R(p->blk));
+		ptx_emit(p, "or.b64 %s, %s, %llu;", R(w), R(w), (unsigned long long)p->site << 32);
+		ptx_emit(p, "st.global.u64 [%s], %s;", R(a), R(w));
+		ptx_emit(p, "mov.u32 %s, %%smid;", R(sm));
+		ptx_emit(p, "cvt.u64.u32 %s, %s;", R(w), R(sm));
+		ptx_emit(p, "st.global.u64 [%s+24], %s;", R(a), R(w));
+	}
 	ptx_place(p, skip);
 }
 

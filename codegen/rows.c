@@ -385,6 +385,7 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	}
 	r.vec = rows_vec(s);
 	ptx_kernel_begin(p, b, s->name, s->nin + s->nout, 32 * ROW_WARPS, 0);
+	p->site = s->site;
 	buf_printf(&p->head, "// rows %lld x %lld, %d stages, %d elements per lane step\n", (long long)s->rows,
 	           (long long)s->len, s->nstage, r.vec);
 	ptx_params(p, s->nin + s->nout);

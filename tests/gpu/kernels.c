@@ -968,7 +968,7 @@ case_flags_late(void)
 		fl[i] = base;
 	CU(cuMemAlloc(&flags, sizeof fl));
 	CU(cuMemcpyHtoD(flags, fl, sizeof fl));
-	CU(cuMemAlloc(&err, 8));
+	CU(cuMemAlloc(&err, 16)); /* libsyncrt error word: u32[4] */
 	CU(cuMemcpyHtoD(err, &errw, 8));
 	CU(cuMemAlloc(&trace, sizeof tr));
 	CU(cuMemsetD8(trace, 0, sizeof tr));
@@ -1086,7 +1086,7 @@ case_flags_timeout(void)
 	CU(cuMemAlloc(&flags, sizeof fl));
 	CU(cuMemcpyHtoD(flags, fl, sizeof fl));
 	CU(cuCtxSynchronize());
-	CU(cuMemAlloc(&err, 8));
+	CU(cuMemAlloc(&err, 16)); /* libsyncrt error word: u32[4] */
 	CU(cuEventCreate(&ev0, CU_EVENT_DEFAULT));
 	CU(cuEventCreate(&ev1, CU_EVENT_DEFAULT));
 	x = tens_new(DT_F32, 64 * 1024);
@@ -1130,12 +1130,12 @@ case_flags_timeout(void)
 		CUresult r = cuStreamSynchronize(l.s);
 		CU(r);
 		CU(cuEventElapsedTime(&ms, ev0, ev1));
-		CU(cuMemcpyDtoH(&errw, err, 8));
-		uint64_t want = (uint64_t)(5 + 1) | ((uint64_t)stuck << 32);
-		bool ok = errw == want && ms >= 4.9f && ms < 60.0f;
-		printf("CASE flags_timeout/%s: err=0x%llx want 0x%llx (flag %llu, block %llu), kernel %.3f ms %s\n",
-		       kind == 0 ? "ew" : "matmul", (unsigned long long)errw, (unsigned long long)want,
-		       (unsigned long long)(errw & 0xffffffffu) - 1, (unsigned long long)(errw >> 32), ms,
+		uint32_t w[4];
+		CU(cuMemcpyDtoH(w, err, sizeof w)); /* libsyncrt's {code, flag, block, site} */
+		errw = w[0];
+		bool ok = w[0] == 1 && w[1] == 5 && w[2] == (uint32_t)stuck && ms >= 4.9f && ms < 60.0f;
+		printf("CASE flags_timeout/%s: err={code %u, flag %u, block %u, site %u} want {1, 5, %llu}, kernel %.3f ms %s\n",
+		       kind == 0 ? "ew" : "matmul", w[0], w[1], w[2], w[3], (unsigned long long)stuck, ms,
 		       ok ? "PASS" : "FAIL");
 		if (!ok)
 			failures++;
