@@ -113,3 +113,4 @@ endif
 
 clean:
 	rm -rf $(BUILD) syncc libsyncc.a
+include runtime/runtime.mk
