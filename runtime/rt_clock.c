@@ -241,8 +241,8 @@ clock_meta(syn_ctx *c, int64_t hoff, int64_t hrtt, RtTraceEv *e)
 	rt_fmt(e->cat, sizeof e->cat, "meta");
 	rt_fmt(e->args, sizeof e->args,
 	       "{\"gpu_minus_host_us\":%.3f,\"probe_rtt_us\":%.3f,\"host_offset_us\":%.3f,\"host_rtt_us\":%.3f}",
-	       (double)c->clk1.gpu_minus_host / 1e3, (double)c->clk1.rtt / 1e3, (double)hoff / 1e3,
-	       (double)hrtt / 1e3);
+	       (double)c->clk1.gpu_minus_host / 1e3, c->clk1.rtt < 0 ? -1.0 : (double)c->clk1.rtt / 1e3,
+	       (double)hoff / 1e3, (double)hrtt / 1e3);
 }
 
 /* Rank 0 gets every rank's packed events. */

@@ -16,7 +16,7 @@ enum {
 	LOG_COMPACT = 4096, /* syn_begin drops finished items beyond this */
 	LOG_MAX = 1 << 16,  /* past this, items go unlogged until a sync */
 	SYNC_TICK_NS = 2000000,
-	NOTES_MS = 500, /* how long a failed sync listens for the other ranks' reports */
+	NOTES_MS = 300, /* how long a failed sync listens for the other ranks' reports */
 };
 
 int
@@ -338,7 +338,6 @@ syn_sync(syn_ctx *c)
 		return SYN_EARG;
 	if (c->failed) {
 		rt_notes(c, NOTES_MS);
-		rt_drain(c, 2000);
 		return c->failed;
 	}
 	cuCtxSetCurrent(c->cu);
@@ -350,9 +349,8 @@ syn_sync(syn_ctx *c)
 			r = rt_watch_tick(c);
 			idle = idle && c->first_pending >= c->nitems;
 			pthread_mutex_unlock(&c->mu);
-			if (r) {
+			if (r) { /* syn_finalize drains what is left */
 				rt_notes(c, NOTES_MS);
-				rt_drain(c, 2000);
 				return r;
 			}
 			if (idle)
