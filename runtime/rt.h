@@ -72,7 +72,7 @@ typedef struct RtTraceEv {
 	int64_t ts_ns, dur_ns;
 	char name[48];
 	char cat[16];
-	char args[96]; /* a JSON object or "" */
+	char args[192]; /* a JSON object or "" (dropped if it did not fit) */
 } RtTraceEv;
 typedef struct RtTrace {
 	RtTraceEv *ev;
@@ -254,6 +254,7 @@ struct syn_ctx {
 	/* failure */
 	int failed;
 	char err[RT_ERRLEN];
+	void *abort_job; /* rt_watch.c: a running ncclCommAbort */
 	pthread_t wdog;
 	int wdog_on;
 	atomic_int wdog_stop;
@@ -280,6 +281,7 @@ int rt_watch_tick(syn_ctx *c); /* with c->mu held; returns c->failed */
 int rt_fail(syn_ctx *c, int status, const char *msg);
 int rt_drain(syn_ctx *c, int ms);
 void rt_notes(syn_ctx *c, int ms);
+void rt_abort_wait(syn_ctx *c, int ms);
 
 /* rt_nccl.c, rt_ce.c: a backend is a CommBackend with its context */
 typedef struct RtBe {

@@ -598,6 +598,72 @@ ctx_finish(syn_ctx *c)
 	return rt_watch_start(c);
 }
 
+/* ================= what NCCL must not do later ================= */
+
+/* Before the process's first CUDA context and NCCL communicator.  Seen on
+ * 2xH200: an NCCL collective enqueued behind a gated comm stream, or next
+ * to a persistent kernel, never finished enqueueing -- its first use
+ * connects channels, with allocations and synchronisations on NCCL's own
+ * short-lived streams, and with 8 hardware queues those land behind our
+ * stream waits.  So: more hardware queues, and rings and trees connected at
+ * init (a user's own setting of either wins). */
+static void
+process_defaults(void)
+{
+	setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+	setenv("NCCL_RUNTIME_CONNECT", "0", 0);
+}
+
+/* A tiny all_reduce and a send and a receive with every peer, waited for:
+ * p2p channels connect at their first use whatever NCCL_RUNTIME_CONNECT
+ * says, so that first use happens here, not inside an operator. */
+static int
+nccl_warmup(syn_ctx **cs, int n)
+{
+	CUdeviceptr *buf = calloc((size_t)n, sizeof *buf);
+	ncclResult_t g;
+	uint64_t deadline;
+	int r = SYN_OK, P = cs[0]->nranks;
+	if (!buf)
+		return rt_seterr(cs[0], SYN_ENOMEM, "rank %d: out of host memory", cs[0]->rank);
+	for (int i = 0; i < n && !r; i++) {
+		cuCtxSetCurrent(cs[i]->cu);
+		if (!(r = rt_cu(cs[i], cuMemAlloc(&buf[i], 16 + 4 * (size_t)P), "cuMemAlloc (warm-up)")))
+			r = rt_cu(cs[i], cuMemsetD8(buf[i], 0, 16 + 4 * (size_t)P), "cuMemsetD8 (warm-up)");
+	}
+	if (!r) {
+		ncclGroupStart();
+		for (int i = 0; i < n; i++) {
+			syn_ctx *c = cs[i];
+			CUstream s = c->lane[SYN_COMM];
+			ncclAllReduce((void *)(uintptr_t)buf[i], (void *)(uintptr_t)buf[i], 1, ncclFloat32, ncclSum, c->comm, s);
+			for (int p = 0; p < P; p++)
+				if (p != c->rank) {
+					ncclSend((void *)(uintptr_t)(buf[i] + 8), 1, ncclFloat32, p, c->comm, s);
+					ncclRecv((void *)(uintptr_t)(buf[i] + 16 + 4 * (CUdeviceptr)p), 1, ncclFloat32, p, c->comm, s);
+				}
+		}
+		g = ncclGroupEnd();
+		for (int i = 0; i < n && !r; i++)
+			r = settle(cs[i], g, "NCCL warm-up (connections)", cs[i]->env.boot_timeout_ms);
+	}
+	deadline = rt_now_ns() + (uint64_t)cs[0]->env.boot_timeout_ms * 1000000u;
+	for (int i = 0; i < n && !r; i++) {
+		cuCtxSetCurrent(cs[i]->cu);
+		while (cuStreamQuery(cs[i]->lane[SYN_COMM]) == CUDA_ERROR_NOT_READY && !r)
+			if (rt_now_ns() > deadline)
+				r = rt_seterr(cs[i], SYN_ETIMEOUT, "rank %d: NCCL warm-up did not finish within %d ms",
+				              cs[i]->rank, cs[i]->env.boot_timeout_ms);
+	}
+	for (int i = 0; i < n; i++)
+		if (buf[i] && !r) {
+			cuCtxSetCurrent(cs[i]->cu);
+			cuMemFree(buf[i]);
+		}
+	free(buf);
+	return r;
+}
+
 /* ================= one process per GPU ================= */
 
 static int
@@ -652,6 +718,7 @@ syn_init(syn_ctx **out, const syn_opts *o)
 	ncclConfig_t cfg;
 	syn_ctx *c;
 	int r, dev = 0;
+	process_defaults();
 	r = rt_env_parse(&env, rt_env_process, NULL, err, sizeof err);
 	if (!(*out = c = ctx_new(&env, o)))
 		return SYN_ENOMEM;
@@ -664,7 +731,8 @@ syn_init(syn_ctx **out, const syn_opts *o)
 		return r;
 	nccl_config(c, &cfg);
 	r = ncclCommInitRankConfig(&c->comm, c->nranks, id, c->rank, &cfg);
-	if ((r = settle(c, (ncclResult_t)r, "ncclCommInitRankConfig", c->env.boot_timeout_ms)))
+	if ((r = settle(c, (ncclResult_t)r, "ncclCommInitRankConfig", c->env.boot_timeout_ms)) ||
+	    (r = nccl_warmup(&c, 1)))
 		return r;
 	return ctx_finish(c);
 }
@@ -754,6 +822,7 @@ syn_init_local(int n, syn_ctx **cs, const syn_opts *o)
 		cs[i] = NULL;
 	if (n < 1 || !(w = calloc(1, sizeof *w)) || !(w->ctx = calloc((size_t)n, sizeof *w->ctx)))
 		return SYN_ENOMEM;
+	process_defaults();
 	r = rt_env_parse(&env, rt_env_process, NULL, err, sizeof err);
 	env.rank = 0;
 	env.world = n;
@@ -782,7 +851,8 @@ syn_init_local(int n, syn_ctx **cs, const syn_opts *o)
 		for (int p = 0; p < n; p++)
 			rt_fmt(cs[i]->peer_node + (size_t)p * RT_NODELEN, RT_NODELEN, "process");
 	}
-	if ((r = world_peer_access(cs, n)) || (r = world_flags(cs, n)) || (r = world_comms(cs, n)))
+	if ((r = world_peer_access(cs, n)) || (r = world_flags(cs, n)) || (r = world_comms(cs, n)) ||
+	    (r = nccl_warmup(cs, n)))
 		return r;
 	for (int i = 0; i < n; i++) {
 		cuCtxSetCurrent(cs[i]->cu);
@@ -918,6 +988,7 @@ syn_finalize(syn_ctx *c)
 	/* after a failure the GPU may still hold work that never finishes:
 	 * then leave its memory alone rather than free it under it */
 	clean = !c->cu || !rt_drain(c, c->failed ? 2000 : c->env.timeout_ms);
+	rt_abort_wait(c, 3000);
 	if (!c->failed && c->boot)
 		syn_barrier(c); /* no process frees memory a peer may still touch */
 	if (!c->failed)

@@ -78,6 +78,14 @@ json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* An args object cut short by its buffer would break the whole file. */
+static int
+args_ok(const char *a)
+{
+	size_t n = strlen(a);
+	return n && a[0] == '{' && a[n - 1] == '}';
+}
+
 static int
 is_meta(const RtTraceEv *e)
 {
@@ -124,7 +132,7 @@ write_meta(FILE *f, const RtTrace *t, const RtTraceMeta *m)
 		fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":", r);
 		json_str(f, label);
 		fprintf(f, "}},\n");
-		if (me && me->args[0] == '{')
+		if (me && args_ok(me->args))
 			fprintf(f, "{\"name\":\"clock_alignment\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":%s},\n", r,
 			        me->args);
 		for (int l = 0; l < 2; l++)
@@ -144,7 +152,7 @@ write_event(FILE *f, const RtTraceEv *e, int64_t t0)
 	json_str(f, e->cat[0] ? e->cat : "run");
 	fprintf(f, ",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f", e->pid, e->tid,
 	        (double)(e->ts_ns - t0) / 1000.0, (double)(e->dur_ns > 0 ? e->dur_ns : 0) / 1000.0);
-	if (e->args[0] == '{')
+	if (args_ok(e->args))
 		fprintf(f, ",\"args\":%s", e->args);
 	fprintf(f, "},\n");
 }

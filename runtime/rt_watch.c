@@ -236,16 +236,15 @@ abort_main(void *p)
 	return NULL;
 }
 
-/* ncclCommAbort can block (it synchronises NCCL's streams); give it a
- * thread and a deadline, and go on without it if it overruns. */
+/* ncclCommAbort waits for NCCL's streams, which wait for ours: it gets a
+ * thread of its own, and syn_finalize waits for it (with a deadline). */
 static void
 abort_comm(syn_ctx *c)
 {
 	AbortJob *j = calloc(1, sizeof *j);
 	pthread_t t;
-	uint64_t deadline = rt_now_ns() + (uint64_t)ABORT_WAIT_MS * 1000000u;
 	ncclComm_t comm = c->comm;
-	c->comm = NULL;
+	c->comm = NULL; /* nobody calls NCCL on it again */
 	if (!comm || !j) {
 		free(j);
 		return;
@@ -257,10 +256,20 @@ abort_comm(syn_ctx *c)
 		return;
 	}
 	pthread_detach(t);
+	c->abort_job = j;
+}
+
+void
+rt_abort_wait(syn_ctx *c, int ms)
+{
+	AbortJob *j = c->abort_job;
+	uint64_t deadline = rt_now_ns() + (uint64_t)ms * 1000000u;
+	if (!j)
+		return;
 	while (!atomic_load(&j->done) && rt_now_ns() < deadline)
 		usleep(1000);
 	abort_job_put(j);
-	cuCtxSetCurrent(c->cu);
+	c->abort_job = NULL;
 }
 
 /* Write every stuck wait's value into its flag, so the lanes run on (into
@@ -308,8 +317,9 @@ rt_fail(syn_ctx *c, int status, const char *msg)
 	tell_others(c, status, msg);
 	if (c->cu)
 		cuCtxSetCurrent(c->cu);
-	abort_comm(c);
+	/* first let the lanes run on (NCCL's abort waits for them), then abort */
 	release_waits(c);
+	abort_comm(c);
 	pthread_mutex_unlock(&c->mu);
 	return status;
 }

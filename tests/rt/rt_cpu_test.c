@@ -667,7 +667,7 @@ t_trace(const char *path)
 		e.dur_ns = 1500;
 		rt_fmt(e.name, sizeof e.name, i == 5 ? "chunk \"%d\"\\" : "blk %d", i);
 		rt_fmt(e.cat, sizeof e.cat, "%s", i % 2 ? "chunk" : "block");
-		rt_fmt(e.args, sizeof e.args, "{\"flag\":%d}", i);
+		rt_fmt(e.args, sizeof e.args, i == 4 ? "{\"cut\":\"shor" : "{\"flag\":%d}", i);
 		EXPECT(!rt_trace_add(&t, &e), "trace add");
 	}
 	len = rt_trace_pack(&t, &packed);

@@ -40,6 +40,8 @@ def tests(root, run, Fail):
             raise Fail(" trace events wrong: %r" % xs)
         if names != {(0, 0, "compute"), (0, 1, "comm"), (1, 0, "compute"), (1, 1, "comm")}:
             raise Fail(" thread names wrong: %r" % names)
+        if "args" in xs[4] or xs[3]["args"] != {"flag": 3}:
+            raise Fail(" a truncated args object must be dropped, whole ones kept: %r" % xs[3:5])
         if procs.get(1) != 'rank 1 (GPU "1")' or xs[5]["name"] != 'chunk "5"\\':
             raise Fail(" escaping wrong: %r %r" % (procs, xs[5]["name"]))
 
