@@ -127,6 +127,11 @@ else
 endif
 
 clean:
+<<<<<<< HEAD
 	rm -rf $(BUILD) syncc syncrun libsyncc.a
 
 include codegen/codegen.mk
+=======
+	rm -rf $(BUILD) syncc libsyncc.a
+include runtime/runtime.mk
+>>>>>>> runtime

@@ -1,0 +1,305 @@
+/* runtime/rt.h -- what each runtime/rt_*.c exports to the others.  The first
+ * half needs no CUDA (environment, bootstrap, errors, traces, checks, plans)
+ * and is what the CPU tests link; the second half is compiled where cuda.h
+ * and nccl.h exist (files that define RT_CUDA before including this). */
+#ifndef SYNCRT_RT_H
+#define SYNCRT_RT_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "syncrt.h"
+
+#define RT_NELEM(a) (sizeof(a) / sizeof((a)[0]))
+#if defined(__GNUC__)
+#define RT_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define RT_PRINTF(f, a)
+#endif
+
+enum {
+	RT_ERRLEN = 2048,      /* an error message */
+	RT_NODELEN = 160,      /* a node identity */
+	RT_MAX_RANKS = 4096,   /* what the bootstrap accepts */
+	RT_DEFAULT_PORT = 29500,
+	RT_STAMPS = 4096,      /* host-mapped u64 words: anchors, then the clock probe */
+	RT_PROBE_WORDS = 64,
+};
+
+/* ---- rt_err.c ---- */
+size_t rt_fmt(char *dst, size_t n, const char *fmt, ...) RT_PRINTF(3, 4);
+size_t rt_vfmt(char *dst, size_t n, const char *fmt, va_list ap);
+const char *rt_dtype_name(CommDType dt);
+size_t rt_dtype_size(CommDType dt);
+const char *rt_op_name(CommOp op);
+const char *rt_red_name(CommRed r);
+const char *rt_lane_name(int lane);
+const char *rt_backend_name(int be);
+uint64_t rt_now_ns(void); /* CLOCK_MONOTONIC */
+
+/* ---- rt_env.c: who am I (torchrun, mpirun, Slurm) and the SYNC_* knobs ---- */
+typedef enum RtLauncher { RL_NONE, RL_TORCHRUN, RL_MPI, RL_SLURM } RtLauncher;
+typedef struct RtEnv {
+	RtLauncher launcher;
+	int rank, world, local_rank; /* local_rank -1: not given */
+	char master_addr[256];
+	int master_port;
+	int timeout_ms, boot_timeout_ms;
+	int nccl_max_ctas, free_sms, nflags, trace, watchdog_ms;
+	char hostid[RT_NODELEN]; /* NCCL_HOSTID, "" if unset */
+} RtEnv;
+typedef const char *(*RtGetenv)(const char *name, void *ud);
+int rt_env_parse(RtEnv *e, RtGetenv get, void *ud, char *err, size_t n);
+const char *rt_env_launcher_name(RtLauncher l);
+const char *rt_env_process(const char *name, void *ud); /* getenv as an RtGetenv */
+void rt_node_id(const char *hostid, char *out, size_t n);
+
+/* ---- rt_boot.c: rank 0's TCP star (NCCL id out, small exchanges, abort notices) ---- */
+typedef struct RtBoot RtBoot;
+int rt_boot_open(RtBoot **b, const char *addr, int port, int rank, int world, int timeout_ms, void *blob,
+                 size_t bloblen, char *err, size_t n);
+void rt_boot_close(RtBoot *b);
+int rt_boot_allgather(RtBoot *b, const void *mine, size_t len, void *all, char *err, size_t n);
+int rt_boot_gatherv(RtBoot *b, const void *mine, size_t len, char **all, size_t *lens, char *err, size_t n);
+int rt_boot_clock(RtBoot *b, int64_t *offset_ns, int64_t *rtt_ns, char *err, size_t n);
+void rt_boot_notify(RtBoot *b, const char *msg);
+int rt_boot_poll(RtBoot *b, char *msg, size_t n); /* 1: a rank failed, msg says which */
+
+/* ---- rt_trace.c: the timeline in host memory and its JSON ---- */
+typedef struct RtTraceEv {
+	int pid, tid;
+	int64_t ts_ns, dur_ns;
+	char name[48];
+	char cat[16];
+	char args[192]; /* a JSON object or "" (dropped if it did not fit) */
+} RtTraceEv;
+typedef struct RtTrace {
+	RtTraceEv *ev;
+	size_t n, cap;
+} RtTrace;
+int rt_trace_add(RtTrace *t, const RtTraceEv *e);
+void rt_trace_free(RtTrace *t);
+size_t rt_trace_pack(const RtTrace *t, char **out);
+int rt_trace_unpack(RtTrace *t, const char *buf, size_t len);
+typedef struct RtTraceMeta {
+	int nranks;
+	const char **rank_label; /* per rank, e.g. "rank 1 (GPU 1)" */
+	const char *clock;       /* how the clocks were aligned */
+} RtTraceMeta;
+int rt_trace_write_json(const RtTrace *t, const RtTraceMeta *m, const char *path, char *err, size_t n);
+
+/* ---- rt_check.c: arguments and chunks ---- */
+int rt_chunk_check(const CommChunk *ch, int rank, int nranks, char *err, size_t n);
+
+/* ---- rt_plan.c: what each backend does for one chunk ---- */
+typedef enum RtXferKind {
+	XK_ALL_REDUCE,     /* ncclAllReduce(src, dst, count) */
+	XK_REDUCE_SCATTER, /* ncclReduceScatter(src, dst, count) */
+	XK_ALL_GATHER,     /* ncclAllGather(src, dst, count) */
+	XK_ALL_TO_ALL,     /* ncclAlltoAll(src, dst, count) */
+	XK_REDUCE,         /* ncclReduce(src, dst, count, root = peer) */
+	XK_SEND,           /* ncclSend(src, count, peer) */
+	XK_RECV,           /* ncclRecv(dst, count, peer) */
+	XK_COPY,           /* dst (on rank peer, as a local address) = src, count */
+} RtXferKind;
+typedef struct RtXfer {
+	RtXferKind kind;
+	int peer;
+	const char *src;
+	char *dst;
+	size_t count;
+} RtXfer;
+int rt_plan_nccl(const CommChunk *ch, int rank, int nranks, RtXfer *x, int cap);
+int rt_plan_ce(const CommChunk *ch, int rank, int nranks, RtXfer *x, int cap);
+int rt_plan_cap(int nranks); /* entries a plan may need */
+
+/* ---- rt_ptx.c ---- */
+extern const char rt_builtin_ptx[];
+
+#ifdef RT_CUDA
+/* ================= the GPU half ================= */
+#include <cuda.h>
+#include <nccl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#if !defined(NCCL_VERSION_CODE) || NCCL_VERSION_CODE < 21700
+#error "libsyncrt needs NCCL >= 2.17 (ncclConfig_t cgaClusterSize/maxCTAs)"
+#endif
+
+/* One thing enqueued on a lane, with the event recorded after it: the
+ * watchdog finds where a lane is stuck, the trace finds when it happened. */
+typedef enum RtItemKind { IK_BEGIN, IK_LAUNCH, IK_WAIT, IK_RAISE, IK_COLL, IK_END } RtItemKind;
+typedef struct RtItem {
+	RtItemKind kind;
+	int lane;
+	int op;      /* index into ctx->ops */
+	int flag;    /* IK_WAIT, IK_RAISE */
+	int peer;    /* IK_RAISE: whose flag */
+	int chunk;   /* IK_WAIT (the chunk it gates, -1), IK_COLL */
+	uint64_t value;
+	char what[48];
+	CUevent done;
+	int complete;
+	uint64_t enq_ns;
+} RtItem;
+
+typedef struct RtOp {
+	char name[32];
+	uint64_t epoch;
+	int anchor; /* index into ctx->anchors, -1 without tracing */
+} RtOp;
+
+/* %globaltimer stamped between two events on the ctl stream: maps event
+ * times onto the GPU clock. */
+typedef struct RtAnchor {
+	CUevent before, after;
+	int slot; /* in ctx->stamp_host */
+} RtAnchor;
+
+typedef struct RtSym {
+	CUdeviceptr base;
+	size_t bytes;
+	CUdeviceptr *peer; /* nranks; 0 = not mapped; [rank] = base */
+	int ipc;           /* peers opened with cuIpcOpenMemHandle */
+} RtSym;
+
+struct syn_kernel {
+	CUfunction fn;
+	char name[64];
+	unsigned smem_set;
+};
+
+typedef struct RtModule {
+	const syn_image *img;
+	CUmodule mod;
+	syn_kernel **k; /* each its own allocation: callers keep the pointers */
+	int nk;
+} RtModule;
+
+/* The world of one process driving several GPUs (syn_init_local). */
+typedef struct RtWorld {
+	int n;
+	syn_ctx **ctx;
+	pthread_mutex_t mu;
+	char *xbuf;
+	size_t xcap;
+	pthread_cond_t cv;
+	int bar_count, bar_gen; /* a barrier with a deadline (pthread's has none) */
+	int timeout_ms;
+	atomic_int failed;
+	char fail_msg[RT_ERRLEN];
+	int refs;
+} RtWorld;
+
+typedef struct RtClock {
+	int64_t gpu_minus_host; /* ns: %globaltimer - CLOCK_MONOTONIC */
+	int64_t rtt;            /* of the best round trip */
+	uint64_t at;            /* host time of the measurement */
+} RtClock;
+
+struct syn_ctx {
+	int rank, nranks, device;
+	RtEnv env;
+	RtWorld *world; /* syn_init_local */
+	RtBoot *boot;   /* syn_init with nranks > 1 */
+	char node[RT_NODELEN];
+	char *peer_node; /* nranks x RT_NODELEN */
+	CUdevice dev;
+	CUcontext cu;
+	CUstream lane[SYN_LANES];
+	CUstream ctl; /* anchors and the clock probe */
+	unsigned char *reach; /* nranks: 1 if that rank's memory can be mapped here */
+	CUstream wd;  /* the watchdog's reads and releases */
+	CUevent fork, join;
+	ncclComm_t comm;
+	int sms, free_sms, max_ctas;
+	CommBackend *be[SYN_BACKENDS];
+	/* flags: a symmetric allocation; generated code owns [0, nflags), the
+	 * ce backend [nflags, nflags + 2 * nranks) */
+	int nflags, nflags_all;
+	RtSym *flags;
+	uint64_t *flag_host; /* pinned copy for the watchdog */
+	volatile uint32_t *errw;
+	CUdeviceptr errw_dev;
+	RtSym **sym;
+	int nsym;
+	RtModule *mods;
+	int nmods;
+	CUmodule rtmod;
+	CUfunction k_stamp, k_probe;
+	/* the log of one or more operator calls */
+	pthread_mutex_t mu;
+	RtItem *items;
+	int nitems, citems, first_pending;
+	CUevent *evpool; /* free events, reused by later items */
+	int nev, cev;
+	RtOp *ops;
+	int nops, cops, cur_op, in_op;
+	uint64_t epoch;
+	uint64_t last_progress;
+	/* tracing */
+	int trace;
+	RtAnchor *anchors;
+	int nanchors, canchors;
+	volatile uint64_t *stamp_host;
+	CUdeviceptr stamp_dev;
+	int nstamps;
+	CUdeviceptr tbuf;
+	unsigned tcap, tused;
+	RtTrace tr;
+	int64_t lane_last[SYN_LANES]; /* ns of the last harvested item per lane */
+	RtClock clk0, clk1;
+	/* failure */
+	int failed;
+	char err[RT_ERRLEN];
+	void *abort_job; /* rt_watch.c: a running ncclCommAbort */
+	pthread_t wdog;
+	int wdog_on;
+	atomic_int wdog_stop;
+};
+
+/* rt_ctx.c */
+int rt_cu(syn_ctx *c, CUresult r, const char *what);
+int rt_nccl(syn_ctx *c, ncclResult_t r, const char *what);
+int rt_seterr(syn_ctx *c, int status, const char *fmt, ...) RT_PRINTF(3, 4);
+int rt_allgather(syn_ctx *c, const void *mine, size_t len, void *all);
+RtSym *rt_sym_find(const syn_ctx *c, CUdeviceptr p, size_t bytes);
+int rt_nccl_settle(syn_ctx *c, ncclResult_t r, const char *what);
+
+/* rt_launch.c */
+int rt_log(syn_ctx *c, RtItemKind kind, int lane, int flag, int peer, int chunk, uint64_t value, const char *what);
+int rt_flag_wait(syn_ctx *c, CUstream s, CUdeviceptr flag, uint64_t value, const char *what);
+int rt_flag_write(syn_ctx *c, CUstream s, CUdeviceptr flag, uint64_t value, const char *what);
+int rt_entry(syn_ctx *c);
+
+/* rt_watch.c */
+int rt_watch_start(syn_ctx *c);
+void rt_watch_stop(syn_ctx *c);
+int rt_watch_tick(syn_ctx *c); /* with c->mu held; returns c->failed */
+int rt_fail(syn_ctx *c, int status, const char *msg);
+int rt_drain(syn_ctx *c, int ms);
+void rt_notes(syn_ctx *c, int ms);
+void rt_abort_wait(syn_ctx *c, int ms);
+
+/* rt_nccl.c, rt_ce.c: a backend is a CommBackend with its context */
+typedef struct RtBe {
+	CommBackend b;
+	syn_ctx *c;
+	uint64_t seq; /* ce: collectives so far, the value of its arrive/done flags */
+} RtBe;
+RtBe *rt_be_new(syn_ctx *c, const char *name);
+CommBackend *rt_nccl_new(syn_ctx *c);
+CommBackend *rt_ce_new(syn_ctx *c);
+ncclDataType_t rt_nccl_dtype(CommDType dt);
+ncclRedOp_t rt_nccl_red(CommRed r);
+
+/* rt_clock.c */
+int rt_clock_probe(syn_ctx *c, RtClock *out);
+int rt_anchor(syn_ctx *c);
+int rt_harvest(syn_ctx *c);
+
+#endif /* RT_CUDA */
+
+#endif

@@ -1,0 +1,150 @@
+/* runtime/rt_check.c -- checks that need no GPU: a tensor argument against
+ * the op's signature (the message names the argument), and a chunk against
+ * what the CommChunk contract in comm.h allows. */
+#include "rt.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static size_t
+shape_str(char *out, size_t n, CommDType dt, int rank, const int64_t *dims)
+{
+	size_t k = rt_fmt(out, n, "%s[", rt_dtype_name(dt));
+	for (int i = 0; i < rank && k < n; i++) {
+		if (dims[i] < 0)
+			k += rt_fmt(out + k, n - k, "%s?", i ? ", " : "");
+		else
+			k += rt_fmt(out + k, n - k, "%s%lld", i ? ", " : "", (long long)dims[i]);
+	}
+	if (k < n)
+		k += rt_fmt(out + k, n - k, "]");
+	return k;
+}
+
+static int
+shape_matches(const syn_tensor *t, const syn_argspec *s)
+{
+	if (t->dtype != s->dtype || t->rank != s->rank)
+		return 0;
+	for (int i = 0; i < s->rank; i++)
+		if (s->dims[i] >= 0 && t->dims[i] != s->dims[i])
+			return 0;
+	return 1;
+}
+
+static int
+contiguous(const syn_tensor *t)
+{
+	int64_t want = 1;
+	int zero = 1;
+	for (int i = 0; i < t->rank; i++)
+		zero &= t->strides[i] == 0;
+	if (zero)
+		return 1;
+	for (int i = t->rank - 1; i >= 0; i--) {
+		if (t->dims[i] != 1 && t->strides[i] != want)
+			return 0;
+		want *= t->dims[i];
+	}
+	return 1;
+}
+
+static int
+shape_error(const char *op, int index, const syn_tensor *t, const syn_argspec *s, char *msg, size_t len)
+{
+	char want[160], got[160], why[96] = "";
+	shape_str(want, sizeof want, s->dtype, s->rank, s->dims);
+	if (t->rank < 0 || t->rank > SYN_MAX_DIMS)
+		rt_fmt(got, sizeof got, "a tensor of rank %d", t->rank);
+	else
+		shape_str(got, sizeof got, t->dtype, t->rank, t->dims);
+	if (t->dtype != s->dtype)
+		rt_fmt(why, sizeof why, ": dtype is %s, expected %s", rt_dtype_name(t->dtype), rt_dtype_name(s->dtype));
+	else if (t->rank != s->rank)
+		rt_fmt(why, sizeof why, ": rank is %d, expected %d", t->rank, s->rank);
+	else
+		for (int i = 0; i < s->rank; i++)
+			if (s->dims[i] >= 0 && t->dims[i] != s->dims[i]) {
+				rt_fmt(why, sizeof why, ": dim %d is %lld, expected %lld", i, (long long)t->dims[i],
+				       (long long)s->dims[i]);
+				break;
+			}
+	rt_fmt(msg, len, "%s: argument %d '%s': expected %s%s%s%s, got %s%s", op, index, s->name, want,
+	       s->global ? " (this rank's piece of " : "", s->global ? s->global : "", s->global ? ")" : "", got,
+	       why);
+	return SYN_EARG;
+}
+
+int
+syn_tensor_check(const char *op, int index, const syn_tensor *t, const syn_argspec *s, char *msg, size_t len)
+{
+	op = op ? op : "?";
+	if (!t) {
+		rt_fmt(msg, len, "%s: argument %d '%s' is missing", op, index, s->name);
+		return SYN_EARG;
+	}
+	if (t->rank < 0 || t->rank > SYN_MAX_DIMS || !shape_matches(t, s))
+		return shape_error(op, index, t, s, msg, len);
+	if (!t->data) {
+		rt_fmt(msg, len, "%s: argument %d '%s' has no data (NULL device pointer)", op, index, s->name);
+		return SYN_EARG;
+	}
+	if ((uintptr_t)t->data % 16) {
+		rt_fmt(msg, len, "%s: argument %d '%s' at %p is not 16-byte aligned (kernels use 16-byte accesses)",
+		       op, index, s->name, t->data);
+		return SYN_EARG;
+	}
+	if (s->contiguous && !contiguous(t)) {
+		size_t k = rt_fmt(msg, len, "%s: argument %d '%s' must be row-major contiguous; its strides are [", op,
+		                  index, s->name);
+		for (int i = 0; i < t->rank && k < len; i++)
+			k += rt_fmt(msg + k, len - k, "%s%lld", i ? ", " : "", (long long)t->strides[i]);
+		if (k < len)
+			rt_fmt(msg + k, len - k, "] elements");
+		return SYN_EARG;
+	}
+	msg[0] = 0;
+	return SYN_OK;
+}
+
+static size_t
+stride_of(size_t stride, size_t count)
+{
+	return stride ? stride : count;
+}
+
+int
+rt_chunk_check(const CommChunk *ch, int rank, int nranks, char *err, size_t n)
+{
+	const char *what = NULL;
+	char buf[160];
+	if (!ch) {
+		rt_fmt(err, n, "rank %d: NULL chunk", rank);
+		return SYN_EARG;
+	}
+	if ((unsigned)ch->op > CO_SHIFT)
+		what = "unknown collective";
+	else if (!rt_dtype_size(ch->dt) || (unsigned)ch->dt > CD_I32)
+		what = "unknown dtype";
+	else if ((unsigned)ch->red > CR_MIN)
+		what = "unknown reduction";
+	else if (!ch->count)
+		what = "count is 0";
+	else if (!ch->send || !ch->recv)
+		what = "send or recv is NULL";
+	else if (stride_of(ch->send_stride, ch->count) < ch->count) {
+		rt_fmt(buf, sizeof buf, "send blocks overlap: send_stride %zu < count %zu", ch->send_stride, ch->count);
+		what = buf;
+	} else if (stride_of(ch->recv_stride, ch->count) < ch->count) {
+		rt_fmt(buf, sizeof buf, "recv blocks overlap: recv_stride %zu < count %zu", ch->recv_stride, ch->count);
+		what = buf;
+	} else if (ch->op == CO_SHIFT && (ch->shift <= 0 || ch->shift >= nranks)) {
+		rt_fmt(buf, sizeof buf, "shift %d is not in [1, %d] for %d ranks", ch->shift, nranks - 1, nranks);
+		what = buf;
+	}
+	if (!what)
+		return SYN_OK;
+	rt_fmt(err, n, "rank %d: chunk %d (%s %s x%zu): %s", rank, ch->id, rt_op_name(ch->op), rt_dtype_name(ch->dt),
+	       ch->count, what);
+	return SYN_EARG;
+}

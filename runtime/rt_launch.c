@@ -1,0 +1,368 @@
+/* runtime/rt_launch.c -- the launcher API that generated host code calls:
+ * begin (fork the comm lane off the compute lane), kernel launches, flag
+ * waits and raises as stream memory operations, chunk collectives through a
+ * backend, end (join), and sync (the only call that waits on the GPU).
+ * Everything enqueued is logged with an event after it, so the watchdog can
+ * say where a lane is stuck and the trace can say when things happened. */
+#define RT_CUDA 1
+#include "rt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum {
+	LOG_COMPACT = 4096, /* syn_begin drops finished items beyond this */
+	LOG_MAX = 1 << 16,  /* past this, items go unlogged until a sync */
+	SYNC_TICK_NS = 2000000,
+	NOTES_MS = 300, /* how long a failed sync listens for the other ranks' reports */
+};
+
+int
+rt_entry(syn_ctx *c)
+{
+	if (!c)
+		return SYN_EARG;
+	if (c->failed)
+		return SYN_EFAILED;
+	if (cuCtxSetCurrent(c->cu) != CUDA_SUCCESS)
+		return rt_cu(c, cuCtxSetCurrent(c->cu), "cuCtxSetCurrent");
+	if (c->world && atomic_load(&c->world->failed)) {
+		int r;
+		pthread_mutex_lock(&c->mu);
+		r = rt_watch_tick(c);
+		pthread_mutex_unlock(&c->mu);
+		return r;
+	}
+	return SYN_OK;
+}
+
+static int
+event_get(syn_ctx *c, CUevent *e)
+{
+	if (c->nev) {
+		*e = c->evpool[--c->nev];
+		return SYN_OK;
+	}
+	if (c->cev == INT32_MAX)
+		return SYN_ENOMEM;
+	c->cev++;
+	return rt_cu(c, cuEventCreate(e, c->trace ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+}
+
+static int
+grow_items(syn_ctx *c)
+{
+	int cap = c->citems ? 2 * c->citems : 256;
+	RtItem *v = realloc(c->items, sizeof *v * (size_t)cap);
+	CUevent *e = realloc(c->evpool, sizeof *e * (size_t)cap);
+	if (v)
+		c->items = v;
+	if (e)
+		c->evpool = e;
+	if (!v || !e)
+		return rt_seterr(c, SYN_ENOMEM, "rank %d: out of host memory for the item log", c->rank);
+	c->citems = cap;
+	return SYN_OK;
+}
+
+int
+rt_log(syn_ctx *c, RtItemKind kind, int lane, int flag, int peer, int chunk, uint64_t value, const char *what)
+{
+	RtItem *it;
+	CUevent e;
+	int r;
+	pthread_mutex_lock(&c->mu);
+	if (c->nitems >= LOG_MAX || (c->nitems == c->citems && grow_items(c))) {
+		pthread_mutex_unlock(&c->mu);
+		return c->failed;
+	}
+	if ((r = event_get(c, &e)) || (r = rt_cu(c, cuEventRecord(e, c->lane[lane]), "cuEventRecord"))) {
+		pthread_mutex_unlock(&c->mu);
+		return r;
+	}
+	it = &c->items[c->nitems++];
+	memset(it, 0, sizeof *it);
+	it->kind = kind;
+	it->lane = lane;
+	it->op = c->cur_op;
+	it->flag = flag;
+	it->peer = peer;
+	it->chunk = chunk;
+	it->value = value;
+	it->done = e;
+	it->enq_ns = c->last_progress = rt_now_ns();
+	rt_fmt(it->what, sizeof it->what, "%s", what ? what : "");
+	pthread_mutex_unlock(&c->mu);
+	return SYN_OK;
+}
+
+int
+rt_flag_wait(syn_ctx *c, CUstream s, CUdeviceptr flag, uint64_t value, const char *what)
+{
+	return rt_cu(c, cuStreamWaitValue64(s, flag, value, CU_STREAM_WAIT_VALUE_GEQ), what);
+}
+
+/* The default write flag puts a system-scope fence before the store, so
+ * what the stream did before (copies, NCCL) is visible to whoever sees it. */
+int
+rt_flag_write(syn_ctx *c, CUstream s, CUdeviceptr flag, uint64_t value, const char *what)
+{
+	return rt_cu(c, cuStreamWriteValue64(s, flag, value, CU_STREAM_WRITE_VALUE_DEFAULT), what);
+}
+
+/* ---- the CommBackend flag hooks, shared by nccl and ce ---- */
+
+static int
+be_wait(CommBackend *b, void *lane, volatile uint64_t *flag, uint64_t epoch, int flag_id)
+{
+	RtBe *be = (RtBe *)b;
+	(void)flag_id;
+	return rt_flag_wait(be->c, lane, (CUdeviceptr)(uintptr_t)flag, epoch, "cuStreamWaitValue64");
+}
+
+static int
+be_raise(CommBackend *b, void *lane, volatile uint64_t *flag, uint64_t epoch, int flag_id)
+{
+	RtBe *be = (RtBe *)b;
+	(void)flag_id;
+	return rt_flag_write(be->c, lane, (CUdeviceptr)(uintptr_t)flag, epoch, "cuStreamWriteValue64");
+}
+
+static const char *
+be_error(CommBackend *b)
+{
+	return ((RtBe *)b)->c->err;
+}
+
+RtBe *
+rt_be_new(syn_ctx *c, const char *name)
+{
+	RtBe *be = calloc(1, sizeof *be);
+	if (!be)
+		return NULL;
+	be->c = c;
+	be->b.name = name;
+	be->b.wait_flag = be_wait;
+	be->b.raise_flag = be_raise;
+	be->b.error = be_error;
+	be->b.rank = c->rank;
+	be->b.nranks = c->nranks;
+	return be;
+}
+
+/* ================= one operator call ================= */
+
+int
+syn_check_args(syn_ctx *c, const char *op, int n, const syn_tensor *t, const syn_argspec *s)
+{
+	char msg[RT_ERRLEN];
+	int r;
+	if ((r = rt_entry(c)))
+		return r;
+	for (int i = 0; i < n; i++)
+		if ((r = syn_tensor_check(op, i, &t[i], &s[i], msg, sizeof msg)))
+			return rt_seterr(c, r, "rank %d: %s", c->rank, msg);
+	return SYN_OK;
+}
+
+static int
+op_new(syn_ctx *c, const char *name)
+{
+	RtOp *op;
+	if (c->nops == c->cops) {
+		int cap = c->cops ? 2 * c->cops : 16;
+		RtOp *v = realloc(c->ops, sizeof *v * (size_t)cap);
+		if (!v)
+			return rt_seterr(c, SYN_ENOMEM, "rank %d: out of host memory", c->rank);
+		c->ops = v;
+		c->cops = cap;
+	}
+	op = &c->ops[c->nops];
+	rt_fmt(op->name, sizeof op->name, "%s", name ? name : "?");
+	op->epoch = ++c->epoch;
+	op->anchor = -1;
+	if (c->trace && (op->anchor = rt_anchor(c)) < 0)
+		return c->failed ? c->failed : SYN_ECUDA;
+	c->cur_op = c->nops++;
+	return SYN_OK;
+}
+
+int
+syn_begin(syn_ctx *c, const char *name, uint64_t *epoch)
+{
+	int r;
+	*epoch = 0;
+	if ((r = rt_entry(c)))
+		return r;
+	pthread_mutex_lock(&c->mu);
+	if (c->nitems > LOG_COMPACT)
+		rt_harvest(c);
+	r = op_new(c, name);
+	c->in_op = !r;
+	pthread_mutex_unlock(&c->mu);
+	if (r)
+		return r;
+	/* the comm lane reads inputs the compute lane's earlier work produced */
+	if ((r = rt_cu(c, cuEventRecord(c->fork, c->lane[SYN_COMPUTE]), "cuEventRecord(fork)")) ||
+	    (r = rt_cu(c, cuStreamWaitEvent(c->lane[SYN_COMM], c->fork, 0), "cuStreamWaitEvent(fork)")) ||
+	    (r = rt_log(c, IK_BEGIN, SYN_COMPUTE, -1, -1, -1, 0, name)))
+		return r;
+	*epoch = c->epoch;
+	return SYN_OK;
+}
+
+int
+syn_launch(syn_ctx *c, syn_kernel *k, const unsigned grid[3], const unsigned block[3], unsigned smem, void **params)
+{
+	CUlaunchConfig cfg;
+	char what[96];
+	int r;
+	if ((r = rt_entry(c)))
+		return r;
+	if (!k || !grid[0] || !grid[1] || !grid[2] || !block[0] || !block[1] || !block[2])
+		return rt_seterr(c, SYN_EARG, "rank %d: syn_launch of %s: empty grid or block", c->rank,
+		                 k ? k->name : "(no kernel)");
+	if (smem > 48 * 1024 && smem > k->smem_set) {
+		if ((r = rt_cu(c, cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem),
+		               "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")))
+			return r;
+		k->smem_set = smem;
+	}
+	memset(&cfg, 0, sizeof cfg);
+	cfg.gridDimX = grid[0];
+	cfg.gridDimY = grid[1];
+	cfg.gridDimZ = grid[2];
+	cfg.blockDimX = block[0];
+	cfg.blockDimY = block[1];
+	cfg.blockDimZ = block[2];
+	cfg.sharedMemBytes = smem;
+	cfg.hStream = c->lane[SYN_COMPUTE];
+	rt_fmt(what, sizeof what, "cuLaunchKernelEx(%s, grid %u, block %u, smem %u)", k->name, grid[0], block[0],
+	       smem);
+	if ((r = rt_cu(c, cuLaunchKernelEx(&cfg, k->fn, params, NULL), what)))
+		return r;
+	return rt_log(c, IK_LAUNCH, SYN_COMPUTE, -1, -1, -1, 0, k->name);
+}
+
+int
+syn_wait(syn_ctx *c, syn_lane lane, int flag, uint64_t value, int chunk)
+{
+	char what[48];
+	int r;
+	if ((r = rt_entry(c)))
+		return r;
+	if ((unsigned)lane >= SYN_LANES || flag < 0 || flag >= c->nflags)
+		return rt_seterr(c, SYN_EARG, "rank %d: syn_wait: lane %d / flag %d out of range (%d flags)", c->rank,
+		                 (int)lane, flag, c->nflags);
+	rt_fmt(what, sizeof what, "wait flag %d", flag);
+	if ((r = rt_flag_wait(c, c->lane[lane], c->flags->base + (CUdeviceptr)flag * 8, value,
+	                      "cuStreamWaitValue64(flag)")))
+		return r;
+	return rt_log(c, IK_WAIT, lane, flag, c->rank, chunk, value, what);
+}
+
+int
+syn_raise(syn_ctx *c, syn_lane lane, int rank, int flag, uint64_t value)
+{
+	uint64_t addr;
+	char what[48];
+	int r;
+	if ((r = rt_entry(c)))
+		return r;
+	if ((unsigned)lane >= SYN_LANES || flag < 0 || flag >= c->nflags || rank < 0 || rank >= c->nranks)
+		return rt_seterr(c, SYN_EARG, "rank %d: syn_raise: lane %d / rank %d / flag %d out of range", c->rank,
+		                 (int)lane, rank, flag);
+	if (!(addr = syn_flag_addr(c, rank, flag)))
+		return rt_seterr(c, SYN_EUNSUPPORTED,
+		                 "rank %d: cannot raise flag %d of rank %d: its flags are not mapped here (another "
+		                 "node, or no peer access)",
+		                 c->rank, flag, rank);
+	rt_fmt(what, sizeof what, "raise flag %d of rank %d", flag, rank);
+	if ((r = rt_flag_write(c, c->lane[lane], addr, value, "cuStreamWriteValue64(flag)")))
+		return r;
+	return rt_log(c, IK_RAISE, lane, flag, rank, -1, value, what);
+}
+
+int
+syn_coll(syn_ctx *c, syn_backend be, const CommChunk *ch)
+{
+	char err[RT_ERRLEN], what[48];
+	int r;
+	if ((r = rt_entry(c)))
+		return r;
+	if ((unsigned)be >= SYN_BACKENDS)
+		return rt_seterr(c, SYN_EARG, "rank %d: syn_coll: no backend %d", c->rank, (int)be);
+	if ((r = rt_chunk_check(ch, c->rank, c->nranks, err, sizeof err)))
+		return rt_seterr(c, r, "%s", err);
+	if ((r = c->be[be]->collective(c->be[be], ch, c->lane[SYN_COMM])))
+		return r;
+	rt_fmt(what, sizeof what, "%s %s %s x%zu", rt_backend_name(be), rt_op_name(ch->op), rt_dtype_name(ch->dt),
+	       ch->count);
+	return rt_log(c, IK_COLL, SYN_COMM, -1, -1, ch->id, ch->count, what);
+}
+
+int
+syn_end(syn_ctx *c)
+{
+	int r;
+	if ((r = rt_entry(c)))
+		return r;
+	if ((r = rt_cu(c, cuEventRecord(c->join, c->lane[SYN_COMM]), "cuEventRecord(join)")) ||
+	    (r = rt_cu(c, cuStreamWaitEvent(c->lane[SYN_COMPUTE], c->join, 0), "cuStreamWaitEvent(join)")))
+		return r;
+	if ((r = rt_log(c, IK_END, SYN_COMPUTE, -1, -1, -1, 0, "end")))
+		return r;
+	c->in_op = 0;
+	return SYN_OK;
+}
+
+static int
+lanes_idle(syn_ctx *c)
+{
+	for (int l = 0; l < SYN_LANES; l++)
+		if (cuStreamQuery(c->lane[l]) != CUDA_SUCCESS)
+			return 0;
+	return 1;
+}
+
+/* Wait for everything enqueued, with the watchdog; then read the kernels'
+ * error word and harvest the trace. */
+int
+syn_sync(syn_ctx *c)
+{
+	uint64_t next_tick = 0;
+	int r;
+	if (!c)
+		return SYN_EARG;
+	if (c->failed) {
+		rt_notes(c, NOTES_MS);
+		return c->failed;
+	}
+	cuCtxSetCurrent(c->cu);
+	for (;;) {
+		uint64_t now = rt_now_ns();
+		int idle = lanes_idle(c);
+		if (idle || now >= next_tick) {
+			pthread_mutex_lock(&c->mu);
+			r = rt_watch_tick(c);
+			idle = idle && c->first_pending >= c->nitems;
+			pthread_mutex_unlock(&c->mu);
+			if (r) { /* syn_finalize drains what is left */
+				rt_notes(c, NOTES_MS);
+				return r;
+			}
+			if (idle)
+				break;
+			next_tick = now + SYNC_TICK_NS;
+		}
+		usleep(idle ? 0 : 20);
+	}
+	pthread_mutex_lock(&c->mu);
+	r = rt_watch_tick(c); /* the error word, read after the join */
+	if (!r)
+		r = rt_harvest(c);
+	pthread_mutex_unlock(&c->mu);
+	return r;
+}

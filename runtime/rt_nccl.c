@@ -1,0 +1,114 @@
+/* runtime/rt_nccl.c -- the `nccl` backend: one chunk as NCCL calls on the
+ * comm stream (the plan in rt_plan.c), in one group when it takes several.
+ * The communicator is non-blocking, so every call is settled before the
+ * next, under the context's lock so the watchdog never aborts it mid-call. */
+#define RT_CUDA 1
+#include "rt.h"
+
+#include <stdlib.h>
+
+/* Same order as CommDType / CommRed. */
+static const ncclDataType_t dtypes[] = {
+	[CD_F32] = ncclFloat32,
+	[CD_F16] = ncclFloat16,
+	[CD_BF16] = ncclBfloat16,
+	[CD_I32] = ncclInt32,
+};
+static const ncclRedOp_t reds[] = {[CR_SUM] = ncclSum, [CR_MAX] = ncclMax, [CR_MIN] = ncclMin};
+
+ncclDataType_t
+rt_nccl_dtype(CommDType dt)
+{
+	return dtypes[dt];
+}
+
+ncclRedOp_t
+rt_nccl_red(CommRed r)
+{
+	return reds[r];
+}
+
+static ncclResult_t
+issue(syn_ctx *c, const RtXfer *x, const CommChunk *ch, CUstream s, int *cuerr)
+{
+	ncclDataType_t dt = dtypes[ch->dt];
+	ncclRedOp_t red = reds[ch->red];
+	switch (x->kind) {
+	case XK_ALL_REDUCE:
+		return ncclAllReduce(x->src, x->dst, x->count, dt, red, c->comm, s);
+	case XK_REDUCE_SCATTER:
+		return ncclReduceScatter(x->src, x->dst, x->count, dt, red, c->comm, s);
+	case XK_ALL_GATHER:
+		return ncclAllGather(x->src, x->dst, x->count, dt, c->comm, s);
+	case XK_ALL_TO_ALL:
+		return ncclAlltoAll(x->src, x->dst, x->count, dt, c->comm, s);
+	case XK_REDUCE:
+		return ncclReduce(x->src, x->dst, x->count, dt, red, x->peer, c->comm, s);
+	case XK_SEND:
+		return ncclSend(x->src, x->count, dt, x->peer, c->comm, s);
+	case XK_RECV:
+		return ncclRecv(x->dst, x->count, dt, x->peer, c->comm, s);
+	case XK_COPY:
+		*cuerr = rt_cu(c,
+		               cuMemcpyDtoDAsync((CUdeviceptr)(uintptr_t)x->dst, (CUdeviceptr)(uintptr_t)x->src,
+		                                 x->count * rt_dtype_size(ch->dt), s),
+		               "cuMemcpyDtoDAsync (own block)");
+		return ncclSuccess;
+	}
+	return ncclInvalidArgument;
+}
+
+static int
+run_plan(syn_ctx *c, const RtXfer *x, int n, const CommChunk *ch, CUstream s, const char *what)
+{
+	ncclResult_t res = ncclSuccess;
+	int cuerr = 0, r;
+	if (n > 1 && (r = rt_nccl(c, ncclGroupStart(), "ncclGroupStart")))
+		return r;
+	for (int i = 0; i < n && res == ncclSuccess && !cuerr; i++) {
+		res = issue(c, &x[i], ch, s, &cuerr);
+		if (n == 1) /* alone: may answer ncclInProgress, settle it */
+			return cuerr ? cuerr : rt_nccl_settle(c, res, what);
+	}
+	if (n > 1) {
+		ncclResult_t g = ncclGroupEnd(); /* always close the group */
+		if (res == ncclSuccess)
+			res = g;
+	}
+	if (cuerr)
+		return cuerr;
+	return rt_nccl_settle(c, res, what);
+}
+
+static int
+collective(CommBackend *b, const CommChunk *ch, void *lane)
+{
+	syn_ctx *c = ((RtBe *)b)->c;
+	int cap = rt_plan_cap(c->nranks), n, r;
+	RtXfer *x = malloc(sizeof *x * (size_t)cap);
+	char what[128];
+	if (!x)
+		return rt_seterr(c, SYN_ENOMEM, "rank %d: out of host memory", c->rank);
+	n = rt_plan_nccl(ch, c->rank, c->nranks, x, cap);
+	rt_fmt(what, sizeof what, "nccl %s of chunk %d (%s x%zu)", rt_op_name(ch->op), ch->id, rt_dtype_name(ch->dt),
+	       ch->count);
+	if (n < 0) {
+		free(x);
+		return rt_seterr(c, SYN_EUNSUPPORTED, "rank %d: %s: no NCCL form", c->rank, what);
+	}
+	pthread_mutex_lock(&c->mu);
+	r = c->comm ? run_plan(c, x, n, ch, lane, what) : (c->failed ? c->failed : SYN_EFAILED);
+	pthread_mutex_unlock(&c->mu);
+	free(x);
+	return r;
+}
+
+CommBackend *
+rt_nccl_new(syn_ctx *c)
+{
+	RtBe *be = rt_be_new(c, "nccl");
+	if (!be)
+		return NULL;
+	be->b.collective = collective;
+	return &be->b;
+}

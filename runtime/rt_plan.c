@@ -1,0 +1,128 @@
+/* runtime/rt_plan.c -- what a backend does for one chunk, as a list of
+ * primitive transfers.  Plans are plain data so the CPU tests can run them
+ * on simulated ranks and compare with the CommChunk meaning (comm.h), which
+ * is where strided blocks go wrong if they go wrong.
+ *
+ * nccl: the packed collective when the blocks are packed; otherwise what
+ * NCCL can do on strided blocks inside one group: a reduce per block rooted
+ * at its owner for reduce_scatter, send/recv pairs for all_gather,
+ * all_to_all and shift (own block by a local copy).
+ * ce: copies only (no reductions), pushed into the peers' recv at the same
+ * offset of the same symmetric allocation. */
+#include "rt.h"
+
+static size_t
+stride_of(size_t stride, size_t count)
+{
+	return stride ? stride : count;
+}
+
+static int
+add(RtXfer *x, int *n, int cap, RtXferKind kind, int peer, const char *src, char *dst, size_t count)
+{
+	if (*n >= cap)
+		return -1;
+	x[*n].kind = kind;
+	x[*n].peer = peer;
+	x[*n].src = src;
+	x[*n].dst = dst;
+	x[*n].count = count;
+	(*n)++;
+	return 0;
+}
+
+int
+rt_plan_cap(int nranks)
+{
+	return 2 * nranks + 2;
+}
+
+/* Own block by copy, the others by a send and a receive. */
+static int
+exchange(const CommChunk *ch, int rank, int nranks, int send_blocks, RtXfer *x, int cap)
+{
+	size_t es = rt_dtype_size(ch->dt), ss = stride_of(ch->send_stride, ch->count) * es,
+	       rs = stride_of(ch->recv_stride, ch->count) * es;
+	const char *send = ch->send;
+	char *recv = ch->recv;
+	int n = 0, bad = 0;
+	for (int p = 0; p < nranks; p++) {
+		const char *src = send + (send_blocks ? (size_t)p * ss : 0);
+		const char *mine = send + (send_blocks ? (size_t)rank * ss : 0);
+		if (p == rank)
+			bad |= add(x, &n, cap, XK_COPY, rank, mine, recv + (size_t)rank * rs, ch->count);
+		else {
+			bad |= add(x, &n, cap, XK_SEND, p, src, NULL, ch->count);
+			bad |= add(x, &n, cap, XK_RECV, p, NULL, recv + (size_t)p * rs, ch->count);
+		}
+	}
+	return bad ? -1 : n;
+}
+
+static int
+strided_reduce_scatter(const CommChunk *ch, int nranks, RtXfer *x, int cap)
+{
+	size_t es = rt_dtype_size(ch->dt), ss = stride_of(ch->send_stride, ch->count) * es;
+	int n = 0, bad = 0;
+	for (int p = 0; p < nranks; p++)
+		bad |= add(x, &n, cap, XK_REDUCE, p, (const char *)ch->send + (size_t)p * ss, ch->recv, ch->count);
+	return bad ? -1 : n;
+}
+
+int
+rt_plan_nccl(const CommChunk *ch, int rank, int nranks, RtXfer *x, int cap)
+{
+	int n = 0, packed_send = stride_of(ch->send_stride, ch->count) == ch->count,
+	    packed_recv = stride_of(ch->recv_stride, ch->count) == ch->count;
+	int dst = (rank + ch->shift) % nranks, src = ((rank - ch->shift) % nranks + nranks) % nranks;
+	switch (ch->op) {
+	case CO_ALL_REDUCE:
+		return add(x, &n, cap, XK_ALL_REDUCE, 0, ch->send, ch->recv, ch->count) ? -1 : n;
+	case CO_REDUCE_SCATTER:
+		if (packed_send)
+			return add(x, &n, cap, XK_REDUCE_SCATTER, 0, ch->send, ch->recv, ch->count) ? -1 : n;
+		return strided_reduce_scatter(ch, nranks, x, cap);
+	case CO_ALL_GATHER:
+		if (packed_recv)
+			return add(x, &n, cap, XK_ALL_GATHER, 0, ch->send, ch->recv, ch->count) ? -1 : n;
+		return exchange(ch, rank, nranks, 0, x, cap);
+	case CO_ALL_TO_ALL:
+		if (packed_send && packed_recv)
+			return add(x, &n, cap, XK_ALL_TO_ALL, 0, ch->send, ch->recv, ch->count) ? -1 : n;
+		return exchange(ch, rank, nranks, 1, x, cap);
+	case CO_SHIFT:
+		if (add(x, &n, cap, XK_SEND, dst, ch->send, NULL, ch->count) ||
+		    add(x, &n, cap, XK_RECV, src, NULL, ch->recv, ch->count))
+			return -1;
+		return n;
+	}
+	return -1;
+}
+
+/* -1: the op needs arithmetic (all_reduce, reduce_scatter). */
+int
+rt_plan_ce(const CommChunk *ch, int rank, int nranks, RtXfer *x, int cap)
+{
+	size_t es = rt_dtype_size(ch->dt), ss = stride_of(ch->send_stride, ch->count) * es,
+	       rs = stride_of(ch->recv_stride, ch->count) * es;
+	const char *send = ch->send;
+	char *recv = ch->recv;
+	int n = 0, bad = 0;
+	switch (ch->op) {
+	case CO_ALL_REDUCE:
+	case CO_REDUCE_SCATTER:
+		return -1;
+	case CO_ALL_GATHER:
+		for (int p = 0; p < nranks; p++)
+			bad |= add(x, &n, cap, XK_COPY, p, send, recv + (size_t)rank * rs, ch->count);
+		break;
+	case CO_ALL_TO_ALL:
+		for (int p = 0; p < nranks; p++)
+			bad |= add(x, &n, cap, XK_COPY, p, send + (size_t)p * ss, recv + (size_t)rank * rs, ch->count);
+		break;
+	case CO_SHIFT:
+		bad |= add(x, &n, cap, XK_COPY, (rank + ch->shift) % nranks, send, recv, ch->count);
+		break;
+	}
+	return bad ? -1 : n;
+}

@@ -1,0 +1,91 @@
+# runtime/runtime.mk -- libsyncrt, included by the root Makefile.
+#
+#   make                  also builds libsyncrt.a and libsyncrt.so where cuda.h
+#                         and nccl.h are found (else says it skipped them)
+#   make check            also runs the runtime's CPU tests (tests/rt/), links a
+#                         program against libsyncrt, runs ptxas on its PTX
+#   make rt-gpu-test      build/rt/rt_test, the GPU test (tools/gpu-check-runtime)
+#
+# NCCL is looked for in NCCL_HOME, then next to CUDA (the CPU machines' CUDA
+# folder carries 2.28.9), then in /usr/include (the GPU machines' Debian
+# package, 2.28.3): the code guards on NCCL_VERSION_CODE, never on struct sizes.
+
+CUDA_HOME ?= /usr/local/cuda
+NCCL_HOME ?=
+
+RT_CUDA_H := $(wildcard $(CUDA_HOME)/include/cuda.h)
+RT_NCCL_H := $(firstword $(wildcard $(if $(NCCL_HOME),$(NCCL_HOME)/include/nccl.h) \
+                                    $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h))
+RT_NCCL_INC := $(patsubst %/nccl.h,%,$(RT_NCCL_H))
+RT_NCCL_LIBDIR := $(if $(filter /usr/include,$(RT_NCCL_INC)),,$(firstword $(wildcard \
+                    $(patsubst %/include,%/lib64,$(RT_NCCL_INC)) $(patsubst %/include,%/lib,$(RT_NCCL_INC)))))
+RT_STUBS := $(firstword $(wildcard $(CUDA_HOME)/lib64/stubs $(CUDA_HOME)/lib/stubs))
+RT_PTXAS := $(firstword $(wildcard $(CUDA_HOME)/bin/ptxas) $(shell command -v ptxas 2>/dev/null))
+
+comma := ,
+RT_CPU_SRC := runtime/rt_err.c runtime/rt_env.c runtime/rt_boot.c runtime/rt_trace.c \
+              runtime/rt_check.c runtime/rt_plan.c runtime/rt_ptx.c
+RT_GPU_SRC := runtime/rt_ctx.c runtime/rt_launch.c runtime/rt_watch.c runtime/rt_nccl.c \
+              runtime/rt_ce.c runtime/rt_clock.c
+RT_HDRS := runtime/rt.h runtime/syncrt.h runtime/comm.h
+
+# System headers are -isystem so their pedantry is not ours.
+RT_INC := -isystem $(CUDA_HOME)/include $(if $(filter /usr/include $(CUDA_HOME)/include,$(RT_NCCL_INC)),,-isystem $(RT_NCCL_INC))
+RT_CFLAGS = $(ALL_CFLAGS) -fPIC $(RT_INC)
+RT_LDLIBS := $(if $(RT_STUBS),-L$(RT_STUBS)) -lcuda \
+             $(if $(RT_NCCL_LIBDIR),-L$(RT_NCCL_LIBDIR) -Wl$(comma)-rpath$(comma)$(RT_NCCL_LIBDIR)) -lnccl \
+             -lpthread -lm
+
+RT_CPU_OBJ := $(RT_CPU_SRC:runtime/%.c=$(BUILD)/rt/%.o)
+RT_GPU_OBJ := $(RT_GPU_SRC:runtime/%.c=$(BUILD)/rt/%.o)
+
+$(BUILD)/rt/%.o: runtime/%.c $(RT_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(RT_CFLAGS) -c -o $@ $<
+
+$(BUILD)/rt/rt_cpu_test: tests/rt/rt_cpu_test.c $(RT_CPU_OBJ) $(RT_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ tests/rt/rt_cpu_test.c $(RT_CPU_OBJ) -lpthread -lm
+
+.PHONY: runtime-all rt-check-deps rt-gpu-test rt-clean
+
+ifneq ($(and $(RT_CUDA_H),$(RT_NCCL_H)),)
+runtime-all: libsyncrt.a libsyncrt.so
+
+libsyncrt.a: $(RT_CPU_OBJ) $(RT_GPU_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+libsyncrt.so: $(RT_CPU_OBJ) $(RT_GPU_OBJ)
+	$(CC) -shared -Wl,--no-undefined -o $@ $^ $(RT_LDLIBS)
+
+# The library must link into a program (it is never run here: no GPU).
+$(BUILD)/rt/rt_linkcheck: tests/rt/rt_linkcheck.c libsyncrt.a $(RT_HDRS)
+	$(CC) $(RT_CFLAGS) -o $@ tests/rt/rt_linkcheck.c libsyncrt.a $(RT_LDLIBS)
+
+$(BUILD)/rt/rt_test: tests/gpu/rt_test.c libsyncrt.a $(RT_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(RT_CFLAGS) -o $@ tests/gpu/rt_test.c libsyncrt.a $(RT_LDLIBS)
+
+rt-gpu-test: $(BUILD)/rt/rt_test
+rt-check-deps: $(BUILD)/rt/rt_cpu_test $(BUILD)/rt/rt_linkcheck
+else
+runtime-all:
+	@echo "runtime: cuda.h or nccl.h not found (CUDA_HOME=$(CUDA_HOME), NCCL_HOME=$(NCCL_HOME)): libsyncrt skipped"
+
+rt-gpu-test: runtime-all
+rt-check-deps: $(BUILD)/rt/rt_cpu_test
+endif
+
+# For tests/rt/rttests.py: where ptxas is ("" when it is not).
+$(BUILD)/rt/ptxas.path: FORCE_RT
+	@mkdir -p $(dir $@)
+	@echo "$(RT_PTXAS)" > $@
+.PHONY: FORCE_RT
+rt-check-deps: $(BUILD)/rt/ptxas.path
+
+all: runtime-all
+check: rt-check-deps
+clean: rt-clean
+rt-clean:
+	rm -f libsyncrt.a libsyncrt.so

@@ -1,0 +1,187 @@
+/* runtime/syncrt.h -- libsyncrt, the GPU runtime that syncc's generated host
+ * launchers call (DESIGN §6).  Plain C11; no CUDA or NCCL types appear here,
+ * so a program that only calls generated launchers needs neither header.
+ *
+ * A context (syn_ctx) is one rank: one GPU, a low-priority compute stream
+ * and a high-priority comm stream, an NCCL communicator, a flag array and an
+ * error word.  Two ways to make them:
+ *
+ *   syn_init(&c, NULL)              one process per GPU (torchrun, mpirun,
+ *                                   Slurm): rank and world from the
+ *                                   environment, NCCL id over TCP from rank 0
+ *   syn_init_local(n, cs, NULL)     one process driving n local GPUs; then
+ *   syn_run_local(cs, n, fn, arg)   runs fn(cs[r], arg) on a thread per GPU
+ *
+ * A generated launcher `int syn_<op>(syn_ctx *, syn_tensor...)` is one call
+ * per rank and never blocks on the GPU:
+ *
+ *   syn_check_args(c, "op", n, args, specs)   shapes and dtypes, by name
+ *   syn_begin(c, "op", &e)                     epoch e of this call; the comm
+ *                                              lane forks from the compute lane
+ *   syn_launch(c, k, grid, block, smem, prm)   a kernel on the compute lane
+ *   syn_wait(c, SYN_COMM, f, e, chunk)         the comm lane waits for flag f >= e
+ *   syn_coll(c, SYN_NCCL, &chunk)              a chunk collective on the comm lane
+ *   syn_raise(c, SYN_COMM, rank, f, e)         then raises flag f of `rank` to e
+ *   syn_end(c)                                 the compute lane joins the comm lane
+ *
+ * and the caller learns how it went from syn_sync(c), which waits with the
+ * watchdog (SYNC_TIMEOUT_MS), or from its own synchronisation of
+ * syn_stream(c, SYN_COMPUTE) followed by syn_sync.
+ *
+ * Flags are u64 epochs that only grow: a call's flags reach values derived
+ * from its epoch (epoch x arrivals per call when several producers add 1 each),
+ * so nothing is ever reset.  Kernels get flag addresses from syn_flag_addr,
+ * poll them with ld.acquire.sys and raise them with red/st .release.sys; on a
+ * timeout they record the error word (layout below) and leave, never trap.
+ *
+ * Every function returns SYN_OK (0) or a negative syn_status.  SYN_EARG and
+ * SYN_EUNSUPPORTED mean nothing was enqueued and the context is still usable;
+ * every other error marks the context failed: later calls return SYN_EFAILED
+ * and syn_error() keeps the first message, which names the rank, the op, the
+ * chunk and the flag involved. */
+#ifndef SYNCRT_H
+#define SYNCRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { SYN_MAX_DIMS = 8 };
+
+typedef enum syn_status {
+	SYN_OK = 0,
+	SYN_EARG = -1,         /* bad argument: nothing enqueued, context usable */
+	SYN_EUNSUPPORTED = -2, /* the backend cannot do this: nothing enqueued */
+	SYN_EENV = -3,         /* launcher environment malformed */
+	SYN_EBOOT = -4,        /* TCP bootstrap failed */
+	SYN_ECUDA = -5,        /* a CUDA driver call failed */
+	SYN_ENCCL = -6,        /* an NCCL call failed or NCCL reported an async error */
+	SYN_ETIMEOUT = -7,     /* nothing progressed for SYNC_TIMEOUT_MS */
+	SYN_EKERNEL = -8,      /* a kernel's flag wait timed out (error word) */
+	SYN_EPEER = -9,        /* another rank failed */
+	SYN_ENOMEM = -10,
+	SYN_EFAILED = -11, /* the context failed earlier; syn_error says why */
+} syn_status;
+
+typedef enum syn_lane { SYN_COMPUTE, SYN_COMM, SYN_LANES } syn_lane;
+typedef enum syn_backend { SYN_NCCL, SYN_CE, SYN_BACKENDS } syn_backend;
+
+/* A tensor argument: this rank's local piece.  strides are in elements; all
+ * zero means row-major contiguous. */
+typedef struct syn_tensor {
+	void *data; /* device pointer (unified address) */
+	CommDType dtype;
+	int rank;
+	int64_t dims[SYN_MAX_DIMS];
+	int64_t strides[SYN_MAX_DIMS];
+} syn_tensor;
+
+/* What the op's signature wants of one argument, written by the host code
+ * generator.  dims[i] < 0 accepts any size. */
+typedef struct syn_argspec {
+	const char *name;   /* the parameter's name in the .syn signature */
+	CommDType dtype;
+	int rank;
+	int64_t dims[SYN_MAX_DIMS]; /* the local shape on this rank */
+	const char *global; /* e.g. "bf16[M, K] @split(1)", for messages; may be NULL */
+	int contiguous;     /* 1: strides must be row-major */
+} syn_argspec;
+
+/* Options; a zero field means "from the environment, else the default". */
+typedef struct syn_opts {
+	int nccl_max_ctas; /* SYNC_NCCL_MAX_CTAS, 16: NCCL's SMs (maxCTAs, no clusters) */
+	int free_sms;      /* SYNC_FREE_SMS, = nccl_max_ctas: SMs persistent kernels leave */
+	int nflags;        /* SYNC_NFLAGS, 4096: flags per rank for generated code */
+	int timeout_ms;    /* SYNC_TIMEOUT_MS, 10000 */
+	int trace;         /* SYNC_TRACE, 0: 1 records a timeline (syn_trace_write) */
+} syn_opts;
+
+/* A module as the code generator embeds it: the cubin is tried first, the
+ * PTX is JIT-compiled otherwise (its log is in the error on failure). */
+typedef struct syn_image {
+	const char *name;  /* for messages */
+	const char *ptx;   /* NUL-terminated, or NULL */
+	const void *cubin; /* or NULL */
+	size_t cubin_size;
+} syn_image;
+
+typedef struct syn_ctx syn_ctx;
+typedef struct syn_kernel syn_kernel; /* owned by its context */
+
+/* Kernel error word (host-mapped, u32[4]); the first timeout wins with
+ * atom.cas on word 0 and then fills in the rest. */
+enum {
+	SYN_ERRW_CODE,  /* 0 = fine, 1 = flag wait timed out */
+	SYN_ERRW_FLAG,  /* index of the flag it waited on */
+	SYN_ERRW_BLOCK, /* the block (ctaid.x) */
+	SYN_ERRW_SITE,  /* the code generator's number for the wait site */
+	SYN_ERRW_WORDS
+};
+
+/* Kernel trace record, 4 x u64, written at syn_trace_slots(c, n) + 32 * i:
+ * { site << 32 | block, %globaltimer at start, at end, %smid }. */
+enum { SYN_TRACE_RECORD_BYTES = 32 };
+
+/* ---- contexts ---- */
+int syn_init(syn_ctx **c, const syn_opts *o);
+int syn_init_local(int ndev, syn_ctx **cs, const syn_opts *o);
+int syn_run_local(syn_ctx **cs, int n, int (*fn)(syn_ctx *c, void *arg), void *arg);
+void syn_finalize(syn_ctx *c); /* after a failure it leaves stuck GPU work alone */
+int syn_bind(syn_ctx *c);      /* make c's CUDA context current on this thread */
+int syn_rank(const syn_ctx *c);
+int syn_nranks(const syn_ctx *c);
+int syn_device(const syn_ctx *c);
+int syn_sms(const syn_ctx *c);
+int syn_free_sms(const syn_ctx *c);
+void *syn_stream(const syn_ctx *c, syn_lane lane); /* the CUstream */
+const char *syn_error(const syn_ctx *c);
+const char *syn_status_name(int status);
+
+/* ---- memory (collective: every rank calls with the same sizes) ---- */
+int syn_alloc(syn_ctx *c, size_t bytes, void **p);
+int syn_free(syn_ctx *c, void *p);
+void *syn_peer_ptr(const syn_ctx *c, const void *p, int rank); /* NULL: not mapped */
+int syn_barrier(syn_ctx *c);                                  /* host only; never inside an op */
+
+/* ---- what kernels get as parameters ---- */
+uint64_t syn_flag_addr(const syn_ctx *c, int rank, int flag); /* 0: not mapped here */
+uint64_t syn_errw_addr(const syn_ctx *c);
+uint64_t syn_timeout_ns(const syn_ctx *c);
+uint64_t syn_trace_slots(syn_ctx *c, unsigned n); /* 0: tracing off or buffer full */
+
+/* ---- kernels ---- */
+int syn_kernel_get(syn_ctx *c, const syn_image *img, const char *entry, syn_kernel **k);
+/* Blocks per SM (occupancy) x (SMs - free SMs): a persistent grid that leaves
+ * the comm backend its SMs. */
+int syn_grid_persistent(syn_ctx *c, syn_kernel *k, unsigned block, unsigned smem, unsigned *grid);
+
+/* ---- one operator call ---- */
+int syn_check_args(syn_ctx *c, const char *op, int n, const syn_tensor *t, const syn_argspec *s);
+int syn_begin(syn_ctx *c, const char *op, uint64_t *epoch);
+int syn_launch(syn_ctx *c, syn_kernel *k, const unsigned grid[3], const unsigned block[3], unsigned smem,
+               void **params);
+int syn_wait(syn_ctx *c, syn_lane lane, int flag, uint64_t value, int chunk);
+int syn_raise(syn_ctx *c, syn_lane lane, int rank, int flag, uint64_t value);
+int syn_coll(syn_ctx *c, syn_backend be, const CommChunk *ch);
+int syn_end(syn_ctx *c);
+int syn_sync(syn_ctx *c);
+
+/* ---- timeline ---- */
+/* Collective.  Chrome trace JSON: pid = rank, tid = lane (0 "compute",
+ * 1 "comm"), names "blk N" / "kernel K" / "chunk N op" / "wait flag F",
+ * ts in microseconds on rank 0's host clock, each GPU's %globaltimer aligned
+ * by measured round trips.  Rank 0 writes the file. */
+int syn_trace_write(syn_ctx *c, const char *path);
+
+/* ---- checks usable without a context (and without a GPU) ---- */
+int syn_tensor_check(const char *op, int index, const syn_tensor *t, const syn_argspec *s, char *msg, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,718 @@
+/* tests/rt/rt_cpu_test.c -- the parts of libsyncrt that run without a GPU:
+ * launcher environments, the TCP bootstrap (forked ranks over loopback),
+ * argument and chunk checks, the backends' transfer plans run on simulated
+ * ranks, and trace JSON.  `rt_cpu_test NAME [ARGS]` runs one group, prints
+ * what it checked and exits 0 when all of it held. */
+#include "../../runtime/rt.h"
+
+#include <arpa/inet.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int failures;
+
+#define EXPECT(c, ...)                                                                                                 \
+	do {                                                                                                           \
+		if (!(c)) {                                                                                            \
+			failures++;                                                                                    \
+			printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                    \
+			printf(__VA_ARGS__);                                                                           \
+			printf("\n");                                                                                  \
+		}                                                                                                      \
+	} while (0)
+
+/* ================= environment ================= */
+
+/* A fake environment: "NAME=VALUE" strings, NULL-terminated. */
+static const char *
+fake_get(const char *name, void *ud)
+{
+	const char **kv = ud;
+	size_t n = strlen(name);
+	for (; *kv; kv++)
+		if (!strncmp(*kv, name, n) && (*kv)[n] == '=')
+			return *kv + n + 1;
+	return NULL;
+}
+
+typedef struct EnvCase {
+	const char *env[12];
+	int status;
+	RtLauncher l;
+	int rank, world, local;
+	const char *msg; /* the error must contain it */
+} EnvCase;
+
+static const EnvCase env_cases[] = {
+	{{NULL}, SYN_OK, RL_NONE, 0, 1, -1, NULL},
+	{{"RANK=1", "WORLD_SIZE=4", "LOCAL_RANK=1", "MASTER_ADDR=10.0.0.1", "MASTER_PORT=1234", NULL}, SYN_OK,
+	 RL_TORCHRUN, 1, 4, 1, NULL},
+	{{"OMPI_COMM_WORLD_RANK=3", "OMPI_COMM_WORLD_SIZE=8", "OMPI_COMM_WORLD_LOCAL_RANK=3", "MASTER_ADDR=h0", NULL},
+	 SYN_OK, RL_MPI, 3, 8, 3, NULL},
+	{{"SLURM_PROCID=5", "SLURM_NTASKS=16", "SLURM_LOCALID=1", "MASTER_ADDR=node7", NULL}, SYN_OK, RL_SLURM, 5,
+	 16, 1, NULL},
+	/* torchrun inside Slurm: torchrun's variables win */
+	{{"SLURM_PROCID=0", "SLURM_NTASKS=2", "RANK=3", "WORLD_SIZE=4", "MASTER_ADDR=a", NULL}, SYN_OK, RL_TORCHRUN,
+	 3, 4, -1, NULL},
+	{{"RANK=0", NULL}, SYN_EENV, RL_TORCHRUN, 0, 0, 0, "RANK is set but WORLD_SIZE is not"},
+	{{"RANK=2", "WORLD_SIZE=2", "MASTER_ADDR=a", NULL}, SYN_EENV, RL_TORCHRUN, 0, 0, 0,
+	 "RANK=2 is out of range for WORLD_SIZE=2"},
+	{{"RANK=x", "WORLD_SIZE=2", "MASTER_ADDR=a", NULL}, SYN_EENV, RL_TORCHRUN, 0, 0, 0,
+	 "RANK='x' is not a non-negative integer"},
+	{{"SLURM_PROCID=1", "SLURM_NTASKS=0", NULL}, SYN_EENV, RL_SLURM, 0, 0, 0, "SLURM_NTASKS='0'"},
+	{{"OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2", NULL}, SYN_EENV, RL_MPI, 0, 0, 0,
+	 "MASTER_ADDR is not set but mpirun says WORLD_SIZE=2"},
+	{{"RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=a", "MASTER_PORT=70000", NULL}, SYN_EENV, RL_TORCHRUN, 0, 0, 0,
+	 "MASTER_PORT='70000' is not a TCP port"},
+	{{"SYNC_TIMEOUT_MS=abc", NULL}, SYN_EENV, RL_NONE, 0, 0, 0, "SYNC_TIMEOUT_MS='abc' is not an integer"},
+	{{"SYNC_NCCL_MAX_CTAS=65", NULL}, SYN_EENV, RL_NONE, 0, 0, 0, "SYNC_NCCL_MAX_CTAS='65'"},
+	{{"RANK=0", "WORLD_SIZE=2", "LOCAL_RANK=-1", "MASTER_ADDR=a", NULL}, SYN_EENV, RL_TORCHRUN, 0, 0, 0,
+	 "LOCAL_RANK='-1'"},
+};
+
+static void
+t_env(void)
+{
+	for (size_t i = 0; i < RT_NELEM(env_cases); i++) {
+		const EnvCase *c = &env_cases[i];
+		RtEnv e;
+		char err[512];
+		int r = rt_env_parse(&e, fake_get, (void *)c->env, err, sizeof err);
+		EXPECT(r == c->status, "env case %zu: status %d, expected %d (%s)", i, r, c->status, err);
+		if (r || c->status) {
+			EXPECT(!c->msg || strstr(err, c->msg), "env case %zu: message '%s' lacks '%s'", i, err,
+			       c->msg);
+			continue;
+		}
+		EXPECT(e.launcher == c->l && e.rank == c->rank && e.world == c->world && e.local_rank == c->local,
+		       "env case %zu: got %s rank %d/%d local %d", i, rt_env_launcher_name(e.launcher), e.rank, e.world,
+		       e.local_rank);
+	}
+	{
+		const char *kv[] = {"SYNC_TIMEOUT_MS=2500", "SYNC_NCCL_MAX_CTAS=8", "NCCL_HOSTID=nodeB", NULL};
+		RtEnv e;
+		char err[256];
+		EXPECT(!rt_env_parse(&e, fake_get, kv, err, sizeof err), "knobs: %s", err);
+		EXPECT(e.timeout_ms == 2500 && e.nccl_max_ctas == 8 && e.free_sms == 8 && e.nflags == 4096 &&
+		               e.master_port == RT_DEFAULT_PORT && !strcmp(e.hostid, "nodeB"),
+		       "knobs: timeout %d ctas %d free %d nflags %d port %d hostid %s", e.timeout_ms, e.nccl_max_ctas,
+		       e.free_sms, e.nflags, e.master_port, e.hostid);
+	}
+	{
+		char a[RT_NODELEN], b[RT_NODELEN];
+		rt_node_id("nodeA", a, sizeof a);
+		rt_node_id(NULL, b, sizeof b);
+		EXPECT(!strcmp(a, "id:nodeA") && !strncmp(b, "host:", 5), "node ids '%s' '%s'", a, b);
+	}
+	printf("env: %zu launcher cases\n", RT_NELEM(env_cases));
+}
+
+/* ================= bootstrap ================= */
+
+static int
+free_port(void)
+{
+	struct sockaddr_in sa;
+	socklen_t l = sizeof sa;
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+	memset(&sa, 0, sizeof sa);
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) || getsockname(fd, (struct sockaddr *)&sa, &l))
+		return 40000 + getpid() % 20000;
+	port = ntohs(sa.sin_port);
+	close(fd);
+	return port;
+}
+
+static double
+secs(void)
+{
+	return (double)rt_now_ns() * 1e-9;
+}
+
+/* A forked rank writes one line to the pipe and exits with 0 (ok) or 1. */
+typedef int (*RankFn)(int rank, int world, int port, char *line, size_t n);
+
+static int
+run_ranks(int nproc, const int *ranks, int world, int port, RankFn fn, char lines[][1024], int *codes)
+{
+	int fds[16][2];
+	pid_t pid[16];
+	for (int i = 0; i < nproc; i++) {
+		if (pipe(fds[i]))
+			return -1;
+		pid[i] = fork();
+		if (pid[i] == 0) {
+			char line[1024] = "";
+			int rc;
+			close(fds[i][0]);
+			alarm(30); /* a hung child must not hang make check */
+			rc = fn(ranks[i], world, port, line, sizeof line);
+			if (write(fds[i][1], line, strlen(line)) < 0)
+				rc = 1;
+			_exit(rc);
+		}
+		close(fds[i][1]);
+	}
+	for (int i = 0; i < nproc; i++) {
+		int st = 0;
+		ssize_t k = read(fds[i][0], lines[i], 1023);
+		lines[i][k > 0 ? k : 0] = 0;
+		close(fds[i][0]);
+		waitpid(pid[i], &st, 0);
+		codes[i] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	}
+	return 0;
+}
+
+static int
+rank_ok(int rank, int world, int port, char *line, size_t n)
+{
+	unsigned char blob[128], want[128];
+	char err[512], *all = NULL;
+	RtBoot *b;
+	int64_t off, rtt;
+	uint32_t mine = 1000u + (uint32_t)rank, got[16];
+	char *gv[16];
+	size_t gl[16];
+	for (int i = 0; i < 128; i++)
+		want[i] = (unsigned char)(i * 7 + 3);
+	if (rank == 0)
+		memcpy(blob, want, sizeof blob);
+	else
+		memset(blob, 0, sizeof blob);
+	if (rt_boot_open(&b, "127.0.0.1", port, rank, world, 5000, blob, sizeof blob, err, sizeof err)) {
+		rt_fmt(line, n, "rank %d: open: %s", rank, err);
+		return 1;
+	}
+	if (memcmp(blob, want, sizeof blob)) {
+		rt_fmt(line, n, "rank %d: wrong blob", rank);
+		return 1;
+	}
+	if (rt_boot_allgather(b, &mine, 4, got, err, sizeof err)) {
+		rt_fmt(line, n, "rank %d: allgather: %s", rank, err);
+		return 1;
+	}
+	for (int p = 0; p < world; p++)
+		if (got[p] != 1000u + (uint32_t)p) {
+			rt_fmt(line, n, "rank %d: allgather slot %d = %u", rank, p, got[p]);
+			return 1;
+		}
+	all = malloc((size_t)rank + 1);
+	memset(all, 'a' + rank, (size_t)rank + 1);
+	if (rt_boot_gatherv(b, all, (size_t)rank + 1, gv, gl, err, sizeof err)) {
+		rt_fmt(line, n, "rank %d: gatherv: %s", rank, err);
+		return 1;
+	}
+	for (int p = 0; p < world && rank == 0; p++) {
+		if (gl[p] != (size_t)p + 1 || gv[p][0] != 'a' + p) {
+			rt_fmt(line, n, "rank 0: gatherv slot %d wrong", p);
+			return 1;
+		}
+		free(gv[p]);
+	}
+	free(all);
+	if (rt_boot_clock(b, &off, &rtt, err, sizeof err)) {
+		rt_fmt(line, n, "rank %d: clock: %s", rank, err);
+		return 1;
+	}
+	/* same machine, same CLOCK_MONOTONIC: the offset is within the rtt */
+	if (rank && (off > rtt + 1000000 || off < -rtt - 1000000)) {
+		rt_fmt(line, n, "rank %d: clock offset %lld ns with rtt %lld ns", rank, (long long)off, (long long)rtt);
+		return 1;
+	}
+	/* rank 1 reports a failure; everybody else must hear it through rank 0 */
+	if (rank == 1)
+		rt_boot_notify(b, "rank 1: op t: deliberate failure");
+	else {
+		char msg[512];
+		double t0 = secs();
+		int got_it = 0;
+		while (!got_it && secs() - t0 < 3)
+			got_it = rt_boot_poll(b, msg, sizeof msg);
+		if (!got_it || !strstr(msg, "deliberate failure")) {
+			rt_fmt(line, n, "rank %d: no failure notice (%s)", rank, got_it ? msg : "none");
+			return 1;
+		}
+	}
+	rt_boot_allgather(b, &mine, 4, got, err, sizeof err); /* everyone done before closing */
+	rt_boot_close(b);
+	rt_fmt(line, n, "rank %d ok (clock offset %lld ns, rtt %lld ns)", rank, (long long)off, (long long)rtt);
+	return 0;
+}
+
+static int
+rank_open_only(int rank, int world, int port, char *line, size_t n)
+{
+	unsigned char blob[128] = {0};
+	char err[512];
+	RtBoot *b;
+	double t0 = secs();
+	int r = rt_boot_open(&b, "127.0.0.1", port, rank, world, 700, blob, sizeof blob, err, sizeof err);
+	if (!r) {
+		rt_boot_close(b);
+		rt_fmt(line, n, "OPENED");
+		return 0;
+	}
+	rt_fmt(line, n, "%.2f s: %s", secs() - t0, err);
+	return 0;
+}
+
+static void
+t_boot_ok(int world)
+{
+	char lines[16][1024];
+	int ranks[16], codes[16], port = free_port();
+	for (int i = 0; i < world; i++)
+		ranks[i] = world - 1 - i; /* start the peers before rank 0 */
+	run_ranks(world, ranks, world, port, rank_ok, lines, codes);
+	for (int i = 0; i < world; i++) {
+		EXPECT(codes[i] == 0, "boot ok, world %d: %s (exit %d)", world, lines[i], codes[i]);
+		printf("  %s\n", lines[i]);
+	}
+}
+
+static void
+t_boot_errors(void)
+{
+	char lines[16][1024];
+	int codes[16], r0[1] = {0}, r1[1] = {1};
+	/* rank 1 thinks the world has 3 ranks, rank 0 thinks 2 */
+	{
+		int port = free_port();
+		pid_t p = fork();
+		if (p == 0) {
+			char line[1024];
+			alarm(30);
+			rank_open_only(1, 3, port, line, sizeof line);
+			printf("  wrong world, rank 1: %s\n", line);
+			fflush(stdout);
+			_exit(strstr(line, "world size mismatch: rank 1 has WORLD_SIZE=3 but rank 0 has WORLD_SIZE=2")
+			              ? 0
+			              : 1);
+		}
+		run_ranks(1, r0, 2, port, rank_open_only, lines, codes);
+		{
+			int st;
+			waitpid(p, &st, 0);
+			EXPECT(WIFEXITED(st) && !WEXITSTATUS(st), "wrong world: rank 1 did not report the mismatch");
+		}
+		printf("  wrong world, rank 0: %s\n", lines[0]);
+		EXPECT(strstr(lines[0], "world size mismatch") && strstr(lines[0], "WORLD_SIZE=3"),
+		       "wrong world: rank 0 said '%s'", lines[0]);
+	}
+	/* rank 0 alone: rank 1 never connects */
+	{
+		int port = free_port();
+		double t0 = secs();
+		run_ranks(1, r0, 2, port, rank_open_only, lines, codes);
+		printf("  lonely rank 0: %s\n", lines[0]);
+		EXPECT(strstr(lines[0], "never heard from rank 1") && secs() - t0 < 5,
+		       "lonely rank 0 said '%s' after %.1f s", lines[0], secs() - t0);
+	}
+	/* rank 1 alone: nobody listens */
+	{
+		int port = free_port();
+		run_ranks(1, r1, 2, port, rank_open_only, lines, codes);
+		printf("  lonely rank 1: %s\n", lines[0]);
+		EXPECT(strstr(lines[0], "could not reach rank 0 at 127.0.0.1") && strstr(lines[0], "within 700 ms"),
+		       "lonely rank 1 said '%s'", lines[0]);
+	}
+	/* two processes claim rank 1 of 3 */
+	{
+		int port = free_port(), dup[3] = {0, 1, 1};
+		run_ranks(3, dup, 3, port, rank_open_only, lines, codes);
+		printf("  duplicate rank: %s\n", lines[0]);
+		EXPECT(strstr(lines[0], "two processes say they are rank 1"), "duplicate rank: '%s'", lines[0]);
+	}
+}
+
+static int
+rank_dies(int rank, int world, int port, char *line, size_t n)
+{
+	unsigned char blob[128] = {0};
+	char err[512], msg[512];
+	RtBoot *b;
+	double t0;
+	int got = 0;
+	if (rt_boot_open(&b, "127.0.0.1", port, rank, world, 5000, blob, sizeof blob, err, sizeof err)) {
+		rt_fmt(line, n, "open: %s", err);
+		return 1;
+	}
+	if (rank == 1)
+		_exit(0); /* no goodbye */
+	t0 = secs();
+	while (!got && secs() - t0 < 3)
+		got = rt_boot_poll(b, msg, sizeof msg);
+	rt_fmt(line, n, "%s", got ? msg : "nothing");
+	rt_boot_close(b);
+	return got && strstr(msg, "rank 1's process went away") ? 0 : 1;
+}
+
+static void
+t_boot_dead(void)
+{
+	char lines[16][1024];
+	int codes[16], r[2] = {0, 1}, port = free_port();
+	run_ranks(2, r, 2, port, rank_dies, lines, codes);
+	printf("  dead peer: %s\n", lines[0]);
+	EXPECT(codes[0] == 0, "rank 0 did not notice rank 1 dying: %s", lines[0]);
+}
+
+/* ================= checks ================= */
+
+static void
+t_check(void)
+{
+	static float dummy[64] __attribute__((aligned(16)));
+	syn_argspec s = {"w", CD_BF16, 2, {128, 64}, "bf16[K, N] @split(1)", 1};
+	syn_tensor t = {dummy, CD_BF16, 2, {128, 64}, {0, 0}};
+	char msg[512];
+	EXPECT(syn_tensor_check("row_linear", 1, &t, &s, msg, sizeof msg) == SYN_OK, "good tensor: %s", msg);
+	t.dtype = CD_F32;
+	syn_tensor_check("row_linear", 1, &t, &s, msg, sizeof msg);
+	EXPECT(strstr(msg, "row_linear: argument 1 'w': expected bf16[128, 64] (this rank's piece of bf16[K, N] "
+	                   "@split(1)), got f32[128, 64]: dtype is f32, expected bf16"),
+	       "dtype message: %s", msg);
+	t.dtype = CD_BF16;
+	t.dims[1] = 32;
+	syn_tensor_check("row_linear", 1, &t, &s, msg, sizeof msg);
+	EXPECT(strstr(msg, "dim 1 is 32, expected 64"), "dim message: %s", msg);
+	t.dims[1] = 64;
+	t.rank = 3;
+	syn_tensor_check("row_linear", 1, &t, &s, msg, sizeof msg);
+	EXPECT(strstr(msg, "rank is 3, expected 2"), "rank message: %s", msg);
+	t.rank = 2;
+	t.strides[0] = 1;
+	t.strides[1] = 128;
+	syn_tensor_check("row_linear", 1, &t, &s, msg, sizeof msg);
+	EXPECT(strstr(msg, "'w' must be row-major contiguous; its strides are [1, 128]"), "strides: %s", msg);
+	t.strides[0] = 64;
+	t.strides[1] = 1;
+	EXPECT(syn_tensor_check("row_linear", 1, &t, &s, msg, sizeof msg) == SYN_OK, "explicit strides: %s", msg);
+	t.data = (char *)dummy + 2;
+	syn_tensor_check("row_linear", 1, &t, &s, msg, sizeof msg);
+	EXPECT(strstr(msg, "is not 16-byte aligned"), "alignment: %s", msg);
+	t.data = NULL;
+	syn_tensor_check("row_linear", 1, &t, &s, msg, sizeof msg);
+	EXPECT(strstr(msg, "has no data"), "null: %s", msg);
+	{
+		CommChunk ch = {CO_SHIFT, CD_F32, CR_SUM, dummy, dummy, 16, 0, 0, 2, 7};
+		EXPECT(rt_chunk_check(&ch, 1, 2, msg, sizeof msg) == SYN_EARG &&
+		               strstr(msg, "rank 1: chunk 7 (shift f32 x16): shift 2 is not in [1, 1] for 2 ranks"),
+		       "shift: %s", msg);
+		ch.op = CO_ALL_GATHER;
+		ch.recv_stride = 8;
+		EXPECT(rt_chunk_check(&ch, 1, 2, msg, sizeof msg) == SYN_EARG &&
+		               strstr(msg, "recv blocks overlap: recv_stride 8 < count 16"),
+		       "stride: %s", msg);
+		ch.recv_stride = 32;
+		EXPECT(rt_chunk_check(&ch, 1, 2, msg, sizeof msg) == SYN_OK, "good chunk: %s", msg);
+		ch.count = 0;
+		EXPECT(rt_chunk_check(&ch, 1, 2, msg, sizeof msg) == SYN_EARG && strstr(msg, "count is 0"),
+		       "count: %s", msg);
+	}
+	EXPECT(!strcmp(syn_status_name(SYN_ETIMEOUT), "timeout") && !strcmp(syn_status_name(5), "unknown status"),
+	       "status names");
+	printf("check: argument and chunk messages\n");
+}
+
+/* ================= plans on simulated ranks ================= */
+
+enum { SIM_MAXR = 5, SIM_ELEMS = 4096 };
+static const float POISON = -12345.0f;
+
+typedef struct SimRank {
+	float send[SIM_ELEMS], recv[SIM_ELEMS];
+	RtXfer x[64];
+	int nx;
+} SimRank;
+
+static SimRank sim[SIM_MAXR];
+
+/* Translate a pointer of rank `from`'s recv into rank `to`'s recv. */
+static float *
+peer_recv(int from, int to, char *p)
+{
+	ptrdiff_t off = (float *)(void *)p - sim[from].recv;
+	return sim[to].recv + off;
+}
+
+/* Run one NCCL plan per rank: collectives in order, reduces by root, sends
+ * matched to receives by (peer, order). */
+static int
+sim_nccl(int P)
+{
+	static float snap[SIM_MAXR][SIM_ELEMS];
+	for (int r = 0; r < P; r++)
+		memcpy(snap[r], sim[r].send, sizeof snap[r]);
+	for (int r = 0; r < P; r++)
+		for (int i = 0; i < sim[r].nx; i++) {
+			RtXfer *x = &sim[r].x[i];
+			const float *src = (const float *)(const void *)x->src;
+			float *dst = (float *)(void *)x->dst;
+			switch (x->kind) {
+			case XK_COPY:
+				memmove(dst, src, x->count * 4);
+				break;
+			case XK_RECV: {
+				/* find the matching send on the peer: the k-th send to r */
+				int k = 0, found = 0;
+				for (int j = 0; j < i; j++)
+					k += sim[r].x[j].kind == XK_RECV && sim[r].x[j].peer == x->peer;
+				for (int j = 0; j < sim[x->peer].nx && !found; j++) {
+					RtXfer *y = &sim[x->peer].x[j];
+					if (y->kind == XK_SEND && y->peer == r && k-- == 0) {
+						memcpy(dst, y->src, x->count * 4);
+						found = 1;
+					}
+				}
+				if (!found)
+					return -1;
+				break;
+			}
+			case XK_SEND:
+				break;
+			case XK_ALL_REDUCE:
+			case XK_REDUCE:
+				if (x->kind == XK_REDUCE && x->peer != r)
+					break;
+				for (size_t e = 0; e < x->count; e++) {
+					float s = 0;
+					for (int q = 0; q < P; q++)
+						s += ((const float *)(const void *)sim[q].x[i].src)[e];
+					dst[e] = s;
+				}
+				break;
+			case XK_REDUCE_SCATTER:
+				for (size_t e = 0; e < x->count; e++) {
+					float s = 0;
+					for (int q = 0; q < P; q++)
+						s += ((const float *)(const void *)sim[q].x[i].src)[(size_t)r * x->count + e];
+					dst[e] = s;
+				}
+				break;
+			case XK_ALL_GATHER:
+				for (int q = 0; q < P; q++)
+					memcpy(dst + (size_t)q * x->count, sim[q].x[i].src, x->count * 4);
+				break;
+			case XK_ALL_TO_ALL:
+				for (int q = 0; q < P; q++)
+					memcpy(dst + (size_t)q * x->count,
+					       (const float *)(const void *)sim[q].x[i].src + (size_t)r * x->count,
+					       x->count * 4);
+				break;
+			}
+		}
+	return 0;
+}
+
+static int
+sim_ce(int P)
+{
+	for (int r = 0; r < P; r++)
+		for (int i = 0; i < sim[r].nx; i++) {
+			RtXfer *x = &sim[r].x[i];
+			if (x->kind != XK_COPY)
+				return -1;
+			memcpy(peer_recv(r, x->peer, x->dst), x->src, x->count * 4);
+		}
+	return 0;
+}
+
+/* The meaning of one whole collective (comm.h), block size n, strides
+ * ss/rs, on element arrays. */
+static float
+want_at(CommOp op, int P, int r, int shift, size_t n, size_t ss, size_t rs, size_t e, int *covered)
+{
+	size_t b = e / rs, i = e % rs;
+	*covered = 1;
+	switch (op) {
+	case CO_ALL_REDUCE:
+	case CO_REDUCE_SCATTER: {
+		float s = 0;
+		if (e >= n)
+			break;
+		for (int q = 0; q < P; q++)
+			s += sim[q].send[(op == CO_REDUCE_SCATTER ? (size_t)r * ss : 0) + e];
+		return s;
+	}
+	case CO_ALL_GATHER:
+		if (b < (size_t)P && i < n)
+			return sim[b].send[i];
+		break;
+	case CO_ALL_TO_ALL:
+		if (b < (size_t)P && i < n)
+			return sim[b].send[(size_t)r * ss + i];
+		break;
+	case CO_SHIFT:
+		if (e < n)
+			return sim[((r - shift) % P + P) % P].send[e];
+		break;
+	}
+	*covered = 0;
+	return POISON;
+}
+
+static int
+plan_case(int be, CommOp op, int P, int shift, size_t n, size_t pad, int nchunks)
+{
+	size_t ss = n + pad, rs = n + pad, cs = n / (size_t)nchunks;
+	int bad = 0;
+	for (int r = 0; r < P; r++)
+		for (int e = 0; e < SIM_ELEMS; e++) {
+			sim[r].send[e] = (float)((r * 7919 + e * 31) % 1000) - 500.0f;
+			sim[r].recv[e] = POISON;
+		}
+	for (int c = 0; c < nchunks; c++) {
+		for (int r = 0; r < P; r++) {
+			CommChunk ch = {op, CD_F32, CR_SUM, sim[r].send + (size_t)c * cs, sim[r].recv + (size_t)c * cs,
+			                cs, ss, rs, shift, c};
+			if (op == CO_ALL_REDUCE || op == CO_SHIFT || op == CO_ALL_GATHER)
+				ch.send_stride = 0;
+			if (op == CO_ALL_REDUCE || op == CO_SHIFT || op == CO_REDUCE_SCATTER)
+				ch.recv_stride = 0;
+			if (nchunks == 1 && !pad)
+				ch.send_stride = ch.recv_stride = 0;
+			sim[r].nx = (be ? rt_plan_ce : rt_plan_nccl)(&ch, r, P, sim[r].x, rt_plan_cap(P));
+			if (sim[r].nx < 0)
+				return -2;
+		}
+		if ((be ? sim_ce : sim_nccl)(P))
+			return -3;
+	}
+	for (int r = 0; r < P; r++)
+		for (size_t e = 0; e < SIM_ELEMS && !bad; e++) {
+			int cov;
+			float w = want_at(op, P, r, shift, n, op == CO_ALL_REDUCE ? n : ss, rs, e, &cov);
+			if (sim[r].recv[e] != w) {
+				printf("  rank %d elem %zu: got %g want %g (%s)\n", r, e, sim[r].recv[e], w,
+				       cov ? "data" : "pad must stay poisoned");
+				bad = 1;
+			}
+		}
+	return bad ? -1 : 0;
+}
+
+static void
+t_plan(void)
+{
+	static const CommOp ops[] = {CO_ALL_REDUCE, CO_REDUCE_SCATTER, CO_ALL_GATHER, CO_ALL_TO_ALL, CO_SHIFT};
+	static const struct {
+		size_t pad;
+		int nchunks;
+	} shapes[] = {{0, 1}, {0, 4}, {8, 1}, {8, 2}};
+	int cases = 0;
+	for (int be = 0; be < 2; be++)
+		for (size_t o = 0; o < RT_NELEM(ops); o++)
+			for (int P = 1; P <= 4; P++)
+				for (size_t s = 0; s < RT_NELEM(shapes); s++)
+					for (int shift = 1; shift < (ops[o] == CO_SHIFT ? P : 2); shift++) {
+						size_t n = 256;
+						int r;
+						if (ops[o] == CO_SHIFT && P == 1)
+							continue;
+						r = plan_case(be, ops[o], P, shift, n, shapes[s].pad, shapes[s].nchunks);
+						cases++;
+						if (be && (ops[o] == CO_ALL_REDUCE || ops[o] == CO_REDUCE_SCATTER)) {
+							EXPECT(r == -2, "ce must refuse %s", rt_op_name(ops[o]));
+							continue;
+						}
+						EXPECT(!r, "%s plan of %s, P=%d shift %d pad %zu chunks %d: %d",
+						       be ? "ce" : "nccl", rt_op_name(ops[o]), P, shift, shapes[s].pad,
+						       shapes[s].nchunks, r);
+					}
+	{
+		/* packed chunks use NCCL's own collectives, strided ones the group forms */
+		float a[64], b[128];
+		RtXfer x[16];
+		CommChunk ch = {CO_ALL_GATHER, CD_F32, CR_SUM, a, b, 16, 0, 0, 0, 0};
+		EXPECT(rt_plan_nccl(&ch, 0, 2, x, 16) == 1 && x[0].kind == XK_ALL_GATHER, "packed all_gather");
+		ch.recv_stride = 32;
+		EXPECT(rt_plan_nccl(&ch, 0, 2, x, 16) == 3 && x[0].kind == XK_COPY && x[1].kind == XK_SEND,
+		       "strided all_gather");
+		ch.op = CO_REDUCE_SCATTER;
+		ch.send_stride = 32;
+		EXPECT(rt_plan_nccl(&ch, 0, 2, x, 16) == 2 && x[1].kind == XK_REDUCE && x[1].peer == 1,
+		       "strided reduce_scatter");
+	}
+	printf("plan: %d cases on simulated ranks\n", cases);
+}
+
+/* ================= trace ================= */
+
+static void
+t_trace(const char *path)
+{
+	RtTrace t = {0}, u = {0};
+	RtTraceEv e;
+	char *packed, err[256];
+	const char *labels[] = {"rank 0 (GPU 0)", "rank 1 (GPU \"1\")"};
+	RtTraceMeta m = {2, labels, "test clock"};
+	size_t len;
+	memset(&e, 0, sizeof e);
+	for (int i = 0; i < 6; i++) {
+		e.pid = i % 2;
+		e.tid = i % 3 == 0;
+		e.ts_ns = 1000000 + i * 2500;
+		e.dur_ns = 1500;
+		rt_fmt(e.name, sizeof e.name, i == 5 ? "chunk \"%d\"\\" : "blk %d", i);
+		rt_fmt(e.cat, sizeof e.cat, "%s", i % 2 ? "chunk" : "block");
+		rt_fmt(e.args, sizeof e.args, i == 4 ? "{\"cut\":\"shor" : "{\"flag\":%d}", i);
+		EXPECT(!rt_trace_add(&t, &e), "trace add");
+	}
+	len = rt_trace_pack(&t, &packed);
+	EXPECT(!rt_trace_unpack(&u, packed, len) && u.n == t.n && !strcmp(u.ev[5].name, t.ev[5].name),
+	       "pack/unpack");
+	EXPECT(rt_trace_unpack(&u, packed, len - 1) == SYN_EARG, "short buffer refused");
+	free(packed);
+	EXPECT(!rt_trace_write_json(&u, &m, path, err, sizeof err), "write: %s", err);
+	EXPECT(rt_trace_write_json(&u, &m, "/nonexistent/dir/x.json", err, sizeof err) == SYN_EARG &&
+	               strstr(err, "cannot write /nonexistent/dir/x.json"),
+	       "unwritable path: %s", err);
+	rt_trace_free(&t);
+	rt_trace_free(&u);
+	printf("trace: wrote %s\n", path);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *what = argc > 1 ? argv[1] : "";
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGPIPE, SIG_IGN);
+	if (!strcmp(what, "env"))
+		t_env();
+	else if (!strcmp(what, "boot-ok")) {
+		t_boot_ok(2);
+		t_boot_ok(5);
+	} else if (!strcmp(what, "boot-errors"))
+		t_boot_errors();
+	else if (!strcmp(what, "boot-dead"))
+		t_boot_dead();
+	else if (!strcmp(what, "check"))
+		t_check();
+	else if (!strcmp(what, "plan"))
+		t_plan();
+	else if (!strcmp(what, "trace") && argc > 2)
+		t_trace(argv[2]);
+	else if (!strcmp(what, "ptx")) {
+		fputs(rt_builtin_ptx, stdout);
+		return 0;
+	}
+	else {
+		fprintf(stderr, "usage: rt_cpu_test env|boot-ok|boot-errors|boot-dead|check|plan|trace FILE|ptx\n");
+		return 2;
+	}
+	printf("%s\n", failures ? "FAILED" : "ok");
+	return failures ? 1 : 0;
+}

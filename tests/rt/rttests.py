@@ -1,0 +1,78 @@
+"""The runtime's CPU tests for tests/run: each group of tests/rt/rt_cpu_test
+is one test; the trace test also parses the JSON it wrote; ptxas checks the
+runtime's PTX where ptxas exists; and where CUDA and NCCL headers exist the
+library must have linked into build/rt/rt_linkcheck (made by make check)."""
+import json
+import os
+import subprocess
+import tempfile
+
+
+def tests(root, run, Fail):
+    exe = os.path.join(root, "build", "rt", "rt_cpu_test")
+
+    def need_exe():
+        if not os.path.exists(exe):
+            raise Fail(" %s is missing: run make check" % exe)
+
+    def group(name):
+        def t():
+            need_exe()
+            rc, out, err = run([exe, name])
+            if rc != 0 or not out.rstrip().endswith("ok"):
+                raise Fail(" rt_cpu_test %s: exit %d\n--- stdout ---\n%s\n--- stderr ---\n%s" % (name, rc, out[-4000:], err[-2000:]))
+        return t
+
+    def trace():
+        need_exe()
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.json")
+            rc, out, err = run([exe, "trace", path])
+            if rc != 0:
+                raise Fail(" rt_cpu_test trace: exit %d\n%s%s" % (rc, out, err))
+            with open(path) as f:
+                doc = json.load(f)
+        evs = doc["traceEvents"]
+        xs = [e for e in evs if e.get("ph") == "X"]
+        names = {(e["pid"], e["tid"], e["args"]["name"]) for e in evs if e.get("name") == "thread_name"}
+        procs = {e["pid"]: e["args"]["name"] for e in evs if e.get("name") == "process_name"}
+        if len(xs) != 6 or any(e["dur"] != 1.5 for e in xs) or min(e["ts"] for e in xs) != 0:
+            raise Fail(" trace events wrong: %r" % xs)
+        if names != {(0, 0, "compute"), (0, 1, "comm"), (1, 0, "compute"), (1, 1, "comm")}:
+            raise Fail(" thread names wrong: %r" % names)
+        if "args" in xs[4] or xs[3]["args"] != {"flag": 3}:
+            raise Fail(" a truncated args object must be dropped, whole ones kept: %r" % xs[3:5])
+        if procs.get(1) != 'rank 1 (GPU "1")' or xs[5]["name"] != 'chunk "5"\\':
+            raise Fail(" escaping wrong: %r %r" % (procs, xs[5]["name"]))
+
+    def ptxas():
+        need_exe()
+        with open(os.path.join(root, "build", "rt", "ptxas.path")) as f:
+            tool = f.read().strip()
+        if not tool:
+            return  # no CUDA toolkit here: nothing to assemble with
+        rc, out, err = run([exe, "ptx"])
+        with tempfile.TemporaryDirectory() as d:
+            for name, text in (("builtin.ptx", out), ("rt_test.ptx", None)):
+                src = os.path.join(d, name)
+                if text is None:
+                    src = os.path.join(root, "tests", "gpu", "rt_test.ptx")
+                else:
+                    with open(src, "w") as f:
+                        f.write(text)
+                p = subprocess.run([tool, "-arch=sm_90", src, "-o", os.path.join(d, "x.cubin")],
+                                   capture_output=True, text=True)
+                if p.returncode != 0 or "warning" in p.stderr:
+                    raise Fail(" ptxas %s: %s%s" % (name, p.stdout, p.stderr))
+
+    def link():
+        if not os.path.exists(os.path.join(root, "libsyncrt.a")):
+            return  # no CUDA/NCCL headers here: the library is skipped by design
+        if not os.path.exists(os.path.join(root, "build", "rt", "rt_linkcheck")):
+            raise Fail(" libsyncrt.a exists but build/rt/rt_linkcheck was not linked (run make check)")
+
+    for name in ("env", "boot-ok", "boot-errors", "boot-dead", "check", "plan"):
+        yield ("rt " + name, group(name))
+    yield ("rt trace json", trace)
+    yield ("rt ptxas", ptxas)
+    yield ("rt link", link)
