@@ -127,11 +127,7 @@ else
 endif
 
 clean:
-<<<<<<< HEAD
 	rm -rf $(BUILD) syncc syncrun libsyncc.a
 
 include codegen/codegen.mk
-=======
-	rm -rf $(BUILD) syncc libsyncc.a
 include runtime/runtime.mk
->>>>>>> runtime
