@@ -10,6 +10,7 @@
 #define SYNCC_CODEGEN_H
 
 #include "../ir/ir.h"
+#include "../sched/sched.h"
 
 enum {
 	PTX_MAX_TENSORS = 8, /* inputs, or outputs, of one kernel */
@@ -279,5 +280,63 @@ typedef struct PtxEnv {
 void ptx_prog_classes(const PtxEwProg *g, const ValClass *in_vc, ValClass acc_vc, ValClass *vc);
 void ptx_prog_emit(Ptx *p, const PtxEwProg *g, const PtxEnv *env, Reg *val, ValClass *vc);
 const char *ptx_prog_check(const PtxEwProg *g, int nin, int ntensor_out, bool acc, int nstage);
+
+/* ---- lowering a plan to kernels and comm steps (codegen/lower.c) ----
+ * Each fused group of the plan becomes one persistent kernel (a copy
+ * kernel for data movement and for an all_gather's own block), its bands
+ * become block-list entries (tiles, element blocks, row blocks) in plan
+ * order for every rank; each comm-lane block becomes a step: waits on the
+ * flags of its compute inputs, one chunk collective, a flag raise.
+ * Buffers are named by IR value: a step or kernel argument is a value's
+ * buffer plus an element offset (plus rank times roff). */
+typedef struct LArg {
+	Val v;
+	int64_t off, roff;
+} LArg;
+
+typedef struct LKernel {
+	char name[64];
+	PtxKernel k;
+	LArg arg[2 + 2 * PTX_MAX_TENSORS];
+	int narg;
+	PtxBlock **blocks; /* [rank][entry] */
+	int nblocks;
+	Val group;
+} LKernel;
+
+enum { LSTEP_MAXWAIT = 32 };
+
+typedef struct LStep {
+	int blk;                    /* the plan's block */
+	CommChunk ch;               /* send and recv are NULL: see send, recv */
+	LArg send, recv;
+	CommBackendKind be;
+	int nwait;
+	int wait_flag[LSTEP_MAXWAIT];
+	uint64_t wait_mult[LSTEP_MAXWAIT]; /* waits for flags[f] >= mult * epoch */
+	int raise;                  /* flag it stores the epoch into, -1 none */
+} LStep;
+
+typedef struct Lowered {
+	const Func *f;
+	const Plan *p;
+	Buf ptx;          /* the op's kernels (the module's header is the caller's) */
+	LKernel *kern;    /* in compute-lane order */
+	int nkern;
+	LStep *step;      /* in comm-lane order */
+	int nstep;
+	int nflags;
+	char err[256];    /* what the PTX backend cannot do, when lowering fails */
+} Lowered;
+
+bool ptx_lower(const Plan *p, Lowered *lo);
+void ptx_lowered_free(Lowered *lo);
+
+/* codegen/host.c: the launcher C file and its header for a file's ops */
+void host_emit(Buf *c, Buf *h, const char *source, const char *prefix, Lowered *const *ops, int nops, const Buf *ptx,
+               const unsigned char *cubin, size_t ncubin);
+
+/* codegen/cubin.c: ptxas on a module, when ptxas can be found */
+bool ptx_assemble(const Buf *ptx, unsigned char **cubin, size_t *n, char *log, size_t nlog);
 
 #endif

@@ -4,7 +4,7 @@
 # the end of the root Makefile: objects join libsyncc.a through
 # prerequisites, since the root's object lists are already expanded there.
 
-CODEGEN_SRC := codegen/ptx.c codegen/prog.c codegen/matmul.c codegen/ew.c codegen/rows.c
+CODEGEN_SRC := codegen/ptx.c codegen/prog.c codegen/matmul.c codegen/ew.c codegen/rows.c codegen/lower.c codegen/host.c codegen/cubin.c
 CODEGEN_OBJ := $(CODEGEN_SRC:%.c=$(BUILD)/%.o)
 LIB_SRC += $(CODEGEN_SRC)
 

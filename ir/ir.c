@@ -164,6 +164,48 @@ ir_print(FILE *out, const Func *f)
 	buf_free(&b);
 }
 
+/* ---- local forms: which @repl operand a rank slices to its block ---- */
+
+/* Which dim of each matmul operand is sliced to this rank's block (-1:
+ * none): a @repl operand facing a split contraction or batch dim. */
+void
+ir_mm_slices(const Func *f, const Ins *in, int sl[2])
+{
+	const Type *ta = &f->ins[in->arg[0]].ty, *tb = &f->ins[in->arg[1]].ty;
+	int R = in->ty.rank, ra = ta->rank, rb = tb->rank;
+	sl[0] = sl[1] = -1;
+	if (ta->pl.kind == PL_REPL && tb->pl.kind == PL_SPLIT) {
+		if (tb->pl.dim == rb - 2)
+			sl[0] = ra - 1;
+		else if (tb->pl.dim < rb - 2) {
+			int d = tb->pl.dim + (R - rb) - (R - ra);
+			if (d >= 0 && d < ra - 2 && ta->dim[d] > 1)
+				sl[0] = d;
+		}
+	}
+	if (tb->pl.kind == PL_REPL && ta->pl.kind == PL_SPLIT) {
+		if (ta->pl.dim == ra - 1)
+			sl[1] = rb - 2;
+		else if (ta->pl.dim < ra - 2) {
+			int d = ta->pl.dim + (R - ra) - (R - rb);
+			if (d >= 0 && d < rb - 2 && tb->dim[d] > 1)
+				sl[1] = d;
+		}
+	}
+}
+
+/* An elementwise operand @repl under a split result: the dim to slice. */
+int
+ir_ew_slice(const Func *f, const Ins *in, int i)
+{
+	const Type *t = &f->ins[in->arg[i]].ty;
+	int d;
+	if (in->ty.pl.kind != PL_SPLIT || t->pl.kind != PL_REPL)
+		return -1;
+	d = in->ty.pl.dim - (in->ty.rank - t->rank);
+	return d >= 0 && t->dim[d] > 1 ? d : -1;
+}
+
 /* ---- the verifier: structural facts every pass must keep ---- */
 
 static bool

@@ -213,6 +213,7 @@ struct syn_ctx {
 	unsigned char *reach; /* nranks: 1 if that rank's memory can be mapped here */
 	CUstream wd;  /* the watchdog's reads and releases */
 	CUevent fork, join;
+	CUevent mark[8];  /* syn_mark: timing points on the compute lane */
 	ncclComm_t comm;
 	int sms, free_sms, max_ctas;
 	CommBackend *be[SYN_BACKENDS];
@@ -225,6 +226,9 @@ struct syn_ctx {
 	CUdeviceptr errw_dev;
 	RtSym **sym;
 	int nsym;
+	/* per-context state of generated launchers (syn_state) */
+	struct { char key[64]; void *p; } *state;
+	int nstate;
 	RtModule *mods;
 	int nmods;
 	CUmodule rtmod;

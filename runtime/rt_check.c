@@ -128,6 +128,8 @@ rt_chunk_check(const CommChunk *ch, int rank, int nranks, char *err, size_t n)
 		what = "unknown dtype";
 	else if ((unsigned)ch->red > CR_MIN)
 		what = "unknown reduction";
+	else if (ch->gsize)
+		what = "sub-group collectives (multi-node phases) need split communicators, not built yet";
 	else if (!ch->count)
 		what = "count is 0";
 	else if (!ch->send || !ch->recv)

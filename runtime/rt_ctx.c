@@ -297,6 +297,48 @@ syn_alloc(syn_ctx *c, size_t bytes, void **p)
 }
 
 int
+syn_upload(syn_ctx *c, void *dst, const void *src, size_t bytes)
+{
+	int r;
+	if ((r = rt_entry(c)))
+		return r;
+	if (!dst || (!src && bytes))
+		return rt_seterr(c, SYN_EARG, "rank %d: syn_upload: NULL pointer", c->rank);
+	return rt_cu(c, cuMemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, bytes), "cuMemcpyHtoD (syn_upload)");
+}
+
+int
+syn_download(syn_ctx *c, void *dst, const void *src, size_t bytes)
+{
+	int r;
+	if ((r = rt_entry(c)))
+		return r;
+	if (!src || (!dst && bytes))
+		return rt_seterr(c, SYN_EARG, "rank %d: syn_download: NULL pointer", c->rank);
+	return rt_cu(c, cuMemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)src, bytes), "cuMemcpyDtoH (syn_download)");
+}
+
+int
+syn_state(syn_ctx *c, const char *key, size_t bytes, void **p)
+{
+	void *n;
+	*p = NULL;
+	if (!c || !key || strlen(key) >= sizeof c->state[0].key)
+		return SYN_EARG;
+	for (int i = 0; i < c->nstate; i++)
+		if (strcmp(c->state[i].key, key) == 0) {
+			*p = c->state[i].p;
+			return 0;
+		}
+	if (!(n = realloc(c->state, sizeof *c->state * (size_t)(c->nstate + 1))) || !(*p = calloc(1, bytes ? bytes : 1)))
+		return SYN_ENOMEM;
+	c->state = n;
+	snprintf(c->state[c->nstate].key, sizeof c->state[0].key, "%s", key);
+	c->state[c->nstate++].p = *p;
+	return 1;
+}
+
+int
 syn_free(syn_ctx *c, void *p)
 {
 	int r, i;
@@ -958,6 +1000,9 @@ free_gpu(syn_ctx *c)
 		cuEventDestroy(c->fork);
 	if (c->join)
 		cuEventDestroy(c->join);
+	for (int i = 0; i < 8; i++)
+		if (c->mark[i])
+			cuEventDestroy(c->mark[i]);
 }
 
 static void
@@ -1005,6 +1050,9 @@ syn_finalize(syn_ctx *c)
 	free(c->ops);
 	free(c->anchors);
 	free(c->sym);
+	for (int i = 0; i < c->nstate; i++)
+		free(c->state[i].p);
+	free(c->state);
 	free(c->reach);
 	free(c->peer_node);
 	rt_trace_free(&c->tr);

@@ -366,3 +366,28 @@ syn_sync(syn_ctx *c)
 	pthread_mutex_unlock(&c->mu);
 	return r;
 }
+
+int
+syn_mark(syn_ctx *c, int slot)
+{
+	int r;
+	if ((r = rt_entry(c)))
+		return r;
+	if (slot < 0 || slot >= (int)(sizeof c->mark / sizeof c->mark[0]))
+		return rt_seterr(c, SYN_EARG, "rank %d: syn_mark: slot %d is not in [0, 8)", c->rank, slot);
+	if (!c->mark[slot] && (r = rt_cu(c, cuEventCreate(&c->mark[slot], CU_EVENT_DEFAULT), "cuEventCreate (syn_mark)")))
+		return r;
+	return rt_cu(c, cuEventRecord(c->mark[slot], c->lane[SYN_COMPUTE]), "cuEventRecord (syn_mark)");
+}
+
+int
+syn_mark_ms(syn_ctx *c, int from, int to, float *ms)
+{
+	int r;
+	*ms = 0;
+	if ((r = rt_entry(c)))
+		return r;
+	if (from < 0 || to < 0 || from >= 8 || to >= 8 || !c->mark[from] || !c->mark[to])
+		return rt_seterr(c, SYN_EARG, "rank %d: syn_mark_ms: slots %d and %d were not marked", c->rank, from, to);
+	return rt_cu(c, cuEventElapsedTime(ms, c->mark[from], c->mark[to]), "cuEventElapsedTime (syn_mark_ms)");
+}

@@ -50,7 +50,17 @@ $(BUILD)/rt/rt_cpu_test: tests/rt/rt_cpu_test.c $(RT_CPU_OBJ) $(RT_HDRS)
 .PHONY: runtime-all rt-check-deps rt-gpu-test rt-clean
 
 ifneq ($(and $(RT_CUDA_H),$(RT_NCCL_H)),)
-runtime-all: libsyncrt.a libsyncrt.so
+runtime-all: libsyncrt.a libsyncrt.so syncrun-gpu
+
+# syncrun on GPUs: libsyncrt linked whole and exported (-rdynamic) so the
+# launchers it builds and dlopens find syn_* in it.
+syncrun-gpu: $(BUILD)/tools/syncrun_gpu.o libsyncc.a libsyncrt.a
+	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $(BUILD)/tools/syncrun_gpu.o libsyncc.a \
+		-Wl,--whole-archive libsyncrt.a -Wl,--no-whole-archive $(RT_LDLIBS) -ldl
+
+$(BUILD)/tools/syncrun_gpu.o: tools/syncrun_gpu.c $(HDRS) $(RT_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 libsyncrt.a: $(RT_CPU_OBJ) $(RT_GPU_OBJ)
 	rm -f $@
@@ -88,4 +98,4 @@ all: runtime-all
 check: rt-check-deps
 clean: rt-clean
 rt-clean:
-	rm -f libsyncrt.a libsyncrt.so
+	rm -f libsyncrt.a libsyncrt.so syncrun-gpu

@@ -96,11 +96,11 @@ exec_member(PRank *k, Val m, const int64_t *lo, const int64_t *hi)
 	}
 	out = sim_tensor(in->ty.dt, in->ty.rank, dim);
 	if (in->op == OP_MATMUL)
-		sim_mm_slices(f, in, sl);
+		ir_mm_slices(f, in, sl);
 	for (int i = 0; i < n; i++) {
 		const Tensor *u = &k->val[in->arg[i]];
 		int d = in->op == OP_MATMUL ? (k->c.brk->on[BR_MM_NOSLICE] ? -1 : sl[i])
-		        : (k->c.brk->on[BR_EW_NOSLICE] || ir_ops[in->op].cls == OC_REDUCE ? -1 : sim_ew_slice(f, in, i));
+		        : (k->c.brk->on[BR_EW_NOSLICE] || ir_ops[in->op].cls == OC_REDUCE ? -1 : ir_ew_slice(f, in, i));
 		if (d >= 0) {
 			sliced[i] = sim_slice_local(u, d, &k->c);
 			u = &sliced[i];

@@ -199,46 +199,6 @@ sim_slice_local(const Tensor *t, int axis, SimCtx *k)
 	return b;
 }
 
-/* Which dim of each matmul operand is sliced to this rank's block (-1:
- * none): a @repl operand facing a split contraction or batch dim. */
-void
-sim_mm_slices(const Func *f, const Ins *in, int sl[2])
-{
-	const Type *ta = &f->ins[in->arg[0]].ty, *tb = &f->ins[in->arg[1]].ty;
-	int R = in->ty.rank, ra = ta->rank, rb = tb->rank;
-	sl[0] = sl[1] = -1;
-	if (ta->pl.kind == PL_REPL && tb->pl.kind == PL_SPLIT) {
-		if (tb->pl.dim == rb - 2)
-			sl[0] = ra - 1;
-		else if (tb->pl.dim < rb - 2) {
-			int d = tb->pl.dim + (R - rb) - (R - ra);
-			if (d >= 0 && d < ra - 2 && ta->dim[d] > 1)
-				sl[0] = d;
-		}
-	}
-	if (tb->pl.kind == PL_REPL && ta->pl.kind == PL_SPLIT) {
-		if (ta->pl.dim == ra - 1)
-			sl[1] = rb - 2;
-		else if (ta->pl.dim < ra - 2) {
-			int d = ta->pl.dim + (R - ra) - (R - rb);
-			if (d >= 0 && d < rb - 2 && tb->dim[d] > 1)
-				sl[1] = d;
-		}
-	}
-}
-
-/* An elementwise operand @repl under a split result: the dim to slice. */
-int
-sim_ew_slice(const Func *f, const Ins *in, int i)
-{
-	const Type *t = &f->ins[in->arg[i]].ty;
-	int d;
-	if (in->ty.pl.kind != PL_SPLIT || t->pl.kind != PL_REPL)
-		return -1;
-	d = in->ty.pl.dim - (in->ty.rank - t->rank);
-	return d >= 0 && t->dim[d] > 1 ? d : -1;
-}
-
 bool
 sim_comm_call(SimCtx *k, CommChunk *c, const char *what)
 {
@@ -388,7 +348,7 @@ rank_op(Rank *k, Val v)
 		out->v[0] = sim_round(in->ty.dt, in->c);
 	} else if (in->op == OP_MATMUL) {
 		int sl[2];
-		sim_mm_slices(f, in, sl);
+		ir_mm_slices(f, in, sl);
 		for (int i = 0; i < 2 && !k->c.brk->on[BR_MM_NOSLICE]; i++)
 			if (sl[i] >= 0) {
 				sliced[i] = sim_slice_local(x[i], sl[i], &k->c);
@@ -403,7 +363,7 @@ rank_op(Rank *k, Val v)
 		}
 	} else if (ir_ops[in->op].cls == OC_BINARY || ir_ops[in->op].cls == OC_UNARY) {
 		for (int i = 0; i < in->narg && !k->c.brk->on[BR_EW_NOSLICE]; i++) {
-			int d = sim_ew_slice(f, in, i);
+			int d = ir_ew_slice(f, in, i);
 			if (d >= 0) {
 				sliced[i] = sim_slice_local(x[i], d, &k->c);
 				x[i] = &sliced[i];

@@ -147,6 +147,14 @@ int syn_alloc(syn_ctx *c, size_t bytes, void **p);
 int syn_free(syn_ctx *c, void *p);
 void *syn_peer_ptr(const syn_ctx *c, const void *p, int rank); /* NULL: not mapped */
 int syn_barrier(syn_ctx *c);                                  /* host only; never inside an op */
+/* Copies between host and this rank's device memory; they wait for the
+ * copy, so they belong in set-up and checking, never inside an op. */
+int syn_upload(syn_ctx *c, void *dst, const void *src, size_t bytes);
+int syn_download(syn_ctx *c, void *dst, const void *src, size_t bytes);
+/* A zeroed host block of `bytes` this context keeps for a generated
+ * launcher, found again by `key`; returns 1 the first time, 0 after (or a
+ * negative syn_status).  Freed by syn_finalize. */
+int syn_state(syn_ctx *c, const char *key, size_t bytes, void **p);
 
 /* ---- what kernels get as parameters ---- */
 uint64_t syn_flag_addr(const syn_ctx *c, int rank, int flag); /* 0: not mapped here */
@@ -170,6 +178,11 @@ int syn_raise(syn_ctx *c, syn_lane lane, int rank, int flag, uint64_t value);
 int syn_coll(syn_ctx *c, syn_backend be, const CommChunk *ch);
 int syn_end(syn_ctx *c);
 int syn_sync(syn_ctx *c);
+/* Timing: an event recorded on the compute lane in slot 0..7 (after
+ * syn_end, the whole op), and the milliseconds between two slots once both
+ * have completed (call after syn_sync). */
+int syn_mark(syn_ctx *c, int slot);
+int syn_mark_ms(syn_ctx *c, int from, int to, float *ms);
 
 /* ---- timeline ---- */
 /* Collective.  Chrome trace JSON: pid = rank, tid = lane (0 "compute",

@@ -388,7 +388,7 @@ build_comm(BlockGraph *g, Val v, const NodeChoice *ch, const Topo *topo)
 	const Func *f = g->f;
 	const Ins *in = &f->ins[v];
 	int nc = ch->nchunks > 0 ? ch->nchunks : 1, dim = chunk_dim(f, in, ch->dim, nc);
-	int nphase = in->op == OP_ALL_REDUCE && topo && topo->nodes > 1 ? 3 : 1;
+	int nphase = in->op == OP_ALL_REDUCE && topo && topo->nodes > 1 && topo->gpus > 1 ? 3 : 1;
 	bool self = ch->self_first && in->op == OP_ALL_GATHER && f->nranks > 1;
 	int64_t len;
 	if (dim < 0) {

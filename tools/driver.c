@@ -1,5 +1,6 @@
 /* tools/driver.c -- command line, the pipeline, atomic outputs. */
 #include "driver.h"
+#include "../codegen/codegen.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -46,6 +47,10 @@ static const struct {
 	{OPT_SVG, "timeline-svg", 0, true},
 	{OPT_INTERP, "interp", 0, false},
 	{OPT_ALLPLANS, "all-plans", 0, false},
+	{OPT_S, "", 'S', false},
+	{OPT_BENCH, "bench", 0, true},
+	{OPT_NOCHECK, "no-check", 0, false},
+	{OPT_DROPFLAG, "drop-flag", 0, false},
 };
 
 static const struct {
@@ -58,6 +63,8 @@ static const struct {
 	{"blocks", EMIT_BLOCKS},
 	{"plan", EMIT_PLAN},
 	{"timeline", EMIT_TIMELINE},
+	{"ptx", EMIT_PTX},
+	{"host", EMIT_HOST},
 };
 
 static bool
@@ -133,7 +140,7 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 				d->emit = emits[i].emit;
 				return -1;
 			}
-		diag_usage("%s %s: unknown stage; choose tokens, ast, ir, blocks, plan or timeline", flag, val);
+		diag_usage("%s %s: unknown stage; choose tokens, ast, ir, blocks, plan, timeline, ptx or host", flag, val);
 		return EXIT_USAGE;
 	case OPT_DIAG:
 		if (strcmp(val, "text") && strcmp(val, "json")) {
@@ -216,6 +223,22 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 	case OPT_ALLPLANS:
 		d->all_plans = true;
 		return -1;
+	case OPT_S:
+		d->emit = EMIT_PTX;
+		return -1;
+	case OPT_BENCH:
+		if (!parse_int(val, 1, 100000, &n)) {
+			diag_usage("%s %s: the number of timed calls must be 1 to 100000", flag, val);
+			return EXIT_USAGE;
+		}
+		d->bench = (int)n;
+		return -1;
+	case OPT_NOCHECK:
+		d->nocheck = true;
+		return -1;
+	case OPT_DROPFLAG:
+		d->drop_flag = true;
+		return -1;
 	case OPT_VERSION:
 		printf("%s %s\n", d->tool, SYNCC_VERSION);
 		return EXIT_OK;
@@ -257,6 +280,8 @@ drv_args(Driver *d, int argc, char **argv, const OptId *allowed, int nallowed, c
 		for (k = 0; k < NELEM(opts); k++) {
 			if (a[1] == '-') {
 				n = strlen(opts[k].lng);
+				if (!n)
+					continue;
 				if (strncmp(a + 2, opts[k].lng, n) == 0 && (a[2 + n] == 0 || (a[2 + n] == '=' && opts[k].arg)))
 					break;
 			} else if (opts[k].shrt && a[1] == opts[k].shrt && (a[2] == 0 || opts[k].arg)) {
@@ -302,7 +327,7 @@ drv_args(Driver *d, int argc, char **argv, const OptId *allowed, int nallowed, c
 		diag_usage("no input file (see --help)");
 		return EXIT_USAGE;
 	}
-	if (d->diag == DIAG_JSON && !d->output && d->emit != EMIT_DEFAULT) {
+	if (d->diag == DIAG_JSON && !d->output && d->emit != EMIT_DEFAULT && d->emit != EMIT_CODE) {
 		diag_usage("--diagnostics=json writes to standard output; send --emit output to a file with -o");
 		return EXIT_USAGE;
 	}
@@ -375,6 +400,77 @@ known_passes(const char *flag, const char *list, bool sema_ok)
 
 static bool write_traces(Driver *d, Unit *u);
 
+/* Code generation: the plans as one PTX module and the launcher.  --emit
+ * prints one of them; the default writes PREFIX.ptx, PREFIX.c, PREFIX.h. */
+static int
+codegen_all(Driver *d, Unit *u, FILE *mem)
+{
+	Lowered **lo = xcalloc((size_t)d->nplans + 1, sizeof *lo);
+	Buf module = {0}, c = {0}, h = {0}, plain = {0};
+	unsigned char *cubin = NULL;
+	size_t ncubin = 0;
+	char log[2048];
+	int status = EXIT_OK, i = 0;
+	char prefix[4096];
+	const char *src = src_get(u->modules->file)->path;
+	ptx_emit_header(&module);
+	for (Func *f = u->funcs; f; f = f->next, i++) {
+		lo[i] = xcalloc(1, sizeof **lo);
+		if (!ptx_lower(d->plans[i], lo[i])) {
+			diag_error(f->span, "cannot generate GPU code for op '%s': %s", sym_str(f->name), lo[i]->err);
+			status = EXIT_INPUT;
+			continue;
+		}
+		buf_put(&module, lo[i]->ptx.s ? lo[i]->ptx.s : "", lo[i]->ptx.len);
+		for (int k = 0; d->drop_flag && k < lo[i]->nstep; k++)
+			if (lo[i]->step[k].raise >= 0) { /* tests: a plan that never releases a kernel */
+				lo[i]->step[k].raise = -1;
+				break;
+			}
+	}
+	if (status != EXIT_OK)
+		goto out;
+	if (d->emit == EMIT_PTX) {
+		fputs(module.s, mem);
+		goto out;
+	}
+	if (!ptx_assemble(&module, &cubin, &ncubin, log, sizeof log) && log[0])
+		die("ptxas rejected the generated module: %s", log);
+	if (d->output)
+		snprintf(prefix, sizeof prefix, "%s", d->output);
+	else {
+		const char *b = strrchr(src, '/') ? strrchr(src, '/') + 1 : src;
+		snprintf(prefix, sizeof prefix, "%.*s", (int)(strlen(b) > 4 && !strcmp(b + strlen(b) - 4, ".syn") ? strlen(b) - 4 : strlen(b)), b);
+	}
+	host_emit(&c, &h, src, prefix, lo, d->nplans, &module, cubin, ncubin);
+	if (d->emit == EMIT_HOST) {
+		fputs(h.s, mem);
+		fputs(c.s, mem);
+	} else {
+		char pp[4200], pc[4200], ph[4200];
+		const char *paths[3] = {pp, pc, ph};
+		const Buf *bufs[3] = {&module, &c, &h};
+		snprintf(pp, sizeof pp, "%s.ptx", prefix);
+		snprintf(pc, sizeof pc, "%s.c", prefix);
+		snprintf(ph, sizeof ph, "%s.h", prefix);
+		if (!drv_write_all(paths, bufs, 3))
+			status = EXIT_INPUT;
+	}
+out:
+	for (int k = 0; k < d->nplans; k++)
+		if (lo[k]) {
+			ptx_lowered_free(lo[k]);
+			free(lo[k]);
+		}
+	free(lo);
+	free(cubin);
+	buf_free(&module);
+	buf_free(&c);
+	buf_free(&h);
+	buf_free(&plain);
+	return status;
+}
+
 /* Scheduling: a plan per op on the chosen profile, printed as asked. */
 static int
 plan_all(Driver *d, Unit *u, FILE *mem)
@@ -394,12 +490,14 @@ plan_all(Driver *d, Unit *u, FILE *mem)
 		d->plans[d->nplans++] = p;
 		if (d->emit == EMIT_BLOCKS)
 			blk_print(mem, p->g);
+		else if (d->emit >= EMIT_PTX)
+			;
 		else if (d->emit == EMIT_PLAN)
 			sched_print_plan(mem, p);
 		else if (d->emit == EMIT_TIMELINE)
 			sched_timeline(mem, p, f->nranks, 72);
 		if (d->explain)
-			sched_explain(d->emit >= EMIT_BLOCKS ? mem : stdout, p);
+			sched_explain(d->emit >= EMIT_BLOCKS && d->emit <= EMIT_TIMELINE ? mem : stderr, p);
 	}
 	return write_traces(d, u) ? EXIT_OK : EXIT_INPUT;
 }
@@ -501,6 +599,11 @@ drv_compile(Driver *d, Unit **unitp, Buf *out)
 			free(text);
 			return status;
 		}
+	if (d->emit >= EMIT_PTX && (status = codegen_all(d, u, mem)) != EXIT_OK) {
+		fclose(mem);
+		free(text);
+		return status;
+	}
 done:
 	fclose(mem);
 	buf_put(out, text ? text : "", len);
@@ -538,6 +641,35 @@ drv_write(const char *path, const Buf *b)
 		remove(tmp.s);
 	}
 	buf_free(&tmp);
+	return ok;
+}
+
+/* Several outputs: all written to temporaries first, then renamed, so a
+ * failure leaves none of them half-made (or changed). */
+bool
+drv_write_all(const char *const *paths, const Buf *const *bufs, int n)
+{
+	char tmp[8][4300];
+	bool ok = n <= 8;
+	int made = 0;
+	for (int i = 0; i < n && ok; i++, made++) {
+		FILE *f;
+		snprintf(tmp[i], sizeof tmp[i], "%s.tmp%ld", paths[i], (long)getpid());
+		f = fopen(tmp[i], "wb");
+		ok = f && fwrite(bufs[i]->s ? bufs[i]->s : "", 1, bufs[i]->len, f) == bufs[i]->len;
+		if (f && fclose(f))
+			ok = false;
+		if (!ok)
+			diag_usage("cannot write %s: %s", paths[i], strerror(errno));
+	}
+	for (int i = 0; i < made && ok; i++)
+		if (rename(tmp[i], paths[i])) {
+			diag_usage("cannot write %s: %s", paths[i], strerror(errno));
+			ok = false;
+		}
+	if (!ok)
+		for (int i = 0; i < made; i++)
+			remove(tmp[i]);
 	return ok;
 }
 

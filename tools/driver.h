@@ -18,6 +18,9 @@ typedef enum Emit {
 	EMIT_BLOCKS,
 	EMIT_PLAN,
 	EMIT_TIMELINE,
+	EMIT_PTX,
+	EMIT_HOST,
+	EMIT_CODE,  /* the default of syncc: PREFIX.ptx, PREFIX.c, PREFIX.h */
 } Emit;
 
 typedef struct Driver {
@@ -48,6 +51,9 @@ typedef struct Driver {
 	bool f64;
 	bool interp;         /* run the IR op by op instead of the plan */
 	bool all_plans;      /* run every plan the search scored */
+	int bench;           /* --bench N */
+	bool nocheck;        /* --no-check */
+	bool drop_flag;      /* --drop-flag (tests): the lowering drops one comm raise */
 	const char *breaks;
 	int timeout_ms;
 	uint64_t seed;
@@ -60,13 +66,14 @@ typedef enum OptId {
 	OPT_AUTOCOMM, OPT_NOAUTOCOMM, OPT_DUMP, OPT_VERSION, OPT_HELP,
 	OPT_SIM, OPT_SEED, OPT_NOPASS, OPT_F64, OPT_BREAK, OPT_TIMEOUT,
 	OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_DROPEDGE, OPT_TRACE, OPT_SVG,
-	OPT_INTERP, OPT_ALLPLANS,
+	OPT_INTERP, OPT_ALLPLANS, OPT_S, OPT_BENCH, OPT_NOCHECK, OPT_DROPFLAG,
 } OptId;
 
 /* tools/driver.c */
 int drv_args(Driver *d, int argc, char **argv, const OptId *allowed, int nallowed, const char *usage);
 int drv_compile(Driver *d, Unit **unit, Buf *out);
 bool drv_write(const char *path, const Buf *b);
+bool drv_write_all(const char *const *paths, const Buf *const *bufs, int n);
 void drv_crash_handler(void);
 const char *drv_libdir(void);
 void drv_print_passes(FILE *f);

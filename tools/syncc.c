@@ -6,15 +6,18 @@
 
 static const char usage[] =
 	"usage: syncc FILE.syn [options]\n"
-	"Compile a syncc operator file ('-' reads standard input).\n"
+	"Compile a syncc operator file ('-' reads standard input): writes PREFIX.ptx (the\n"
+	"kernels), PREFIX.c and PREFIX.h (the launchers over libsyncrt), PREFIX being -o's\n"
+	"value or the file's name without .syn.\n"
 	"\n"
-	"  -o FILE                 write the output to FILE ('-' for standard output)\n"
+	"  -o PREFIX|FILE          where to write (with --emit: the file, '-' for stdout)\n"
+	"  -S                      --emit=ptx\n"
 	"  --ranks P               number of ranks (default 1); `nranks` in the language\n"
 	"  -D NAME=VALUE           override `param NAME` (an integer, a number or a dtype)\n"
 	"  -I DIR                  search DIR for `use` modules\n"
 	"  --entry OP              compile only OP (default: every op of FILE)\n"
-	"  --emit=STAGE            print a stage: tokens, ast, ir (default), blocks, plan,\n"
-	"                          timeline (the predicted Gantt chart of every rank)\n"
+	"  --emit=STAGE            print a stage: tokens, ast, ir, blocks, plan, timeline\n"
+	"                          (the predicted Gantt chart of every rank), ptx, host\n"
 	"  --explain               say why this plan: critical path, chunks, predictions\n"
 	"  --profile NAME|FILE     cost-model profile (default h200-nvlink; profiles/)\n"
 	"  --topo NODESxGPUS       ranks in nodes of GPUs (sets --ranks); all_reduce in phases\n"
@@ -37,13 +40,13 @@ static const char usage[] =
 static const OptId allowed[] = {
 	OPT_OUT, OPT_RANKS, OPT_DEFINE, OPT_INCLUDE, OPT_ENTRY, OPT_EMIT, OPT_DIAG,
 	OPT_AUTOCOMM, OPT_NOAUTOCOMM, OPT_DUMP, OPT_VERSION, OPT_HELP, OPT_NOPASS,
-	OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_DROPEDGE, OPT_TRACE, OPT_SVG,
+	OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_DROPEDGE, OPT_TRACE, OPT_SVG, OPT_S,
 };
 
 int
 main(int argc, char **argv)
 {
-	Driver d = {.tool = "syncc"};
+	Driver d = {.tool = "syncc", .emit = EMIT_CODE};
 	d.opt.nranks = 1;
 	Unit *u = NULL;
 	Buf out = {0};
@@ -58,7 +61,7 @@ main(int argc, char **argv)
 		return r;
 	}
 	r = drv_compile(&d, &u, &out);
-	if (r == EXIT_OK && !drv_write(d.output, &out))
+	if (r == EXIT_OK && d.emit != EMIT_CODE && !drv_write(d.output, &out))
 		r = EXIT_INPUT;
 	buf_free(&out);
 	unit_free(u);

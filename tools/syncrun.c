@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage[] =
 	"usage: syncrun FILE.syn [options]\n"
@@ -99,8 +100,20 @@ main(int argc, char **argv)
 		diag_usage("--break %s: unknown lowering '%s'", d.breaks, bad);
 		return EXIT_USAGE;
 	}
-	if (!d.sim)
-		fprintf(stderr, "syncrun: this build has no GPU runtime; running on the simulator\n");
+	if (!d.sim) {
+		/* GPUs and the GPU build present: syncrun-gpu runs it; else the simulator, saying so */
+		char gpu[4096];
+		const char *lib = drv_libdir();
+		snprintf(gpu, sizeof gpu, "%.*s/syncrun-gpu", lib ? (int)(strlen(lib) - strlen("/stdlib")) : 1, lib ? lib : ".");
+		if (access("/dev/nvidia0", F_OK) == 0 && access(gpu, X_OK) == 0) {
+			argv[0] = gpu;
+			execv(gpu, argv);
+			fprintf(stderr, "syncrun: cannot run %s; running on the simulator\n", gpu);
+		} else {
+			fprintf(stderr, "syncrun: %s; running on the simulator\n",
+			        access("/dev/nvidia0", F_OK) ? "no GPU here" : "this build has no GPU runtime (syncrun-gpu)");
+		}
+	}
 	if (d.emit == EMIT_DEFAULT)
 		d.emit = EMIT_IR;
 	d.need_plans = !d.interp;

@@ -406,7 +406,7 @@ t_check(void)
 	syn_tensor_check("row_linear", 1, &t, &s, msg, sizeof msg);
 	EXPECT(strstr(msg, "has no data"), "null: %s", msg);
 	{
-		CommChunk ch = {CO_SHIFT, CD_F32, CR_SUM, dummy, dummy, 16, 0, 0, 2, 7};
+		CommChunk ch = {CO_SHIFT, CD_F32, CR_SUM, dummy, dummy, 16, 0, 0, 2, 7, 0, 0};
 		EXPECT(rt_chunk_check(&ch, 1, 2, msg, sizeof msg) == SYN_EARG &&
 		               strstr(msg, "rank 1: chunk 7 (shift f32 x16): shift 2 is not in [1, 1] for 2 ranks"),
 		       "shift: %s", msg);
@@ -576,7 +576,7 @@ plan_case(int be, CommOp op, int P, int shift, size_t n, size_t pad, int nchunks
 	for (int c = 0; c < nchunks; c++) {
 		for (int r = 0; r < P; r++) {
 			CommChunk ch = {op, CD_F32, CR_SUM, sim[r].send + (size_t)c * cs, sim[r].recv + (size_t)c * cs,
-			                cs, ss, rs, shift, c};
+			                cs, ss, rs, shift, c, 0, 0};
 			if (op == CO_ALL_REDUCE || op == CO_SHIFT || op == CO_ALL_GATHER)
 				ch.send_stride = 0;
 			if (op == CO_ALL_REDUCE || op == CO_SHIFT || op == CO_REDUCE_SCATTER)
@@ -635,7 +635,7 @@ t_plan(void)
 		/* packed chunks use NCCL's own collectives, strided ones the group forms */
 		float a[64], b[128];
 		RtXfer x[16];
-		CommChunk ch = {CO_ALL_GATHER, CD_F32, CR_SUM, a, b, 16, 0, 0, 0, 0};
+		CommChunk ch = {CO_ALL_GATHER, CD_F32, CR_SUM, a, b, 16, 0, 0, 0, 0, 0, 0};
 		EXPECT(rt_plan_nccl(&ch, 0, 2, x, 16) == 1 && x[0].kind == XK_ALL_GATHER, "packed all_gather");
 		ch.recv_stride = 32;
 		EXPECT(rt_plan_nccl(&ch, 0, 2, x, 16) == 3 && x[0].kind == XK_COPY && x[1].kind == XK_SEND,

@@ -1,0 +1,311 @@
+/* codegen/host.c -- the host launcher of a source file (DESIGN §5): one C
+ * file and one header.  Per op,
+ *     int syn_<op>(syn_ctx *ctx, const syn_tensor *in..., syn_tensor *out...)
+ * checks its arguments against the signature (the message names the
+ * argument), then enqueues the plan through libsyncrt (runtime/syncrt.h):
+ * the persistent kernels on the compute lane with this rank's block list,
+ * and on the comm lane, per chunk, waits on flags, the collective and a
+ * flag raise -- with no host synchronisation inside.  The first call on a
+ * context loads the module (cubin, or PTX JIT), uploads the block lists and
+ * allocates scratch buffers; every call after that only enqueues.
+ *
+ * Flags: each op owns a range of the context's flags and counts its own
+ * calls; call k waits for k (or k times the tiles of a band) and raises k,
+ * so no flag is ever reset. */
+#include "codegen.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const cdtype[DT_COUNT] = {
+	[DT_F32] = "CD_F32", [DT_F16] = "CD_F16", [DT_BF16] = "CD_BF16", [DT_I32] = "CD_I32",
+};
+static const char *const cop[] = {"CO_ALL_REDUCE", "CO_REDUCE_SCATTER", "CO_ALL_GATHER", "CO_ALL_TO_ALL", "CO_SHIFT"};
+static const char *const cred[] = {"CR_SUM", "CR_MAX", "CR_MIN"};
+
+/* Where each value's buffer comes from: an argument, a result, scratch. */
+typedef enum BufKind { BK_NONE, BK_IN, BK_OUT, BK_SCRATCH } BufKind;
+
+typedef struct Bufs {
+	BufKind *kind;
+	int *index;  /* argument, result or scratch number */
+	int nscratch;
+} Bufs;
+
+static bool
+used(const Lowered *lo, Val v)
+{
+	for (int i = 0; i < lo->nkern; i++)
+		for (int a = 0; a < lo->kern[i].narg; a++)
+			if (lo->kern[i].arg[a].v == v)
+				return true;
+	for (int i = 0; i < lo->nstep; i++)
+		if (lo->step[i].send.v == v || lo->step[i].recv.v == v)
+			return true;
+	return false;
+}
+
+static Bufs
+buffers(const Lowered *lo)
+{
+	const Func *f = lo->f;
+	Bufs b = {xcalloc((size_t)f->nins + 1, sizeof(BufKind)), xcalloc((size_t)f->nins + 1, sizeof(int)), 0};
+	for (int i = 0; i < f->nin; i++)
+		b.kind[f->in[i]] = BK_IN, b.index[f->in[i]] = i;
+	for (int i = 0; i < f->nout; i++)
+		if (b.kind[f->out[i]] == BK_NONE) /* an input returned as it is stays the input */
+			b.kind[f->out[i]] = BK_OUT, b.index[f->out[i]] = i;
+	for (Val v = 0; v < f->nins; v++)
+		if (b.kind[v] == BK_NONE && used(lo, v))
+			b.kind[v] = BK_SCRATCH, b.index[v] = b.nscratch++;
+	return b;
+}
+
+static void
+ident(Buf *o, const char *s)
+{
+	for (; *s; s++)
+		buf_printf(o, "%c", isalnum((unsigned char)*s) ? *s : '_');
+}
+
+/* The PTX as a C string, a line at a time. */
+static void
+c_string(Buf *o, const char *s, size_t n)
+{
+	buf_printf(o, "\"");
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '\n')
+			buf_printf(o, "\\n\"\n\t\"");
+		else if (c == '"' || c == '\\')
+			buf_printf(o, "\\%c", c);
+		else if (c == '\t')
+			buf_printf(o, "\\t");
+		else if (c < 0x20 || c >= 0x7f)
+			buf_printf(o, "\\%03o", c);
+		else
+			buf_printf(o, "%c", c);
+	}
+	buf_printf(o, "\"");
+}
+
+static void
+signature(Buf *o, const Func *f)
+{
+	buf_printf(o, "int\nsyn_%s(syn_ctx *ctx", sym_str(f->name));
+	for (int i = 0; i < f->nin; i++)
+		buf_printf(o, ", const syn_tensor *%s", sym_str(f->ins[f->in[i]].name));
+	for (int i = 0; i < f->nout; i++)
+		buf_printf(o, ", syn_tensor *out%d", i);
+	buf_printf(o, ")");
+}
+
+static void
+argspec(Buf *o, const Func *f, Val v, const Type *t, const char *name)
+{
+	int64_t d[LIM_RANK];
+	Buf g = {0};
+	ty_local_shape(t, f->nranks, d);
+	ty_print(&g, t);
+	buf_printf(o, "\t{\"%s\", %s, %d, {", name, cdtype[t->dt], t->rank);
+	for (int i = 0; i < t->rank; i++)
+		buf_printf(o, "%s%lld", i ? ", " : "", (long long)d[i]);
+	buf_printf(o, "}, \"%s\", 1},\n", g.s);
+	buf_free(&g);
+	(void)v;
+}
+
+/* The C expression of an argument's device address on this rank. */
+static void
+address(Buf *o, const Lowered *lo, const Bufs *b, LArg a)
+{
+	int es = ty_dtypes[lo->f->ins[a.v].ty.dt].size;
+	switch (b->kind[a.v]) {
+	case BK_IN:
+		buf_printf(o, "(char *)arg[%d].data", b->index[a.v]);
+		break;
+	case BK_OUT:
+		buf_printf(o, "(char *)arg[%d].data", lo->f->nin + b->index[a.v]);
+		break;
+	case BK_SCRATCH:
+		buf_printf(o, "(char *)st->scratch[%d]", b->index[a.v]);
+		break;
+	default:
+		die("value %%%d has no buffer", a.v);
+	}
+	buf_printf(o, " + (%lldLL + (long long)rank * %lldLL) * %d", (long long)a.off, (long long)a.roff, es);
+}
+
+static void
+emit_blocks(Buf *o, const Lowered *lo, const char *op, int k)
+{
+	const LKernel *kn = &lo->kern[k];
+	buf_printf(o, "static const syn_blk %s_k%d_blocks[%d][%d] = {\n", op, k, lo->f->nranks, kn->nblocks ? kn->nblocks : 1);
+	for (int r = 0; r < lo->f->nranks; r++) {
+		buf_printf(o, "\t{");
+		for (int i = 0; i < kn->nblocks; i++) {
+			const PtxBlock *e = &kn->blocks[r][i];
+			buf_printf(o, "%s{%u,%u,%u,%uu,%llu,%uu,%u,%llu}", i == 0 ? "" : i % 4 ? ", " : ",\n\t ", e->x, e->y, e->z,
+			           e->in_flag, (unsigned long long)e->in_epoch, e->out_flag, e->out_op,
+			           (unsigned long long)e->out_value);
+		}
+		if (!kn->nblocks)
+			buf_printf(o, "{0}");
+		buf_printf(o, "},\n");
+	}
+	buf_printf(o, "};\n");
+}
+
+/* Flags of op `op` start at `base` in the context's flag array. */
+static void
+emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
+{
+	const Func *f = lo->f;
+	const char *op = sym_str(f->name);
+	Bufs b = buffers(lo);
+	int nargs = f->nin + f->nout;
+
+	buf_printf(o, "\n/* ---- %s: %d kernels, %d comm steps, %d flags from %d, P = %d ---- */\n\n", op, lo->nkern, lo->nstep,
+	           lo->nflags, base, f->nranks);
+	for (int k = 0; k < lo->nkern; k++)
+		emit_blocks(o, lo, op, k);
+	buf_printf(o, "\nstatic const syn_argspec %s_specs[%d] = {\n", op, nargs);
+	for (int i = 0; i < f->nin; i++)
+		argspec(o, f, f->in[i], &f->ins[f->in[i]].ty, sym_str(f->ins[f->in[i]].name));
+	for (int i = 0; i < f->nout; i++) {
+		char nm[16];
+		snprintf(nm, sizeof nm, "out%d", i);
+		argspec(o, f, f->out[i], &f->outty[i], nm);
+	}
+	buf_printf(o, "};\n\nstatic const size_t %s_scratch_bytes[%d] = {", op, b.nscratch ? b.nscratch : 1);
+	for (Val v = 0; v < f->nins; v++)
+		if (b.kind[v] == BK_SCRATCH)
+			buf_printf(o, "%lluu, ", (unsigned long long)(ty_local_numel(&f->ins[v].ty, f->nranks) *
+			                                             ty_dtypes[f->ins[v].ty.dt].size));
+	buf_printf(o, "%s};\n\n", b.nscratch ? "" : "0");
+	buf_printf(o, "typedef struct {\n\tuint64_t calls;\n\tsyn_kernel *k[%d];\n\tvoid *blocks[%d];\n\tvoid *scratch[%d];\n} %s_state;\n\n",
+	           lo->nkern ? lo->nkern : 1, lo->nkern ? lo->nkern : 1, b.nscratch ? b.nscratch : 1, op);
+	/* set-up, on the first call on a context */
+	buf_printf(o, "static int\n%s_setup(syn_ctx *ctx, %s_state *st, int rank)\n{\n\tint r;\n", op, op);
+	for (int k = 0; k < lo->nkern; k++) {
+		buf_printf(o, "\tif ((r = syn_kernel_get(ctx, &syn_image_of_file, \"%s\", &st->k[%d])) ||\n", lo->kern[k].name, k);
+		buf_printf(o, "\t    (r = syn_alloc(ctx, sizeof %s_k%d_blocks[0], &st->blocks[%d])) ||\n", op, k, k);
+		buf_printf(o, "\t    (r = syn_upload(ctx, st->blocks[%d], %s_k%d_blocks[rank], sizeof %s_k%d_blocks[0])))\n\t\treturn r;\n",
+		           k, op, k, op, k);
+	}
+	buf_printf(o, "\tfor (int i = 0; i < %d; i++)\n\t\tif ((r = syn_alloc(ctx, %s_scratch_bytes[i], &st->scratch[i])))\n\t\t\treturn r;\n",
+	           b.nscratch, op);
+	buf_printf(o, "\treturn SYN_OK;\n}\n\n");
+	/* the launcher */
+	signature(o, f);
+	signature(h, f);
+	buf_printf(h, ";\n");
+	buf_printf(o, "\n{\n\tsyn_tensor arg[%d];\n\t%s_state *st;\n\tuint64_t e, flags, errw, timeout;\n\tint r, rank;\n", nargs ? nargs : 1, op);
+	for (int i = 0; i < f->nin; i++)
+		buf_printf(o, "\tif (!%s)\n\t\treturn SYN_EARG;\n\targ[%d] = *%s;\n", sym_str(f->ins[f->in[i]].name), i,
+		           sym_str(f->ins[f->in[i]].name));
+	for (int i = 0; i < f->nout; i++)
+		buf_printf(o, "\tif (!out%d)\n\t\treturn SYN_EARG;\n\targ[%d] = *out%d;\n", i, f->nin + i, i);
+	buf_printf(o, "\tif (syn_nranks(ctx) != %d)\n\t\treturn SYN_EARG; /* compiled for %d ranks */\n", f->nranks, f->nranks);
+	buf_printf(o, "\tif ((r = syn_check_args(ctx, \"%s\", %d, arg, %s_specs)))\n\t\treturn r;\n", op, nargs, op);
+	buf_printf(o, "\trank = syn_rank(ctx);\n");
+	buf_printf(o, "\tif ((r = syn_state(ctx, \"syncc:%s\", sizeof *st, (void **)&st)) < 0)\n\t\treturn r;\n", op);
+	buf_printf(o, "\tif (r == 1 && (r = %s_setup(ctx, st, rank)))\n\t\treturn r;\n", op);
+	buf_printf(o, "\tif ((r = syn_begin(ctx, \"%s\", &e)))\n\t\treturn r;\n", op);
+	buf_printf(o, "\te = ++st->calls; /* this op's call count: its flags' epoch */\n");
+	buf_printf(o, "\tflags = syn_flag_addr(ctx, rank, %d);\n\terrw = syn_errw_addr(ctx);\n\ttimeout = syn_timeout_ns(ctx);\n", base);
+	for (int k = 0; k < lo->nkern; k++) {
+		const LKernel *kn = &lo->kern[k];
+		if (!kn->nblocks)
+			continue;
+		buf_printf(o, "\t{ /* %s */\n", kn->name);
+		buf_printf(o, "\t\tuint64_t blocks = (uint64_t)(uintptr_t)st->blocks[%d], trace = syn_trace_slots(ctx, %d);\n", k, kn->nblocks);
+		buf_printf(o, "\t\tuint32_t nblocks = %d;\n", kn->nblocks);
+		for (int a = 0; a < kn->narg; a++) {
+			buf_printf(o, "\t\tuint64_t t%d = (uint64_t)(uintptr_t)(", a);
+			address(o, lo, &b, kn->arg[a]);
+			buf_printf(o, ");\n");
+		}
+		buf_printf(o, "\t\tvoid *prm[] = {&blocks, &nblocks, &flags, &errw, &timeout, &trace, &e");
+		for (int a = 0; a < kn->narg; a++)
+			buf_printf(o, ", &t%d", a);
+		buf_printf(o, "};\n\t\tunsigned grid[3] = {1, 1, 1}, block[3] = {%d, 1, 1};\n", kn->k.threads);
+		buf_printf(o, "\t\tif ((r = syn_grid_persistent(ctx, st->k[%d], %d, %d, &grid[0])))\n\t\t\treturn r;\n", k, kn->k.threads, kn->k.smem);
+		buf_printf(o, "\t\tif (grid[0] > nblocks)\n\t\t\tgrid[0] = nblocks;\n");
+		buf_printf(o, "\t\tif ((r = syn_launch(ctx, st->k[%d], grid, block, %d, prm)))\n\t\t\treturn r;\n\t}\n", k, kn->k.smem);
+	}
+	for (int i = 0; i < lo->nstep; i++) {
+		const LStep *s = &lo->step[i];
+		const CommChunk *c = &s->ch;
+		buf_printf(o, "\t{ /* chunk %d of %s %%%d */\n", c->id, ir_ops[f->ins[lo->p->g->b[s->blk].node].op].name, lo->p->g->b[s->blk].node);
+		for (int w = 0; w < s->nwait; w++)
+			buf_printf(o, "\t\tif ((r = syn_wait(ctx, SYN_COMM, %d, %lluu * e, %d)))\n\t\t\treturn r;\n", base + s->wait_flag[w],
+			           (unsigned long long)s->wait_mult[w], c->id);
+		buf_printf(o, "\t\tCommChunk ch = {%s, %s, %s, ", cop[c->op], cdtype[c->dt], cred[c->red]);
+		address(o, lo, &b, s->send);
+		buf_printf(o, ",\n\t\t                ");
+		address(o, lo, &b, s->recv);
+		buf_printf(o, ", %zuu, %zuu, %zuu, %d, %d, 0, 0};\n", c->count, c->send_stride, c->recv_stride, c->shift, c->id);
+		buf_printf(o, "\t\tif ((r = syn_coll(ctx, %s, &ch)))\n\t\t\treturn r;\n", s->be == BE_CE ? "SYN_CE" : "SYN_NCCL");
+		if (s->raise >= 0)
+			buf_printf(o, "\t\tif ((r = syn_raise(ctx, SYN_COMM, rank, %d, e)))\n\t\t\treturn r;\n", base + s->raise);
+		buf_printf(o, "\t}\n");
+	}
+	buf_printf(o, "\t(void)flags;\n\t(void)errw;\n\t(void)timeout;\n\treturn syn_end(ctx);\n}\n");
+	free(b.kind);
+	free(b.index);
+}
+
+/* The launcher (.c) and header (.h) of a file's ops; `ptx` is the module
+ * every op's kernels are in, `cubin` its ptxas output (or NULL). */
+void
+host_emit(Buf *c, Buf *h, const char *source, const char *prefix, Lowered *const *ops, int nops, const Buf *ptx,
+          const unsigned char *cubin, size_t ncubin)
+{
+	const char *base = strrchr(prefix, '/') ? strrchr(prefix, '/') + 1 : prefix;
+	int flag_base = 0;
+	buf_printf(h, "/* %s.h -- generated by syncc %s from %s; do not edit. */\n#ifndef SYNCC_", base, SYNCC_VERSION, source);
+	ident(h, base);
+	buf_printf(h, "_H\n#define SYNCC_");
+	ident(h, base);
+	buf_printf(h, "_H\n\n#include \"syncrt.h\"\n\n");
+	buf_printf(c, "/* %s.c -- generated by syncc %s from %s; do not edit.\n", base, SYNCC_VERSION, source);
+	buf_printf(c, " * Host launchers over libsyncrt (runtime/syncrt.h); the kernels' PTX is embedded%s. */\n",
+	           cubin ? " with its cubin" : "");
+	buf_printf(c, "#include <stdint.h>\n#include <stddef.h>\n\n#include \"%s.h\"\n\n", base);
+	buf_printf(c, "/* A block-list entry, laid out as codegen/codegen.h's PtxBlock. */\n");
+	buf_printf(c, "typedef struct {\n\tuint32_t x, y, z, in_flag;\n\tuint64_t in_epoch;\n\tuint32_t out_flag, out_op;\n\tuint64_t out_value;\n} syn_blk;\n\n");
+	buf_printf(c, "static const char syn_ptx_of_file[] =\n\t");
+	c_string(c, ptx->s, ptx->len);
+	buf_printf(c, ";\n\n");
+	if (cubin) {
+		buf_printf(c, "static const unsigned char syn_cubin_of_file[%zu] = {", ncubin);
+		for (size_t i = 0; i < ncubin; i++)
+			buf_printf(c, "%s%u,", i % 24 ? "" : "\n\t", cubin[i]);
+		buf_printf(c, "\n};\n\n");
+	}
+	buf_printf(c, "static const syn_image syn_image_of_file = {\"%s\", syn_ptx_of_file, %s, %s};\n", source,
+	           cubin ? "syn_cubin_of_file" : "NULL", cubin ? "sizeof syn_cubin_of_file" : "0");
+	for (int i = 0; i < nops; i++) {
+		const Func *f = ops[i]->f;
+		Buf doc = {0};
+		buf_printf(h, "/* %s (compiled for %d ranks): arguments and results are this rank's pieces:\n", sym_str(f->name), f->nranks);
+		for (int a = 0; a < f->nin; a++) {
+			ty_print(&doc, &f->ins[f->in[a]].ty);
+			buf_printf(h, " *   %s: %s\n", sym_str(f->ins[f->in[a]].name), doc.s);
+			doc.len = 0;
+		}
+		for (int a = 0; a < f->nout; a++) {
+			ty_print(&doc, &f->outty[a]);
+			buf_printf(h, " *   out%d: %s\n", a, doc.s);
+			doc.len = 0;
+		}
+		buf_free(&doc);
+		buf_printf(h, " * Returns SYN_OK or a syn_status; syn_error(ctx) says what failed. */\n");
+		emit_op(c, h, ops[i], flag_base);
+		buf_printf(h, "\n");
+		flag_base += ops[i]->nflags;
+	}
+	buf_printf(h, "#endif\n");
+}

@@ -1,0 +1,895 @@
+/* codegen/lower.c -- a plan as PTX kernels and comm steps (DESIGN §5).
+ *
+ * The compute lane of a plan is a sequence of fused groups (sched/list.c
+ * keeps each group's bands together); each group becomes one persistent
+ * kernel: a matmul with its epilogue, a fused elementwise program, a row
+ * reduction, or a copy for data movement.  Its bands become block-list
+ * entries in plan order, for every rank (rank-relative bands shift by
+ * rank), each entry waiting on the flag of its band's last input from the
+ * comm lane and adding 1 to its band's flag when done.  Each comm-lane
+ * block becomes a step: the flags it waits for (a band's flag reaches
+ * entries x epoch), one collective on a chunk, and the epoch stored into
+ * its own flag.  What the backend cannot express yet is refused with a
+ * message (lo->err), never emitted wrong. */
+#include "codegen.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Low {
+	Lowered *lo;
+	const Func *f;
+	const Plan *p;
+	const BlockGraph *g;
+	int P;
+	int site;
+	int *entries;   /* per plan block: entries that raise its flag */
+	bool failed;
+} Low;
+
+static bool
+refuse(Low *L, const char *fmt, ...)
+{
+	va_list ap;
+	if (!L->failed) {
+		va_start(ap, fmt);
+		vsnprintf(L->lo->err, sizeof L->lo->err, fmt, ap);
+		va_end(ap);
+	}
+	L->failed = true;
+	return false;
+}
+
+/* ---- shapes ---- */
+
+static void
+local_dims(const Low *L, Val v, int64_t *d)
+{
+	ty_local_shape(&L->f->ins[v].ty, L->P, d);
+}
+
+static void
+rowmajor(const Low *L, Val v, int64_t *st)
+{
+	int64_t d[LIM_RANK], s = 1;
+	const Type *t = &L->f->ins[v].ty;
+	local_dims(L, v, d);
+	for (int i = t->rank - 1; i >= 0; i--) {
+		st[i] = s;
+		s *= d[i];
+	}
+}
+
+static int64_t
+gcd(int64_t a, int64_t b)
+{
+	while (b) {
+		int64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* ---- programs: the members of a group as an elementwise program ---- */
+
+typedef struct Prog {
+	PtxEwProg *g;
+	int *at;       /* value -> instruction, -1 */
+	Val *inputs;   /* external values read, in input order */
+	int nin;
+	Val anchor;    /* read as PTX_OP_ACC (matmul, reduction), or -1 */
+} Prog;
+
+static int
+emit_ins(Low *L, Prog *pr, PtxIns in)
+{
+	if (pr->g->nins == PTX_MAX_INS)
+		return refuse(L, "a fused kernel of %s needs more than %d instructions", sym_str(L->f->name), PTX_MAX_INS), -1;
+	pr->g->ins[pr->g->nins] = in;
+	return pr->g->nins++;
+}
+
+static int
+operand(Low *L, Prog *pr, Val u)
+{
+	const Ins *ui = &L->f->ins[u];
+	if (pr->at[u] >= 0)
+		return pr->at[u];
+	if (u == pr->anchor)
+		return pr->at[u] = emit_ins(L, pr, (PtxIns){PTX_OP_ACC, 0, 0, 0, DT_F32});
+	if (ui->op == OP_CONST)
+		return pr->at[u] = emit_ins(L, pr, (PtxIns){OP_CONST, 0, 0, ui->c, ui->ty.dt == DT_I32 ? DT_I32 : DT_F32});
+	for (int i = 0; i < pr->nin; i++)
+		if (pr->inputs[i] == u)
+			return emit_ins(L, pr, (PtxIns){OP_PARAM, i, 0, 0, DT_F32});
+	if (pr->nin == PTX_MAX_TENSORS)
+		return refuse(L, "a fused kernel of %s reads more than %d tensors", sym_str(L->f->name), PTX_MAX_TENSORS), -1;
+	pr->inputs[pr->nin] = u;
+	return pr->at[u] = emit_ins(L, pr, (PtxIns){OP_PARAM, pr->nin++, 0, 0, DT_F32});
+}
+
+/* The member m of the group as instructions; a stored 16-bit member is
+ * rounded before later members read it, as the simulator stores it. */
+static int
+member(Low *L, Prog *pr, Val m)
+{
+	const Ins *in = &L->f->ins[m];
+	PtxIns x = {in->op, -1, -1, 0, in->ty.dt};
+	int r;
+	if (in->op == OP_BROADCAST)
+		return pr->at[m] = operand(L, pr, in->arg[0]);
+	if (in->narg > 0)
+		x.a = operand(L, pr, in->arg[0]);
+	if (in->narg > 1)
+		x.b = operand(L, pr, in->arg[1]);
+	if (L->failed)
+		return -1;
+	r = emit_ins(L, pr, x);
+	if (!in->internal && in->op != OP_CAST && (in->ty.dt == DT_BF16 || in->ty.dt == DT_F16))
+		r = emit_ins(L, pr, (PtxIns){OP_CAST, r, -1, 0, in->ty.dt});
+	return pr->at[m] = r;
+}
+
+/* ---- kernel arguments ---- */
+
+static LArg
+arg(Val v, int64_t off, int64_t roff)
+{
+	return (LArg){v, off, roff};
+}
+
+/* The offset of the block of a sliced @repl operand: rank times its
+ * block along dim d. */
+static int64_t
+slice_roff(Low *L, Val u, int d)
+{
+	int64_t st[LIM_RANK];
+	if (d < 0)
+		return 0;
+	rowmajor(L, u, st);
+	return L->f->ins[u].ty.dim[d] / L->P * st[d];
+}
+
+/* Strides of operand u over an iteration space of rank R (broadcast: 0). */
+static void
+bcast_strides(Low *L, Val u, int R, int64_t *st)
+{
+	const Type *t = &L->f->ins[u].ty;
+	int64_t rm[LIM_RANK], d[LIM_RANK];
+	rowmajor(L, u, rm);
+	local_dims(L, u, d);
+	for (int i = 0; i < R; i++) {
+		int k = i - (R - t->rank);
+		st[i] = k < 0 || d[k] == 1 ? 0 : rm[k];
+	}
+}
+
+/* Which of the group's member reads of u slices it (an elementwise
+ * operand under a split result), for its rank offset. */
+static int
+ew_slice_of(Low *L, Val a, Val u)
+{
+	const Func *f = L->f;
+	for (Val m = a; m < f->nins; m++)
+		if (f->ins[m].group == a)
+			for (int i = 0; i < f->ins[m].narg; i++)
+				if (f->ins[m].arg[i] == u && ir_ops[f->ins[m].op].cls != OC_MATMUL) {
+					int d = ir_ew_slice(f, &f->ins[m], i);
+					if (d >= 0)
+						return d;
+				}
+	return -1;
+}
+
+/* ---- kernels ---- */
+
+static LKernel *
+new_kernel(Low *L, Val group)
+{
+	Lowered *lo = L->lo;
+	LKernel *k;
+	lo->kern = xrealloc(lo->kern, (size_t)(lo->nkern + 1) * sizeof *lo->kern);
+	k = &lo->kern[lo->nkern++];
+	memset(k, 0, sizeof *k);
+	k->group = group;
+	k->blocks = xcalloc((size_t)L->P, sizeof *k->blocks);
+	snprintf(k->name, sizeof k->name, "syn_%s_k%d", sym_str(L->f->name), L->lo->nkern - 1);
+	return k;
+}
+
+/* The flag a band waits for: its input from the comm lane that comes last
+ * there (the comm lane runs in order, so the others are done too). */
+static void
+band_flags(Low *L, int bi, PtxBlock *proto)
+{
+	const Blk *b = &L->g->b[bi];
+	int best = -1;
+	for (int j = 0; j < b->npred; j++) {
+		const Blk *q = &L->g->b[b->pred[j]];
+		if (q->lane != b->lane && (best < 0 || q->pos > L->g->b[best].pos))
+			best = b->pred[j];
+	}
+	proto->in_flag = best >= 0 ? (uint32_t)L->g->b[best].flag : PTX_NO_FLAG;
+	proto->in_epoch = 1;
+	proto->out_flag = b->flag >= 0 ? (uint32_t)b->flag : PTX_NO_FLAG;
+	proto->out_op = PTX_RAISE_ADD;
+	proto->out_value = 1;
+}
+
+static void
+append(LKernel *k, int r, int *n, const PtxBlock *e)
+{
+	k->blocks[r] = xrealloc(k->blocks[r], (size_t)(n[r] + 1) * sizeof(PtxBlock));
+	k->blocks[r][n[r]++] = *e;
+}
+
+static bool
+finish_entries(Low *L, LKernel *k, int *n)
+{
+	for (int r = 1; r < L->P; r++)
+		if (n[r] != n[0])
+			return refuse(L, "kernel %s has %d blocks on rank 0 but %d on rank %d", k->name, n[0], n[r], r);
+	k->nblocks = n[0];
+	return true;
+}
+
+/* The plan blocks of group `a` (or of the own-block copy of all_gather a),
+ * in lane order. */
+static int
+group_blocks(Low *L, Val a, BlkKind kind, int *out)
+{
+	int n = 0;
+	for (int k = 0; k < L->p->norder[LANE_COMPUTE]; k++) {
+		int bi = L->p->order[LANE_COMPUTE][k];
+		if (L->g->b[bi].node == a && L->g->b[bi].kind == kind)
+			out[n++] = bi;
+	}
+	return n;
+}
+
+static bool
+lower_matmul(Low *L, Val a, const int *bl, int nb)
+{
+	const Func *f = L->f;
+	const Ins *mm = &f->ins[a];
+	Val A = mm->arg[0], B = mm->arg[1];
+	int R = mm->ty.rank, sl[2], *n = xcalloc((size_t)L->P, sizeof(int));
+	int64_t od[LIM_RANK], ad[LIM_RANK], bd[LIM_RANK], ast[LIM_RANK], bst[LIM_RANK];
+	PtxMatmulSpec s;
+	Prog pr;
+	LKernel *k;
+	const PtxTile *t;
+	memset(&s, 0, sizeof s);
+	local_dims(L, a, od);
+	local_dims(L, A, ad);
+	local_dims(L, B, bd);
+	rowmajor(L, A, ast);
+	rowmajor(L, B, bst);
+	ir_mm_slices(f, mm, sl);
+	if (R > 3)
+		return refuse(L, "matmul %%%d has %d batch dims; the PTX backend takes one", a, R - 2);
+	k = new_kernel(L, a);
+	s.name = k->name;
+	s.site = L->site++;
+	s.ab = mm->ty.dt;
+	s.m = od[R - 2];
+	s.n = od[R - 1];
+	s.k = ad[f->ins[A].ty.rank - 1] / (sl[0] == f->ins[A].ty.rank - 1 ? L->P : 1);
+	s.batch = R == 3 ? od[0] : 1;
+	s.lda = ast[f->ins[A].ty.rank - 2];
+	s.ldb = bst[f->ins[B].ty.rank - 2];
+	s.batch_a = R == 3 && f->ins[A].ty.rank == 3 && ad[0] != 1 ? ast[0] : 0;
+	s.batch_b = R == 3 && f->ins[B].ty.rank == 3 && bd[0] != 1 ? bst[0] : 0;
+	k->arg[k->narg++] = arg(A, 0, slice_roff(L, A, sl[0]));
+	k->arg[k->narg++] = arg(B, 0, slice_roff(L, B, sl[1]));
+	/* the epilogue: every other member, reading the accumulator */
+	memset(&pr, 0, sizeof pr);
+	pr.g = &s.epi;
+	pr.at = xmalloc((size_t)(f->nins + 1) * sizeof(int));
+	pr.inputs = xmalloc((PTX_MAX_TENSORS + 1) * sizeof(Val));
+	pr.anchor = a;
+	for (Val v = 0; v < f->nins; v++)
+		pr.at[v] = -1;
+	for (Val m = a; m < f->nins && !L->failed; m++)
+		if (f->ins[m].group == a) {
+			int r = m == a ? operand(L, &pr, a) : member(L, &pr, m);
+			if (!f->ins[m].internal && s.nout < PTX_MAX_TENSORS && r >= 0) {
+				int64_t st[LIM_RANK];
+				s.epi.out[s.epi.nout++] = (PtxOut){r, s.nout};
+				s.out[s.nout].dt = f->ins[m].ty.dt;
+				bcast_strides(L, m, R, st);
+				for (int i = 0; i < 3; i++) /* {batch, row, col} */
+					s.out[s.nout].stride[i] = i - (3 - R) >= 0 ? st[i - (3 - R)] : 0;
+				s.nout++;
+			}
+		}
+	for (int i = 0; i < pr.nin; i++) {
+		int64_t st[LIM_RANK];
+		bcast_strides(L, pr.inputs[i], R, st);
+		s.in[i].dt = f->ins[pr.inputs[i]].ty.dt;
+		for (int j = 0; j < 3; j++)
+			s.in[i].stride[j] = j - (3 - R) >= 0 ? st[j - (3 - R)] : 0;
+		k->arg[k->narg++] = arg(pr.inputs[i], 0, slice_roff(L, pr.inputs[i], ew_slice_of(L, a, pr.inputs[i])));
+	}
+	s.nin = pr.nin;
+	for (Val m = a; m < f->nins; m++)
+		if (f->ins[m].group == a && !f->ins[m].internal)
+			k->arg[k->narg++] = arg(m, 0, 0);
+	free(pr.at);
+	free(pr.inputs);
+	if (L->failed)
+		return false;
+	if (s.epi.nout == 1 && s.epi.nins == 1) /* only the accumulator: no program */
+		s.epi.nins = s.epi.nout = 0;
+	s.tile = ptx_matmul_default_tile(&s);
+	{
+		const char *why = ptx_matmul_check(&s);
+		if (why)
+			return refuse(L, "matmul %%%d: %s", a, why);
+	}
+	t = &ptx_tiles[s.tile];
+	/* bands -> tiles, per rank */
+	for (int i = 0; i < nb; i++) {
+		const Blk *b = &L->g->b[bl[i]];
+		PtxBlock proto = {0};
+		int before = n[0];
+		band_flags(L, bl[i], &proto);
+		for (int r = 0; r < L->P; r++) {
+			Box abs[2 * MAXBOX];
+			int nbox = b->nout ? blk_abs_boxes(f, &b->out[0], r, abs) : 0;
+			for (int q = 0; q < nbox; q++) {
+				int64_t m0 = abs[q].lo[R - 2], m1 = abs[q].hi[R - 2], n0 = abs[q].lo[R - 1], n1 = abs[q].hi[R - 1];
+				if (m0 % t->bm || (m1 % t->bm && m1 != s.m) || n0 % t->bn || (n1 % t->bn && n1 != s.n))
+					return refuse(L, "a band of matmul %%%d is not made of whole %dx%d tiles", a, t->bm, t->bn);
+				for (int64_t z = R == 3 ? abs[q].lo[0] : 0; z < (R == 3 ? abs[q].hi[0] : 1); z++)
+					for (int64_t x = m0 / t->bm; x * t->bm < m1; x++)
+						for (int64_t y = n0 / t->bn; y * t->bn < n1; y++) {
+							PtxBlock e = proto;
+							e.x = (uint32_t)x, e.y = (uint32_t)y, e.z = (uint32_t)z;
+							append(k, r, n, &e);
+						}
+			}
+		}
+		L->entries[bl[i]] = n[0] - before;
+	}
+	ptx_emit_matmul(&L->lo->ptx, &s, &k->k);
+	finish_entries(L, k, n);
+	free(n);
+	return !L->failed;
+}
+
+/* Entries of an element- or row-blocked kernel: band boxes are contiguous
+ * runs (bands cut the leading dim), `unit` elements per entry. */
+static void
+linear_entries(Low *L, LKernel *k, Val v, const int *bl, int nb, int64_t unit, int *n)
+{
+	int64_t st[LIM_RANK];
+	const Type *t = &L->f->ins[v].ty;
+	rowmajor(L, v, st);
+	for (int i = 0; i < nb; i++) {
+		const Blk *b = &L->g->b[bl[i]];
+		PtxBlock proto = {0};
+		int before = n[0];
+		band_flags(L, bl[i], &proto);
+		for (int r = 0; r < L->P; r++) {
+			Box abs[2 * MAXBOX];
+			int nbox = b->nout ? blk_abs_boxes(L->f, &b->out[0], r, abs) : 0;
+			if (!b->nout) { /* a whole-tensor block */
+				abs[0] = (Box){{0}, {0}, {0}};
+				for (int d = 0; d < t->rank; d++)
+					abs[0].hi[d] = ty_local_dim(t, d, L->P);
+				nbox = 1;
+			}
+			for (int q = 0; q < nbox; q++) {
+				int64_t lo = 0, hi = 1;
+				for (int d = 0; d < t->rank; d++)
+					lo += abs[q].lo[d] * st[d];
+				for (int d = 0; d < t->rank; d++)
+					hi *= abs[q].hi[d] - abs[q].lo[d];
+				hi += lo;
+				for (int64_t x = lo / unit; x * unit < hi; x++) {
+					PtxBlock e = proto;
+					e.x = (uint32_t)x;
+					append(k, r, n, &e);
+				}
+			}
+		}
+		L->entries[bl[i]] = n[0] - before;
+	}
+}
+
+/* The gcd of every band's first element (row-major offset in v). */
+static int64_t
+band_gcd(Low *L, Val v, const int *bl, int nb)
+{
+	int64_t g = 0, st[LIM_RANK];
+	const Type *t = &L->f->ins[v].ty;
+	rowmajor(L, v, st);
+	for (int i = 0; i < nb; i++) {
+		const Blk *b = &L->g->b[bl[i]];
+		for (int r = 0; r < L->P && b->nout; r++) {
+			Box abs[2 * MAXBOX];
+			int nbox = blk_abs_boxes(L->f, &b->out[0], r, abs);
+			for (int q = 0; q < nbox; q++) {
+				int64_t off = 0;
+				for (int d = 0; d < t->rank; d++)
+					off += abs[q].lo[d] * st[d];
+				g = gcd(g, off);
+			}
+		}
+	}
+	return gcd(g, ty_local_numel(t, L->P));
+}
+
+/* Elements per entry: a divisor of every band edge, near 64 Ki. */
+static int64_t
+unit_for(Low *L, Val v, const int *bl, int nb, int64_t inner)
+{
+	int64_t g = band_gcd(L, v, bl, nb);
+	(void)inner;
+	while (g > 65536 && g % 2 == 0)
+		g /= 2;
+	return g > 0 ? g : 1;
+}
+
+static bool
+lower_ew(Low *L, Val a, const int *bl, int nb)
+{
+	const Func *f = L->f;
+	const Type *t = &f->ins[a].ty;
+	int R = t->rank ? t->rank : 1, *n = xcalloc((size_t)L->P, sizeof(int));
+	int64_t d[LIM_RANK], inner = 1;
+	PtxEwSpec s;
+	Prog pr;
+	LKernel *k = new_kernel(L, a);
+	memset(&s, 0, sizeof s);
+	s.name = k->name;
+	s.site = L->site++;
+	local_dims(L, a, d);
+	s.rank = R;
+	for (int i = 0; i < R; i++)
+		s.dim[i] = t->rank ? d[i] : 1;
+	for (int i = 1; i < R; i++)
+		inner *= s.dim[i];
+	memset(&pr, 0, sizeof pr);
+	pr.g = &s.prog;
+	pr.at = xmalloc((size_t)(f->nins + 1) * sizeof(int));
+	pr.inputs = xmalloc((PTX_MAX_TENSORS + 1) * sizeof(Val));
+	pr.anchor = -1;
+	for (Val v = 0; v < f->nins; v++)
+		pr.at[v] = -1;
+	for (Val m = a; m < f->nins && !L->failed; m++)
+		if (f->ins[m].group == a) {
+			int r = member(L, &pr, m);
+			if (!f->ins[m].internal && r >= 0 && s.nout < PTX_MAX_TENSORS) {
+				s.prog.out[s.prog.nout++] = (PtxOut){r, s.nout};
+				s.out[s.nout].dt = f->ins[m].ty.dt;
+				bcast_strides(L, m, R, s.out[s.nout].stride);
+				if (!t->rank)
+					s.out[s.nout].stride[0] = 1;
+				s.nout++;
+			}
+		}
+	for (int i = 0; i < pr.nin; i++) {
+		s.in[i].dt = f->ins[pr.inputs[i]].ty.dt;
+		bcast_strides(L, pr.inputs[i], t->rank, s.in[i].stride);
+		k->arg[k->narg++] = arg(pr.inputs[i], 0, slice_roff(L, pr.inputs[i], ew_slice_of(L, a, pr.inputs[i])));
+	}
+	s.nin = pr.nin;
+	for (Val m = a; m < f->nins; m++)
+		if (f->ins[m].group == a && !f->ins[m].internal)
+			k->arg[k->narg++] = arg(m, 0, 0);
+	free(pr.at);
+	free(pr.inputs);
+	if (L->failed)
+		return false;
+	s.block_elems = unit_for(L, a, bl, nb, inner);
+	{
+		const char *why = ptx_ew_check(&s);
+		if (why)
+			return refuse(L, "elementwise %%%d: %s", a, why);
+	}
+	linear_entries(L, k, a, bl, nb, s.block_elems, n);
+	ptx_emit_ew(&L->lo->ptx, &s, &k->k);
+	finish_entries(L, k, n);
+	free(n);
+	return !L->failed;
+}
+
+/* A copy kernel: out (offset, strides) = in (offset, strides) over dims. */
+static bool
+lower_copy(Low *L, Val group, const int *bl, int nb, int rank, const int64_t *dims, LArg in, const int64_t *ist,
+           LArg out, const int64_t *ost, DType dt, bool raise)
+{
+	PtxEwSpec s;
+	LKernel *k = new_kernel(L, group);
+	int *n = xcalloc((size_t)L->P, sizeof(int));
+	memset(&s, 0, sizeof s);
+	s.name = k->name;
+	s.site = L->site++;
+	s.rank = rank;
+	memcpy(s.dim, dims, (size_t)rank * sizeof *dims);
+	s.nin = s.nout = 1;
+	s.in[0].dt = s.out[0].dt = dt;
+	memcpy(s.in[0].stride, ist, (size_t)rank * sizeof *ist);
+	memcpy(s.out[0].stride, ost, (size_t)rank * sizeof *ost);
+	s.prog.ins[s.prog.nins++] = (PtxIns){OP_PARAM, 0, 0, 0, DT_F32};
+	s.prog.out[s.prog.nout++] = (PtxOut){0, 0};
+	s.block_elems = 0;
+	{
+		const char *why = ptx_ew_check(&s);
+		if (why)
+			return refuse(L, "copy for %%%d: %s", group, why);
+	}
+	k->arg[k->narg++] = in;
+	k->arg[k->narg++] = out;
+	/* the plan's block: every entry waits for its input; only the last
+	 * copy of a group raises its flag */
+	for (int i = 0; i < nb; i++) {
+		PtxBlock proto = {0};
+		int64_t total = 1, E = 65536;
+		int before = n[0];
+		band_flags(L, bl[i], &proto);
+		if (!raise)
+			proto.out_flag = PTX_NO_FLAG;
+		for (int d = 0; d < rank; d++)
+			total *= dims[d];
+		for (int r = 0; r < L->P; r++)
+			for (int64_t x = 0; x * E < total; x++) {
+				PtxBlock e = proto;
+				e.x = (uint32_t)x;
+				append(k, r, n, &e);
+			}
+		if (raise)
+			L->entries[bl[i]] = n[0] - before;
+	}
+	ptx_emit_ew(&L->lo->ptx, &s, &k->k);
+	finish_entries(L, k, n);
+	free(n);
+	return !L->failed;
+}
+
+static bool
+lower_shape(Low *L, Val a, const int *bl, int nb)
+{
+	const Func *f = L->f;
+	const Ins *in = &f->ins[a];
+	Val x = in->narg ? in->arg[0] : -1;
+	int64_t od[LIM_RANK], xd[LIM_RANK], ost[LIM_RANK], xst[LIM_RANK], t;
+	int R = in->ty.rank;
+	if (x < 0)
+		return refuse(L, "%s %%%d has no operand", ir_ops[in->op].name, a);
+	local_dims(L, a, od);
+	local_dims(L, x, xd);
+	rowmajor(L, a, ost);
+	rowmajor(L, x, xst);
+	switch (in->op) {
+	case OP_RESHAPE: {
+		int64_t nelem = ty_local_numel(&in->ty, L->P), one = 1;
+		return lower_copy(L, a, bl, nb, 1, &nelem, arg(x, 0, 0), &one, arg(a, 0, 0), &one, in->ty.dt, true);
+	}
+	case OP_TRANSPOSE:
+		t = xst[in->axis];
+		xst[in->axis] = xst[in->axis2];
+		xst[in->axis2] = t;
+		return lower_copy(L, a, bl, nb, R, od, arg(x, 0, 0), xst, arg(a, 0, 0), ost, in->ty.dt, true);
+	case OP_SLICE:
+		return lower_copy(L, a, bl, nb, R, od, arg(x, in->a * xst[in->axis], 0), xst, arg(a, 0, 0), ost, in->ty.dt, true);
+	case OP_SCATTER:
+		return lower_copy(L, a, bl, nb, R, od, arg(x, 0, xd[in->ty.pl.dim] / L->P * xst[in->ty.pl.dim]), xst,
+		                  arg(a, 0, 0), ost, in->ty.dt, true);
+	case OP_CONCAT: {
+		int64_t at = 0;
+		for (int i = 0; i < in->narg; i++) {
+			int64_t pd[LIM_RANK], pst[LIM_RANK];
+			local_dims(L, in->arg[i], pd);
+			rowmajor(L, in->arg[i], pst);
+			if (!lower_copy(L, a, bl, nb, R, pd, arg(in->arg[i], 0, 0), pst, arg(a, at * ost[in->axis], 0), ost,
+			                in->ty.dt, i == in->narg - 1))
+				return false;
+			at += pd[in->axis];
+		}
+		return true;
+	}
+	default:
+		return refuse(L, "%s %%%d has no PTX lowering yet", ir_ops[in->op].name, a);
+	}
+}
+
+static bool
+lower_rows(Low *L, Val a, const int *bl, int nb)
+{
+	const Func *f = L->f;
+	const Ins *rd = &f->ins[a];
+	Val x = rd->arg[0];
+	const Type *tx = &f->ins[x].ty;
+	int64_t xd[LIM_RANK], rows = 1;
+	int *n = xcalloc((size_t)L->P, sizeof(int)), stored = 0;
+	PtxRowsSpec s;
+	PtxRowStage *st;
+	Prog pr;
+	LKernel *k;
+	local_dims(L, x, xd);
+	/* the last dim (rows of contiguous elements), or the first: then each
+	 * output element is a "row" and the reduced elements are `rows` apart */
+	if (rd->axis != tx->rank - 1 && rd->axis != 0) {
+		bool lead = true;
+		for (int i = 0; i < rd->axis; i++)
+			lead = lead && xd[i] == 1;
+		if (!lead)
+			return refuse(L, "%s %%%d reduces a middle dim (%d); the PTX backend reduces the first or last",
+			              ir_ops[rd->op].name, a, rd->axis);
+	}
+	for (int i = 0; i < tx->rank; i++)
+		rows *= i == rd->axis ? 1 : xd[i];
+	k = new_kernel(L, a);
+	memset(&s, 0, sizeof s);
+	s.name = k->name;
+	s.site = L->site++;
+	s.rows = rows;
+	s.len = xd[rd->axis];
+	s.nin = 1;
+	s.in[0].dt = tx->dt;
+	s.in[0].stride[0] = rd->axis == tx->rank - 1 ? s.len : 1;
+	s.in[0].stride[1] = rd->axis == tx->rank - 1 ? 1 : rows;
+	k->arg[k->narg++] = arg(x, 0, 0);
+	st = &s.stage[s.nstage++];
+	st->red = rd->op == OP_MEAN ? OP_SUM : rd->op;
+	st->out = -1;
+	/* the post program: the members after the reduction, per row */
+	memset(&pr, 0, sizeof pr);
+	pr.g = &st->post;
+	pr.at = xmalloc((size_t)(f->nins + 1) * sizeof(int));
+	pr.inputs = xmalloc((PTX_MAX_TENSORS + 1) * sizeof(Val));
+	pr.anchor = a;
+	for (Val v = 0; v < f->nins; v++)
+		pr.at[v] = -1;
+	pr.nin = 0;
+	pr.inputs[pr.nin++] = x; /* in[0] is the rows */
+	{
+		int acc = operand(L, &pr, a);
+		if (rd->op == OP_MEAN) { /* the global length: a split dim's partial mean */
+			int c = emit_ins(L, &pr, (PtxIns){OP_CONST, 0, 0, 1.0 / (double)tx->dim[rd->axis], DT_F32});
+			pr.at[a] = emit_ins(L, &pr, (PtxIns){OP_MUL, acc, c, 0, DT_F32});
+		}
+	}
+	for (Val m = a; m < f->nins && !L->failed; m++)
+		if (f->ins[m].group == a) {
+			int r = m == a ? pr.at[a] : member(L, &pr, m);
+			if (!f->ins[m].internal) {
+				if (stored++)
+					return refuse(L, "row reduction %%%d stores more than one per-row value", a);
+				st->post.out[st->post.nout++] = (PtxOut){r, 0};
+				st->out = 0;
+				s.out[0].dt = f->ins[m].ty.dt;
+				s.out[0].stride[0] = 1;
+				s.out[0].stride[1] = 0;
+				s.nout = 1;
+			}
+		}
+	for (int i = 1; i < pr.nin; i++) {
+		Val u = pr.inputs[i];
+		const Type *tu = &f->ins[u].ty;
+		int64_t un = ty_local_numel(tu, L->P);
+		s.in[i].dt = tu->dt;
+		s.in[i].stride[0] = un == rows ? 1 : 0; /* per row, or one value for all */
+		s.in[i].stride[1] = 0;
+		if (un != rows && un != 1)
+			return refuse(L, "row reduction %%%d reads %%%d, which is neither per row nor one value", a, u);
+		k->arg[k->narg++] = arg(u, 0, 0);
+	}
+	s.nin = pr.nin;
+	if (st->post.nout == 1 && st->post.nins == 1)
+		st->post.nins = st->post.nout = 0;
+	for (Val m = a; m < f->nins; m++)
+		if (f->ins[m].group == a && !f->ins[m].internal)
+			k->arg[k->narg++] = arg(m, 0, 0);
+	free(pr.at);
+	free(pr.inputs);
+	if (L->failed)
+		return false;
+	{
+		int64_t g = band_gcd(L, a, bl, nb); /* output elements = rows */
+		s.rows_per_block = 8;
+		while (s.rows_per_block > 1 && g % s.rows_per_block)
+			s.rows_per_block--;
+	}
+	{
+		const char *why = ptx_rows_check(&s);
+		if (why)
+			return refuse(L, "row reduction %%%d: %s", a, why);
+	}
+	linear_entries(L, k, a, bl, nb, s.rows_per_block, n);
+	ptx_emit_rows(&L->lo->ptx, &s, &k->k);
+	finish_entries(L, k, n);
+	free(n);
+	return !L->failed;
+}
+
+/* The own block of an all_gather, copied into its slot by a kernel. */
+static bool
+lower_self(Low *L, Val v, const int *bl, int nb)
+{
+	const Ins *in = &L->f->ins[v];
+	Val x = in->arg[0];
+	int64_t xd[LIM_RANK], xst[LIM_RANK], yst[LIM_RANK];
+	local_dims(L, x, xd);
+	rowmajor(L, x, xst);
+	rowmajor(L, v, yst);
+	return lower_copy(L, v, bl, nb, in->ty.rank, xd, arg(x, 0, 0), xst, arg(v, 0, xd[in->axis] * yst[in->axis]), yst,
+	                  in->ty.dt, true);
+}
+
+/* ---- comm steps ---- */
+
+static CommOp
+comm_op(Op op)
+{
+	switch (op) {
+	case OP_ALL_REDUCE: return CO_ALL_REDUCE;
+	case OP_REDUCE_SCATTER: return CO_REDUCE_SCATTER;
+	case OP_ALL_GATHER: return CO_ALL_GATHER;
+	case OP_ALL_TO_ALL: return CO_ALL_TO_ALL;
+	default: return CO_SHIFT;
+	}
+}
+
+/* A box as one contiguous run of a row-major value: (offset, count). */
+static bool
+contiguous(Low *L, Val v, const Box *b, int64_t *off, int64_t *count)
+{
+	const Type *t = &L->f->ins[v].ty;
+	int64_t st[LIM_RANK], d[LIM_RANK];
+	int first = -1;
+	rowmajor(L, v, st);
+	local_dims(L, v, d);
+	*off = 0;
+	*count = 1;
+	for (int i = 0; i < t->rank; i++) {
+		int64_t ext = b->hi[i] - b->lo[i];
+		*off += b->lo[i] * st[i];
+		*count *= ext;
+		if (first < 0 && ext > 1)
+			first = i;
+		else if (first >= 0 && i > first && ext != d[i])
+			return false;
+	}
+	return true;
+}
+
+static bool
+lower_step(Low *L, int bi)
+{
+	const Blk *b = &L->g->b[bi];
+	const Func *f = L->f;
+	Val v = b->node, x = f->ins[v].arg[0];
+	const Ins *in = &f->ins[v];
+	LStep *s;
+	Box bx[2 * MAXBOX];
+	int64_t off, cnt, xst[LIM_RANK], yst[LIM_RANK], xd[LIM_RANK], yd[LIM_RANK];
+	Lowered *lo = L->lo;
+	if (b->nphase > 1)
+		return refuse(L, "multi-node phases of %s %%%d are not lowered to GPUs yet", ir_ops[in->op].name, v);
+	if (in->op == OP_RESHARD)
+		return refuse(L, "reshard %%%d: run the autocomm pass before code generation", v);
+	if (in->op == OP_ALL_TO_ALL)
+		return refuse(L, "all_to_all %%%d needs a packing copy the PTX backend does not emit yet", v);
+	lo->step = xrealloc(lo->step, (size_t)(lo->nstep + 1) * sizeof *lo->step);
+	s = &lo->step[lo->nstep++];
+	memset(s, 0, sizeof *s);
+	s->blk = bi;
+	s->raise = b->flag;
+	s->be = L->g->choice[v].backend;
+	for (int j = 0; j < b->npred; j++) {
+		const Blk *q = &L->g->b[b->pred[j]];
+		if (q->lane == b->lane)
+			continue;
+		if (s->nwait == LSTEP_MAXWAIT)
+			return refuse(L, "a chunk of %%%d waits for more than %d bands", v, LSTEP_MAXWAIT);
+		s->wait_flag[s->nwait] = q->flag;
+		s->wait_mult[s->nwait++] = (uint64_t)L->entries[b->pred[j]];
+	}
+	rowmajor(L, x, xst);
+	rowmajor(L, v, yst);
+	local_dims(L, x, xd);
+	local_dims(L, v, yd);
+	s->ch = (CommChunk){comm_op(in->op), (CommDType)in->ty.dt, (CommRed)in->red, NULL, NULL, 0, 0, 0, 0, b->index, 0, 0};
+	switch (in->op) {
+	case OP_ALL_REDUCE:
+	case OP_SHIFT:
+		blk_abs_boxes(f, &b->in[0], 0, bx);
+		if (!contiguous(L, x, &bx[0], &off, &cnt))
+			return refuse(L, "a chunk of %s %%%d is not one contiguous run", ir_ops[in->op].name, v);
+		s->send = arg(x, off, 0);
+		s->recv = arg(v, off, 0);
+		s->ch.count = (size_t)cnt;
+		s->ch.shift = (int)in->a;
+		return true;
+	case OP_REDUCE_SCATTER: {
+		int e = in->axis;
+		blk_abs_boxes(f, &b->out[0], 0, bx);
+		if (!contiguous(L, v, &bx[0], &off, &cnt))
+			return refuse(L, "a chunk of reduce_scatter %%%d is not one contiguous run", v);
+		for (int i = 0; i < e; i++)
+			if (yd[i] != 1)
+				return refuse(L, "reduce_scatter %%%d scatters dim %d behind a larger dim", v, e);
+		s->send = arg(x, off, 0);
+		s->ch.send_stride = (size_t)(yd[e] * xst[e]);
+		s->recv = arg(v, off, 0);
+		s->ch.count = (size_t)cnt;
+		return true;
+	}
+	case OP_ALL_GATHER: {
+		int e = in->axis;
+		blk_abs_boxes(f, &b->in[0], 0, bx);
+		if (!contiguous(L, x, &bx[0], &off, &cnt))
+			return refuse(L, "a chunk of all_gather %%%d is not one contiguous run", v);
+		for (int i = 0; i < e; i++)
+			if (xd[i] != 1)
+				return refuse(L, "all_gather %%%d gathers dim %d behind a larger dim", v, e);
+		s->send = arg(x, off, 0);
+		s->recv = arg(v, off, 0);
+		s->ch.recv_stride = (size_t)(xd[e] * yst[e]);
+		s->ch.count = (size_t)cnt;
+		return true;
+	}
+	default:
+		return refuse(L, "%s %%%d has no GPU lowering", ir_ops[in->op].name, v);
+	}
+}
+
+/* ---- the whole plan ---- */
+
+bool
+ptx_lower(const Plan *p, Lowered *lo)
+{
+	Low L = {lo, p->f, p, p->g, p->f->nranks, 0, xcalloc((size_t)p->g->n + 1, sizeof(int)), false};
+	int *bl = xmalloc((size_t)(p->g->n + 1) * sizeof(int));
+	memset(lo, 0, sizeof *lo);
+	lo->f = p->f;
+	lo->p = p;
+	lo->nflags = p->nflags;
+	for (int k = 0; k < p->norder[LANE_COMPUTE] && !L.failed; k++) {
+		const Blk *b = &p->g->b[p->order[LANE_COMPUTE][k]];
+		const Ins *an = &p->f->ins[b->node];
+		int nb;
+		if (k > 0) {
+			const Blk *prev = &p->g->b[p->order[LANE_COMPUTE][k - 1]];
+			if (prev->node == b->node && prev->kind == b->kind)
+				continue; /* the group's kernel is already made */
+		}
+		nb = group_blocks(&L, b->node, b->kind, bl);
+		if (b->kind == BK_COMM)
+			lower_self(&L, b->node, bl, nb);
+		else if (an->op == OP_MATMUL)
+			lower_matmul(&L, b->node, bl, nb);
+		else if (ir_ops[an->op].cls == OC_REDUCE)
+			lower_rows(&L, b->node, bl, nb);
+		else if ((ir_ops[an->op].flags & OF_EW) && an->op != OP_BROADCAST)
+			lower_ew(&L, b->node, bl, nb);
+		else if (an->op == OP_BROADCAST)
+			lower_ew(&L, b->node, bl, nb);
+		else
+			lower_shape(&L, b->node, bl, nb);
+	}
+	for (int k = 0; k < p->norder[LANE_COMM] && !L.failed; k++)
+		lower_step(&L, p->order[LANE_COMM][k]);
+	free(bl);
+	free(L.entries);
+	return !L.failed;
+}
+
+void
+ptx_lowered_free(Lowered *lo)
+{
+	for (int i = 0; i < lo->nkern; i++) {
+		for (int r = 0; r < lo->f->nranks; r++)
+			free(lo->kern[i].blocks[r]);
+		free(lo->kern[i].blocks);
+	}
+	free(lo->kern);
+	free(lo->step);
+	buf_free(&lo->ptx);
+}
