@@ -218,6 +218,15 @@ fail:
 	return st;
 }
 
+static int
+write_trace(syn_ctx *c, void *path)
+{
+	int r = syn_trace_write(c, path);
+	if (r)
+		fprintf(stderr, "syncrun: trace: %s\n", syn_error(c));
+	return r;
+}
+
 static double
 flops_of(const Func *f)
 {
@@ -334,7 +343,8 @@ main(int argc, char **argv)
 	Driver d = {.tool = "syncrun", .seed = 1, .keep_sema = true};
 	Unit *u = NULL;
 	Buf out = {0};
-	char dir[] = "/tmp/syncrun-XXXXXX", prefix[64];
+	char dir[] = "/tmp/syncrun-XXXXXX", prefix[64], predicted[4200];
+	const char *measured = NULL;
 	syn_ctx **cs = NULL;
 	int r, P, nlocal, first;
 	bool all_ok = true, per_process = getenv("RANK") || getenv("OMPI_COMM_WORLD_RANK") || getenv("SLURM_PROCID");
@@ -353,6 +363,14 @@ main(int argc, char **argv)
 	{
 		Emit shown = d.emit;
 		char o[4200];
+		/* the driver writes the PREDICTED trace; the measured one is ours */
+		measured = d.trace;
+		if (measured) {
+			size_t n = strlen(measured);
+			snprintf(predicted, sizeof predicted, "%.*s.predicted.json",
+			         (int)(n > 5 && !strcmp(measured + n - 5, ".json") ? n - 5 : n), measured);
+			d.trace = predicted;
+		}
 		snprintf(o, sizeof o, "%s/%s", dir, prefix);
 		d.output = o;
 		d.emit = EMIT_CODE;
@@ -362,6 +380,7 @@ main(int argc, char **argv)
 			for (int i = 0; i < d.nplans; i++)
 				shown == EMIT_PLAN ? sched_print_plan(stdout, d.plans[i]) : sched_timeline(stdout, d.plans[i], d.opt.nranks, 72);
 	}
+	d.trace = measured;
 	P = d.opt.nranks;
 	nranks_of_job = P;
 	so.trace = d.trace != NULL;
@@ -428,10 +447,13 @@ main(int argc, char **argv)
 		}
 		fflush(stdout);
 	}
-	if (d.trace && all_ok)
-		for (int q = 0; q < nlocal; q++)
-			if (syn_trace_write(cs[q], d.trace))
-				fprintf(stderr, "syncrun: trace: %s\n", syn_error(cs[q]));
+	if (d.trace && all_ok) { /* collective: every local rank at once */
+		int tr = per_process ? write_trace(cs[0], (void *)d.trace) : syn_run_local(cs, P, write_trace, (void *)d.trace);
+		if (tr)
+			all_ok = false;
+		else
+			printf("measured trace: %s (predicted: %s)\n", d.trace, predicted);
+	}
 	for (int q = 0; q < nlocal; q++)
 		syn_finalize(cs[q]);
 	unit_free(u);

@@ -946,7 +946,7 @@ case_flags_late(void)
 	PtxKernel k1, k2;
 	Launch l1 = {0}, l2 = {0};
 	CUdeviceptr flags, err, trace;
-	uint64_t base = 1000 + (rng % 1000), fl[64], errw = 0, tr[2 * 64];
+	uint64_t base = 1000 + (rng % 1000), fl[64], errw = 0, tr[4 * 64];
 	int ntm = (int)(M / 128), ntn = (int)(N / 256);
 	Tens d;
 	double *dref;
@@ -1033,14 +1033,14 @@ case_flags_late(void)
 		bad += fl[32 + i] != base + 100 + (uint64_t)i;
 	}
 	int badtrace = 0;
-	for (int64_t i = 0; i < k1.nblocks; i++)
-		badtrace += tr[2 * i] == 0 || tr[2 * i + 1] < tr[2 * i];
+	for (int64_t i = 0; i < k1.nblocks; i++) /* libsyncrt's records: {site<<32|block, start, end, smid} */
+		badtrace += (tr[4 * i] & 0xffffffffu) != (uint64_t)i || tr[4 * i + 1] == 0 || tr[4 * i + 2] < tr[4 * i + 1]; /* libsyncrt records */
 	printf("CASE flags_late/protocol: err=%llu raised-flags-wrong=%d trace-entries-wrong=%d %s\n",
 	       (unsigned long long)errw, bad - (errw != 0), badtrace, bad || badtrace ? "FAIL" : "PASS");
 	if (bad || badtrace)
 		failures++;
-	printf("  trace: block 0 %.1f us, last block ends %.1f us after block 0 starts\n", (tr[1] - tr[0]) * 1e-3,
-	       (tr[2 * k1.nblocks - 1] - tr[0]) * 1e-3);
+	printf("  trace: block 0 %.1f us, last block ends %.1f us after block 0 starts\n", (tr[2] - tr[1]) * 1e-3,
+	       (tr[4 * (k1.nblocks - 1) + 2] - tr[1]) * 1e-3);
 
 	tens_fetch(&c.out[0]);
 	tens_fetch(&d);
