@@ -51,6 +51,7 @@ static const struct {
 	{OPT_BENCH, "bench", 0, true},
 	{OPT_NOCHECK, "no-check", 0, false},
 	{OPT_DROPFLAG, "drop-flag", 0, false},
+	{OPT_DUMPOUT, "dump-outputs", 0, true},
 };
 
 static const struct {
@@ -238,6 +239,9 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 		return -1;
 	case OPT_DROPFLAG:
 		d->drop_flag = true;
+		return -1;
+	case OPT_DUMPOUT:
+		d->dumpdir = val;
 		return -1;
 	case OPT_VERSION:
 		printf("%s %s\n", d->tool, SYNCC_VERSION);

@@ -54,6 +54,7 @@ typedef struct Driver {
 	int bench;           /* --bench N */
 	bool nocheck;        /* --no-check */
 	bool drop_flag;      /* --drop-flag (tests): the lowering drops one comm raise */
+	const char *dumpdir; /* --dump-outputs DIR: every rank's outputs, raw */
 	const char *breaks;
 	int timeout_ms;
 	uint64_t seed;
@@ -66,7 +67,7 @@ typedef enum OptId {
 	OPT_AUTOCOMM, OPT_NOAUTOCOMM, OPT_DUMP, OPT_VERSION, OPT_HELP,
 	OPT_SIM, OPT_SEED, OPT_NOPASS, OPT_F64, OPT_BREAK, OPT_TIMEOUT,
 	OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_DROPEDGE, OPT_TRACE, OPT_SVG,
-	OPT_INTERP, OPT_ALLPLANS, OPT_S, OPT_BENCH, OPT_NOCHECK, OPT_DROPFLAG,
+	OPT_INTERP, OPT_ALLPLANS, OPT_S, OPT_BENCH, OPT_NOCHECK, OPT_DROPFLAG, OPT_DUMPOUT,
 } OptId;
 
 /* tools/driver.c */

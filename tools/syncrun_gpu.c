@@ -25,6 +25,7 @@ static const char usage[] =
 	"  --bench N               time the median of N calls (after 3 warm-up calls)\n"
 	"  --no-check              skip the comparison with the CPU oracle\n"
 	"  --trace FILE.json       the measured timeline (Chrome trace, rank 0 writes it)\n"
+	"  --dump-outputs DIR      write every rank's outputs (raw bytes) into DIR\n"
 	"  --drop-flag             test only: raise no flag from the comm lane, so the\n"
 	"                          kernels' waits time out (SYNC_TIMEOUT_MS)\n";
 
@@ -186,6 +187,13 @@ rank_main(syn_ctx *c, void *arg)
 		if ((st = syn_download(c, host, buf[f->nin + i], bytes_of(t, P))))
 			goto fail;
 		decode(host, &out);
+		if (j->d->dumpdir) { /* raw bytes, for comparing two runs (bench/syncc-bench) */
+			char path[4200];
+			FILE *df;
+			snprintf(path, sizeof path, "%s/%s.out%d.r%d.bin", j->d->dumpdir, sym_str(f->name), i, r);
+			if (!(df = fopen(path, "wb")) || fwrite(host, 1, bytes_of(t, P), df) != bytes_of(t, P) || fclose(df))
+				fprintf(stderr, "syncrun: cannot write %s\n", path);
+		}
 		free(host);
 		j->got[r][f->out[i]] = out;
 	}
@@ -339,6 +347,7 @@ main(int argc, char **argv)
 	static const OptId allowed[] = {
 		OPT_RANKS, OPT_DEFINE, OPT_INCLUDE, OPT_ENTRY, OPT_DIAG, OPT_DUMP, OPT_VERSION, OPT_HELP, OPT_SEED,
 		OPT_NOPASS, OPT_PROFILE, OPT_SERIAL, OPT_EXPLAIN, OPT_EMIT, OPT_TRACE, OPT_SIM, OPT_BENCH, OPT_NOCHECK, OPT_DROPFLAG,
+		OPT_DUMPOUT,
 	};
 	Driver d = {.tool = "syncrun", .seed = 1, .keep_sema = true};
 	Unit *u = NULL;
