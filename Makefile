@@ -131,3 +131,7 @@ clean:
 
 include codegen/codegen.mk
 include runtime/runtime.mk
+
+# The scheduler's own benchmark (bench/compile): not part of the tests.
+$(BUILD)/schedbench: $(BUILD)/tools/schedbench.o libsyncc.a
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
