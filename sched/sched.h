@@ -143,6 +143,9 @@ typedef struct SchedOpts {
 	double mem_pct;      /* or a percentage of the serial peak (when > 0) */
 	bool force_serial;
 	const char *drop_edge; /* tests: "I->J" drops one dependency edge */
+	/* tests: called with every candidate the search scores */
+	void (*each)(void *ctx, const NodeChoice *choice);
+	void *each_ctx;
 } SchedOpts;
 
 typedef struct Plan Plan;
@@ -169,6 +172,7 @@ double sched_list(BlockGraph *g, Plan *p, const Profile *prof, bool serial);
 
 /* sched/search.c */
 Plan *sched_plan(const Func *f, const SchedOpts *o);
+Plan *sched_plan_for(const Func *f, const SchedOpts *o, const NodeChoice *choice); /* a given candidate */
 void sched_plan_free(Plan *p);
 
 /* sched/flags.c: flags on cross-lane edges and the static protocol check */

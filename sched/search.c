@@ -186,6 +186,8 @@ search(const Func *f, const SchedOpts *o, NodeChoice *best, double *best_t, doub
 						ch[v].self_first = self;
 						t = score(f, o, ch, false, &peak);
 						tried++;
+						if (o->each)
+							o->each(o->each_ctx, ch);
 						if (t < *best_t - 1e-9 && fits(o, peak, serial_peak)) {
 							*best_t = t;
 							memcpy(best, ch, (size_t)f->nins * sizeof *ch);
@@ -293,6 +295,24 @@ sched_plan(const Func *f, const SchedOpts *o)
 		die("the plan of %s fails the flag-protocol check: %s", sym_str(f->name), check);
 	free(serial_ch);
 	free(best);
+	return p;
+}
+
+/* The plan of one candidate of the search, with its flags checked. */
+Plan *
+sched_plan_for(const Func *f, const SchedOpts *o, const NodeChoice *choice)
+{
+	Plan *p = xcalloc(1, sizeof *p);
+	NodeChoice *ch = xmalloc((size_t)(f->nins + 1) * sizeof *ch);
+	char check[512];
+	memcpy(ch, choice, (size_t)f->nins * sizeof *ch);
+	p->f = f;
+	finish_plan(p, f, o, ch, false);
+	sched_assign_flags(p);
+	if (!sched_check_flags(p, o->prof, check, sizeof check))
+		die("a candidate plan of %s fails the flag-protocol check: %s", sym_str(f->name), check);
+	snprintf(p->why, sizeof p->why, "a candidate of the search\n");
+	free(ch);
 	return p;
 }
 

@@ -480,7 +480,7 @@ static int
 plan_all(Driver *d, Unit *u, FILE *mem)
 {
 	char err[600];
-	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, d->drop_edge};
+	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, d->drop_edge, NULL, NULL};
 	int n = 0;
 	if (!prof_find(&d->prof, d->profile ? d->profile : d->sim ? "sim" : "h200-nvlink", err, sizeof err)) {
 		diag_usage("%s", err);

@@ -25,6 +25,7 @@ static const char usage[] =
 	"  --explain, --profile NAME, --topo NxG, --mem-budget B, --serial: as for syncc\n"
 	"  --trace FILE.json, --timeline-svg FILE.svg: the predicted timeline\n"
 	"  --interp                run the IR op by op instead of the plan\n"
+	"  --all-plans             run every candidate plan the search scored (tests)\n"
 	"  --timeout-ms N          deadline of every wait before it is a deadlock (default 20000)\n"
 	"  --auto-comm, --no-auto-comm, --diagnostics=FORMAT, -d PASSES: as for syncc\n"
 	"  --version, --help\n"
@@ -36,7 +37,7 @@ static const OptId allowed[] = {
 	OPT_RANKS, OPT_DEFINE, OPT_INCLUDE, OPT_ENTRY, OPT_DIAG, OPT_AUTOCOMM, OPT_NOAUTOCOMM, OPT_DUMP,
 	OPT_VERSION, OPT_HELP, OPT_SIM, OPT_SEED, OPT_NOPASS, OPT_F64, OPT_BREAK, OPT_TIMEOUT,
 	OPT_EMIT, OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_DROPEDGE, OPT_TRACE, OPT_SVG,
-	OPT_INTERP,
+	OPT_INTERP, OPT_ALLPLANS,
 };
 
 static void
@@ -46,6 +47,48 @@ describe(Buf *b, const Type *t)
 	if (b->s)
 		b->s[0] = 0;
 	ty_print(b, t);
+}
+
+/* --all-plans: every candidate the search scored, run and checked. */
+typedef struct Cands {
+	NodeChoice **ch;
+	int n;
+	int nins;
+} Cands;
+
+static void
+keep_candidate(void *ctx, const NodeChoice *ch)
+{
+	Cands *c = ctx;
+	c->ch = xrealloc(c->ch, (size_t)(c->n + 1) * sizeof *c->ch);
+	c->ch[c->n] = xmalloc((size_t)(c->nins + 1) * sizeof **c->ch);
+	memcpy(c->ch[c->n++], ch, (size_t)c->nins * sizeof **c->ch);
+}
+
+static bool
+run_all_plans(Driver *d, Func *f)
+{
+	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, false, NULL, keep_candidate, NULL};
+	SimOpts so = {SIM_GPU, d->seed, d->timeout_ms, d->breaks};
+	Cands c = {NULL, 0, f->nins};
+	bool all = true;
+	o.each_ctx = &c;
+	sched_plan_free(sched_plan(f, &o));
+	for (int i = 0; i < c.n; i++) {
+		Plan *p = sched_plan_for(f, &o, c.ch[i]);
+		SimResult r;
+		sim_compare_plan(f->sema, p, &so, d->topo.gpus, &r);
+		if (!r.ok) {
+			printf("  candidate %d: %s\n", i, r.error[0] ? r.error : "MISMATCH");
+			all = false;
+		}
+		sim_result_free(&r);
+		sched_plan_free(p);
+		free(c.ch[i]);
+	}
+	printf("%s: %d candidate plans run, %s\n", sym_str(f->name), c.n, all ? "all ok" : "MISMATCH");
+	free(c.ch);
+	return all;
 }
 
 static bool
@@ -125,7 +168,7 @@ main(int argc, char **argv)
 		bool all = true;
 		int i = 0;
 		for (Func *f = u->funcs; f; f = f->next, i++)
-			all = run_one(&d, f, d.interp ? NULL : d.plans[i]) && all;
+			all = (d.all_plans ? run_all_plans(&d, f) : run_one(&d, f, d.interp ? NULL : d.plans[i])) && all;
 		if (!u->funcs)
 			fprintf(stderr, "syncrun: %s has no op to run\n", d.input);
 		r = all ? EXIT_OK : EXIT_INPUT;
