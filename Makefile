@@ -32,13 +32,15 @@ LIB_SRC := base/util.c base/diag.c \
            ir/type.c ir/ir.c ir/unit.c ir/sema.c ir/rules.c ir/pass.c \
            sched/blocks.c sched/cost.c sched/list.c sched/search.c sched/flags.c sched/print.c \
            runtime/sim_tensor.c runtime/sim_comm.c runtime/sim_run.c runtime/sim_plan.c \
+           codegen/ptx.c codegen/prog.c codegen/matmul.c codegen/ew.c codegen/rows.c codegen/lower.c \
+           codegen/host.c codegen/cubin.c \
            tools/driver.c
 GEN_SRC := lexer/lexer.c parser/parser.c
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 ASAN_OBJ := $(LIB_SRC:%.c=$(BUILD)/asan/%.o)
 
-HDRS := base/base.h parser/ast.h parser/parser.h ir/ir.h ir/ops.h tools/driver.h runtime/comm.h runtime/sim.h sched/sched.h
+HDRS := base/base.h parser/ast.h parser/parser.h ir/ir.h ir/ops.h tools/driver.h runtime/comm.h runtime/sim.h sched/sched.h codegen/codegen.h
 
 .PHONY: all check test clean fuzz fuzz-build fuzz-diff gen-check install
 all: syncc syncrun libsyncc.a

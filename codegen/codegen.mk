@@ -4,13 +4,8 @@
 # the end of the root Makefile: objects join libsyncc.a through
 # prerequisites, since the root's object lists are already expanded there.
 
-CODEGEN_SRC := codegen/ptx.c codegen/prog.c codegen/matmul.c codegen/ew.c codegen/rows.c codegen/lower.c codegen/host.c codegen/cubin.c
-CODEGEN_OBJ := $(CODEGEN_SRC:%.c=$(BUILD)/%.o)
-LIB_SRC += $(CODEGEN_SRC)
-
-libsyncc.a: $(CODEGEN_OBJ)
-$(BUILD)/asan/syncc: $(CODEGEN_SRC:%.c=$(BUILD)/asan/%.o)
-$(CODEGEN_OBJ) $(CODEGEN_SRC:%.c=$(BUILD)/asan/%.o) $(BUILD)/tools/ptxgen.o: codegen/codegen.h
+# (codegen/*.c are in the root Makefile's LIB_SRC, like every layer.)
+$(BUILD)/tools/ptxgen.o: codegen/codegen.h
 
 $(BUILD)/ptxgen: $(BUILD)/tools/ptxgen.o libsyncc.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)

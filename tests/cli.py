@@ -44,7 +44,7 @@ def tests(syncc, run, Fail):
         expect(rc == 2, "-D without a name: exit 2", out, err)
 
     def t_define_ok():
-        rc, out, err = run([syncc, "-", "-DM=16", "--ranks=4"], stdin=GOOD)
+        rc, out, err = run([syncc, "-", "-DM=16", "--ranks=4", "--emit=ir"], stdin=GOOD)
         expect(rc == 0 and "f32[16, 16] @split(0) local [4, 16]" in out, "-D M=16 overrides the param", out, err)
 
     def t_missing_file():
@@ -70,15 +70,26 @@ def tests(syncc, run, Fail):
     def t_no_half_output():
         with tempfile.TemporaryDirectory() as d:
             o = os.path.join(d, "out.ir")
-            rc, out, err = run([syncc, "-", "-o", o], stdin=BAD)
+            rc, out, err = run([syncc, "-", "--emit=ir", "-o", o], stdin=BAD)
             expect(rc == 1 and not os.path.exists(o), "no output file when compilation fails", out, err)
             expect(not os.listdir(d), "no temporary file left behind", out, err)
             with open(o, "w") as f:
                 f.write("old")
-            rc, out, err = run([syncc, "-", "-o", o], stdin=BAD)
+            rc, out, err = run([syncc, "-", "--emit=ir", "-o", o], stdin=BAD)
             expect(open(o).read() == "old", "a failed compile leaves an existing output untouched", out, err)
-            rc, out, err = run([syncc, "-", "-o", o], stdin=GOOD)
+            rc, out, err = run([syncc, "-", "--emit=ir", "-o", o], stdin=GOOD)
             expect(rc == 0 and "op f" in open(o).read() and len(os.listdir(d)) == 1, "-o writes the IR", out, err)
+
+    def t_codegen_outputs():
+        with tempfile.TemporaryDirectory() as d:
+            pre = os.path.join(d, "op")
+            rc, out, err = run([syncc, "-", "-o", pre], stdin=BAD)
+            expect(rc == 1 and not os.listdir(d), "a failed compile writes none of .ptx .c .h", out, err)
+            rc, out, err = run([syncc, "-", "--ranks", "2", "-o", pre], stdin=GOOD)
+            names = sorted(os.listdir(d))
+            expect(rc == 0 and names == ["op.c", "op.h", "op.ptx"], "syncc -o PREFIX writes PREFIX.ptx .c .h", out, err)
+            expect(".entry syn_f_k0" in open(pre + ".ptx").read() and "syn_f(syn_ctx *ctx" in open(pre + ".h").read(),
+                   "the module has the op's kernel, the header its launcher", out, err)
 
     def t_output_unwritable():
         rc, out, err = run([syncc, "-", "-o", "/nonexistent/dir/out"], stdin=GOOD)
@@ -89,7 +100,7 @@ def tests(syncc, run, Fail):
         expect("\x1b[" not in err, "no colour escape codes when stderr is not a terminal", out, err)
 
     def t_dump():
-        rc, out, err = run([syncc, "-", "-d", "sema,autocomm"], stdin=GOOD)
+        rc, out, err = run([syncc, "-", "--emit=ir", "-d", "sema,autocomm"], stdin=GOOD)
         expect(rc == 0 and "## after sema" in err and "## after autocomm" in err, "-d prints after passes", out, err)
         rc, out, err = run([syncc, "-", "-d", "nosuch"], stdin=GOOD)
         expect(rc == 2 and "unknown pass" in err, "-d with an unknown pass: exit 2", out, err)

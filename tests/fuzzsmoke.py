@@ -27,10 +27,11 @@ def tests(root, run, Fail):
     def t_smoke():
         build()
         with tempfile.TemporaryDirectory() as d:
+            seeds = [p for p in (os.path.join(root, "tests/fuzz/corpus"), os.path.join(root, "tests/lang"),
+                                 os.path.join(root, "examples")) if os.path.isdir(p)]
             rc, out, err = run([binary, "-max_total_time=20", "-max_len=2048", "-timeout=10",
                                 "-dict=" + os.path.join(root, "tests/fuzz/syn.dict"),
-                                "-artifact_prefix=" + d + "/", d,
-                                os.path.join(root, "tests/fuzz/corpus"), os.path.join(root, "tests/lang")])
+                                "-artifact_prefix=" + d + "/", d] + seeds)
             if rc != 0:
                 raise Fail(" 20 s of fuzzing found a bug:\n" + err[-4000:])
 
