@@ -131,3 +131,4 @@ clean:
 
 include codegen/codegen.mk
 include runtime/runtime.mk
+include bench/bench.mk
