@@ -25,7 +25,7 @@ from xml.sax.saxutils import escape
 
 REQUIRED = ("shape", "M", "N", "K", "system", "ms", "checked")
 ORDER = ["ideal", "gemm", "comm", "serial", "chunk2", "chunk4", "chunk8", "serial_again", "torch_serial",
-         "asynctp", "syncc"]
+         "asynctp", "syncc", "syncc-serial"]
 PLOTTED = ["serial", "chunk2", "chunk4", "chunk8", "torch_serial", "asynctp", "syncc"]
 COLORS = {"serial": "#444444", "chunk2": "#1f77b4", "chunk4": "#2ca02c", "chunk8": "#17becf",
           "torch_serial": "#7f7f7f", "asynctp": "#ff7f0e", "syncc": "#d62728"}
@@ -40,7 +40,8 @@ WHAT = {
     "serial_again": "serial measured again at the end: run-to-run spread",
     "torch_serial": "torch.matmul + torch.distributed, one stream",
     "asynctp": "PyTorch async-TP (symmetric-memory fused op)",
-    "syncc": "syncc",
+    "syncc": "syncc: the plan its scheduler chooses (bench/syncc-bench)",
+    "syncc-serial": "syncc's own serial plan: its kernels, no overlap (bench/syncc-bench)",
 }
 
 
