@@ -133,6 +133,7 @@ clean:
 
 include codegen/codegen.mk
 include runtime/runtime.mk
+include bench/bench.mk
 
 # The scheduler's own benchmark (bench/compile): not part of the tests.
 $(BUILD)/schedbench: $(BUILD)/tools/schedbench.o libsyncc.a
