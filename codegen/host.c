@@ -157,6 +157,15 @@ emit_blocks(Buf *o, const Lowered *lo, const char *op, int k)
 	buf_printf(o, "};\n");
 }
 
+static bool
+uses_sm_comm(const Lowered *lo)
+{
+	for (int i = 0; i < lo->nstep; i++)
+		if (lo->step[i].be == BE_NCCL)
+			return true;
+	return false;
+}
+
 /* Flags of op `op` start at `base` in the context's flag array. */
 static void
 emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
@@ -232,6 +241,10 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 			buf_printf(o, ", &t%d", a);
 		buf_printf(o, "};\n\t\tunsigned grid[3] = {1, 1, 1}, block[3] = {%d, 1, 1};\n", kn->k.threads);
 		buf_printf(o, "\t\tif ((r = syn_grid_persistent(ctx, st->k[%d], %d, %d, &grid[0])))\n\t\t\treturn r;\n", k, kn->k.threads, kn->k.smem);
+		/* with NCCL running beside the kernel, one CTA per SM left to compute:
+		 * a second CTA per SM would take the SMs NCCL's CTAs need */
+		if (uses_sm_comm(lo))
+			buf_printf(o, "\t\tif (grid[0] > (unsigned)(syn_sms(ctx) - syn_free_sms(ctx)))\n\t\t\tgrid[0] = (unsigned)(syn_sms(ctx) - syn_free_sms(ctx));\n");
 		buf_printf(o, "\t\tif (grid[0] > nblocks)\n\t\t\tgrid[0] = nblocks;\n");
 		buf_printf(o, "\t\tif ((r = syn_launch(ctx, st->k[%d], grid, block, %d, prm)))\n\t\t\treturn r;\n\t}\n", k, kn->k.smem);
 	}
