@@ -138,3 +138,8 @@ include bench/bench.mk
 # The scheduler's own benchmark (bench/compile): not part of the tests.
 $(BUILD)/schedbench: $(BUILD)/tools/schedbench.o libsyncc.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
+# Everything verified on GPUs, in one call on a 2-GPU machine (tools/gpu-check).
+.PHONY: gpu-check
+gpu-check: all
+	tools/gpu-check
