@@ -36,6 +36,8 @@ typedef struct Bufs {
 static bool
 used(const Lowered *lo, Val v)
 {
+	if (v < 0)
+		return false;
 	for (int i = 0; i < lo->nkern; i++)
 		for (int a = 0; a < lo->kern[i].narg; a++)
 			if (lo->kern[i].arg[a].v == v)
@@ -120,7 +122,15 @@ argspec(Buf *o, const Func *f, Val v, const Type *t, const char *name)
 static void
 address(Buf *o, const Lowered *lo, const Bufs *b, LArg a)
 {
-	int es = ty_dtypes[lo->f->ins[a.v].ty.dt].size;
+	int es;
+	if (a.v < 0) { /* result -1 - v's own buffer */
+		int i = -1 - a.v;
+		es = ty_dtypes[lo->f->outty[i].dt].size;
+		buf_printf(o, "(char *)arg[%d].data + (%lldLL + (long long)rank * %lldLL) * %d", lo->f->nin + i, (long long)a.off,
+		           (long long)a.roff, es);
+		return;
+	}
+	es = ty_dtypes[lo->f->ins[a.v].ty.dt].size;
 	switch (b->kind[a.v]) {
 	case BK_IN:
 		buf_printf(o, "(char *)arg[%d].data", b->index[a.v]);
@@ -196,7 +206,7 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 	buf_printf(o, "typedef struct {\n\tuint64_t calls;\n\tsyn_kernel *k[%d];\n\tvoid *blocks[%d];\n\tvoid *scratch[%d];\n} %s_state;\n\n",
 	           lo->nkern ? lo->nkern : 1, lo->nkern ? lo->nkern : 1, b.nscratch ? b.nscratch : 1, op);
 	/* set-up, on the first call on a context */
-	buf_printf(o, "static int\n%s_setup(syn_ctx *ctx, %s_state *st, int rank)\n{\n\tint r;\n", op, op);
+	buf_printf(o, "static int\n%s_setup(syn_ctx *ctx, %s_state *st, int rank)\n{\n\tint r;\n\t(void)rank;\n\t(void)r;\n\t(void)syn_image_of_file;\n", op, op);
 	for (int k = 0; k < lo->nkern; k++) {
 		buf_printf(o, "\tif ((r = syn_kernel_get(ctx, &syn_image_of_file, \"%s\", &st->k[%d])) ||\n", lo->kern[k].name, k);
 		buf_printf(o, "\t    (r = syn_alloc(ctx, sizeof %s_k%d_blocks[0], &st->blocks[%d])) ||\n", op, k, k);

@@ -840,6 +840,42 @@ lower_step(Low *L, int bi)
 	}
 }
 
+/* A result that is an input (or a value already returned) is copied into
+ * its result buffer: an LArg value of -1 - i names result i's buffer. */
+static bool
+lower_result_copies(Low *L)
+{
+	const Func *f = L->f;
+	for (int i = 0; i < f->nout; i++) {
+		Val v = f->out[i];
+		bool dup = false;
+		for (int j = 0; j < i; j++)
+			dup = dup || f->out[j] == v;
+		if (f->ins[v].op != OP_PARAM && !dup)
+			continue;
+		if (dup && f->ins[v].op != OP_PARAM)
+			return refuse(L, "op '%s' returns the same computed value twice; return a copy (e.g. x * 1.0)", sym_str(f->name));
+		int64_t d[LIM_RANK], st[LIM_RANK], n = 1, one = 1;
+		local_dims(L, v, d);
+		rowmajor(L, v, st);
+		for (int k = 0; k < f->ins[v].ty.rank; k++)
+			n *= d[k];
+		if (!lower_copy(L, v, NULL, 0, 1, &n, arg(v, 0, 0), &one, arg(-1 - i, 0, 0), &one, f->ins[v].ty.dt, false))
+			return false;
+		/* one block: all of it, no flags (inputs are ready when the op starts) */
+		LKernel *k = &L->lo->kern[L->lo->nkern - 1];
+		int *cnt = xcalloc((size_t)L->P, sizeof(int));
+		for (int r = 0; r < L->P; r++)
+			for (int64_t x = 0; x * 65536 < n; x++) {
+				PtxBlock e = {(uint32_t)x, 0, 0, PTX_NO_FLAG, 1, PTX_NO_FLAG, PTX_RAISE_ADD, 1};
+				append(k, r, cnt, &e);
+			}
+		finish_entries(L, k, cnt);
+		free(cnt);
+	}
+	return !L->failed;
+}
+
 /* ---- the whole plan ---- */
 
 bool
@@ -851,6 +887,7 @@ ptx_lower(const Plan *p, Lowered *lo)
 	lo->f = p->f;
 	lo->p = p;
 	lo->nflags = p->nflags;
+	lower_result_copies(&L);
 	for (int k = 0; k < p->norder[LANE_COMPUTE] && !L.failed; k++) {
 		const Blk *b = &p->g->b[p->order[LANE_COMPUTE][k]];
 		const Ins *an = &p->f->ins[b->node];
