@@ -20,6 +20,7 @@ static_assert(offsetof(PtxBlock, out_value) == 32, "out_value at 32");
 enum {
 	SPIN_FIRST_NS = 32,  /* first nanosleep of a flag wait */
 	SPIN_CAP_NS = 1024,  /* back-off cap: a released flag is seen within ~1 us */
+	SPIN_ERR_MASK = 63,  /* the error word and the clock every 64th spin (~64 us) */
 };
 
 const char *const ptx_param_names[PTX_NPARAM] = {
@@ -176,7 +177,10 @@ ptx_kernel_end(Ptx *p)
  * (the producer may be an NCCL kernel in another memory-sync domain, a copy
  * engine, or another GPU), nanosleep back-off doubling to ~1 us, and a
  * %globaltimer timeout that records the error word and makes the whole CTA
- * leave through bar.red.or.pred -- never trap, which kills the context. */
+ * leave through bar.red.or.pred -- never trap, which kills the context.
+ * The error word is pinned host memory: every waiting CTA reading it each
+ * microsecond is a stream of PCIe reads beside the collective it waits
+ * for, so it (and the clock) is looked at only every SPIN_ERR_MASK+1 spins. */
 static void
 flag_wait(Ptx *p, Reg quit)
 {
@@ -184,6 +188,7 @@ flag_wait(Ptx *p, Reg quit)
 	Reg fi = ptx_reg(p, RC_B32), ep = ptx_reg(p, RC_B64), fa = ptx_reg(p, RC_B64);
 	Reg v = ptx_reg(p, RC_B64), start = ptx_reg(p, RC_B64), ns = ptx_reg(p, RC_B32);
 	Reg q = ptx_reg(p, RC_PRED), e = ptx_reg(p, RC_B64), old = ptx_reg(p, RC_B32);
+	Reg n = ptx_reg(p, RC_B32), low = ptx_reg(p, RC_B32);
 	Reg flags = p->param[2], err = p->param[3], timeout = p->param[4];
 
 	ptx_emit(p, "setp.ne.u32 %s, %s, %s;", R(quit), R(p->tid), R(p->tid)); /* false */
@@ -200,6 +205,7 @@ flag_wait(Ptx *p, Reg quit)
 	ptx_emit(p, "@%s bra $L%d;", R(q), waited);
 	ptx_emit(p, "mov.u64 %s, %%globaltimer;", R(start));
 	ptx_emit(p, "mov.u32 %s, %d;", R(ns), SPIN_FIRST_NS);
+	ptx_emit(p, "mov.u32 %s, 0;", R(n));
 	ptx_place(p, spin);
 	ptx_emit(p, "nanosleep.u32 %s;", R(ns));
 	ptx_emit(p, "shl.b32 %s, %s, 1;", R(ns), R(ns));
@@ -209,6 +215,10 @@ flag_wait(Ptx *p, Reg quit)
 	ptx_emit(p, "setp.ge.s64 %s, %s, 0;", R(q), R(v));
 	ptx_emit(p, "@%s bra $L%d;", R(q), waited);
 	ptx_emit(p, "setp.eq.u64 %s, %s, 0;", R(q), R(timeout));
+	ptx_emit(p, "@%s bra $L%d;", R(q), spin);
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(n), R(n));
+	ptx_emit(p, "and.b32 %s, %s, %d;", R(low), R(n), SPIN_ERR_MASK);
+	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(low));
 	ptx_emit(p, "@%s bra $L%d;", R(q), spin);
 	/* Another CTA already failed: what we wait for may never come. */
 	ptx_emit(p, "ld.relaxed.sys.global.u64 %s, [%s];", R(e), R(err));
