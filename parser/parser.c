@@ -553,10 +553,10 @@ static const yytype_int16 yyrline[] =
        0,    68,    68,    69,    74,    75,    76,    77,    78,    79,
       83,    88,    89,    93,   101,   111,   112,   116,   117,   121,
      122,   126,   127,   131,   139,   148,   149,   153,   154,   161,
-     167,   176,   177,   181,   182,   190,   191,   196,   200,   201,
-     205,   209,   213,   217,   221,   222,   227,   232,   233,   234,
-     235,   236,   237,   241,   242,   246,   247,   251,   252,   253,
-     254,   255,   256,   259,   263,   264,   268,   269
+     167,   176,   177,   185,   186,   194,   195,   200,   204,   205,
+     209,   213,   217,   221,   225,   226,   231,   236,   237,   238,
+     239,   240,   241,   245,   246,   250,   251,   255,   256,   257,
+     258,   259,   260,   263,   267,   268,   272,   273
 };
 #endif
 
@@ -1810,214 +1810,218 @@ yyreduce:
 
   case 32: /* dims: "[" opt_exprs "]"  */
 #line 177 "parser/parser.y"
-                            { (yyval.TK_dims) = (yyvsp[-1].TK_opt_exprs); }
-#line 1815 "parser/parser.c"
+                            {
+		(yyval.TK_dims) = (yyvsp[-1].TK_opt_exprs);
+		if (ast_count((yyvsp[-1].TK_opt_exprs)) > LIM_RANK)
+			diag_error((yyloc), "tensor rank %d is over the limit of %d", ast_count((yyvsp[-1].TK_opt_exprs)), LIM_RANK);
+	}
+#line 1819 "parser/parser.c"
     break;
 
   case 33: /* place: %empty  */
-#line 181 "parser/parser.y"
+#line 185 "parser/parser.y"
                  { (yyval.TK_place) = NULL; }
-#line 1821 "parser/parser.c"
+#line 1825 "parser/parser.c"
     break;
 
   case 34: /* place: "@" "identifier" place_args  */
-#line 182 "parser/parser.y"
+#line 186 "parser/parser.y"
                                {
 		(yyval.TK_place) = ast_new(p, NK_PLACE, (yyloc));
 		(yyval.TK_place)->u.call.name = (yyvsp[-1].TK_IDENT); (yyval.TK_place)->u.call.nspan = (yylsp[-1]);
 		(yyval.TK_place)->u.call.args = (yyvsp[0].TK_place_args); (yyval.TK_place)->u.call.nargs = ast_count((yyvsp[0].TK_place_args));
 	}
-#line 1831 "parser/parser.c"
+#line 1835 "parser/parser.c"
     break;
 
   case 35: /* place_args: %empty  */
-#line 190 "parser/parser.y"
+#line 194 "parser/parser.y"
                  { (yyval.TK_place_args) = NULL; }
-#line 1837 "parser/parser.c"
+#line 1841 "parser/parser.c"
     break;
 
   case 36: /* place_args: "(" opt_exprs ")"  */
-#line 191 "parser/parser.y"
+#line 195 "parser/parser.y"
                             { (yyval.TK_place_args) = (yyvsp[-1].TK_opt_exprs); }
-#line 1843 "parser/parser.c"
+#line 1847 "parser/parser.c"
     break;
 
   case 37: /* block: "{" stmts "}"  */
-#line 196 "parser/parser.y"
+#line 200 "parser/parser.y"
                         { (yyval.TK_block) = (yyvsp[-1].TK_stmts); }
-#line 1849 "parser/parser.c"
+#line 1853 "parser/parser.c"
     break;
 
   case 38: /* stmts: %empty  */
-#line 200 "parser/parser.y"
+#line 204 "parser/parser.y"
                  { (yyval.TK_stmts) = NULL; }
-#line 1855 "parser/parser.c"
+#line 1859 "parser/parser.c"
     break;
 
   case 39: /* stmts: stmts stmt  */
-#line 201 "parser/parser.y"
+#line 205 "parser/parser.y"
                      { (yyval.TK_stmts) = (yyvsp[0].TK_stmt) ? append((yyvsp[-1].TK_stmts), (yyvsp[0].TK_stmt)) : (yyvsp[-1].TK_stmts); }
-#line 1861 "parser/parser.c"
+#line 1865 "parser/parser.c"
     break;
 
   case 40: /* stmt: "let" "identifier" "=" expr ";"  */
-#line 205 "parser/parser.y"
+#line 209 "parser/parser.y"
                                  {
 		(yyval.TK_stmt) = ast_new(p, NK_LET, (yyloc));
 		(yyval.TK_stmt)->u.let.name = (yyvsp[-3].TK_IDENT); (yyval.TK_stmt)->u.let.nspan = (yylsp[-3]); (yyval.TK_stmt)->u.let.init = (yyvsp[-1].TK_expr);
 	}
-#line 1870 "parser/parser.c"
+#line 1874 "parser/parser.c"
     break;
 
   case 41: /* stmt: "let" "identifier" ":" type "=" expr ";"  */
-#line 209 "parser/parser.y"
+#line 213 "parser/parser.y"
                                           {
 		(yyval.TK_stmt) = ast_new(p, NK_LET, (yyloc));
 		(yyval.TK_stmt)->u.let.name = (yyvsp[-5].TK_IDENT); (yyval.TK_stmt)->u.let.nspan = (yylsp[-5]); (yyval.TK_stmt)->u.let.type = (yyvsp[-3].TK_type); (yyval.TK_stmt)->u.let.init = (yyvsp[-1].TK_expr);
 	}
-#line 1879 "parser/parser.c"
+#line 1883 "parser/parser.c"
     break;
 
   case 42: /* stmt: "let" "(" names ")" "=" expr ";"  */
-#line 213 "parser/parser.y"
+#line 217 "parser/parser.y"
                                          {
 		(yyval.TK_stmt) = ast_new(p, NK_LETS, (yyloc));
 		(yyval.TK_stmt)->u.lets.names = (yyvsp[-4].TK_names); (yyval.TK_stmt)->u.lets.init = (yyvsp[-1].TK_expr);
 	}
-#line 1888 "parser/parser.c"
+#line 1892 "parser/parser.c"
     break;
 
   case 43: /* stmt: "identifier" "=" expr ";"  */
-#line 217 "parser/parser.y"
+#line 221 "parser/parser.y"
                              {
 		(yyval.TK_stmt) = ast_new(p, NK_ASSIGN, (yyloc));
 		(yyval.TK_stmt)->u.let.name = (yyvsp[-3].TK_IDENT); (yyval.TK_stmt)->u.let.nspan = (yylsp[-3]); (yyval.TK_stmt)->u.let.init = (yyvsp[-1].TK_expr);
 	}
-#line 1897 "parser/parser.c"
+#line 1901 "parser/parser.c"
     break;
 
   case 44: /* stmt: "return" expr ";"  */
-#line 221 "parser/parser.y"
+#line 225 "parser/parser.y"
                           { (yyval.TK_stmt) = ast_new(p, NK_RETURN, (yyloc)); (yyval.TK_stmt)->u.ret.vals = (yyvsp[-1].TK_expr); }
-#line 1903 "parser/parser.c"
+#line 1907 "parser/parser.c"
     break;
 
   case 45: /* stmt: "for" "identifier" "in" expr ".." expr block  */
-#line 222 "parser/parser.y"
+#line 226 "parser/parser.y"
                                             {
 		(yyval.TK_stmt) = ast_new(p, NK_FOR, (yyloc));
 		(yyval.TK_stmt)->u.loop.var = (yyvsp[-5].TK_IDENT); (yyval.TK_stmt)->u.loop.vspan = (yylsp[-5]);
 		(yyval.TK_stmt)->u.loop.lo = (yyvsp[-3].TK_expr); (yyval.TK_stmt)->u.loop.hi = (yyvsp[-1].TK_expr); (yyval.TK_stmt)->u.loop.body = (yyvsp[0].TK_block);
 	}
-#line 1913 "parser/parser.c"
+#line 1917 "parser/parser.c"
     break;
 
   case 46: /* stmt: error ";"  */
-#line 227 "parser/parser.y"
+#line 231 "parser/parser.y"
                     { (yyval.TK_stmt) = NULL; }
-#line 1919 "parser/parser.c"
+#line 1923 "parser/parser.c"
     break;
 
   case 47: /* expr: expr "+" expr  */
-#line 232 "parser/parser.y"
+#line 236 "parser/parser.y"
                         { (yyval.TK_expr) = deep(p, ast_bin(p, '+', (yyvsp[-2].TK_expr), (yyvsp[0].TK_expr), (yyloc))); }
-#line 1925 "parser/parser.c"
+#line 1929 "parser/parser.c"
     break;
 
   case 48: /* expr: expr "-" expr  */
-#line 233 "parser/parser.y"
+#line 237 "parser/parser.y"
                         { (yyval.TK_expr) = deep(p, ast_bin(p, '-', (yyvsp[-2].TK_expr), (yyvsp[0].TK_expr), (yyloc))); }
-#line 1931 "parser/parser.c"
+#line 1935 "parser/parser.c"
     break;
 
   case 49: /* expr: expr "*" expr  */
-#line 234 "parser/parser.y"
+#line 238 "parser/parser.y"
                         { (yyval.TK_expr) = deep(p, ast_bin(p, '*', (yyvsp[-2].TK_expr), (yyvsp[0].TK_expr), (yyloc))); }
-#line 1937 "parser/parser.c"
+#line 1941 "parser/parser.c"
     break;
 
   case 50: /* expr: expr "/" expr  */
-#line 235 "parser/parser.y"
+#line 239 "parser/parser.y"
                         { (yyval.TK_expr) = deep(p, ast_bin(p, '/', (yyvsp[-2].TK_expr), (yyvsp[0].TK_expr), (yyloc))); }
-#line 1943 "parser/parser.c"
+#line 1947 "parser/parser.c"
     break;
 
   case 51: /* expr: expr "@" expr  */
-#line 236 "parser/parser.y"
+#line 240 "parser/parser.y"
                         { (yyval.TK_expr) = deep(p, ast_bin(p, '@', (yyvsp[-2].TK_expr), (yyvsp[0].TK_expr), (yyloc))); }
-#line 1949 "parser/parser.c"
+#line 1953 "parser/parser.c"
     break;
 
   case 53: /* unary: "-" unary  */
-#line 241 "parser/parser.y"
+#line 245 "parser/parser.y"
                     { (yyval.TK_unary) = deep(p, ast_bin(p, '-', (yyvsp[0].TK_unary), NULL, (yyloc))); (yyval.TK_unary)->kind = NK_NEG; }
-#line 1955 "parser/parser.c"
+#line 1959 "parser/parser.c"
     break;
 
   case 56: /* postfix: "identifier" "(" opt_exprs ")"  */
-#line 247 "parser/parser.y"
+#line 251 "parser/parser.y"
                                   { (yyval.TK_postfix) = deep(p, ast_call(p, (yyvsp[-3].TK_IDENT), (yylsp[-3]), (yyvsp[-1].TK_opt_exprs), (yyloc))); }
-#line 1961 "parser/parser.c"
+#line 1965 "parser/parser.c"
     break;
 
   case 57: /* primary: "integer"  */
-#line 251 "parser/parser.y"
+#line 255 "parser/parser.y"
               { (yyval.TK_primary) = ast_new(p, NK_INT, (yyloc)); (yyval.TK_primary)->u.num.i = (yyvsp[0].TK_INT); (yyval.TK_primary)->u.num.f = (double)(yyvsp[0].TK_INT); }
-#line 1967 "parser/parser.c"
+#line 1971 "parser/parser.c"
     break;
 
   case 58: /* primary: "number"  */
-#line 252 "parser/parser.y"
+#line 256 "parser/parser.y"
                 { (yyval.TK_primary) = ast_new(p, NK_FLOAT, (yyloc)); (yyval.TK_primary)->u.num.f = (yyvsp[0].TK_FLOAT); }
-#line 1973 "parser/parser.c"
+#line 1977 "parser/parser.c"
     break;
 
   case 59: /* primary: "identifier"  */
-#line 253 "parser/parser.y"
+#line 257 "parser/parser.y"
                 { (yyval.TK_primary) = ast_new(p, NK_NAME, (yyloc)); (yyval.TK_primary)->u.name = (yyvsp[0].TK_IDENT); }
-#line 1979 "parser/parser.c"
+#line 1983 "parser/parser.c"
     break;
 
   case 60: /* primary: "dtype"  */
-#line 254 "parser/parser.y"
+#line 258 "parser/parser.y"
                 { (yyval.TK_primary) = ast_new(p, NK_DTYPE, (yyloc)); (yyval.TK_primary)->u.name = (yyvsp[0].TK_DTYPE); }
-#line 1985 "parser/parser.c"
+#line 1989 "parser/parser.c"
     break;
 
   case 61: /* primary: "(" expr ")"  */
-#line 255 "parser/parser.y"
+#line 259 "parser/parser.y"
                        { (yyval.TK_primary) = (yyvsp[-1].TK_expr); (yyval.TK_primary)->span = (yyloc); }
-#line 1991 "parser/parser.c"
+#line 1995 "parser/parser.c"
     break;
 
   case 62: /* primary: "(" expr "," exprs ")"  */
-#line 256 "parser/parser.y"
+#line 260 "parser/parser.y"
                                  {
 		(yyval.TK_primary) = deep(p, ast_call(p, 0, (yylsp[-4]), append((yyvsp[-3].TK_expr), (yyvsp[-1].TK_exprs)), (yyloc))); (yyval.TK_primary)->kind = NK_TUPLE;
 	}
-#line 1999 "parser/parser.c"
+#line 2003 "parser/parser.c"
     break;
 
   case 63: /* primary: "[" opt_exprs "]"  */
-#line 259 "parser/parser.y"
+#line 263 "parser/parser.y"
                             { (yyval.TK_primary) = deep(p, ast_call(p, 0, (yylsp[-2]), (yyvsp[-1].TK_opt_exprs), (yyloc))); (yyval.TK_primary)->kind = NK_LIST; }
-#line 2005 "parser/parser.c"
+#line 2009 "parser/parser.c"
     break;
 
   case 64: /* opt_exprs: %empty  */
-#line 263 "parser/parser.y"
+#line 267 "parser/parser.y"
                  { (yyval.TK_opt_exprs) = NULL; }
-#line 2011 "parser/parser.c"
+#line 2015 "parser/parser.c"
     break;
 
   case 67: /* exprs: exprs "," expr  */
-#line 269 "parser/parser.y"
+#line 273 "parser/parser.y"
                          { (yyval.TK_exprs) = append((yyvsp[-2].TK_exprs), (yyvsp[0].TK_expr)); }
-#line 2017 "parser/parser.c"
+#line 2021 "parser/parser.c"
     break;
 
 
-#line 2021 "parser/parser.c"
+#line 2025 "parser/parser.c"
 
         default: break;
       }
@@ -2231,7 +2235,7 @@ yyreturnlab:
   return yyresult;
 }
 
-#line 272 "parser/parser.y"
+#line 276 "parser/parser.y"
 
 
 static void
@@ -2239,7 +2243,7 @@ syn_error(Span *loc, Parser *p, const char *msg)
 {
 	(void)p;
 	if (strcmp(msg, "memory exhausted") == 0)
-		diag_error(*loc, "expression nested too deeply");
+		diag_error(*loc, "expression nested more than %d deep", LIM_NEST);
 	else
 		diag_error(*loc, "%s", msg);
 }
@@ -2252,24 +2256,49 @@ put_symbol(Buf *b, yysymbol_kind_t k)
 	size_t n = strlen(s);
 	if (n >= 2 && s[0] == '"')
 		s++, n -= 2;
-	if (k == YYSYMBOL_IDENT || k == YYSYMBOL_INT || k == YYSYMBOL_FLOAT || k == YYSYMBOL_DTYPE)
+	if (k == YYSYMBOL_IDENT || k == YYSYMBOL_INT || k == YYSYMBOL_FLOAT || k == YYSYMBOL_DTYPE || k == YYSYMBOL_YYEOF)
 		buf_printf(b, "%.*s", (int)n, s);
 	else
 		buf_printf(b, "'%.*s'", (int)n, s);
 }
 
+static bool
+has(const yysymbol_kind_t *v, int n, yysymbol_kind_t k)
+{
+	for (int i = 0; i < n; i++)
+		if (v[i] == k)
+			return true;
+	return false;
+}
+
+/* The tokens that can start an expression, and those that can continue
+ * one after an operand (a call's '(' included). */
+static const yysymbol_kind_t starts[] = {
+	YYSYMBOL_IDENT, YYSYMBOL_DTYPE, YYSYMBOL_INT, YYSYMBOL_FLOAT,
+	YYSYMBOL_LPAREN, YYSYMBOL_LBRACK, YYSYMBOL_MINUS,
+};
+static const yysymbol_kind_t continues[] = {
+	YYSYMBOL_PLUS, YYSYMBOL_MINUS, YYSYMBOL_STAR, YYSYMBOL_SLASH, YYSYMBOL_AT, YYSYMBOL_LPAREN,
+};
+
 /* "unexpected identifier 'foo', expected ';'": the expected list comes
- * from LAC, so it names only tokens that really can follow. */
+ * from LAC, so it names only tokens that really can follow.  All the
+ * tokens that start an expression are said as "an expression"; after an
+ * operand, the operators that could continue it are left out, since the
+ * mistake is almost never a missing operator. */
 static int
 yyreport_syntax_error(const yypcontext_t *ctx, Parser *p)
 {
-	enum { MAXEXP = 5 };
-	yysymbol_kind_t exp[MAXEXP], got = yypcontext_token(ctx);
-	int n = yypcontext_expected_tokens(ctx, exp, MAXEXP);
+	enum { MAXSAY = 5 };
+	yysymbol_kind_t exp[YYNTOKENS], got = yypcontext_token(ctx);
+	int n = yypcontext_expected_tokens(ctx, exp, YYNTOKENS), nsay = 0, k = 0;
+	bool expr = true, after = has(exp, n, YYSYMBOL_PLUS) && has(exp, n, YYSYMBOL_STAR);
 	Span at = *yypcontext_location(ctx);
 	Buf b = {0};
 
 	(void)p;
+	for (size_t i = 0; i < NELEM(starts); i++)
+		expr = expr && has(exp, n, starts[i]);
 	if (got == YYSYMBOL_YYEOF) {
 		buf_printf(&b, "unexpected end of file");
 	} else {
@@ -2279,8 +2308,20 @@ yyreport_syntax_error(const yypcontext_t *ctx, Parser *p)
 			buf_printf(&b, " '%.*s'", (int)(at.hi - at.lo), src_get(at.file)->text + at.lo);
 	}
 	for (int i = 0; i < n; i++) {
-		buf_printf(&b, "%s", i == 0 ? ", expected " : i == n - 1 ? " or " : ", ");
-		put_symbol(&b, exp[i]);
+		bool drop = (expr && has(starts, (int)NELEM(starts), exp[i])) ||
+		            (after && has(continues, (int)NELEM(continues), exp[i])) || (exp[i] == YYSYMBOL_YYEOF && n > 1);
+		if (!drop)
+			exp[k++] = exp[i];
+	}
+	nsay = k + expr;
+	if (nsay > 0 && nsay <= MAXSAY) {
+		buf_printf(&b, ", expected ");
+		if (expr)
+			buf_printf(&b, "an expression%s", k == 0 ? "" : k == 1 ? " or " : ", ");
+		for (int i = 0; i < k; i++) {
+			put_symbol(&b, exp[i]);
+			buf_printf(&b, "%s", i == k - 1 ? "" : i == k - 2 ? " or " : ", ");
+		}
 	}
 	diag_error(at, "%s", b.s);
 	buf_free(&b);
