@@ -32,6 +32,7 @@ enum {
 	LIM_RANKS = 4096,           /* --ranks */
 	LIM_UNROLL = 4096,          /* total `for` iterations while elaborating */
 	LIM_INLINE = 64,            /* depth of op/kernel calls */
+	LIM_STEPS = 1 << 20,        /* statements and calls elaborated for one op */
 	LIM_FILES = 256,            /* files reached through `use` */
 	LIM_VALUES = 1 << 20,       /* IR values in one op */
 	LIM_ERRORS = 20,            /* errors reported before giving up */
@@ -110,7 +111,7 @@ void diag_vemit(DiagLevel lv, Span sp, const char *fmt, va_list ap);
 #define diag_warning(sp, ...) diag_emit(DG_WARNING, sp, __VA_ARGS__)
 #define diag_note(sp, ...) diag_emit(DG_NOTE, sp, __VA_ARGS__)
 void diag_usage(const char *fmt, ...) PRINTF(1, 2); /* command-line error, no location */
-int diag_errors(void);
+int diag_errors(void);  /* errors so far, a repeat of an earlier one included */
 bool diag_full(void);  /* LIM_ERRORS reached: later errors are dropped */
 void diag_reset(void); /* forget counts and sources between inputs (fuzzer) */
 void diag_quiet(bool q); /* fuzzer: count but print nothing */

@@ -21,7 +21,8 @@ struct Bind {
 	BindKind kind;
 	SVal val;
 	Span span;
-	Bind *next;
+	Bind *next;   /* the frame's bindings, newest first */
+	Bind *shadow; /* the binding of the same name that this one hides */
 };
 
 /* What one file defines. */
@@ -33,7 +34,9 @@ struct ModEnv {
 	ModEnv *next;
 };
 
-/* One op or kernel body being elaborated. */
+/* One op or kernel body being elaborated.  `scope` lists its bindings
+ * (a `for` body drops the ones it made); `names` finds a name's newest
+ * binding in constant time, so long bodies stay linear. */
 typedef struct Frame Frame;
 struct Frame {
 	ModEnv *me;
@@ -41,12 +44,21 @@ struct Frame {
 	Bind *scope;
 	Frame *up;
 	int depth;
+	struct {
+		Sym *key;
+		Bind **val; /* NULL: the name was bound in a scope that ended */
+		uint32_t n, cap;
+	} names;
 };
 
 static struct {
 	ModEnv *envs;
 	Sym nranks, sum, max, min;
-	int unrolled;
+	int unrolled;  /* `for` iterations of the entry op so far */
+	int steps;     /* statements and calls elaborated for the entry op */
+	bool stopped;  /* LIM_STEPS reached: elaborate nothing more */
+	Node **recursive; /* definitions already reported as recursive */
+	int nrecursive;
 } S;
 
 static SVal eval(Sema *s, Frame *fr, Node *n);
@@ -203,6 +215,50 @@ suggest_name(Frame *fr, Sym want, Span sp, bool fn)
 
 /* ---- names ---- */
 
+static uint32_t
+slot(const Frame *fr, Sym name)
+{
+	uint32_t h = (name * 2654435761u) & (fr->names.cap - 1);
+	while (fr->names.key[h] && fr->names.key[h] != name)
+		h = (h + 1) & (fr->names.cap - 1);
+	return h;
+}
+
+/* The table lives in the elaboration arena; a grown one leaves the old
+ * arrays there (their sizes sum to less than the new one's). */
+static void
+names_put(Sema *s, Frame *fr, Sym name, Bind *b)
+{
+	uint32_t h;
+	if (2 * (fr->names.n + 1) > fr->names.cap) {
+		Frame g = {0};
+		g.names.cap = fr->names.cap ? 2 * fr->names.cap : 16;
+		g.names.key = arena_alloc(s->tmp, g.names.cap * sizeof *g.names.key);
+		g.names.val = arena_alloc(s->tmp, g.names.cap * sizeof *g.names.val);
+		for (uint32_t i = 0; i < fr->names.cap; i++)
+			if (fr->names.key[i]) {
+				h = slot(&g, fr->names.key[i]);
+				g.names.key[h] = fr->names.key[i];
+				g.names.val[h] = fr->names.val[i];
+			}
+		g.names.n = fr->names.n;
+		fr->names = g.names;
+	}
+	h = slot(fr, name);
+	fr->names.n += fr->names.key[h] == 0;
+	fr->names.key[h] = name;
+	fr->names.val[h] = b;
+}
+
+static Bind *
+find_local(Frame *fr, Sym name)
+{
+	if (!fr->names.cap)
+		return NULL;
+	uint32_t h = slot(fr, name);
+	return fr->names.key[h] ? fr->names.val[h] : NULL;
+}
+
 static Bind *
 bind(Sema *s, Frame *fr, Sym name, BindKind k, SVal v, Span sp)
 {
@@ -212,17 +268,19 @@ bind(Sema *s, Frame *fr, Sym name, BindKind k, SVal v, Span sp)
 	b->val = v;
 	b->span = sp;
 	b->next = fr->scope;
+	b->shadow = find_local(fr, name);
 	fr->scope = b;
+	names_put(s, fr, name, b);
 	return b;
 }
 
-static Bind *
-find_local(Frame *fr, Sym name)
+/* Ends a scope: forgets the bindings made since `mark`. */
+static void
+unbind_to(Frame *fr, Bind *mark)
 {
-	for (Bind *b = fr->scope; b; b = b->next)
-		if (b->name == name)
-			return b;
-	return NULL;
+	for (Bind *b = fr->scope; b != mark; b = b->next)
+		fr->names.val[slot(fr, b->name)] = b->shadow;
+	fr->scope = mark;
 }
 
 static SVal
@@ -524,30 +582,47 @@ static void
 exec_for(Sema *s, Frame *fr, Node *st)
 {
 	int64_t lo, hi;
+	Span range = span_join(st->u.loop.lo->span, st->u.loop.hi->span);
 	if (!eval_int(s, fr, st->u.loop.lo, "a loop bound", &lo) || !eval_int(s, fr, st->u.loop.hi, "a loop bound", &hi))
 		return;
-	if (hi > lo && (hi - lo > LIM_UNROLL || S.unrolled + (hi - lo) > LIM_UNROLL)) {
-		diag_error(st->span, "loops unroll to more than %d iterations", LIM_UNROLL);
+	/* hi - lo as unsigned: exact for any two int64 with lo < hi */
+	if (lo < hi && (uint64_t)hi - (uint64_t)lo > (uint64_t)(LIM_UNROLL - S.unrolled)) {
+		diag_error(range, "loops unroll to more than %d iterations", LIM_UNROLL);
 		return;
 	}
-	for (int64_t i = lo; i < hi; i++) {
+	for (int64_t i = lo; i < hi && !S.stopped; i++) {
 		Bind *mark = fr->scope;
 		int before = diag_errors();
 		SVal ret;
 		S.unrolled++;
 		bind(s, fr, st->u.loop.var, B_LOOP, sv_int(i, st->u.loop.vspan), st->u.loop.vspan);
 		exec_list(s, fr, st->u.loop.body, &ret, true);
-		fr->scope = mark;
+		unbind_to(fr, mark);
 		if (diag_errors() != before)
 			break; /* the same mistake in every iteration is one mistake */
 	}
+}
+
+/* Bounds the work of elaborating one entry op: unrolling and inlining
+ * multiply, and a few lines can ask for 2^40 inlined calls. */
+static bool
+step(Span sp)
+{
+	if (S.stopped)
+		return false;
+	if (++S.steps <= LIM_STEPS)
+		return true;
+	diag_error(sp, "the op is too large to elaborate: more than %d statements and calls after inlining and unrolling",
+	           LIM_STEPS);
+	S.stopped = true;
+	return false;
 }
 
 static Flow
 exec_list(Sema *s, Frame *fr, Node *list, SVal *ret, bool inloop)
 {
 	for (Node *st = list; st; st = st->next) {
-		if (diag_full())
+		if (diag_full() || !step(st->span))
 			return FLOW_NEXT;
 		switch (st->kind) {
 		case NK_LET:
@@ -581,13 +656,59 @@ exec_list(Sema *s, Frame *fr, Node *list, SVal *ret, bool inloop)
 /* ---- calls ---- */
 
 static bool
+was_recursive(Node *fn)
+{
+	for (int i = 0; i < S.nrecursive; i++)
+		if (S.recursive[i] == fn)
+			return true;
+	return false;
+}
+
+/* A call that closes a cycle is reported once, with the cycle spelled
+ * out ("a -> b -> a"); each definition on it is then silent. */
+static void
+report_cycle(Frame *caller, Node *fn, Span sp)
+{
+	Buf path = {0};
+	Frame *f;
+	int n = 0;
+	for (f = caller; f->fn != fn; f = f->up)
+		n++;
+	buf_printf(&path, "%s", sym_str(fn->u.fn.name));
+	for (int k = n; k >= 0; k--) {
+		f = caller;
+		for (int j = 0; j < k; j++)
+			f = f->up;
+		if (k < n)
+			buf_printf(&path, " -> %s", sym_str(f->fn->u.fn.name));
+	}
+	buf_printf(&path, " -> %s", sym_str(fn->u.fn.name));
+	if (n == 0)
+		diag_error(sp, "'%s' calls itself; ops and kernels are inlined, so recursion is not allowed",
+		           sym_str(fn->u.fn.name));
+	else
+		diag_error(sp, "'%s' calls itself through %s; ops and kernels are inlined, so recursion is not allowed",
+		           sym_str(fn->u.fn.name), path.s);
+	buf_free(&path);
+	for (f = caller;; f = f->up) {
+		S.recursive = xrealloc(S.recursive, (S.nrecursive + 1) * sizeof *S.recursive);
+		S.recursive[S.nrecursive++] = f->fn;
+		if (f->fn == fn)
+			break;
+	}
+}
+
+static bool
 enter(Sema *s, Frame *caller, Node *fn, Span sp)
 {
 	(void)s;
+	if (!step(sp))
+		return false;
+	if (was_recursive(fn))
+		return false; /* reported where the cycle was found */
 	for (Frame *f = caller; f; f = f->up)
 		if (f->fn == fn) {
-			diag_error(sp, "'%s' calls itself; ops and kernels are inlined, so recursion is not allowed",
-			           sym_str(fn->u.fn.name));
+			report_cycle(caller, fn, sp);
 			return false;
 		}
 	if (caller && caller->depth + 1 > LIM_INLINE) {
@@ -644,7 +765,7 @@ kernel_store(Sema *s, SVal r, DType dt, Span sp)
 static SVal
 call_kernel(Sema *s, Frame *caller, Node *k, SVal *args, int nargs, Span sp)
 {
-	Frame fr = {env_of_file(k->span.file), k, NULL, caller, caller->depth + 1};
+	Frame fr = {.me = env_of_file(k->span.file), .fn = k, .up = caller, .depth = caller->depth + 1};
 	bool was = s->kernel;
 	DType dt = DT_COUNT;
 	int i = 0;
@@ -890,7 +1011,7 @@ run_body(Sema *s, Frame *fr, Node *op)
 static SVal
 call_op(Sema *s, Frame *caller, Node *op, SVal *args, int nargs, Span sp)
 {
-	Frame fr = {env_of_file(op->span.file), op, NULL, caller, caller->depth + 1};
+	Frame fr = {.me = env_of_file(op->span.file), .fn = op, .up = caller, .depth = caller->depth + 1};
 	const char *name = sym_str(op->u.fn.name);
 	Pending *pend;
 	int npend = 0, i = 0;
@@ -992,7 +1113,7 @@ static SVal
 eval(Sema *s, Frame *fr, Node *n)
 {
 	SVal r;
-	if (diag_full())
+	if (diag_full() || S.stopped)
 		return sv_err();
 	switch (n->kind) {
 	case NK_INT:
@@ -1058,7 +1179,7 @@ parse_define(const char *text, SVal *v)
 static int
 collect_params(Sema *s, ModEnv *me, bool main)
 {
-	Frame fr = {me, NULL, NULL, NULL, 0};
+	Frame fr = {.me = me};
 	int status = EXIT_OK;
 	bool *used = main ? xcalloc(s->u->opt.ndefines + 1, sizeof *used) : NULL;
 	for (Node *it = me->m->items; it; it = it->next) {
@@ -1089,7 +1210,7 @@ collect_params(Sema *s, ModEnv *me, bool main)
 			v = sv_err();
 		}
 		b = arena_alloc(s->tmp, sizeof *b);
-		*b = (Bind){it->u.let.name, B_PARAM, v, it->u.let.nspan, NULL};
+		*b = (Bind){.name = it->u.let.name, .kind = B_PARAM, .val = v, .span = it->u.let.nspan};
 		symmap_put(&me->params, it->u.let.name, b);
 	}
 	for (int i = 0; main && i < s->u->opt.ndefines; i++)
@@ -1157,13 +1278,14 @@ unbound_name(ModEnv *me, Node *op)
 static Func *
 elab_entry(Sema *s, ModEnv *me, Node *op)
 {
-	Frame fr = {me, op, NULL, NULL, 0};
+	Frame fr = {.me = me, .fn = op};
 	int before = diag_errors(), i = 0;
 	SVal r;
 	s->f = ir_func_new(op->u.fn.name, s->nranks, op->span);
 	s->f->nin = op->u.fn.nargs;
 	s->f->in = arena_alloc(s->f->arena, (size_t)(s->f->nin + 1) * sizeof(Val));
-	S.unrolled = 0;
+	S.unrolled = S.steps = 0;
+	S.stopped = false;
 	check_arg_names(op);
 	for (Node *a = op->u.fn.args; a; a = a->next, i++) {
 		Type t;
@@ -1192,7 +1314,12 @@ elab_entry(Sema *s, ModEnv *me, Node *op)
 			break;
 		s->f->out[i] = e.v;
 	}
-	if (diag_errors() != before) {
+	if (i < s->f->nout || diag_errors() != before) {
+		/* A value in error always comes with an error message (maybe
+		 * one given earlier, as for a recursive call); one without is a
+		 * bug that would otherwise compile a wrong op. */
+		if (diag_errors() == 0)
+			die("op '%s' has a value in error but no error was reported", sym_str(op->u.fn.name));
 		ir_func_free(s->f);
 		return s->f = NULL;
 	}
@@ -1206,7 +1333,7 @@ elab_entry(Sema *s, ModEnv *me, Node *op)
 static void
 check_kernel(Sema *s, ModEnv *me, Node *k)
 {
-	Frame top = {me, NULL, NULL, NULL, 0};
+	Frame top = {.me = me};
 	SVal *args = arena_alloc(s->tmp, (size_t)(k->u.fn.nargs + 1) * sizeof *args);
 	Type t = {.dt = DT_F32, .rank = 0, .pl = {PL_REPL, 0, 0}};
 	check_arg_names(k);
