@@ -9,7 +9,9 @@
  * stays silent, so each mistake is reported once. */
 #include "ir.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -283,6 +285,62 @@ unbind_to(Frame *fr, Bind *mark)
 	fr->scope = mark;
 }
 
+/* Names the language predefines: they cannot be declared again. */
+static bool
+reserved(Sym name, Span sp, const char *what)
+{
+	if (name != S.nranks && name != S.sum && name != S.max && name != S.min)
+		return false;
+	diag_error(sp, "%s cannot be named '%s': %s", what, sym_str(name),
+	           name == S.nranks ? "`nranks` is the number of ranks" : "it names a reduction (sum, max, min)");
+	return true;
+}
+
+static bool
+is_reserved(Sym name)
+{
+	return name == S.nranks || name == S.sum || name == S.max || name == S.min;
+}
+
+static Node *
+later_param(ModEnv *me, Sym name)
+{
+	for (Node *it = me->m->items; it; it = it->next)
+		if (it->kind == NK_PARAM && it->u.let.name == name)
+			return it;
+	return NULL;
+}
+
+static Node *
+def_named(ModEnv *me, Sym name)
+{
+	Node *d = symmap_get(&me->defs, name);
+	for (int i = 0; !d && i < me->m->nuses; i++)
+		for (ModEnv *e = S.envs; e && !d; e = e->next)
+			if (e->m == me->m->uses[i])
+				d = symmap_get(&e->defs, name);
+	return d;
+}
+
+/* Why a name has no value, when there is more to say than "unknown". */
+static bool
+explain_unknown(Frame *fr, Node *n)
+{
+	Sym name = n->u.name;
+	Node *d = def_named(fr->me, name), *p;
+	if (d) {
+		diag_error(n->span, "'%s' is %s, not a value; call it: %s(...)", sym_str(name),
+		           d->kind == NK_OP ? "an op" : "a kernel", sym_str(name));
+		return true;
+	}
+	if (!fr->fn && (p = later_param(fr->me, name))) {
+		diag_error(n->span, "param '%s' is used before it is declared", sym_str(name));
+		diag_note(p->u.let.nspan, "'%s' is declared here", sym_str(name));
+		return true;
+	}
+	return false;
+}
+
 static SVal
 lookup(Sema *s, Frame *fr, Node *n)
 {
@@ -300,9 +358,39 @@ lookup(Sema *s, Frame *fr, Node *n)
 		return sv_int(s->nranks, n->span);
 	if (name == S.sum || name == S.max || name == S.min)
 		return (SVal){.k = SV_RED, .i = name == S.sum ? RED_SUM : name == S.max ? RED_MAX : RED_MIN, .span = n->span};
+	if (explain_unknown(fr, n))
+		return sv_err();
 	diag_error(n->span, "unknown name '%s'", sym_str(name));
 	suggest_name(fr, name, n->span, false);
 	return sv_err();
+}
+
+/* A name in a size expression that nothing binds: no argument of the
+ * call, no param, not `nranks`.  NULL when every name has a value. */
+static Node *
+free_name(Frame *fr, Node *e)
+{
+	Node *r = NULL;
+	switch (e->kind) {
+	case NK_NAME:
+		if (find_local(fr, e->u.name) || symmap_get(&fr->me->params, e->u.name) || is_reserved(e->u.name))
+			return NULL;
+		return e;
+	case NK_BIN:
+		if ((r = free_name(fr, e->u.bin.l)) || !e->u.bin.r)
+			return r;
+		return free_name(fr, e->u.bin.r);
+	case NK_NEG:
+		return free_name(fr, e->u.bin.l);
+	case NK_CALL:
+	case NK_LIST:
+	case NK_TUPLE:
+		for (Node *a = e->u.call.args; a && !r; a = a->next)
+			r = free_name(fr, a);
+		return r;
+	default:
+		return NULL;
+	}
 }
 
 /* The op or kernel a call names: this file first, then the files it uses. */
@@ -321,6 +409,8 @@ find_def(Frame *fr, Sym name, Span sp, bool *ambiguous)
 			if (d) {
 				diag_error(sp, "'%s' is defined by both %s.syn and %s.syn", sym_str(name),
 				           sym_str(from->name), sym_str(e->m->name));
+				diag_note(d->u.fn.nspan, "one definition");
+				diag_note(other->u.fn.nspan, "the other");
 				*ambiguous = true;
 				return NULL;
 			}
@@ -406,30 +496,63 @@ check_divisible(Sema *s, const Type *t, Span sp, const char *what)
 	return true;
 }
 
+/* The dtype of a written type: a dtype keyword, or a name whose value
+ * is a dtype (a dtype variable bound by unification, a `param T = bf16`). */
+static bool
+type_dtype(Sema *s, Frame *fr, Node *tn, DType *dt)
+{
+	Node nm = {.kind = NK_NAME, .span = tn->u.type.dspan, .u.name = tn->u.type.dtype};
+	SVal d;
+	if (!tn->u.type.dvar) {
+		if (!ty_dtype_byname(sym_str(tn->u.type.dtype), dt))
+			die("lexer gave an unknown dtype");
+		return true;
+	}
+	if (!find_local(fr, nm.u.name) && !symmap_get(&fr->me->params, nm.u.name) && !is_reserved(nm.u.name)) {
+		Near n = {sym_str(nm.u.name), NULL, 99};
+		diag_error(nm.span, "unknown dtype '%s'", sym_str(nm.u.name));
+		for (int i = 0; i < DT_COUNT; i++)
+			near(&n, sym_cstr(ty_dtypes[i].name));
+		if (n.best)
+			diag_note(nm.span, "did you mean '%s'?", n.best);
+		else
+			diag_note(NOSPAN, "the dtypes are f32, f16, bf16 and i32; a name can stand for one if a param or an "
+			          "argument binds it");
+		return false;
+	}
+	d = eval(s, fr, &nm);
+	if (d.k == SV_ERR)
+		return false;
+	if (d.k != SV_DTYPE) {
+		diag_error(tn->u.type.dspan, "'%s' is %s, not a dtype", sym_str(tn->u.type.dtype), sv_what(d));
+		return false;
+	}
+	*dt = d.dt;
+	return true;
+}
+
 /* A signature type for the entry op: every name is a param. */
 static bool
 resolve_entry_type(Sema *s, Frame *fr, Node *tn, Type *t, const char *what)
 {
 	int i = 0;
+	Node *un = NULL;
 	memset(t, 0, sizeof *t);
-	if (tn->u.type.dvar) {
-		Node nm = {.kind = NK_NAME, .span = tn->u.type.dspan, .u.name = tn->u.type.dtype};
-		SVal d = eval(s, fr, &nm);
-		if (d.k == SV_ERR)
-			return false;
-		if (d.k != SV_DTYPE) {
-			diag_error(tn->u.type.dspan, "'%s' is %s, not a dtype", sym_str(tn->u.type.dtype), sv_what(d));
-			return false;
-		}
-		t->dt = d.dt;
-	} else if (!ty_dtype_byname(sym_str(tn->u.type.dtype), &t->dt)) {
-		die("lexer gave an unknown dtype");
-	}
-	t->rank = tn->u.type.rank;
-	if (t->rank > LIM_RANK) {
-		diag_error(tn->span, "tensor rank %d is over the limit of %d", t->rank, LIM_RANK);
+	if (tn->u.type.dvar && !find_local(fr, tn->u.type.dtype) && !symmap_get(&fr->me->params, tn->u.type.dtype) &&
+	    !later_param(fr->me, tn->u.type.dtype))
+		un = tn;
+	for (Node *d = tn->u.type.dims; d && !un; d = d->next)
+		un = free_name(fr, d);
+	if (un && !(un->kind == NK_NAME && later_param(fr->me, un->u.name))) {
+		Sym name = un->kind == NK_TYPE ? un->u.type.dtype : un->u.name;
+		diag_error(un->kind == NK_TYPE ? un->u.type.dspan : un->span,
+		           "'%s' has no value: the op being compiled takes its sizes and dtypes from params "
+		           "(declare `param %s = ...`)", sym_str(name), sym_str(name));
 		return false;
 	}
+	if (!type_dtype(s, fr, tn, &t->dt))
+		return false;
+	t->rank = tn->u.type.rank; /* the parser bounds it by LIM_RANK */
 	for (Node *d = tn->u.type.dims; d; d = d->next, i++)
 		if (!eval_int(s, fr, d, "a size", &t->dim[i]))
 			return false;
@@ -516,16 +639,16 @@ annotate(Sema *s, Frame *fr, Node *tn, SVal v, Sym name)
 	}
 	t = sv_type(s, v);
 	want = *t;
-	if (!tn->u.type.dvar && !ty_dtype_byname(sym_str(tn->u.type.dtype), &want.dt))
-		die("bad dtype");
+	if (!type_dtype(s, fr, tn, &want.dt))
+		return sv_err();
 	want.rank = tn->u.type.rank;
 	for (Node *d = tn->u.type.dims; d; d = d->next, i++)
-		if (i < LIM_RANK && !eval_int(s, fr, d, "a size", &want.dim[i]))
+		if (!eval_int(s, fr, d, "a size", &want.dim[i]))
 			return sv_err();
 	if (want.dt != t->dt || !ty_same_shape(&want, t)) {
 		Buf a = {0}, b = {0};
 		ty_print_shape(&a, t->rank, t->dim);
-		ty_print_shape(&b, want.rank > LIM_RANK ? 0 : want.rank, want.dim);
+		ty_print_shape(&b, want.rank, want.dim);
 		diag_error(v.span, "'%s' is %s%s, but is declared %s%s", sym_str(name), ty_dtypes[t->dt].name, a.s,
 		           ty_dtypes[want.dt].name, b.s);
 		buf_free(&a);
@@ -546,7 +669,9 @@ static void
 exec_let(Sema *s, Frame *fr, Node *st)
 {
 	SVal v = eval(s, fr, st->u.let.init);
-	if (v.k == SV_TUPLE) {
+	if (reserved(st->u.let.name, st->u.let.nspan, "a `let`"))
+		v = sv_err(); /* still bound, so later uses stay quiet */
+	else if (v.k == SV_TUPLE) {
 		diag_error(st->u.let.init->span, "this gives %d results; bind them with `let (a, b) = ...`", v.n);
 		v = sv_err();
 	} else if (v.k == SV_RED || v.k == SV_LIST) {
@@ -565,17 +690,27 @@ exec_lets(Sema *s, Frame *fr, Node *st)
 {
 	SVal v = eval(s, fr, st->u.lets.init);
 	int n = ast_count(st->u.lets.names), i = 0;
-	if (v.k != SV_ERR && (v.k != SV_TUPLE || v.n != n)) {
-		diag_error(st->u.lets.init->span, "%d names are bound to %s%s", n,
-		           v.k == SV_TUPLE ? "" : sv_what(v), v.k == SV_TUPLE ? "a different number of results" : "");
+	if (v.k == SV_TUPLE && v.n != n) {
+		diag_error(st->u.lets.init->span, "%d names are bound to %d results", n, v.n);
+		v = sv_err();
+	} else if (v.k != SV_TUPLE && v.k != SV_ERR) {
+		diag_error(st->u.lets.init->span, "`let (...)` binds the results of an op that returns several, not %s",
+		           sv_what(v));
 		v = sv_err();
 	}
+	SymMap seen = {0};
 	for (Node *nm = st->u.lets.names; nm; nm = nm->next, i++) {
 		SVal e = v.k == SV_TUPLE ? v.elem[i] : sv_err();
+		if (symmap_get(&seen, nm->u.name))
+			diag_error(nm->span, "'%s' appears twice in this `let`", sym_str(nm->u.name));
+		symmap_put(&seen, nm->u.name, nm);
+		if (reserved(nm->u.name, nm->span, "a `let`"))
+			e = sv_err();
 		if (e.k == SV_TENSOR && !s->f->ins[e.v].name && s->f->ins[e.v].op != OP_PARAM)
 			s->f->ins[e.v].name = nm->u.name;
 		bind(s, fr, nm->u.name, B_LET, e, nm->span);
 	}
+	symmap_free(&seen);
 }
 
 static void
@@ -595,6 +730,8 @@ exec_for(Sema *s, Frame *fr, Node *st)
 		int before = diag_errors();
 		SVal ret;
 		S.unrolled++;
+		if (reserved(st->u.loop.var, st->u.loop.vspan, "a loop variable"))
+			break;
 		bind(s, fr, st->u.loop.var, B_LOOP, sv_int(i, st->u.loop.vspan), st->u.loop.vspan);
 		exec_list(s, fr, st->u.loop.body, &ret, true);
 		unbind_to(fr, mark);
@@ -718,6 +855,16 @@ enter(Sema *s, Frame *caller, Node *fn, Span sp)
 	return true;
 }
 
+/* An error inside an inlined body says which call it came from, as a
+ * C++ compiler says which instantiation ("in this call of 'f'"); not
+ * for the standalone check of a kernel, which has no call. */
+static void
+called_from(Frame *caller, Span sp, Node *fn, int before)
+{
+	if (diag_errors() != before && caller->fn)
+		diag_note(sp, "in this call of '%s'", sym_str(fn->u.fn.name));
+}
+
 /* A kernel is one scalar function: its 16-bit tensor arguments are read
  * as f32, it computes in f32, and its result is rounded once on store, as
  * the fused GPU code does.  `dt` collects the arguments' storage dtype. */
@@ -768,7 +915,7 @@ call_kernel(Sema *s, Frame *caller, Node *k, SVal *args, int nargs, Span sp)
 	Frame fr = {.me = env_of_file(k->span.file), .fn = k, .up = caller, .depth = caller->depth + 1};
 	bool was = s->kernel;
 	DType dt = DT_COUNT;
-	int i = 0;
+	int i = 0, before;
 	SVal r;
 	if (nargs != k->u.fn.nargs) {
 		diag_error(sp, "kernel '%s' takes %d argument%s, not %d", sym_str(k->u.fn.name), k->u.fn.nargs,
@@ -788,16 +935,18 @@ call_kernel(Sema *s, Frame *caller, Node *k, SVal *args, int nargs, Span sp)
 		if (args[i].k == SV_TENSOR && sv_type(s, args[i])->pl.kind == PL_PARTIAL) {
 			diag_error(args[i].span, "kernel '%s' cannot take a @partial value: reduce it first",
 			           sym_str(k->u.fn.name));
-			diag_note(NOSPAN, "all_reduce(x, %s) would make it @repl", pl_rednames[sv_type(s, args[i])->pl.red]);
+			rule_repl_note(s, args[i]);
 			return sv_err();
 		}
 		bind(s, &fr, a->u.name, B_ARG, kernel_load(s, args[i], &dt, sp), a->span);
 		if (dt == DT_COUNT + 1)
 			return sv_err();
 	}
+	before = diag_errors();
 	s->kernel = true;
 	r = eval(s, &fr, k->u.fn.body);
 	s->kernel = was;
+	called_from(caller, sp, k, before);
 	return kernel_store(s, r, dt, sp);
 }
 
@@ -807,6 +956,7 @@ typedef struct Pending {
 	Node *dim;
 	int64_t actual;
 	int arg, d;
+	Sym pname;
 } Pending;
 
 static bool
@@ -814,16 +964,12 @@ unify_dtype(Sema *s, Frame *fr, Node *tn, DType dt, Span at, const char *argname
 {
 	DType want;
 	(void)s;
-	if (tn->u.type.dvar) {
-		Bind *b = find_local(fr, tn->u.type.dtype);
-		if (!b) {
-			bind(s, fr, tn->u.type.dtype, B_SIZE, (SVal){.k = SV_DTYPE, .dt = dt}, tn->u.type.dspan);
-			return true;
-		}
-		want = b->val.dt;
-	} else if (!ty_dtype_byname(sym_str(tn->u.type.dtype), &want)) {
-		die("bad dtype");
+	if (tn->u.type.dvar && !is_reserved(tn->u.type.dtype) && !find_local(fr, tn->u.type.dtype)) {
+		bind(s, fr, tn->u.type.dtype, B_SIZE, (SVal){.k = SV_DTYPE, .dt = dt}, tn->u.type.dspan);
+		return true;
 	}
+	if (!type_dtype(s, fr, tn, &want))
+		return false;
 	if (want != dt) {
 		diag_error(at, "argument '%s' is %s, but the parameter is %s", argname, ty_dtypes[dt].name, ty_dtypes[want].name);
 		diag_note(tn->span, "parameter declared here");
@@ -866,11 +1012,11 @@ unify_arg(Sema *s, Frame *fr, Node *pa, SVal *arg, Pending *pend, int *npend, in
 		return false;
 	}
 	for (Node *dn = tn->u.type.dims; dn; dn = dn->next, d++) {
-		if (dn->kind == NK_NAME && !find_local(fr, dn->u.name)) {
+		if (dn->kind == NK_NAME && !is_reserved(dn->u.name) && !find_local(fr, dn->u.name)) {
 			bind(s, fr, dn->u.name, B_SIZE, sv_int(t->dim[d], dn->span), dn->span);
 			continue;
 		}
-		pend[(*npend)++] = (Pending){dn, t->dim[d], ai, d};
+		pend[(*npend)++] = (Pending){dn, t->dim[d], ai, d, pa->u.let.name};
 	}
 	return true;
 }
@@ -904,58 +1050,62 @@ place_arg(Sema *s, Frame *fr, Node *pa, SVal arg, const char *opname)
 	return sv_err();
 }
 
-/* The results of an op against its declared result types. */
+/* A called op's declared result type: its names were bound by the
+ * arguments (or are params); with no placement written, the result keeps
+ * the placement it has (*placed = false). */
+static bool
+callee_result_type(Sema *s, Frame *fr, Node *rt, Type *want, bool *placed)
+{
+	Node *un;
+	int i = 0;
+	if (rt->u.type.dvar && !find_local(fr, rt->u.type.dtype) && !symmap_get(&fr->me->params, rt->u.type.dtype)) {
+		diag_error(rt->u.type.dspan, "dtype '%s' of the result is bound by no argument", sym_str(rt->u.type.dtype));
+		return false;
+	}
+	if (!type_dtype(s, fr, rt, &want->dt))
+		return false;
+	want->rank = rt->u.type.rank;
+	for (Node *d = rt->u.type.dims; d; d = d->next, i++) {
+		if ((un = free_name(fr, d))) {
+			diag_error(un->span, "size '%s' of the result is bound by no argument", sym_str(un->u.name));
+			return false;
+		}
+		if (!eval_int(s, fr, d, "a size", &want->dim[i]))
+			return false;
+	}
+	*placed = rt->u.type.place != NULL;
+	return !*placed || resolve_place(s, fr, rt->u.type.place, want->rank, &want->pl);
+}
+
+/* The results of an op against its declared result types.  A number
+ * returned becomes a scalar of the declared dtype. */
 static SVal
 check_result(Sema *s, Frame *fr, Node *rt, SVal r, bool entry, Type *out)
 {
 	Type want;
 	const Type *t;
-	int i = 0;
-	if (r.k == SV_INT || r.k == SV_FLOAT) {
-		DType dt = DT_F32;
-		Val v;
-		if (!rt->u.type.dvar && !ty_dtype_byname(sym_str(rt->u.type.dtype), &dt))
-			die("bad dtype");
-		v = ir_add(s->f, OP_CONST, (Type){.dt = dt, .rank = 0, .pl = {PL_REPL, 0, 0}}, NULL, 0, r.span);
+	bool placed = true;
+	memset(&want, 0, sizeof want);
+	if (r.k == SV_ERR)
+		return r;
+	if (r.k != SV_TENSOR && r.k != SV_INT && r.k != SV_FLOAT) {
+		diag_error(r.span, "the result must be a tensor, not %s", sv_what(r));
+		return sv_err();
+	}
+	if (entry ? !resolve_entry_type(s, fr, rt, &want, "the result") : !callee_result_type(s, fr, rt, &want, &placed))
+		return sv_err();
+	if (r.k == SV_FLOAT && want.dt == DT_I32 && r.f != trunc(r.f)) {
+		diag_error(r.span, "the result is the number %g, but the signature says i32", r.f);
+		return sv_err();
+	}
+	if (r.k != SV_TENSOR) {
+		Val v = ir_add(s->f, OP_CONST, (Type){.dt = want.dt, .rank = 0, .pl = {PL_REPL, 0, 0}}, NULL, 0, r.span);
 		s->f->ins[v].c = r.f;
 		r = sv_tensor(v, r.span);
 	}
-	if (r.k != SV_TENSOR) {
-		if (r.k != SV_ERR)
-			diag_error(r.span, "the result must be a tensor, not %s", sv_what(r));
-		return sv_err();
-	}
 	t = sv_type(s, r);
-	memset(&want, 0, sizeof want);
-	if (entry) {
-		if (!resolve_entry_type(s, fr, rt, &want, "the result"))
-			return sv_err();
-	} else {
-		if (rt->u.type.dvar) {
-			Bind *b = find_local(fr, rt->u.type.dtype);
-			if (!b) {
-				diag_error(rt->u.type.dspan, "dtype '%s' of the result is bound by no argument",
-				           sym_str(rt->u.type.dtype));
-				return sv_err();
-			}
-			want.dt = b->val.dt;
-		} else if (!ty_dtype_byname(sym_str(rt->u.type.dtype), &want.dt)) {
-			die("bad dtype");
-		}
-		want.rank = rt->u.type.rank;
-		for (Node *d = rt->u.type.dims; d; d = d->next, i++) {
-			if (d->kind == NK_NAME && !find_local(fr, d->u.name) && !symmap_get(&fr->me->params, d->u.name) &&
-			    d->u.name != S.nranks) {
-				diag_error(d->span, "size '%s' of the result is bound by no argument", sym_str(d->u.name));
-				return sv_err();
-			}
-			if (i >= LIM_RANK || !eval_int(s, fr, d, "a size", &want.dim[i]))
-				return sv_err();
-		}
+	if (!placed)
 		want.pl = t->pl;
-		if (rt->u.type.place && !resolve_place(s, fr, rt->u.type.place, want.rank, &want.pl))
-			return sv_err();
-	}
 	if (want.dt != t->dt || !ty_same_shape(&want, t)) {
 		Buf a = {0}, b = {0};
 		buf_printf(&a, "%s", ty_dtypes[t->dt].name);
@@ -1009,12 +1159,27 @@ run_body(Sema *s, Frame *fr, Node *op)
 }
 
 static SVal
+op_results(Sema *s, Frame *fr, Node *op, SVal r, Span sp)
+{
+	int i = 0;
+	if (r.k == SV_ERR)
+		return r;
+	if (r.k != SV_TUPLE)
+		return check_result(s, fr, op->u.fn.rets, r, false, NULL);
+	for (Node *rt = op->u.fn.rets; rt; rt = rt->next, i++)
+		if ((r.elem[i] = check_result(s, fr, rt, r.elem[i], false, NULL)).k == SV_ERR)
+			return sv_err();
+	r.span = sp;
+	return r;
+}
+
+static SVal
 call_op(Sema *s, Frame *caller, Node *op, SVal *args, int nargs, Span sp)
 {
 	Frame fr = {.me = env_of_file(op->span.file), .fn = op, .up = caller, .depth = caller->depth + 1};
 	const char *name = sym_str(op->u.fn.name);
 	Pending *pend;
-	int npend = 0, i = 0;
+	int npend = 0, i = 0, before;
 	SVal r;
 	if (s->kernel) {
 		diag_error(sp, "op '%s' cannot be called in a kernel body; kernels are elementwise", name);
@@ -1037,11 +1202,18 @@ call_op(Sema *s, Frame *caller, Node *op, SVal *args, int nargs, Span sp)
 			return sv_err();
 	for (int k = 0; k < npend; k++) {
 		int64_t want;
+		Node *un = free_name(&fr, pend[k].dim);
+		if (un) {
+			diag_error(un->span, "size '%s' is bound by no argument: a size name is bound where it stands alone as a dim",
+			           sym_str(un->u.name));
+			diag_note(sp, "in this call of '%s'", name);
+			return sv_err();
+		}
 		if (!eval_int(s, &fr, pend[k].dim, "a size", &want))
 			return sv_err();
 		if (want != pend[k].actual) {
-			diag_error(args[pend[k].arg].span, "dim %d of this argument has size %lld, but the parameter says %lld",
-			           pend[k].d, (long long)pend[k].actual, (long long)want);
+			diag_error(args[pend[k].arg].span, "dim %d of argument '%s' has size %lld, but the parameter says %lld",
+			           pend[k].d, sym_str(pend[k].pname), (long long)pend[k].actual, (long long)want);
 			diag_note(pend[k].dim->span, "size declared here");
 			return sv_err();
 		}
@@ -1053,16 +1225,9 @@ call_op(Sema *s, Frame *caller, Node *op, SVal *args, int nargs, Span sp)
 			return a;
 		bind(s, &fr, pa->u.let.name, B_ARG, a, pa->u.let.nspan);
 	}
-	r = run_body(s, &fr, op);
-	if (r.k == SV_ERR)
-		return r;
-	if (r.k != SV_TUPLE)
-		return check_result(s, &fr, op->u.fn.rets, r, false, NULL);
-	i = 0;
-	for (Node *rt = op->u.fn.rets; rt; rt = rt->next, i++)
-		if ((r.elem[i] = check_result(s, &fr, rt, r.elem[i], false, NULL)).k == SV_ERR)
-			return sv_err();
-	r.span = sp;
+	before = diag_errors();
+	r = op_results(s, &fr, op, run_body(s, &fr, op), sp);
+	called_from(caller, sp, op, before);
 	return r;
 }
 
@@ -1149,31 +1314,50 @@ eval(Sema *s, Frame *fr, Node *n)
 
 /* ---- files: params, definitions ---- */
 
-/* -D NAME=VALUE: an integer, a number or a dtype. */
+/* -D NAME=VALUE: a dtype, or an integer or a number written as in the
+ * language, with an optional '-' ("8192", "-1", "1e-5", "bf16"). */
 static bool
-parse_define(const char *text, SVal *v)
+parse_define(const char *text, SVal *v, const char **why)
 {
-	char *end;
-	long long i;
-	double f;
+	const char *p = text;
+	bool frac = false;
 	DType dt;
+	*why = "the value is not an integer, a number or a dtype";
 	if (ty_dtype_byname(text, &dt)) {
 		*v = (SVal){.k = SV_DTYPE, .dt = dt, .span = NOSPAN};
 		return true;
 	}
+	p += *p == '-';
+	if (!isdigit((unsigned char)*p))
+		return false;
+	while (isdigit((unsigned char)*p))
+		p++;
+	if (*p == '.') {
+		if (!isdigit((unsigned char)*++p))
+			return false;
+		while (isdigit((unsigned char)*p))
+			p++;
+		frac = true;
+	}
+	if (*p == 'e' || *p == 'E') {
+		p += p[1] == '+' || p[1] == '-';
+		if (!isdigit((unsigned char)*++p))
+			return false;
+		while (isdigit((unsigned char)*p))
+			p++;
+		frac = true;
+	}
+	if (*p)
+		return false;
+	*why = "the value is out of range";
 	errno = 0;
-	i = strtoll(text, &end, 10);
-	if (*text && !*end && errno == 0) {
+	if (!frac) {
+		long long i = strtoll(text, NULL, 10);
 		*v = sv_int(i, NOSPAN);
-		return true;
+		return errno == 0;
 	}
-	errno = 0;
-	f = strtod(text, &end);
-	if (*text && !*end && errno == 0 && f == f && f - f == 0) {
-		*v = sv_float(f, NOSPAN);
-		return true;
-	}
-	return false;
+	*v = sv_float(strtod(text, NULL), NOSPAN);
+	return isfinite(v->f);
 }
 
 static int
@@ -1182,10 +1366,14 @@ collect_params(Sema *s, ModEnv *me, bool main)
 	Frame fr = {.me = me};
 	int status = EXIT_OK;
 	bool *used = main ? xcalloc(s->u->opt.ndefines + 1, sizeof *used) : NULL;
+	const char *why;
+	/* a param's value is a constant; a tensor made while computing one
+	 * goes to a scratch function and is reported as not a constant */
+	s->f = ir_func_new(me->m->name, s->nranks, NOSPAN);
 	for (Node *it = me->m->items; it; it = it->next) {
 		Bind *old, *b;
 		SVal v;
-		if (it->kind != NK_PARAM)
+		if (it->kind != NK_PARAM || reserved(it->u.let.name, it->u.let.nspan, "a param"))
 			continue;
 		if ((old = symmap_get(&me->params, it->u.let.name))) {
 			diag_error(it->u.let.nspan, "param '%s' is declared twice", sym_str(it->u.let.name));
@@ -1197,9 +1385,8 @@ collect_params(Sema *s, ModEnv *me, bool main)
 			if (strcmp(s->u->opt.defines[i].name, sym_str(it->u.let.name)))
 				continue;
 			used[i] = true;
-			if (!parse_define(s->u->opt.defines[i].value, &v)) {
-				diag_usage("-D %s=%s: the value is not an integer, a number or a dtype", s->u->opt.defines[i].name,
-				           s->u->opt.defines[i].value);
+			if (!parse_define(s->u->opt.defines[i].value, &v, &why)) {
+				diag_usage("-D %s=%s: %s", s->u->opt.defines[i].name, s->u->opt.defines[i].value, why);
 				status = EXIT_USAGE;
 			}
 			v.span = it->u.let.nspan;
@@ -1220,7 +1407,30 @@ collect_params(Sema *s, ModEnv *me, bool main)
 			status = EXIT_USAGE;
 		}
 	free(used);
+	ir_func_free(s->f);
+	s->f = NULL;
 	return status;
+}
+
+/* Parameter names of one definition are distinct and not predefined. */
+static void
+check_arg_names(Node *fn)
+{
+	SymMap seen = {0};
+	for (Node *a = fn->u.fn.args; a; a = a->next) {
+		Sym n = fn->kind == NK_OP ? a->u.let.name : a->u.name;
+		Span sp = fn->kind == NK_OP ? a->u.let.nspan : a->span;
+		Node *first = symmap_get(&seen, n);
+		if (reserved(n, sp, "a parameter"))
+			continue;
+		if (first) {
+			diag_error(sp, "parameter '%s' appears twice", sym_str(n));
+			diag_note(fn->kind == NK_OP ? first->u.let.nspan : first->span, "first declared here");
+			continue;
+		}
+		symmap_put(&seen, n, a);
+	}
+	symmap_free(&seen);
 }
 
 static void
@@ -1241,18 +1451,9 @@ collect_defs(ModEnv *me)
 		}
 		symmap_put(&me->defs, it->u.fn.name, it);
 	}
-}
-
-/* Parameter and argument names of one definition are distinct. */
-static void
-check_arg_names(Node *fn)
-{
-	for (Node *a = fn->u.fn.args; a; a = a->next) {
-		Sym n = fn->kind == NK_OP ? a->u.let.name : a->u.name;
-		for (Node *b = a->next; b; b = b->next)
-			if ((fn->kind == NK_OP ? b->u.let.name : b->u.name) == n)
-				diag_error(b->span, "parameter '%s' appears twice", sym_str(n));
-	}
+	for (Node *it = me->m->items; it; it = it->next)
+		if (it->kind == NK_OP || it->kind == NK_KERNEL)
+			check_arg_names(it);
 }
 
 /* ---- entry ops ---- */
@@ -1262,15 +1463,16 @@ check_arg_names(Node *fn)
 static Node *
 unbound_name(ModEnv *me, Node *op)
 {
-	Node *lists[2] = {op->u.fn.args, op->u.fn.rets};
+	Frame top = {.me = me};
+	Node *lists[2] = {op->u.fn.args, op->u.fn.rets}, *un;
 	for (int l = 0; l < 2; l++)
 		for (Node *a = lists[l]; a; a = a->next) {
 			Node *t = l == 0 ? a->u.let.type : a;
 			if (t->u.type.dvar && !symmap_get(&me->params, t->u.type.dtype))
 				return t;
 			for (Node *d = t->u.type.dims; d; d = d->next)
-				if (d->kind == NK_NAME && d->u.name != S.nranks && !symmap_get(&me->params, d->u.name))
-					return d;
+				if ((un = free_name(&top, d)))
+					return un;
 		}
 	return NULL;
 }
@@ -1286,7 +1488,6 @@ elab_entry(Sema *s, ModEnv *me, Node *op)
 	s->f->in = arena_alloc(s->f->arena, (size_t)(s->f->nin + 1) * sizeof(Val));
 	S.unrolled = S.steps = 0;
 	S.stopped = false;
-	check_arg_names(op);
 	for (Node *a = op->u.fn.args; a; a = a->next, i++) {
 		Type t;
 		Val v;
@@ -1336,7 +1537,6 @@ check_kernel(Sema *s, ModEnv *me, Node *k)
 	Frame top = {.me = me};
 	SVal *args = arena_alloc(s->tmp, (size_t)(k->u.fn.nargs + 1) * sizeof *args);
 	Type t = {.dt = DT_F32, .rank = 0, .pl = {PL_REPL, 0, 0}};
-	check_arg_names(k);
 	s->f = ir_func_new(k->u.fn.name, s->nranks, k->span);
 	for (int i = 0; i < k->u.fn.nargs; i++) {
 		args[i] = sv_tensor(ir_add(s->f, OP_PARAM, t, NULL, 0, k->span), k->span);
@@ -1356,11 +1556,57 @@ add_func(Unit *u, Func *f)
 	*t = f;
 }
 
+/* The names called in a body (statements or one expression), to tell a
+ * generic helper op from one that nothing uses. */
+static void
+calls_in(Node *n, SymMap *called)
+{
+	for (; n; n = n->next)
+		switch (n->kind) {
+		case NK_CALL:
+			symmap_put(called, n->u.call.name, n);
+			/* fallthrough */
+		case NK_LIST:
+		case NK_TUPLE:
+			calls_in(n->u.call.args, called);
+			break;
+		case NK_BIN:
+			calls_in(n->u.bin.l, called);
+			if (n->u.bin.r)
+				calls_in(n->u.bin.r, called);
+			break;
+		case NK_NEG:
+			calls_in(n->u.bin.l, called);
+			break;
+		case NK_LET:
+		case NK_ASSIGN:
+			calls_in(n->u.let.init, called);
+			break;
+		case NK_LETS:
+			calls_in(n->u.lets.init, called);
+			break;
+		case NK_RETURN:
+			calls_in(n->u.ret.vals, called);
+			break;
+		case NK_FOR:
+			calls_in(n->u.loop.lo, called);
+			calls_in(n->u.loop.hi, called);
+			calls_in(n->u.loop.body, called);
+			break;
+		default:
+			break;
+		}
+}
+
 static int
 elab_main(Sema *s, ModEnv *main)
 {
 	const char *entry = s->u->opt.entry;
 	bool found = false;
+	SymMap called = {0};
+	for (Node *it = main->m->items; it; it = it->next)
+		if (it->kind == NK_OP || it->kind == NK_KERNEL)
+			calls_in(it->u.fn.body, &called);
 	for (Node *it = main->m->items; it && !diag_full(); it = it->next) {
 		if (it->kind == NK_KERNEL) {
 			check_kernel(s, main, it);
@@ -1369,19 +1615,21 @@ elab_main(Sema *s, ModEnv *main)
 		if (it->kind != NK_OP || (entry && strcmp(entry, sym_str(it->u.fn.name))))
 			continue;
 		found = true;
-		if (!entry) {
+		if (!entry && unbound_name(main, it)) {
+			/* a generic op: compiled where it is called */
 			Node *un = unbound_name(main, it);
-			if (un) {
-				diag_warning(un->span, "op '%s' is not compiled: '%s' has no param value (use --entry %s with -D)",
+			if (!symmap_get(&called, it->u.fn.name))
+				diag_warning(un->span, "op '%s' is not compiled and not called: '%s' has no value "
+				             "(declare `param %s = ...` to compile it on its own)",
 				             sym_str(it->u.fn.name), sym_str(un->kind == NK_TYPE ? un->u.type.dtype : un->u.name),
-				             sym_str(it->u.fn.name));
-				continue;
-			}
+				             sym_str(un->kind == NK_TYPE ? un->u.type.dtype : un->u.name));
+			continue;
 		}
 		Func *f = elab_entry(s, main, it);
 		if (f)
 			add_func(s->u, f);
 	}
+	symmap_free(&called);
 	if (entry && !found) {
 		diag_usage("--entry %s: %s defines no op '%s'", entry, src_get(main->m->file)->path, entry);
 		return EXIT_USAGE;

@@ -52,6 +52,8 @@ parse_int(const char *s, long long lo, long long hi, long long *out)
 	return *s && !*end && errno == 0 && *out >= lo && *out <= hi;
 }
 
+/* `flag` is the option as written, with its value: "--ranks 0",
+ * "--emit=ptx", "-Dfoo". */
 static int
 take(Driver *d, OptId id, const char *flag, const char *val)
 {
@@ -62,7 +64,7 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 		return -1;
 	case OPT_RANKS:
 		if (!parse_int(val, 1, LIM_RANKS, &n)) {
-			diag_usage("%s %s: the number of ranks must be an integer from 1 to %d", flag, val, LIM_RANKS);
+			diag_usage("%s: the number of ranks must be an integer from 1 to %d", flag, LIM_RANKS);
 			return EXIT_USAGE;
 		}
 		d->opt.nranks = (int)n;
@@ -70,7 +72,7 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 	case OPT_DEFINE: {
 		const char *eq = strchr(val, '=');
 		if (!eq || eq == val) {
-			diag_usage("%s %s: write -D NAME=VALUE", flag, val);
+			diag_usage("%s: write -D NAME=VALUE", flag);
 			return EXIT_USAGE;
 		}
 		d->opt.defines = xrealloc(d->opt.defines, (d->opt.ndefines + 1) * sizeof *d->opt.defines);
@@ -90,11 +92,11 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 				d->emit = emits[i].emit;
 				return -1;
 			}
-		diag_usage("%s %s: unknown stage; choose tokens, ast or ir", flag, val);
+		diag_usage("%s: unknown stage '%s'; choose tokens, ast or ir", flag, val);
 		return EXIT_USAGE;
 	case OPT_DIAG:
 		if (strcmp(val, "text") && strcmp(val, "json")) {
-			diag_usage("%s %s: choose text or json", flag, val);
+			diag_usage("%s: unknown format '%s'; choose text or json", flag, val);
 			return EXIT_USAGE;
 		}
 		d->diag = strcmp(val, "json") ? DIAG_TEXT : DIAG_JSON;
@@ -114,7 +116,7 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 		return -1;
 	case OPT_SEED:
 		if (!parse_int(val, 0, INT64_MAX, &n)) {
-			diag_usage("%s %s: the seed must be a non-negative integer", flag, val);
+			diag_usage("%s: the seed must be a non-negative integer", flag);
 			return EXIT_USAGE;
 		}
 		d->seed = (uint64_t)n;
@@ -138,6 +140,18 @@ allowed_opt(OptId id, const OptId *allowed, int n)
 	return false;
 }
 
+/* An option as the user wrote it, for messages: "--emit=ptx", "--ranks 0". */
+static const char *
+as_written(Driver *d, const char *a, const char *val, bool attached)
+{
+	Buf b = {0};
+	char *s;
+	buf_printf(&b, "%s%s%s", a, val && !attached ? " " : "", val && !attached ? val : "");
+	s = arena_strndup(d->mem, b.s, b.len);
+	buf_free(&b);
+	return s;
+}
+
 /* GNU style: -x VAL, -xVAL, --name VAL, --name=VAL; "-" is stdin. */
 int
 drv_args(Driver *d, int argc, char **argv, const OptId *allowed, int nallowed, const char *usage)
@@ -148,6 +162,7 @@ drv_args(Driver *d, int argc, char **argv, const OptId *allowed, int nallowed, c
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *val = NULL;
 		size_t k, n = 0;
+		bool attached = false;
 		int r;
 		if (a[0] != '-' || strcmp(a, "-") == 0) {
 			if (d->input) {
@@ -171,6 +186,7 @@ drv_args(Driver *d, int argc, char **argv, const OptId *allowed, int nallowed, c
 			return EXIT_USAGE;
 		}
 		if (opts[k].arg) {
+			attached = (a[1] == '-' && a[2 + n] == '=') || (a[1] != '-' && a[2]);
 			if (a[1] == '-' && a[2 + n] == '=')
 				val = a + 3 + n;
 			else if (a[1] != '-' && a[2])
@@ -186,7 +202,7 @@ drv_args(Driver *d, int argc, char **argv, const OptId *allowed, int nallowed, c
 			fputs(usage, stdout);
 			return EXIT_OK;
 		}
-		if ((r = take(d, opts[k].id, a, val)) >= 0)
+		if ((r = take(d, opts[k].id, as_written(d, a, val, attached), val)) >= 0)
 			return r;
 	}
 	if (!d->input) {
