@@ -628,11 +628,8 @@ rule_binary(Sema *s, int op, SVal a, SVal b, Span sp)
 		fix_operands(s, &a, &b, ew_ok, &c, &res, sp, false);
 		return sv_err();
 	}
-	if (res.pl.kind == PL_SPLIT && res.dim[res.pl.dim] % s->nranks) {
-		diag_error(sp, "the result would be split along dim %d of size %lld, which %d ranks do not divide",
-		           res.pl.dim, (long long)res.dim[res.pl.dim], s->nranks);
-		return sv_err();
-	}
+	/* a split result dim is an operand's split dim, whose size P divides
+	 * (a stretched one was refused above); the verifier checks it */
 	args[0] = a.v;
 	args[1] = b.v;
 	return make(s, ew_op(op), res, args, 2, sp);
@@ -740,10 +737,7 @@ mm_shape(const Type *ta, const Type *tb, MmShape *m, Span sp)
 	bb.rank -= 2;
 	if (!broadcast(&ba, &bb, &m->res, sp))
 		return false;
-	if (m->res.rank + 2 > LIM_RANK) {
-		diag_error(sp, "matmul result rank is over the limit of %d", LIM_RANK);
-		return false;
-	}
+	ASSERT(m->res.rank + 2 <= LIM_RANK); /* max(ranks) - 2 batch dims */
 	m->res.dim[m->res.rank++] = ta->dim[ta->rank - 2];
 	m->res.dim[m->res.rank++] = tb->dim[tb->rank - 1];
 	m->res.dt = ta->dt;
@@ -800,11 +794,7 @@ rule_matmul(Sema *s, SVal a, SVal b, Span sp)
 		fix_operands(s, &a, &b, mm_ok, &m, &m.res, sp, false);
 		return sv_err();
 	}
-	if (m.res.pl.kind == PL_SPLIT && m.res.dim[m.res.pl.dim] % s->nranks) {
-		diag_error(sp, "the result would be split along dim %d of size %lld, which %d ranks do not divide",
-		           m.res.pl.dim, (long long)m.res.dim[m.res.pl.dim], s->nranks);
-		return sv_err();
-	}
+	/* as for elementwise results: P divides the split dim */
 	args[0] = a.v;
 	args[1] = b.v;
 	return make(s, OP_MATMUL, m.res, args, 2, sp);

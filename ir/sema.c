@@ -120,10 +120,7 @@ check_shape(Sema *s, Type *t, Span sp)
 {
 	int64_t n = 1;
 	(void)s;
-	if (t->rank > LIM_RANK) {
-		diag_error(sp, "tensor rank %d is over the limit of %d", t->rank, LIM_RANK);
-		return false;
-	}
+	ASSERT(t->rank <= LIM_RANK); /* the parser and reshape bound it */
 	for (int i = 0; i < t->rank; i++) {
 		if (t->dim[i] <= 0) {
 			diag_error(sp, "dim %d has size %lld; sizes must be positive", i, (long long)t->dim[i]);

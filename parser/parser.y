@@ -75,8 +75,9 @@ item
 	| PARAM param_list ";" { $$ = $2; }
 	| op
 	| kernel
-	| error ";" { $$ = NULL; }
-	| error "}" { $$ = NULL; }
+	| error ";" { $$ = NULL; yyerrok; }
+	| error "}" { $$ = NULL; yyerrok; }
+	| error block { $$ = NULL; yyerrok; } /* a bad op header: skip its body whole */
 	;
 
 use
@@ -228,7 +229,8 @@ stmt
 		$$->u.loop.var = $2; $$->u.loop.vspan = @2;
 		$$->u.loop.lo = $4; $$->u.loop.hi = $6; $$->u.loop.body = $7;
 	}
-	| error ";" { $$ = NULL; }
+	| error ";" { $$ = NULL; yyerrok; } /* the next statement is reported on its own */
+	| error block { $$ = NULL; yyerrok; } /* a bad `for` header: skip its body */
 	;
 
 /* expr = expr ("+"|"-"|"*"|"/"|"@") expr | "-" expr | postfix */
