@@ -169,7 +169,7 @@ rule_can_reshard(const Type *t, Place to, int nranks)
 
 /* The call a user would write: "all_gather(w, 0)". */
 static void
-reshard_text(Buf *b, Op op, const Type *t, Place to, Span operand)
+reshard_text(Buf *b, Op op, const Type *t, Place to, Span operand, bool suggest)
 {
 	Buf x = {0};
 	text_of(&x, operand);
@@ -186,10 +186,13 @@ reshard_text(Buf *b, Op op, const Type *t, Place to, Span operand)
 	case OP_ALL_TO_ALL:
 		buf_printf(b, "all_to_all(%s, %d, %d)", x.s, t->pl.dim, to.dim);
 		break;
-	case OP_SCATTER:
-		buf_printf(b, "each rank's block of %s (a `let` annotated ", x.s);
-		pl_print(b, to);
-		buf_printf(b, ")");
+	case OP_SCATTER: /* no collective: each rank keeps its block */
+		buf_printf(b, "each rank's block of %s", x.s);
+		if (suggest) {
+			buf_printf(b, " (a `let` annotated ");
+			pl_print(b, to);
+			buf_printf(b, ")");
+		}
 		break;
 	default:
 		die("no reshard text for %s", ir_ops[op].name);
@@ -197,16 +200,21 @@ reshard_text(Buf *b, Op op, const Type *t, Place to, Span operand)
 	buf_free(&x);
 }
 
-/* The note that suggests a conversion: "all_gather(w, 0) would make w
- * @repl"; `name` says what the operand is when its text is too long. */
+/* The note that suggests a conversion: "all_gather(w, 0) would make it
+ * @repl".  Where two operands could be meant, `who` is NULL and the
+ * operand is named by its text ("... would make w @repl"), or by
+ * `fallback` when its text is too long. */
 static void
-reshard_note(Sema *s, SVal x, Place to, const char *name)
+reshard_note(Sema *s, SVal x, Place to, const char *who, const char *fallback)
 {
 	const Type *t = sv_type(s, x);
 	Buf call = {0}, pl = {0}, nm = {0};
-	reshard_text(&call, reshard_plan(t, to, s->nranks).op, t, to, x.span);
+	reshard_text(&call, reshard_plan(t, to, s->nranks).op, t, to, x.span, true);
 	pl_print(&pl, to);
-	rule_operand_text(&nm, x.span, name);
+	if (who)
+		buf_printf(&nm, "%s", who);
+	else
+		rule_operand_text(&nm, x.span, fallback);
 	diag_note(NOSPAN, "%s would make %s %s", call.s, nm.s, pl.s);
 	buf_free(&call);
 	buf_free(&pl);
@@ -218,7 +226,7 @@ reshard_note(Sema *s, SVal x, Place to, const char *name)
 void
 rule_repl_note(Sema *s, SVal x)
 {
-	reshard_note(s, x, (Place){PL_REPL, 0, 0}, "it");
+	reshard_note(s, x, (Place){PL_REPL, 0, 0}, "it", NULL);
 }
 
 /* With why == NULL: only a note suggesting the fix.  Otherwise the
@@ -242,10 +250,10 @@ rule_reshard(Sema *s, SVal x, Place to, Span sp, const char *why)
 		return sv_err();
 	}
 	if (!why) {
-		reshard_note(s, x, to, "it");
+		reshard_note(s, x, to, "it", NULL);
 		return sv_err();
 	}
-	reshard_text(&call, r.op, t, to, x.span);
+	reshard_text(&call, r.op, t, to, x.span, false);
 	pl_print(&pl, to);
 	diag_note(sp, "inserted %s to make it %s, as %s requires", call.s, pl.s, why);
 	buf_free(&call);
@@ -327,7 +335,7 @@ fix_operands(Sema *s, SVal *a, SVal *b, PlaceOk ok, void *ctx, const Type *res, 
 		if (pl_eq(sv_type(s, *x)->pl, to))
 			continue;
 		if (!insert)
-			reshard_note(s, *x, to, side ? "the right operand" : "the left operand");
+			reshard_note(s, *x, to, NULL, side ? "the right operand" : "the left operand");
 		else if ((*x = rule_reshard(s, *x, to, x->span, "--auto-comm")).k != SV_TENSOR)
 			return false;
 	}
@@ -613,8 +621,14 @@ rule_binary(Sema *s, int op, SVal a, SVal b, Span sp)
 	if (!broadcast(ta, tb, &res, sp))
 		return sv_err();
 	res.dt = ta->dt;
-	if (!lift_place(ta, &res, &pa, a.span) || !lift_place(tb, &res, &pb, b.span))
+	if (!lift_place(ta, &res, &pa, a.span)) {
+		rule_repl_note(s, a);
 		return sv_err();
+	}
+	if (!lift_place(tb, &res, &pb, b.span)) {
+		rule_repl_note(s, b);
+		return sv_err();
+	}
 	if (!ew_place(op, pa, pb, &res.pl)) {
 		EwCtx c = {op, res};
 		SVal a2 = a, b2 = b;
@@ -782,8 +796,14 @@ rule_matmul(Sema *s, SVal a, SVal b, Span sp)
 	}
 	if (!mm_shape(ta, tb, &m, sp))
 		return sv_err();
-	if (!batch_split_ok(ta, &m, a.span) || !batch_split_ok(tb, &m, b.span))
+	if (!batch_split_ok(ta, &m, a.span)) {
+		rule_repl_note(s, a);
 		return sv_err();
+	}
+	if (!batch_split_ok(tb, &m, b.span)) {
+		rule_repl_note(s, b);
+		return sv_err();
+	}
 	if (!mm_place(&m, ta, tb, &m.res.pl)) {
 		SVal a2 = a, b2 = b;
 		if (s->autocomm && fix_operands(s, &a2, &b2, mm_ok, &m, &m.res, sp, true))
@@ -1118,7 +1138,7 @@ goal_note(Sema *s, SVal x, Place goal, const char *fn)
 	const Type *t = sv_type(s, x);
 	Buf nm = {0}, pl = {0};
 	if (rule_can_reshard(t, goal, s->nranks)) {
-		reshard_note(s, x, goal, "it");
+		reshard_note(s, x, goal, "it", NULL);
 		return;
 	}
 	if (pl_eq(t->pl, goal)) {

@@ -172,7 +172,8 @@ near(Near *n, Sym cand)
 	if (!cand)
 		return;
 	d = edits(n->want, sym_str(cand));
-	if (d < n->dist && d <= (int)(strlen(n->want) + 2) / 3) {
+	/* about one edit in three, and never all of a short name */
+	if (d < n->dist && d <= (int)(strlen(n->want) + 2) / 3 && d < (int)strlen(n->want)) {
 		n->dist = d;
 		n->best = sym_str(cand);
 	}
@@ -608,6 +609,8 @@ exec_assign(Sema *s, Frame *fr, Node *st)
 		b->val = sv_err();
 		return;
 	}
+	if (v.k == SV_TENSOR && !s->f->ins[v.v].name && s->f->ins[v.v].op != OP_PARAM)
+		s->f->ins[v.v].name = b->name;
 	if (!same_type(s, b->val, v)) {
 		Buf was = {0}, now = {0};
 		describe(s, &was, b->val);
