@@ -32,7 +32,7 @@ enum {
 	LIM_RANKS = 4096,           /* --ranks */
 	LIM_UNROLL = 4096,          /* total `for` iterations while elaborating */
 	LIM_INLINE = 64,            /* depth of op/kernel calls */
-	LIM_STEPS = 1 << 20,        /* statements and calls elaborated for one op */
+	LIM_STEPS = 1 << 20,        /* statements and calls elaborated for one file */
 	LIM_FILES = 256,            /* files reached through `use` */
 	LIM_VALUES = 1 << 20,       /* IR values in one op */
 	LIM_ERRORS = 20,            /* errors reported before giving up */

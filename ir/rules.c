@@ -66,9 +66,13 @@ add(Sema *s, Op op, Type ty, const Val *arg, int narg, Span sp)
 	return ir_add(s->f, op, ty, arg, narg, sp);
 }
 
+/* Every tensor a rule makes goes through here: its shape is checked as a
+ * signature's is (broadcasting and matmul can make sizes nobody wrote). */
 static SVal
 make(Sema *s, Op op, Type ty, const Val *arg, int narg, Span sp)
 {
+	if (!check_shape(s, &ty, sp))
+		return sv_err();
 	Val v = add(s, op, ty, arg, narg, sp);
 	return v < 0 ? sv_err() : sv_tensor(v, sp);
 }
@@ -618,7 +622,7 @@ rule_binary(Sema *s, int op, SVal a, SVal b, Span sp)
 		diag_error(sp, "'/' is not defined on i32; cast to a float dtype first");
 		return sv_err();
 	}
-	if (!broadcast(ta, tb, &res, sp))
+	if (!broadcast(ta, tb, &res, sp) || !check_shape(s, &res, sp))
 		return sv_err();
 	res.dt = ta->dt;
 	if (!lift_place(ta, &res, &pa, a.span)) {
@@ -794,7 +798,7 @@ rule_matmul(Sema *s, SVal a, SVal b, Span sp)
 		diag_error(sp, "matmul of %s and %s: operands must share a float dtype", ty_dtypes[ta->dt].name, ty_dtypes[tb->dt].name);
 		return sv_err();
 	}
-	if (!mm_shape(ta, tb, &m, sp))
+	if (!mm_shape(ta, tb, &m, sp) || !check_shape(s, &m.res, sp))
 		return sv_err();
 	if (!batch_split_ok(ta, &m, a.span)) {
 		rule_repl_note(s, a);

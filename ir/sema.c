@@ -57,10 +57,11 @@ static struct {
 	ModEnv *envs;
 	Sym nranks, sum, max, min;
 	int unrolled;  /* `for` iterations of the entry op so far */
-	int steps;     /* statements and calls elaborated for the entry op */
+	int steps;     /* statements and calls elaborated for the whole unit */
 	bool stopped;  /* LIM_STEPS reached: elaborate nothing more */
 	Node **recursive; /* definitions already reported as recursive */
 	int nrecursive;
+	int chain, chain_for; /* "in this call" notes given for error number chain_for */
 } S;
 
 static SVal eval(Sema *s, Frame *fr, Node *n);
@@ -740,8 +741,9 @@ exec_for(Sema *s, Frame *fr, Node *st)
 	}
 }
 
-/* Bounds the work of elaborating one entry op: unrolling and inlining
- * multiply, and a few lines can ask for 2^40 inlined calls. */
+/* Bounds the work of elaborating a unit: unrolling and inlining multiply,
+ * and a few lines can ask for 2^40 inlined calls.  The bound is for the
+ * unit, not each op, so that the time and memory of one run are bounded. */
 static bool
 step(Span sp)
 {
@@ -749,8 +751,7 @@ step(Span sp)
 		return false;
 	if (++S.steps <= LIM_STEPS)
 		return true;
-	diag_error(sp, "the op is too large to elaborate: more than %d statements and calls after inlining and unrolling",
-	           LIM_STEPS);
+	diag_error(sp, "too much to elaborate: more than %d statements and calls after inlining and unrolling", LIM_STEPS);
 	S.stopped = true;
 	return false;
 }
@@ -861,8 +862,17 @@ enter(Sema *s, Frame *caller, Node *fn, Span sp)
 static void
 called_from(Frame *caller, Span sp, Node *fn, int before)
 {
-	if (diag_errors() != before && caller->fn)
+	enum { SHOWN = 3 }; /* innermost calls shown, then only the outermost */
+	if (diag_errors() == before || !caller->fn)
+		return;
+	if (S.chain_for != diag_errors()) {
+		S.chain_for = diag_errors();
+		S.chain = 0;
+	}
+	if (++S.chain <= SHOWN)
 		diag_note(sp, "in this call of '%s'", sym_str(fn->u.fn.name));
+	else if (!caller->up)
+		diag_note(sp, "in this call of '%s' (and %d calls between)", sym_str(fn->u.fn.name), S.chain - SHOWN - 1);
 }
 
 /* A kernel is one scalar function: its 16-bit tensor arguments are read
@@ -1141,7 +1151,7 @@ run_body(Sema *s, Frame *fr, Node *op)
 {
 	SVal r = sv_err();
 	if (exec_list(s, fr, op->u.fn.body, &r, false) != FLOW_RETURN) {
-		if (!diag_full())
+		if (!diag_full() && !S.stopped)
 			diag_error(op->u.fn.nspan, "op '%s' has no `return`", sym_str(op->u.fn.name));
 		return sv_err();
 	}
@@ -1239,6 +1249,7 @@ eval_call(Sema *s, Frame *fr, Node *n)
 	SVal *args = arena_alloc(s->tmp, (size_t)(nargs + 1) * sizeof *args);
 	bool amb;
 	Node *def;
+	SVal r;
 	for (Node *a = n->u.call.args; a; a = a->next, i++)
 		args[i] = eval(s, fr, a);
 	if (rule_is_builtin(name))
@@ -1251,9 +1262,10 @@ eval_call(Sema *s, Frame *fr, Node *n)
 		suggest_name(fr, name, n->u.call.nspan, true);
 		return sv_err();
 	}
-	if (def->kind == NK_KERNEL)
-		return call_kernel(s, fr, def, args, nargs, n->span);
-	return call_op(s, fr, def, args, nargs, n->span);
+	r = def->kind == NK_KERNEL ? call_kernel(s, fr, def, args, nargs, n->span)
+	                           : call_op(s, fr, def, args, nargs, n->span);
+	r.span = n->span; /* the call, not the callee's return expression */
+	return r;
 }
 
 static SVal
@@ -1486,8 +1498,7 @@ elab_entry(Sema *s, ModEnv *me, Node *op)
 	s->f = ir_func_new(op->u.fn.name, s->nranks, op->span);
 	s->f->nin = op->u.fn.nargs;
 	s->f->in = arena_alloc(s->f->arena, (size_t)(s->f->nin + 1) * sizeof(Val));
-	S.unrolled = S.steps = 0;
-	S.stopped = false;
+	S.unrolled = 0;
 	for (Node *a = op->u.fn.args; a; a = a->next, i++) {
 		Type t;
 		Val v;
@@ -1644,6 +1655,10 @@ sema_unit(Unit *u)
 	int status = EXIT_OK, r;
 	ModEnv **tail = &S.envs;
 	S.envs = NULL;
+	S.steps = 0;
+	S.stopped = false;
+	S.nrecursive = 0;
+	S.chain = S.chain_for = 0;
 	S.nranks = sym_cstr("nranks");
 	S.sum = sym_cstr("sum");
 	S.max = sym_cstr("max");
@@ -1669,6 +1684,8 @@ sema_unit(Unit *u)
 		symmap_free(&e->params);
 	}
 	S.envs = NULL;
+	free(S.recursive);
+	S.recursive = NULL;
 	arena_free(s.tmp);
 	if (status == EXIT_OK && diag_errors())
 		status = EXIT_INPUT;

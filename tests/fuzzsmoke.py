@@ -24,6 +24,7 @@ def tests(root, run, Fail):
                        glob.glob(os.path.join(root, "tests/lang/**/*.syn"), recursive=True) +
                        glob.glob(os.path.join(root, "examples/*.syn")) +
                        glob.glob(os.path.join(root, "stdlib/*.syn")))
+        files = [f for f in files if os.path.isfile(f)]  # libFuzzer takes a directory for a corpus
         rc, out, err = run([binary, "-runs=1"] + files)
         if rc != 0:
             raise Fail(" corpus replay failed:\n" + err[-4000:])
