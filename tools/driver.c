@@ -1,6 +1,7 @@
 /* tools/driver.c -- command line, the pipeline, atomic outputs. */
 #include "driver.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -43,13 +44,16 @@ static const struct {
 	{"ir", EMIT_IR},
 };
 
+/* A decimal integer and nothing else (strtoll alone takes " 4" and "+4"). */
 static bool
 parse_int(const char *s, long long lo, long long hi, long long *out)
 {
 	char *end;
+	if (!isdigit((unsigned char)s[0]))
+		return false;
 	errno = 0;
 	*out = strtoll(s, &end, 10);
-	return *s && !*end && errno == 0 && *out >= lo && *out <= hi;
+	return !*end && errno == 0 && *out >= lo && *out <= hi;
 }
 
 /* `flag` is the option as written, with its value: "--ranks 0",
