@@ -11,13 +11,13 @@
 .SUFFIXES:
 
 CC      ?= cc
+PREFIX  ?= /usr/local
+SHAREDIR ?= $(PREFIX)/share/syncc
 CFLAGS  ?= -O2 -g
 WARN    := -std=c11 -Wall -Wextra -Wpedantic -Werror -Wno-unused-function
-DEFS    := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
+DEFS    := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DSYNCC_SHAREDIR='"$(SHAREDIR)"'
 ALL_CFLAGS = $(WARN) $(DEFS) $(CFLAGS)
 LDLIBS  := -lm -lpthread
-
-PREFIX  ?= /usr/local
 
 RE2C    := $(shell command -v re2c 2>/dev/null)
 BISON   := $(shell command -v bison 2>/dev/null)
@@ -110,6 +110,12 @@ ifneq ($(RE2C)$(BISON),)
 else
 	@echo "gen-check: re2c and bison not found; committed lexer/parser used as they are"
 endif
+
+# `use` looks in $(SHAREDIR)/stdlib after stdlib/ beside the binary.
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SHAREDIR)/stdlib
+	install -m 755 syncc $(DESTDIR)$(PREFIX)/bin/syncc
+	install -m 644 stdlib/*.syn $(DESTDIR)$(SHAREDIR)/stdlib/
 
 clean:
 	rm -rf $(BUILD) syncc libsyncc.a

@@ -625,6 +625,28 @@ exec_assign(Sema *s, Frame *fr, Node *st)
 	b->val = v;
 }
 
+/* A placement that a signature or an annotation declares is reached by
+ * the collective that converts to it, with a note -- unless
+ * --no-auto-comm, where it is an error that suggests that collective. */
+static SVal
+declared_place(Sema *s, SVal v, Place want, const char *what, const char *by)
+{
+	const Type *t = sv_type(s, v);
+	Buf a = {0}, b = {0};
+	if (pl_eq(want, t->pl))
+		return v;
+	if (s->u->opt.autocomm != AC_OFF)
+		return rule_reshard(s, v, want, v.span, by);
+	pl_print(&a, t->pl);
+	pl_print(&b, want);
+	diag_error(v.span, "%s is %s, but %s declares %s (and --no-auto-comm is set)", what, a.s, by, b.s);
+	if (rule_can_reshard(t, want, s->nranks))
+		rule_reshard(s, v, want, v.span, NULL);
+	buf_free(&a);
+	buf_free(&b);
+	return sv_err();
+}
+
 /* let name: type = e: the dtype and shape must agree; a different
  * placement is reached by a collective, like a signature's. */
 static SVal
@@ -660,8 +682,7 @@ annotate(Sema *s, Frame *fr, Node *tn, SVal v, Sym name)
 		Place p;
 		if (!resolve_place(s, fr, tn->u.type.place, t->rank, &p))
 			return sv_err();
-		if (!pl_eq(p, t->pl))
-			return rule_reshard(s, v, p, v.span, "a `let` annotation");
+		return declared_place(s, v, p, "the value", "the `let` annotation");
 	}
 	return v;
 }
@@ -1130,20 +1151,7 @@ check_result(Sema *s, Frame *fr, Node *rt, SVal r, bool entry, Type *out)
 	}
 	if (out)
 		*out = want;
-	if (pl_eq(want.pl, t->pl))
-		return r;
-	if (s->u->opt.autocomm == AC_OFF) {
-		Buf a = {0}, b = {0};
-		pl_print(&a, t->pl);
-		pl_print(&b, want.pl);
-		diag_error(r.span, "the result is %s, but the signature declares %s (and --no-auto-comm is set)", a.s, b.s);
-		if (rule_can_reshard(t, want.pl, s->nranks))
-			rule_reshard(s, r, want.pl, r.span, NULL);
-		buf_free(&a);
-		buf_free(&b);
-		return sv_err();
-	}
-	return rule_reshard(s, r, want.pl, r.span, "the signature");
+	return declared_place(s, r, want.pl, "the result", "the signature");
 }
 
 static SVal

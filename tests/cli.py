@@ -325,6 +325,25 @@ def tests(syncc, run, Fail):
             rc, out, err = run([syncc, os.path.join(d, "main.syn")])
             expect(rc == 0, "256 files (the main one and 255 modules) are allowed", out, err)
 
+    def t_search_path_order():
+        import shutil
+        with tempfile.TemporaryDirectory() as d:
+            lone = os.path.join(d, "bin", "syncc")
+            os.makedirs(os.path.dirname(lone))
+            shutil.copy(syncc, lone)
+            main = os.path.join(d, "main.syn")
+            with open(main, "w") as f:
+                f.write("use nn;\nop f(x: f32[4]) -> f32[4] { return relu(x); }\n")
+            rc, out, err = run([lone, main, "-I", os.path.join(d, "inc")])
+            if not os.path.exists("/usr/local/share/syncc/stdlib/nn.syn"):
+                want = "note: searched %s/, %s/inc/, %s/bin/stdlib/, /usr/local/share/syncc/stdlib/" % (d, d, d)
+                expect(rc == 1 and want in err, "use searches: the file's dir, -I, stdlib/ beside the binary, the share dir",
+                       out, err)
+            os.makedirs(os.path.join(d, "bin", "stdlib"))
+            shutil.copy(os.path.join(os.path.dirname(syncc), "stdlib", "nn.syn"), os.path.join(d, "bin", "stdlib"))
+            rc, out, err = run([lone, main])
+            expect(rc == 0 and "= max %0, %1" in out, "stdlib/ beside the binary is found", out, err)
+
     def t_include_dir_missing():
         rc, out, err = run([syncc, "-", "-I", "/nonexistent"], stdin=GOOD)
         expect(rc == 0, "an -I directory that does not exist is only searched", out, err)
