@@ -1017,14 +1017,21 @@ unify_arg(Sema *s, Frame *fr, Node *pa, SVal *arg, Pending *pend, int *npend, in
 	const Type *t;
 	int d = 0;
 	if (arg->k == SV_INT || arg->k == SV_FLOAT) {
-		/* a number passed for a scalar parameter becomes a constant */
+		/* A number passed for a scalar parameter becomes a constant of the
+		 * parameter's dtype.  Numbers are unified after the tensors, so a
+		 * dtype variable is bound by a tensor if one has it; else f32. */
 		DType dt = DT_F32;
+		Sym dv = tn->u.type.dvar ? tn->u.type.dtype : 0;
 		if (tn->u.type.rank != 0) {
 			diag_error(arg->span, "argument '%s' must be a tensor of rank %d, not a number", an, tn->u.type.rank);
 			return false;
 		}
-		if (!tn->u.type.dvar && !ty_dtype_byname(sym_str(tn->u.type.dtype), &dt))
-			die("bad dtype");
+		if ((!dv || find_local(fr, dv) || symmap_get(&fr->me->params, dv)) && !type_dtype(s, fr, tn, &dt))
+			return false;
+		if (dt == DT_I32 && arg->f != trunc(arg->f)) {
+			diag_error(arg->span, "argument '%s' is the number %g, but the parameter is i32", an, arg->f);
+			return false;
+		}
 		Type ct = {.dt = dt, .rank = 0, .pl = {PL_REPL, 0, 0}};
 		Val v = ir_add(s->f, OP_CONST, ct, NULL, 0, arg->span);
 		s->f->ins[v].c = arg->f;
@@ -1214,10 +1221,13 @@ call_op(Sema *s, Frame *caller, Node *op, SVal *args, int nargs, Span sp)
 		if (args[i].k == SV_ERR)
 			return sv_err();
 	pend = arena_alloc(s->tmp, (size_t)(nargs * LIM_RANK + 1) * sizeof *pend);
-	i = 0;
-	for (Node *pa = op->u.fn.args; pa; pa = pa->next, i++)
-		if (!unify_arg(s, &fr, pa, &args[i], pend, &npend, i))
-			return sv_err();
+	for (int numbers = 0; numbers < 2; numbers++) { /* tensors first, then numbers */
+		i = 0;
+		for (Node *pa = op->u.fn.args; pa; pa = pa->next, i++)
+			if ((args[i].k == SV_INT || args[i].k == SV_FLOAT) == numbers &&
+			    !unify_arg(s, &fr, pa, &args[i], pend, &npend, i))
+				return sv_err();
+	}
 	for (int k = 0; k < npend; k++) {
 		int64_t want;
 		Node *un = free_name(&fr, pend[k].dim);

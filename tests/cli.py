@@ -344,6 +344,17 @@ def tests(syncc, run, Fail):
             rc, out, err = run([lone, main])
             expect(rc == 0 and "= max %0, %1" in out, "stdlib/ beside the binary is found", out, err)
 
+    def t_docs_examples_are_tests():
+        import glob
+        import re
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        doc = open(os.path.join(root, "docs/language.md")).read()
+        tests = [open(f).read() for f in glob.glob(os.path.join(root, "tests/lang/docs/*.syn"))]
+        blocks = re.findall(r"```syn\n(.*?)```", doc, re.S)
+        missing = [b for b in blocks if not any(b in t for t in tests)]
+        expect(blocks and not missing, "every ```syn example of docs/language.md is in a test under tests/lang/docs/:\n"
+               + "\n---\n".join(missing))
+
     def t_include_dir_missing():
         rc, out, err = run([syncc, "-", "-I", "/nonexistent"], stdin=GOOD)
         expect(rc == 0, "an -I directory that does not exist is only searched", out, err)
