@@ -2383,6 +2383,6 @@ parse_file(int file, Arena *a)
 	p.tail = &p.items;
 	lex_init(&p.lex, file);
 	if (syn_parse(&p) != 0 && diag_errors() == before)
-		diag_error((Span){file, 0, 0}, "could not parse this file");
+		die("the parser failed without a message");
 	return p.items;
 }

@@ -65,7 +65,9 @@ def tests(syncc, run, Fail):
 
     def t_json_needs_o():
         rc, out, err = run([syncc, "-", "--diagnostics=json", "--emit=ir"], stdin=GOOD)
-        expect(rc == 2, "json with --emit to stdout is refused", out, err)
+        expect(rc == 2 and json.loads(out)["message"] ==
+               "--diagnostics=json writes to standard output; send --emit output to a file with -o",
+               "json with --emit to stdout is refused", out, err)
 
     def t_no_half_output():
         with tempfile.TemporaryDirectory() as d:
