@@ -28,7 +28,7 @@ GEN_CFLAGS = $(filter-out -Wpedantic,$(ALL_CFLAGS)) -Wno-unused-but-set-variable
 
 LIB_SRC := base/util.c base/diag.c \
            lexer/lexer.c parser/parser.c parser/ast.c \
-           ir/type.c ir/ir.c ir/unit.c ir/sema.c ir/rules.c ir/pass.c \
+           ir/type.c ir/ir.c ir/unit.c ir/sema.c ir/call.c ir/rules.c ir/pass.c \
            tools/driver.c
 GEN_SRC := lexer/lexer.c parser/parser.c
 

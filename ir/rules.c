@@ -15,21 +15,6 @@ is_num(SVal x)
 	return x.k == SV_INT || x.k == SV_FLOAT;
 }
 
-static const char *
-what(SVal x)
-{
-	switch (x.k) {
-	case SV_TENSOR: return "a tensor";
-	case SV_INT: return "an integer";
-	case SV_FLOAT: return "a number";
-	case SV_DTYPE: return "a dtype";
-	case SV_RED: return "a reduction name";
-	case SV_TUPLE: return "a tuple";
-	case SV_LIST: return "a list";
-	default: return "an error";
-	}
-}
-
 /* The source text of an operand, for notes ("all_gather(w, 0) ..."):
  * short one-line operands are quoted as written, others are named by
  * `fallback` ("the left operand", or "..." inside a suggested call). */
@@ -111,7 +96,7 @@ want_tensor(SVal x, const char *fn)
 	if (x.k == SV_TENSOR)
 		return true;
 	if (x.k != SV_ERR)
-		diag_error(x.span, "%s needs a tensor here, not %s", fn, what(x));
+		diag_error(x.span, "%s needs a tensor here, not %s", fn, sv_what(x));
 	return false;
 }
 
@@ -123,7 +108,7 @@ want_int(SVal x, const char *fn, const char *arg, int64_t *out)
 		return true;
 	}
 	if (x.k != SV_ERR)
-		diag_error(x.span, "%s: %s must be an integer constant, not %s", fn, arg, what(x));
+		diag_error(x.span, "%s: %s must be an integer constant, not %s", fn, arg, sv_what(x));
 	return false;
 }
 
@@ -587,11 +572,11 @@ rule_binary(Sema *s, int op, SVal a, SVal b, Span sp)
 	if (a.k == SV_ERR || b.k == SV_ERR)
 		return sv_err();
 	if (!is_num(a) && a.k != SV_TENSOR) {
-		diag_error(a.span, "%s needs tensors or numbers, not %s", opsym(op), what(a));
+		diag_error(a.span, "%s needs tensors or numbers, not %s", opsym(op), sv_what(a));
 		return sv_err();
 	}
 	if (!is_num(b) && b.k != SV_TENSOR) {
-		diag_error(b.span, "%s needs tensors or numbers, not %s", opsym(op), what(b));
+		diag_error(b.span, "%s needs tensors or numbers, not %s", opsym(op), sv_what(b));
 		return sv_err();
 	}
 	if (is_num(a) && is_num(b))
@@ -669,7 +654,7 @@ rule_unary(Sema *s, Op op, SVal a, Span sp)
 		return fold_unary(op, a, sp);
 	if (a.k != SV_TENSOR) {
 		diag_error(a.span, "%s needs a tensor or a number, not %s", op == OP_NEG ? "unary '-'" : ir_ops[op].name,
-		           what(a));
+		           sv_what(a));
 		return sv_err();
 	}
 	t = sv_type(s, a);
@@ -859,7 +844,7 @@ b_cast(Sema *s, const Builtin *b, SVal *x, int n, Span sp)
 	if (x[0].k == SV_ERR || x[1].k == SV_ERR)
 		return sv_err();
 	if (x[1].k != SV_DTYPE) {
-		diag_error(x[1].span, "cast: the second argument must be a dtype, not %s", what(x[1]));
+		diag_error(x[1].span, "cast: the second argument must be a dtype, not %s", sv_what(x[1]));
 		return sv_err();
 	}
 	if (is_num(x[0]))
@@ -977,7 +962,7 @@ b_reshape(Sema *s, const Builtin *b, SVal *x, int n, Span sp)
 		return sv_err();
 	if (x[1].k != SV_LIST) {
 		if (x[1].k != SV_ERR)
-			diag_error(x[1].span, "reshape: the shape must be a list like [4, 8], not %s", what(x[1]));
+			diag_error(x[1].span, "reshape: the shape must be a list like [4, 8], not %s", sv_what(x[1]));
 		return sv_err();
 	}
 	in = *sv_type(s, x[0]);
@@ -1129,7 +1114,7 @@ want_red(SVal x, const char *fn, RedOp *r)
 		return true;
 	}
 	if (x.k != SV_ERR)
-		diag_error(x.span, "%s: the reduction must be sum, max or min, not %s", fn, what(x));
+		diag_error(x.span, "%s: the reduction must be sum, max or min, not %s", fn, sv_what(x));
 	return false;
 }
 

@@ -1,5 +1,5 @@
-/* ir/sema.c -- names, scopes, params, calls, statements: the elaborator
- * that turns each entry op into a graph-IR Func.
+/* ir/sema.c -- names, scopes, params, statements, results: the elaborator
+ * that turns each entry op into a graph-IR Func (calls are in ir/call.c).
  *
  * An op means a function on global tensors (DESIGN §2.4).  Elaboration
  * runs the op abstractly: every tensor expression becomes one IR value
@@ -15,56 +15,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum BindKind { B_LET, B_ARG, B_SIZE, B_LOOP, B_PARAM } BindKind;
-
-typedef struct Bind Bind;
-struct Bind {
-	Sym name;
-	BindKind kind;
-	SVal val;
-	Span span;
-	Bind *next;   /* the frame's bindings, newest first */
-	Bind *shadow; /* the binding of the same name that this one hides */
-};
-
-/* What one file defines. */
-typedef struct ModEnv ModEnv;
-struct ModEnv {
-	Module *m;
-	SymMap defs;    /* op and kernel nodes */
-	SymMap params;  /* Bind * */
-	ModEnv *next;
-};
-
-/* One op or kernel body being elaborated.  `scope` lists its bindings
- * (a `for` body drops the ones it made); `names` finds a name's newest
- * binding in constant time, so long bodies stay linear. */
-typedef struct Frame Frame;
-struct Frame {
-	ModEnv *me;
-	Node *fn;
-	Bind *scope;
-	Frame *up;
-	int depth;
-	struct {
-		Sym *key;
-		Bind **val; /* NULL: the name was bound in a scope that ended */
-		uint32_t n, cap;
-	} names;
-};
-
 static struct {
 	ModEnv *envs;
 	Sym nranks, sum, max, min;
 	int unrolled;  /* `for` iterations of the entry op so far */
 	int steps;     /* statements and calls elaborated for the whole unit */
 	bool stopped;  /* LIM_STEPS reached: elaborate nothing more */
-	Node **recursive; /* definitions already reported as recursive */
-	int nrecursive;
-	int chain, chain_for; /* "in this call" notes given for error number chain_for */
 } S;
 
-static SVal eval(Sema *s, Frame *fr, Node *n);
 
 /* ---- values ---- */
 
@@ -99,7 +57,7 @@ sv_type(Sema *s, SVal x)
 	return &s->f->ins[x.v].ty;
 }
 
-static const char *
+const char *
 sv_what(SVal x)
 {
 	switch (x.k) {
@@ -251,8 +209,8 @@ names_put(Sema *s, Frame *fr, Sym name, Bind *b)
 	fr->names.val[h] = b;
 }
 
-static Bind *
-find_local(Frame *fr, Sym name)
+Bind *
+sema_local(Frame *fr, Sym name)
 {
 	if (!fr->names.cap)
 		return NULL;
@@ -260,8 +218,8 @@ find_local(Frame *fr, Sym name)
 	return fr->names.key[h] ? fr->names.val[h] : NULL;
 }
 
-static Bind *
-bind(Sema *s, Frame *fr, Sym name, BindKind k, SVal v, Span sp)
+Bind *
+sema_bind(Sema *s, Frame *fr, Sym name, BindKind k, SVal v, Span sp)
 {
 	Bind *b = arena_alloc(s->tmp, sizeof *b);
 	b->name = name;
@@ -269,7 +227,7 @@ bind(Sema *s, Frame *fr, Sym name, BindKind k, SVal v, Span sp)
 	b->val = v;
 	b->span = sp;
 	b->next = fr->scope;
-	b->shadow = find_local(fr, name);
+	b->shadow = sema_local(fr, name);
 	fr->scope = b;
 	names_put(s, fr, name, b);
 	return b;
@@ -295,8 +253,8 @@ reserved(Sym name, Span sp, const char *what)
 	return true;
 }
 
-static bool
-is_reserved(Sym name)
+bool
+sema_predefined(Sym name)
 {
 	return name == S.nranks || name == S.sum || name == S.max || name == S.min;
 }
@@ -344,7 +302,7 @@ static SVal
 lookup(Sema *s, Frame *fr, Node *n)
 {
 	Sym name = n->u.name;
-	Bind *b = find_local(fr, name);
+	Bind *b = sema_local(fr, name);
 	SVal v;
 	if (!b)
 		b = symmap_get(&fr->me->params, name);
@@ -366,26 +324,26 @@ lookup(Sema *s, Frame *fr, Node *n)
 
 /* A name in a size expression that nothing binds: no argument of the
  * call, no param, not `nranks`.  NULL when every name has a value. */
-static Node *
-free_name(Frame *fr, Node *e)
+Node *
+sema_free_name(Frame *fr, Node *e)
 {
 	Node *r = NULL;
 	switch (e->kind) {
 	case NK_NAME:
-		if (find_local(fr, e->u.name) || symmap_get(&fr->me->params, e->u.name) || is_reserved(e->u.name))
+		if (sema_local(fr, e->u.name) || symmap_get(&fr->me->params, e->u.name) || sema_predefined(e->u.name))
 			return NULL;
 		return e;
 	case NK_BIN:
-		if ((r = free_name(fr, e->u.bin.l)) || !e->u.bin.r)
+		if ((r = sema_free_name(fr, e->u.bin.l)) || !e->u.bin.r)
 			return r;
-		return free_name(fr, e->u.bin.r);
+		return sema_free_name(fr, e->u.bin.r);
 	case NK_NEG:
-		return free_name(fr, e->u.bin.l);
+		return sema_free_name(fr, e->u.bin.l);
 	case NK_CALL:
 	case NK_LIST:
 	case NK_TUPLE:
 		for (Node *a = e->u.call.args; a && !r; a = a->next)
-			r = free_name(fr, a);
+			r = sema_free_name(fr, a);
 		return r;
 	default:
 		return NULL;
@@ -419,8 +377,8 @@ find_def(Frame *fr, Sym name, Span sp, bool *ambiguous)
 	return d;
 }
 
-static ModEnv *
-env_of_file(int file)
+ModEnv *
+sema_env(int file)
 {
 	for (ModEnv *e = S.envs; e; e = e->next)
 		if (e->m->file == file)
@@ -430,10 +388,10 @@ env_of_file(int file)
 
 /* ---- constant expressions: sizes, ranges ---- */
 
-static bool
-eval_int(Sema *s, Frame *fr, Node *n, const char *what, int64_t *out)
+bool
+sema_int(Sema *s, Frame *fr, Node *n, const char *what, int64_t *out)
 {
-	SVal v = eval(s, fr, n);
+	SVal v = sema_eval(s, fr, n);
 	if (v.k == SV_ERR)
 		return false;
 	if (v.k != SV_INT) {
@@ -447,8 +405,8 @@ eval_int(Sema *s, Frame *fr, Node *n, const char *what, int64_t *out)
 /* ---- types in signatures ---- */
 
 /* Placement written after a type: @repl, @split(d), @partial(op). */
-static bool
-resolve_place(Sema *s, Frame *fr, Node *pn, int rank, Place *out)
+bool
+sema_place(Sema *s, Frame *fr, Node *pn, int rank, Place *out)
 {
 	const char *name = sym_str(pn->u.call.name);
 	SVal a = {0};
@@ -456,7 +414,7 @@ resolve_place(Sema *s, Frame *fr, Node *pn, int rank, Place *out)
 		diag_error(pn->span, "placement @%s takes at most one argument", name);
 		return false;
 	}
-	if (pn->u.call.nargs == 1 && (a = eval(s, fr, pn->u.call.args)).k == SV_ERR)
+	if (pn->u.call.nargs == 1 && (a = sema_eval(s, fr, pn->u.call.args)).k == SV_ERR)
 		return false;
 	if (strcmp(name, "repl") == 0 && pn->u.call.nargs == 0) {
 		*out = (Place){PL_REPL, 0, 0};
@@ -497,8 +455,8 @@ check_divisible(Sema *s, const Type *t, Span sp, const char *what)
 
 /* The dtype of a written type: a dtype keyword, or a name whose value
  * is a dtype (a dtype variable bound by unification, a `param T = bf16`). */
-static bool
-type_dtype(Sema *s, Frame *fr, Node *tn, DType *dt)
+bool
+sema_dtype(Sema *s, Frame *fr, Node *tn, DType *dt)
 {
 	Node nm = {.kind = NK_NAME, .span = tn->u.type.dspan, .u.name = tn->u.type.dtype};
 	SVal d;
@@ -507,7 +465,7 @@ type_dtype(Sema *s, Frame *fr, Node *tn, DType *dt)
 			die("lexer gave an unknown dtype");
 		return true;
 	}
-	if (!find_local(fr, nm.u.name) && !symmap_get(&fr->me->params, nm.u.name) && !is_reserved(nm.u.name)) {
+	if (!sema_local(fr, nm.u.name) && !symmap_get(&fr->me->params, nm.u.name) && !sema_predefined(nm.u.name)) {
 		Near n = {sym_str(nm.u.name), NULL, 99};
 		diag_error(nm.span, "unknown dtype '%s'", sym_str(nm.u.name));
 		for (int i = 0; i < DT_COUNT; i++)
@@ -519,7 +477,7 @@ type_dtype(Sema *s, Frame *fr, Node *tn, DType *dt)
 			          "argument binds it");
 		return false;
 	}
-	d = eval(s, fr, &nm);
+	d = sema_eval(s, fr, &nm);
 	if (d.k == SV_ERR)
 		return false;
 	if (d.k != SV_DTYPE) {
@@ -537,11 +495,11 @@ resolve_entry_type(Sema *s, Frame *fr, Node *tn, Type *t, const char *what)
 	int i = 0;
 	Node *un = NULL;
 	memset(t, 0, sizeof *t);
-	if (tn->u.type.dvar && !find_local(fr, tn->u.type.dtype) && !symmap_get(&fr->me->params, tn->u.type.dtype) &&
+	if (tn->u.type.dvar && !sema_local(fr, tn->u.type.dtype) && !symmap_get(&fr->me->params, tn->u.type.dtype) &&
 	    !later_param(fr->me, tn->u.type.dtype))
 		un = tn;
 	for (Node *d = tn->u.type.dims; d && !un; d = d->next)
-		un = free_name(fr, d);
+		un = sema_free_name(fr, d);
 	if (un && !(un->kind == NK_NAME && later_param(fr->me, un->u.name))) {
 		Sym name = un->kind == NK_TYPE ? un->u.type.dtype : un->u.name;
 		diag_error(un->kind == NK_TYPE ? un->u.type.dspan : un->span,
@@ -549,16 +507,16 @@ resolve_entry_type(Sema *s, Frame *fr, Node *tn, Type *t, const char *what)
 		           "(declare `param %s = ...`)", sym_str(name), sym_str(name));
 		return false;
 	}
-	if (!type_dtype(s, fr, tn, &t->dt))
+	if (!sema_dtype(s, fr, tn, &t->dt))
 		return false;
 	t->rank = tn->u.type.rank; /* the parser bounds it by LIM_RANK */
 	for (Node *d = tn->u.type.dims; d; d = d->next, i++)
-		if (!eval_int(s, fr, d, "a size", &t->dim[i]))
+		if (!sema_int(s, fr, d, "a size", &t->dim[i]))
 			return false;
 	if (!check_shape(s, t, tn->span))
 		return false;
 	t->pl = (Place){PL_REPL, 0, 0};
-	if (tn->u.type.place && !resolve_place(s, fr, tn->u.type.place, t->rank, &t->pl))
+	if (tn->u.type.place && !sema_place(s, fr, tn->u.type.place, t->rank, &t->pl))
 		return false;
 	return check_divisible(s, t, tn->span, what);
 }
@@ -592,8 +550,8 @@ describe(Sema *s, Buf *b, SVal v)
 static void
 exec_assign(Sema *s, Frame *fr, Node *st)
 {
-	Bind *b = find_local(fr, st->u.let.name);
-	SVal v = eval(s, fr, st->u.let.init);
+	Bind *b = sema_local(fr, st->u.let.name);
+	SVal v = sema_eval(s, fr, st->u.let.init);
 	if (!b) {
 		if (symmap_get(&fr->me->params, st->u.let.name))
 			diag_error(st->u.let.nspan, "cannot assign to param '%s'", sym_str(st->u.let.name));
@@ -662,11 +620,11 @@ annotate(Sema *s, Frame *fr, Node *tn, SVal v, Sym name)
 	}
 	t = sv_type(s, v);
 	want = *t;
-	if (!type_dtype(s, fr, tn, &want.dt))
+	if (!sema_dtype(s, fr, tn, &want.dt))
 		return sv_err();
 	want.rank = tn->u.type.rank;
 	for (Node *d = tn->u.type.dims; d; d = d->next, i++)
-		if (!eval_int(s, fr, d, "a size", &want.dim[i]))
+		if (!sema_int(s, fr, d, "a size", &want.dim[i]))
 			return sv_err();
 	if (want.dt != t->dt || !ty_same_shape(&want, t)) {
 		Buf a = {0}, b = {0};
@@ -680,7 +638,7 @@ annotate(Sema *s, Frame *fr, Node *tn, SVal v, Sym name)
 	}
 	if (tn->u.type.place) {
 		Place p;
-		if (!resolve_place(s, fr, tn->u.type.place, t->rank, &p))
+		if (!sema_place(s, fr, tn->u.type.place, t->rank, &p))
 			return sv_err();
 		return declared_place(s, v, p, "the value", "the `let` annotation");
 	}
@@ -690,7 +648,7 @@ annotate(Sema *s, Frame *fr, Node *tn, SVal v, Sym name)
 static void
 exec_let(Sema *s, Frame *fr, Node *st)
 {
-	SVal v = eval(s, fr, st->u.let.init);
+	SVal v = sema_eval(s, fr, st->u.let.init);
 	if (reserved(st->u.let.name, st->u.let.nspan, "a `let`"))
 		v = sv_err(); /* still bound, so later uses stay quiet */
 	else if (v.k == SV_TUPLE) {
@@ -704,13 +662,13 @@ exec_let(Sema *s, Frame *fr, Node *st)
 		v = annotate(s, fr, st->u.let.type, v, st->u.let.name);
 	if (v.k == SV_TENSOR && !s->f->ins[v.v].name && s->f->ins[v.v].op != OP_PARAM)
 		s->f->ins[v.v].name = st->u.let.name;
-	bind(s, fr, st->u.let.name, B_LET, v, st->u.let.nspan);
+	sema_bind(s, fr, st->u.let.name, B_LET, v, st->u.let.nspan);
 }
 
 static void
 exec_lets(Sema *s, Frame *fr, Node *st)
 {
-	SVal v = eval(s, fr, st->u.lets.init);
+	SVal v = sema_eval(s, fr, st->u.lets.init);
 	int n = ast_count(st->u.lets.names), i = 0;
 	if (v.k == SV_TUPLE && v.n != n) {
 		diag_error(st->u.lets.init->span, "%d names are bound to %d results", n, v.n);
@@ -730,7 +688,7 @@ exec_lets(Sema *s, Frame *fr, Node *st)
 			e = sv_err();
 		if (e.k == SV_TENSOR && !s->f->ins[e.v].name && s->f->ins[e.v].op != OP_PARAM)
 			s->f->ins[e.v].name = nm->u.name;
-		bind(s, fr, nm->u.name, B_LET, e, nm->span);
+		sema_bind(s, fr, nm->u.name, B_LET, e, nm->span);
 	}
 	symmap_free(&seen);
 }
@@ -740,7 +698,7 @@ exec_for(Sema *s, Frame *fr, Node *st)
 {
 	int64_t lo, hi;
 	Span range = span_join(st->u.loop.lo->span, st->u.loop.hi->span);
-	if (!eval_int(s, fr, st->u.loop.lo, "a loop bound", &lo) || !eval_int(s, fr, st->u.loop.hi, "a loop bound", &hi))
+	if (!sema_int(s, fr, st->u.loop.lo, "a loop bound", &lo) || !sema_int(s, fr, st->u.loop.hi, "a loop bound", &hi))
 		return;
 	/* hi - lo as unsigned: exact for any two int64 with lo < hi */
 	if (lo < hi && (uint64_t)hi - (uint64_t)lo > (uint64_t)(LIM_UNROLL - S.unrolled)) {
@@ -754,7 +712,7 @@ exec_for(Sema *s, Frame *fr, Node *st)
 		S.unrolled++;
 		if (reserved(st->u.loop.var, st->u.loop.vspan, "a loop variable"))
 			break;
-		bind(s, fr, st->u.loop.var, B_LOOP, sv_int(i, st->u.loop.vspan), st->u.loop.vspan);
+		sema_bind(s, fr, st->u.loop.var, B_LOOP, sv_int(i, st->u.loop.vspan), st->u.loop.vspan);
 		exec_list(s, fr, st->u.loop.body, &ret, true);
 		unbind_to(fr, mark);
 		if (diag_errors() != before)
@@ -765,8 +723,8 @@ exec_for(Sema *s, Frame *fr, Node *st)
 /* Bounds the work of elaborating a unit: unrolling and inlining multiply,
  * and a few lines can ask for 2^40 inlined calls.  The bound is for the
  * unit, not each op, so that the time and memory of one run are bounded. */
-static bool
-step(Span sp)
+bool
+sema_step(Span sp)
 {
 	if (S.stopped)
 		return false;
@@ -781,7 +739,7 @@ static Flow
 exec_list(Sema *s, Frame *fr, Node *list, SVal *ret, bool inloop)
 {
 	for (Node *st = list; st; st = st->next) {
-		if (diag_full() || !step(st->span))
+		if (diag_full() || !sema_step(st->span))
 			return FLOW_NEXT;
 		switch (st->kind) {
 		case NK_LET:
@@ -801,7 +759,7 @@ exec_list(Sema *s, Frame *fr, Node *list, SVal *ret, bool inloop)
 				diag_error(st->span, "`return` inside a `for` loop");
 				break;
 			}
-			*ret = eval(s, fr, st->u.ret.vals);
+			*ret = sema_eval(s, fr, st->u.ret.vals);
 			if (st->next)
 				diag_error(st->next->span, "statement after `return` is never run");
 			return FLOW_RETURN;
@@ -812,281 +770,7 @@ exec_list(Sema *s, Frame *fr, Node *list, SVal *ret, bool inloop)
 	return FLOW_NEXT;
 }
 
-/* ---- calls ---- */
-
-static bool
-was_recursive(Node *fn)
-{
-	for (int i = 0; i < S.nrecursive; i++)
-		if (S.recursive[i] == fn)
-			return true;
-	return false;
-}
-
-/* A call that closes a cycle is reported once, with the cycle spelled
- * out ("a -> b -> a"); each definition on it is then silent. */
-static void
-report_cycle(Frame *caller, Node *fn, Span sp)
-{
-	Buf path = {0};
-	Frame *f;
-	int n = 0;
-	for (f = caller; f->fn != fn; f = f->up)
-		n++;
-	buf_printf(&path, "%s", sym_str(fn->u.fn.name));
-	for (int k = n; k >= 0; k--) {
-		f = caller;
-		for (int j = 0; j < k; j++)
-			f = f->up;
-		if (k < n)
-			buf_printf(&path, " -> %s", sym_str(f->fn->u.fn.name));
-	}
-	buf_printf(&path, " -> %s", sym_str(fn->u.fn.name));
-	if (n == 0)
-		diag_error(sp, "'%s' calls itself; ops and kernels are inlined, so recursion is not allowed",
-		           sym_str(fn->u.fn.name));
-	else
-		diag_error(sp, "'%s' calls itself through %s; ops and kernels are inlined, so recursion is not allowed",
-		           sym_str(fn->u.fn.name), path.s);
-	buf_free(&path);
-	for (f = caller;; f = f->up) {
-		S.recursive = xrealloc(S.recursive, (S.nrecursive + 1) * sizeof *S.recursive);
-		S.recursive[S.nrecursive++] = f->fn;
-		if (f->fn == fn)
-			break;
-	}
-}
-
-static bool
-enter(Sema *s, Frame *caller, Node *fn, Span sp)
-{
-	(void)s;
-	if (!step(sp))
-		return false;
-	if (was_recursive(fn))
-		return false; /* reported where the cycle was found */
-	for (Frame *f = caller; f; f = f->up)
-		if (f->fn == fn) {
-			report_cycle(caller, fn, sp);
-			return false;
-		}
-	if (caller && caller->depth + 1 > LIM_INLINE) {
-		diag_error(sp, "calls nested more than %d deep", LIM_INLINE);
-		return false;
-	}
-	return true;
-}
-
-/* An error inside an inlined body says which call it came from, as a
- * C++ compiler says which instantiation ("in this call of 'f'"); not
- * for the standalone check of a kernel, which has no call. */
-static void
-called_from(Frame *caller, Span sp, Node *fn, int before)
-{
-	enum { SHOWN = 3 }; /* innermost calls shown, then only the outermost */
-	if (diag_errors() == before || !caller->fn)
-		return;
-	if (S.chain_for != diag_errors()) {
-		S.chain_for = diag_errors();
-		S.chain = 0;
-	}
-	if (++S.chain <= SHOWN)
-		diag_note(sp, "in this call of '%s'", sym_str(fn->u.fn.name));
-	else if (!caller->up)
-		diag_note(sp, "in this call of '%s' (and %d calls between)", sym_str(fn->u.fn.name), S.chain - SHOWN - 1);
-}
-
-/* A kernel is one scalar function: its 16-bit tensor arguments are read
- * as f32, it computes in f32, and its result is rounded once on store, as
- * the fused GPU code does.  `dt` collects the arguments' storage dtype. */
-static SVal
-kernel_load(Sema *s, SVal a, DType *dt, Span sp)
-{
-	const Type *t;
-	Type ft;
-	Val v;
-	if (a.k != SV_TENSOR || s->kernel)
-		return a;
-	t = sv_type(s, a);
-	if (*dt != DT_COUNT && *dt != t->dt) {
-		diag_error(sp, "kernel arguments mix %s and %s; cast them to one dtype", ty_dtypes[*dt].name,
-		           ty_dtypes[t->dt].name);
-		*dt = DT_COUNT + 1;
-		return a;
-	}
-	*dt = t->dt;
-	if (t->dt != DT_BF16 && t->dt != DT_F16)
-		return a;
-	ft = *t;
-	ft.dt = DT_F32;
-	v = ir_add(s->f, OP_CAST, ft, &a.v, 1, a.span);
-	s->f->ins[v].autoins = true;
-	return sv_tensor(v, a.span);
-}
-
-static SVal
-kernel_store(Sema *s, SVal r, DType dt, Span sp)
-{
-	Type t;
-	Val v;
-	if (r.k != SV_TENSOR || s->kernel || (dt != DT_BF16 && dt != DT_F16))
-		return r;
-	t = *sv_type(s, r);
-	if (t.dt == dt)
-		return r;
-	t.dt = dt;
-	v = ir_add(s->f, OP_CAST, t, &r.v, 1, sp);
-	s->f->ins[v].autoins = true;
-	return sv_tensor(v, sp);
-}
-
-static SVal
-call_kernel(Sema *s, Frame *caller, Node *k, SVal *args, int nargs, Span sp)
-{
-	Frame fr = {.me = env_of_file(k->span.file), .fn = k, .up = caller, .depth = caller->depth + 1};
-	bool was = s->kernel;
-	DType dt = DT_COUNT;
-	int i = 0, before;
-	SVal r;
-	if (nargs != k->u.fn.nargs) {
-		diag_error(sp, "kernel '%s' takes %d argument%s, not %d", sym_str(k->u.fn.name), k->u.fn.nargs,
-		           k->u.fn.nargs == 1 ? "" : "s", nargs);
-		diag_note(k->u.fn.nspan, "'%s' is defined here", sym_str(k->u.fn.name));
-		return sv_err();
-	}
-	if (!enter(s, caller, k, sp))
-		return sv_err();
-	for (Node *a = k->u.fn.args; a; a = a->next, i++) {
-		if (args[i].k == SV_ERR)
-			return sv_err();
-		if (args[i].k != SV_TENSOR && args[i].k != SV_INT && args[i].k != SV_FLOAT) {
-			diag_error(args[i].span, "kernel arguments are tensors or numbers, not %s", sv_what(args[i]));
-			return sv_err();
-		}
-		if (args[i].k == SV_TENSOR && sv_type(s, args[i])->pl.kind == PL_PARTIAL) {
-			diag_error(args[i].span, "kernel '%s' cannot take a @partial value: reduce it first",
-			           sym_str(k->u.fn.name));
-			rule_repl_note(s, args[i]);
-			return sv_err();
-		}
-		bind(s, &fr, a->u.name, B_ARG, kernel_load(s, args[i], &dt, sp), a->span);
-		if (dt == DT_COUNT + 1)
-			return sv_err();
-	}
-	before = diag_errors();
-	s->kernel = true;
-	r = eval(s, &fr, k->u.fn.body);
-	s->kernel = was;
-	called_from(caller, sp, k, before);
-	return kernel_store(s, r, dt, sp);
-}
-
-/* Unification of one argument with its parameter's type: names bind on
- * first sight, everything else is compared after all names are bound. */
-typedef struct Pending {
-	Node *dim;
-	int64_t actual;
-	int arg, d;
-	Sym pname;
-} Pending;
-
-static bool
-unify_dtype(Sema *s, Frame *fr, Node *tn, DType dt, Span at, const char *argname)
-{
-	DType want;
-	(void)s;
-	if (tn->u.type.dvar && !is_reserved(tn->u.type.dtype) && !find_local(fr, tn->u.type.dtype)) {
-		bind(s, fr, tn->u.type.dtype, B_SIZE, (SVal){.k = SV_DTYPE, .dt = dt}, tn->u.type.dspan);
-		return true;
-	}
-	if (!type_dtype(s, fr, tn, &want))
-		return false;
-	if (want != dt) {
-		diag_error(at, "argument '%s' is %s, but the parameter is %s", argname, ty_dtypes[dt].name, ty_dtypes[want].name);
-		diag_note(tn->span, "parameter declared here");
-		return false;
-	}
-	return true;
-}
-
-static bool
-unify_arg(Sema *s, Frame *fr, Node *pa, SVal *arg, Pending *pend, int *npend, int ai)
-{
-	Node *tn = pa->u.let.type;
-	const char *an = sym_str(pa->u.let.name);
-	const Type *t;
-	int d = 0;
-	if (arg->k == SV_INT || arg->k == SV_FLOAT) {
-		/* A number passed for a scalar parameter becomes a constant of the
-		 * parameter's dtype.  Numbers are unified after the tensors, so a
-		 * dtype variable is bound by a tensor if one has it; else f32. */
-		DType dt = DT_F32;
-		Sym dv = tn->u.type.dvar ? tn->u.type.dtype : 0;
-		if (tn->u.type.rank != 0) {
-			diag_error(arg->span, "argument '%s' must be a tensor of rank %d, not a number", an, tn->u.type.rank);
-			return false;
-		}
-		if ((!dv || find_local(fr, dv) || symmap_get(&fr->me->params, dv)) && !type_dtype(s, fr, tn, &dt))
-			return false;
-		if (dt == DT_I32 && arg->f != trunc(arg->f)) {
-			diag_error(arg->span, "argument '%s' is the number %g, but the parameter is i32", an, arg->f);
-			return false;
-		}
-		Type ct = {.dt = dt, .rank = 0, .pl = {PL_REPL, 0, 0}};
-		Val v = ir_add(s->f, OP_CONST, ct, NULL, 0, arg->span);
-		s->f->ins[v].c = arg->f;
-		*arg = sv_tensor(v, arg->span);
-	}
-	if (arg->k != SV_TENSOR) {
-		diag_error(arg->span, "argument '%s' must be a tensor, not %s", an, sv_what(*arg));
-		return false;
-	}
-	t = sv_type(s, *arg);
-	if (!unify_dtype(s, fr, tn, t->dt, arg->span, an))
-		return false;
-	if (t->rank != tn->u.type.rank) {
-		diag_error(arg->span, "argument '%s' has rank %d, but the parameter has rank %d", an, t->rank, tn->u.type.rank);
-		diag_note(tn->span, "parameter declared here");
-		return false;
-	}
-	for (Node *dn = tn->u.type.dims; dn; dn = dn->next, d++) {
-		if (dn->kind == NK_NAME && !is_reserved(dn->u.name) && !find_local(fr, dn->u.name)) {
-			bind(s, fr, dn->u.name, B_SIZE, sv_int(t->dim[d], dn->span), dn->span);
-			continue;
-		}
-		pend[(*npend)++] = (Pending){dn, t->dim[d], ai, d, pa->u.let.name};
-	}
-	return true;
-}
-
-static SVal
-place_arg(Sema *s, Frame *fr, Node *pa, SVal arg, const char *opname)
-{
-	Node *pn = pa->u.let.type->u.type.place;
-	const Type *t = sv_type(s, arg);
-	Place want;
-	if (!pn)
-		return arg; /* placement-polymorphic parameter */
-	if (!resolve_place(s, fr, pn, t->rank, &want))
-		return sv_err();
-	if (pl_eq(want, t->pl))
-		return arg;
-	if (s->autocomm)
-		return rule_reshard(s, arg, want, arg.span, "an argument");
-	{
-		Buf a = {0}, b = {0};
-		pl_print(&a, t->pl);
-		pl_print(&b, want);
-		diag_error(arg.span, "argument '%s' of '%s' is %s, but the parameter is %s", sym_str(pa->u.let.name),
-		           opname, a.s, b.s);
-		diag_note(pn->span, "parameter placement declared here");
-		if (rule_can_reshard(t, want, s->nranks))
-			rule_reshard(s, arg, want, arg.span, NULL); /* prints the suggestion only */
-		buf_free(&a);
-		buf_free(&b);
-	}
-	return sv_err();
-}
+/* ---- results ---- */
 
 /* A called op's declared result type: its names were bound by the
  * arguments (or are params); with no placement written, the result keeps
@@ -1096,29 +780,29 @@ callee_result_type(Sema *s, Frame *fr, Node *rt, Type *want, bool *placed)
 {
 	Node *un;
 	int i = 0;
-	if (rt->u.type.dvar && !find_local(fr, rt->u.type.dtype) && !symmap_get(&fr->me->params, rt->u.type.dtype)) {
+	if (rt->u.type.dvar && !sema_local(fr, rt->u.type.dtype) && !symmap_get(&fr->me->params, rt->u.type.dtype)) {
 		diag_error(rt->u.type.dspan, "dtype '%s' of the result is bound by no argument", sym_str(rt->u.type.dtype));
 		return false;
 	}
-	if (!type_dtype(s, fr, rt, &want->dt))
+	if (!sema_dtype(s, fr, rt, &want->dt))
 		return false;
 	want->rank = rt->u.type.rank;
 	for (Node *d = rt->u.type.dims; d; d = d->next, i++) {
-		if ((un = free_name(fr, d))) {
+		if ((un = sema_free_name(fr, d))) {
 			diag_error(un->span, "size '%s' of the result is bound by no argument", sym_str(un->u.name));
 			return false;
 		}
-		if (!eval_int(s, fr, d, "a size", &want->dim[i]))
+		if (!sema_int(s, fr, d, "a size", &want->dim[i]))
 			return false;
 	}
 	*placed = rt->u.type.place != NULL;
-	return !*placed || resolve_place(s, fr, rt->u.type.place, want->rank, &want->pl);
+	return !*placed || sema_place(s, fr, rt->u.type.place, want->rank, &want->pl);
 }
 
 /* The results of an op against its declared result types.  A number
  * returned becomes a scalar of the declared dtype. */
-static SVal
-check_result(Sema *s, Frame *fr, Node *rt, SVal r, bool entry, Type *out)
+SVal
+sema_check_result(Sema *s, Frame *fr, Node *rt, SVal r, bool entry, Type *out)
 {
 	Type want;
 	const Type *t;
@@ -1161,8 +845,8 @@ check_result(Sema *s, Frame *fr, Node *rt, SVal r, bool entry, Type *out)
 	return declared_place(s, r, want.pl, "the result", "the signature");
 }
 
-static SVal
-run_body(Sema *s, Frame *fr, Node *op)
+SVal
+sema_run_body(Sema *s, Frame *fr, Node *op)
 {
 	SVal r = sv_err();
 	if (exec_list(s, fr, op->u.fn.body, &r, false) != FLOW_RETURN) {
@@ -1184,82 +868,6 @@ run_body(Sema *s, Frame *fr, Node *op)
 }
 
 static SVal
-op_results(Sema *s, Frame *fr, Node *op, SVal r, Span sp)
-{
-	int i = 0;
-	if (r.k == SV_ERR)
-		return r;
-	if (r.k != SV_TUPLE)
-		return check_result(s, fr, op->u.fn.rets, r, false, NULL);
-	for (Node *rt = op->u.fn.rets; rt; rt = rt->next, i++)
-		if ((r.elem[i] = check_result(s, fr, rt, r.elem[i], false, NULL)).k == SV_ERR)
-			return sv_err();
-	r.span = sp;
-	return r;
-}
-
-static SVal
-call_op(Sema *s, Frame *caller, Node *op, SVal *args, int nargs, Span sp)
-{
-	Frame fr = {.me = env_of_file(op->span.file), .fn = op, .up = caller, .depth = caller->depth + 1};
-	const char *name = sym_str(op->u.fn.name);
-	Pending *pend;
-	int npend = 0, i = 0, before;
-	SVal r;
-	if (s->kernel) {
-		diag_error(sp, "op '%s' cannot be called in a kernel body; kernels are elementwise", name);
-		return sv_err();
-	}
-	if (nargs != op->u.fn.nargs) {
-		diag_error(sp, "op '%s' takes %d argument%s, not %d", name, op->u.fn.nargs, op->u.fn.nargs == 1 ? "" : "s", nargs);
-		diag_note(op->u.fn.nspan, "'%s' is defined here", name);
-		return sv_err();
-	}
-	if (!enter(s, caller, op, sp))
-		return sv_err();
-	for (i = 0; i < nargs; i++)
-		if (args[i].k == SV_ERR)
-			return sv_err();
-	pend = arena_alloc(s->tmp, (size_t)(nargs * LIM_RANK + 1) * sizeof *pend);
-	for (int numbers = 0; numbers < 2; numbers++) { /* tensors first, then numbers */
-		i = 0;
-		for (Node *pa = op->u.fn.args; pa; pa = pa->next, i++)
-			if ((args[i].k == SV_INT || args[i].k == SV_FLOAT) == numbers &&
-			    !unify_arg(s, &fr, pa, &args[i], pend, &npend, i))
-				return sv_err();
-	}
-	for (int k = 0; k < npend; k++) {
-		int64_t want;
-		Node *un = free_name(&fr, pend[k].dim);
-		if (un) {
-			diag_error(un->span, "size '%s' is bound by no argument: a size name is bound where it stands alone as a dim",
-			           sym_str(un->u.name));
-			diag_note(sp, "in this call of '%s'", name);
-			return sv_err();
-		}
-		if (!eval_int(s, &fr, pend[k].dim, "a size", &want))
-			return sv_err();
-		if (want != pend[k].actual) {
-			diag_error(args[pend[k].arg].span, "dim %d of argument '%s' has size %lld, but the parameter says %lld",
-			           pend[k].d, sym_str(pend[k].pname), (long long)pend[k].actual, (long long)want);
-			diag_note(pend[k].dim->span, "size declared here");
-			return sv_err();
-		}
-	}
-	i = 0;
-	for (Node *pa = op->u.fn.args; pa; pa = pa->next, i++) {
-		SVal a = place_arg(s, &fr, pa, args[i], name);
-		if (a.k == SV_ERR)
-			return a;
-		bind(s, &fr, pa->u.let.name, B_ARG, a, pa->u.let.nspan);
-	}
-	before = diag_errors();
-	r = op_results(s, &fr, op, run_body(s, &fr, op), sp);
-	called_from(caller, sp, op, before);
-	return r;
-}
-
-static SVal
 eval_call(Sema *s, Frame *fr, Node *n)
 {
 	Sym name = n->u.call.name;
@@ -1269,7 +877,7 @@ eval_call(Sema *s, Frame *fr, Node *n)
 	Node *def;
 	SVal r;
 	for (Node *a = n->u.call.args; a; a = a->next, i++)
-		args[i] = eval(s, fr, a);
+		args[i] = sema_eval(s, fr, a);
 	if (rule_is_builtin(name))
 		return rule_builtin(s, name, args, nargs, n->span);
 	def = find_def(fr, name, n->u.call.nspan, &amb);
@@ -1280,8 +888,8 @@ eval_call(Sema *s, Frame *fr, Node *n)
 		suggest_name(fr, name, n->u.call.nspan, true);
 		return sv_err();
 	}
-	r = def->kind == NK_KERNEL ? call_kernel(s, fr, def, args, nargs, n->span)
-	                           : call_op(s, fr, def, args, nargs, n->span);
+	r = def->kind == NK_KERNEL ? sema_call_kernel(s, fr, def, args, nargs, n->span)
+	                           : sema_call_op(s, fr, def, args, nargs, n->span);
 	r.span = n->span; /* the call, not the callee's return expression */
 	return r;
 }
@@ -1293,7 +901,7 @@ eval_seq(Sema *s, Frame *fr, Node *n, SVKind k)
 	int i = 0;
 	r.elem = arena_alloc(s->tmp, (size_t)(r.n + 1) * sizeof *r.elem);
 	for (Node *a = n->u.call.args; a; a = a->next, i++) {
-		r.elem[i] = eval(s, fr, a);
+		r.elem[i] = sema_eval(s, fr, a);
 		if (r.elem[i].k == SV_ERR)
 			return sv_err();
 		if (k == SV_TUPLE && r.elem[i].k != SV_TENSOR && r.elem[i].k != SV_INT && r.elem[i].k != SV_FLOAT) {
@@ -1304,8 +912,8 @@ eval_seq(Sema *s, Frame *fr, Node *n, SVKind k)
 	return r;
 }
 
-static SVal
-eval(Sema *s, Frame *fr, Node *n)
+SVal
+sema_eval(Sema *s, Frame *fr, Node *n)
 {
 	SVal r;
 	if (diag_full() || S.stopped)
@@ -1324,13 +932,13 @@ eval(Sema *s, Frame *fr, Node *n)
 		return r;
 	case NK_BIN:
 		if (n->u.bin.op == '@')
-			return rule_matmul(s, eval(s, fr, n->u.bin.l), eval(s, fr, n->u.bin.r), n->span);
+			return rule_matmul(s, sema_eval(s, fr, n->u.bin.l), sema_eval(s, fr, n->u.bin.r), n->span);
 		{
-			SVal l = eval(s, fr, n->u.bin.l);
-			return rule_binary(s, n->u.bin.op, l, eval(s, fr, n->u.bin.r), n->span);
+			SVal l = sema_eval(s, fr, n->u.bin.l);
+			return rule_binary(s, n->u.bin.op, l, sema_eval(s, fr, n->u.bin.r), n->span);
 		}
 	case NK_NEG:
-		return rule_unary(s, OP_NEG, eval(s, fr, n->u.bin.l), n->span);
+		return rule_unary(s, OP_NEG, sema_eval(s, fr, n->u.bin.l), n->span);
 	case NK_CALL:
 		return eval_call(s, fr, n);
 	case NK_LIST:
@@ -1410,7 +1018,7 @@ collect_params(Sema *s, ModEnv *me, bool main)
 			diag_note(old->span, "first declared here");
 			continue;
 		}
-		v = eval(s, &fr, it->u.let.init);
+		v = sema_eval(s, &fr, it->u.let.init);
 		for (int i = 0; main && i < s->u->opt.ndefines; i++) {
 			if (strcmp(s->u->opt.defines[i].name, sym_str(it->u.let.name)))
 				continue;
@@ -1501,7 +1109,7 @@ unbound_name(ModEnv *me, Node *op)
 			if (t->u.type.dvar && !symmap_get(&me->params, t->u.type.dtype))
 				return t;
 			for (Node *d = t->u.type.dims; d; d = d->next)
-				if ((un = free_name(&top, d)))
+				if ((un = sema_free_name(&top, d)))
 					return un;
 		}
 	return NULL;
@@ -1523,7 +1131,7 @@ elab_entry(Sema *s, ModEnv *me, Node *op)
 		char what[128];
 		snprintf(what, sizeof what, "argument '%s'", sym_str(a->u.let.name));
 		if (!resolve_entry_type(s, &fr, a->u.let.type, &t, what)) {
-			bind(s, &fr, a->u.let.name, B_ARG, sv_err(), a->u.let.nspan);
+			sema_bind(s, &fr, a->u.let.name, B_ARG, sv_err(), a->u.let.nspan);
 			s->f->in[i] = -1;
 			continue;
 		}
@@ -1531,15 +1139,15 @@ elab_entry(Sema *s, ModEnv *me, Node *op)
 		s->f->ins[v].a = i;
 		s->f->ins[v].name = a->u.let.name;
 		s->f->in[i] = v;
-		bind(s, &fr, a->u.let.name, B_ARG, sv_tensor(v, a->u.let.nspan), a->u.let.nspan);
+		sema_bind(s, &fr, a->u.let.name, B_ARG, sv_tensor(v, a->u.let.nspan), a->u.let.nspan);
 	}
-	r = diag_errors() == before ? run_body(s, &fr, op) : sv_err();
+	r = diag_errors() == before ? sema_run_body(s, &fr, op) : sv_err();
 	s->f->nout = op->u.fn.nrets;
 	s->f->out = arena_alloc(s->f->arena, (size_t)(s->f->nout + 1) * sizeof(Val));
 	s->f->outty = arena_alloc(s->f->arena, (size_t)(s->f->nout + 1) * sizeof(Type));
 	i = 0;
 	for (Node *rt = op->u.fn.rets; rt && r.k != SV_ERR; rt = rt->next, i++) {
-		SVal e = check_result(s, &fr, rt, r.k == SV_TUPLE ? r.elem[i] : r, true, &s->f->outty[i]);
+		SVal e = sema_check_result(s, &fr, rt, r.k == SV_TUPLE ? r.elem[i] : r, true, &s->f->outty[i]);
 		if (e.k == SV_ERR)
 			break;
 		s->f->out[i] = e.v;
@@ -1571,7 +1179,7 @@ check_kernel(Sema *s, ModEnv *me, Node *k)
 		args[i] = sv_tensor(ir_add(s->f, OP_PARAM, t, NULL, 0, k->span), k->span);
 		s->f->ins[args[i].v].a = i;
 	}
-	call_kernel(s, &top, k, args, k->u.fn.nargs, k->span);
+	sema_call_kernel(s, &top, k, args, k->u.fn.nargs, k->span);
 	ir_func_free(s->f);
 	s->f = NULL;
 }
@@ -1675,8 +1283,6 @@ sema_unit(Unit *u)
 	S.envs = NULL;
 	S.steps = 0;
 	S.stopped = false;
-	S.nrecursive = 0;
-	S.chain = S.chain_for = 0;
 	S.nranks = sym_cstr("nranks");
 	S.sum = sym_cstr("sum");
 	S.max = sym_cstr("max");
@@ -1702,8 +1308,7 @@ sema_unit(Unit *u)
 		symmap_free(&e->params);
 	}
 	S.envs = NULL;
-	free(S.recursive);
-	S.recursive = NULL;
+	sema_calls_done();
 	arena_free(s.tmp);
 	if (status == EXIT_OK && diag_errors())
 		status = EXIT_INPUT;
