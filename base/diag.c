@@ -323,18 +323,17 @@ diag_vemit(DiagLevel lv, Span sp, const char *fmt, va_list ap)
 	dg.errors += lv == DG_ERROR;
 	if (dg.full)
 		return;
-	if (lv == DG_ERROR && dg.shown == LIM_ERRORS) {
-		dg.full = true;
-		if (dg.quiet)
-			return;
-		if (dg.fmt == DIAG_JSON)
-			emit_json(DG_NOTE, NOSPAN, "too many errors; stopping");
-		else
-			emit_text(DG_NOTE, NOSPAN, "too many errors; stopping");
-		return;
-	}
 	buf_vprintf(&b, fmt, ap);
 	if (lv == DG_NOTE ? dg.dropped : (dg.dropped = seen_before(lv, sp, b.s))) {
+		buf_free(&b);
+		return;
+	}
+	if (lv == DG_ERROR && dg.shown == LIM_ERRORS) {
+		dg.full = true;
+		if (!dg.quiet && dg.fmt == DIAG_JSON)
+			emit_json(DG_NOTE, NOSPAN, "too many errors; stopping");
+		else if (!dg.quiet)
+			emit_text(DG_NOTE, NOSPAN, "too many errors; stopping");
 		buf_free(&b);
 		return;
 	}
