@@ -210,8 +210,8 @@ reshard_note(Sema *s, SVal x, Place to, const char *who, const char *fallback)
 	buf_free(&nm);
 }
 
-/* "all_reduce(y, sum) would make it @repl", for a @partial operand of an
- * operation that has no local form for it. */
+/* "all_reduce(y, sum) would make it @repl" (or all_gather), for an operand
+ * of an operation that has no local form for its placement. */
 void
 rule_repl_note(Sema *s, SVal x)
 {
@@ -291,13 +291,12 @@ move_cost(const Type *t, Place to, int p)
 }
 
 static bool
-fix_operands(Sema *s, SVal *a, SVal *b, PlaceOk ok, void *ctx, const Type *res, Span sp, bool insert)
+fix_operands(Sema *s, SVal *a, SVal *b, PlaceOk ok, void *ctx, const Type *res, bool insert)
 {
 	const Type *ta = sv_type(s, *a), *tb = sv_type(s, *b);
 	Place ca[LIM_RANK + 2], cb[LIM_RANK + 2], best_a = ta->pl, best_b = tb->pl;
 	int na = candidates(ta, ca), nb = candidates(tb, cb);
 	double best = INFINITY;
-	(void)sp;
 	for (int i = 0; i < na; i++)
 		for (int j = i == 0; j < nb; j++) {
 			Type ma = *ta, mb = *tb;
@@ -621,14 +620,14 @@ rule_binary(Sema *s, int op, SVal a, SVal b, Span sp)
 	if (!ew_place(op, pa, pb, &res.pl)) {
 		EwCtx c = {op, res};
 		SVal a2 = a, b2 = b;
-		if (s->autocomm && fix_operands(s, &a2, &b2, ew_ok, &c, &res, sp, true))
+		if (s->autocomm && fix_operands(s, &a2, &b2, ew_ok, &c, &res, true))
 			return rule_binary(s, op, a2, b2, sp);
 		if (a2.k == SV_ERR || b2.k == SV_ERR)
 			return sv_err(); /* an inserted collective failed, and said so */
 		no_local_form(s, opsym(op), a, b, sp);
 		broadcast_note(ta, &res, pa, a.span, "left");
 		broadcast_note(tb, &res, pb, b.span, "right");
-		fix_operands(s, &a, &b, ew_ok, &c, &res, sp, false);
+		fix_operands(s, &a, &b, ew_ok, &c, &res, false);
 		return sv_err();
 	}
 	/* a split result dim is an operand's split dim, whose size P divides
@@ -795,12 +794,12 @@ rule_matmul(Sema *s, SVal a, SVal b, Span sp)
 	}
 	if (!mm_place(&m, ta, tb, &m.res.pl)) {
 		SVal a2 = a, b2 = b;
-		if (s->autocomm && fix_operands(s, &a2, &b2, mm_ok, &m, &m.res, sp, true))
+		if (s->autocomm && fix_operands(s, &a2, &b2, mm_ok, &m, &m.res, true))
 			return rule_matmul(s, a2, b2, sp);
 		if (a2.k == SV_ERR || b2.k == SV_ERR)
 			return sv_err(); /* an inserted collective failed, and said so */
 		no_local_form(s, "matmul", a, b, sp);
-		fix_operands(s, &a, &b, mm_ok, &m, &m.res, sp, false);
+		fix_operands(s, &a, &b, mm_ok, &m, &m.res, false);
 		return sv_err();
 	}
 	/* as for elementwise results: P divides the split dim */
