@@ -23,7 +23,6 @@ static struct {
 	bool stopped;  /* LIM_STEPS reached: elaborate nothing more */
 } S;
 
-
 /* ---- values ---- */
 
 SVal
@@ -246,7 +245,7 @@ unbind_to(Frame *fr, Bind *mark)
 static bool
 reserved(Sym name, Span sp, const char *what)
 {
-	if (name != S.nranks && name != S.sum && name != S.max && name != S.min)
+	if (!sema_predefined(name))
 		return false;
 	diag_error(sp, "%s cannot be named '%s': %s", what, sym_str(name),
 	           name == S.nranks ? "`nranks` is the number of ranks" : "it names a reduction (sum, max, min)");
