@@ -23,7 +23,8 @@
 /* Exit codes shared by every tool (documented in docs/cli.md). */
 enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_ICE = 3 };
 
-/* Limits on hostile input: every one has a test in tests/lang/limits. */
+/* Limits on hostile input: every one has a test in tests/lang/limits or
+ * tests/cli.py (the ones that need large generated inputs). */
 enum {
 	LIM_SOURCE_BYTES = 8 << 20, /* one .syn file */
 	LIM_TOKENS = 1 << 20,       /* tokens in one file */

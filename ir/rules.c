@@ -1,7 +1,7 @@
 /* ir/rules.c -- the typing of every expression: dtypes, shapes (numpy
  * broadcasting) and the placement inference table of DESIGN §2.4, with
  * the collective that would fix a placement error.  docs/language.md
- * lists the same table; tests/lang/place_* test every row. */
+ * lists the same table; tests/lang/place/ tests every row. */
 #include "ir.h"
 
 #include <math.h>
