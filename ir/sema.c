@@ -890,6 +890,8 @@ eval_call(Sema *s, Frame *fr, Node *n)
 	r = def->kind == NK_KERNEL ? sema_call_kernel(s, fr, def, args, nargs, n->span)
 	                           : sema_call_op(s, fr, def, args, nargs, n->span);
 	r.span = n->span; /* the call, not the callee's return expression */
+	for (int k = 0; r.k == SV_TUPLE && k < r.n; k++)
+		r.elem[k].span = n->span;
 	return r;
 }
 
