@@ -172,12 +172,14 @@ sema_call_kernel(Sema *s, Frame *caller, Node *k, SVal *args, int nargs, Span sp
 			diag_error(args[i].span, "kernel arguments are tensors or numbers, not %s", sv_what(args[i]));
 			return sv_err();
 		}
-		if (args[i].k == SV_TENSOR && sv_type(s, args[i])->pl.kind == PL_PARTIAL) {
+		if (args[i].k == SV_TENSOR && sv_type(s, args[i])->pl.kind == PL_PARTIAL && !rule_to_repl(s, &args[i])) {
 			diag_error(args[i].span, "kernel '%s' cannot take a @partial value: reduce it first",
 			           sym_str(k->u.fn.name));
 			rule_repl_note(s, args[i]);
 			return sv_err();
 		}
+		if (args[i].k == SV_ERR)
+			return sv_err(); /* the collective --auto-comm inserted failed */
 		sema_bind(s, &fr, a->u.name, B_ARG, kernel_load(s, args[i], &dt, sp), a->span);
 		if (dt == DT_COUNT + 1)
 			return sv_err();

@@ -263,6 +263,7 @@ SVal rule_reshard(Sema *s, SVal x, Place to, Span sp, const char *why);
 bool rule_can_reshard(const Type *t, Place to, int nranks);
 void rule_operand_text(Buf *b, Span sp, const char *fallback); /* the source of an operand, for notes */
 void rule_repl_note(Sema *s, SVal x); /* "all_reduce(y, sum) would make it @repl" */
+bool rule_to_repl(Sema *s, SVal *x);  /* --auto-comm: x made @repl (true), else false */
 SVal sv_err(void);
 SVal sv_int(int64_t i, Span sp);
 SVal sv_float(double f, Span sp);

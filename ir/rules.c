@@ -218,6 +218,19 @@ rule_repl_note(Sema *s, SVal x)
 	reshard_note(s, x, (Place){PL_REPL, 0, 0}, "it", NULL);
 }
 
+/* --auto-comm's answer to an operation that cannot use x's placement
+ * (@partial for a unary op, a split dim for a slice, ...): x made @repl,
+ * with a note.  False without --auto-comm: the caller reports the error
+ * and rule_repl_note suggests the same collective. */
+bool
+rule_to_repl(Sema *s, SVal *x)
+{
+	if (!s->autocomm || x->k != SV_TENSOR)
+		return false;
+	*x = rule_reshard(s, *x, (Place){PL_REPL, 0, 0}, x->span, "--auto-comm");
+	return true;
+}
+
 /* With why == NULL: only a note suggesting the fix.  Otherwise the
  * conversion is inserted (lowered later by the autocomm pass) and a note
  * says what was inserted and why. */
@@ -448,17 +461,25 @@ broadcast(const Type *a, const Type *b, Type *out, Span sp)
 /* An operand's placement seen from the result: a split dim moves right by
  * the ranks broadcasting adds; a stretched (size-1) dim may not be split. */
 static bool
-lift_place(const Type *t, const Type *res, Place *out, Span sp)
+lift_place(const Type *t, const Type *res, Place *out)
 {
 	*out = t->pl;
 	if (t->pl.kind != PL_SPLIT)
 		return true;
 	out->dim = t->pl.dim + (res->rank - t->rank);
-	if (t->dim[t->pl.dim] == 1 && res->dim[out->dim] != 1) {
-		diag_error(sp, "a size-1 dim that broadcasting stretches cannot be @split");
-		return false;
-	}
-	return true;
+	return !(t->dim[t->pl.dim] == 1 && res->dim[out->dim] != 1);
+}
+
+/* A split size-1 dim that broadcasting stretches: gathered under
+ * --auto-comm (true, x replaced), else reported (false). */
+static bool
+stretched(Sema *s, SVal *x)
+{
+	if (rule_to_repl(s, x))
+		return true;
+	diag_error(x->span, "a size-1 dim that broadcasting stretches cannot be @split");
+	rule_repl_note(s, *x);
+	return false;
 }
 
 /* Elementwise placement rows of the table (op is '+', '-', '*', '/',
@@ -609,14 +630,10 @@ rule_binary(Sema *s, int op, SVal a, SVal b, Span sp)
 	if (!broadcast(ta, tb, &res, sp) || !check_shape(s, &res, sp))
 		return sv_err();
 	res.dt = ta->dt;
-	if (!lift_place(ta, &res, &pa, a.span)) {
-		rule_repl_note(s, a);
-		return sv_err();
-	}
-	if (!lift_place(tb, &res, &pb, b.span)) {
-		rule_repl_note(s, b);
-		return sv_err();
-	}
+	if (!lift_place(ta, &res, &pa))
+		return stretched(s, &a) ? rule_binary(s, op, a, b, sp) : sv_err();
+	if (!lift_place(tb, &res, &pb))
+		return stretched(s, &b) ? rule_binary(s, op, a, b, sp) : sv_err();
 	if (!ew_place(op, pa, pb, &res.pl)) {
 		EwCtx c = {op, res};
 		SVal a2 = a, b2 = b;
@@ -658,6 +675,8 @@ rule_unary(Sema *s, Op op, SVal a, Span sp)
 	}
 	t = sv_type(s, a);
 	if (t->pl.kind == PL_PARTIAL) {
+		if (rule_to_repl(s, &a))
+			return rule_unary(s, op, a, sp);
 		diag_error(sp, "%s of a @partial(%s) value has no local form: reduce it first",
 		           op == OP_NEG ? "negation" : ir_ops[op].name, pl_rednames[t->pl.red]);
 		rule_repl_note(s, a);
@@ -750,7 +769,7 @@ mm_shape(const Type *ta, const Type *tb, MmShape *m, Span sp)
 
 /* A split batch dim may not be one that broadcasting stretches. */
 static bool
-batch_split_ok(const Type *t, const MmShape *m, Span sp)
+batch_split_ok(const Type *t, const MmShape *m)
 {
 	Type batch = *t;
 	Place p;
@@ -759,7 +778,7 @@ batch_split_ok(const Type *t, const MmShape *m, Span sp)
 	batch.rank -= 2;
 	Type res = m->res;
 	res.rank -= 2;
-	return lift_place(&batch, &res, &p, sp);
+	return lift_place(&batch, &res, &p);
 }
 
 SVal
@@ -784,14 +803,10 @@ rule_matmul(Sema *s, SVal a, SVal b, Span sp)
 	}
 	if (!mm_shape(ta, tb, &m, sp) || !check_shape(s, &m.res, sp))
 		return sv_err();
-	if (!batch_split_ok(ta, &m, a.span)) {
-		rule_repl_note(s, a);
-		return sv_err();
-	}
-	if (!batch_split_ok(tb, &m, b.span)) {
-		rule_repl_note(s, b);
-		return sv_err();
-	}
+	if (!batch_split_ok(ta, &m))
+		return stretched(s, &a) ? rule_matmul(s, a, b, sp) : sv_err();
+	if (!batch_split_ok(tb, &m))
+		return stretched(s, &b) ? rule_matmul(s, a, b, sp) : sv_err();
 	if (!mm_place(&m, ta, tb, &m.res.pl)) {
 		SVal a2 = a, b2 = b;
 		if (s->autocomm && fix_operands(s, &a2, &b2, mm_ok, &m, &m.res, true))
@@ -880,6 +895,8 @@ b_reduce(Sema *s, const Builtin *b, SVal *x, int n, Span sp)
 	/* sum and mean are linear, amax and amin commute with the same
 	 * reduction over ranks; any other mix has no local form */
 	if (t.pl.kind == PL_PARTIAL && t.pl.red != red[b->op]) {
+		if (rule_to_repl(s, &x[0]))
+			return b_reduce(s, b, x, n, sp);
 		diag_error(sp, "%s of a @partial(%s) value has no local form: reduce it first", b->name, pl_rednames[t.pl.red]);
 		rule_repl_note(s, x[0]);
 		return sv_err();
@@ -1008,6 +1025,8 @@ b_reshape(Sema *s, const Builtin *b, SVal *x, int n, Span sp)
 		return sv_err();
 	}
 	if (!reshape_place(&in, &t, s->nranks)) {
+		if (rule_to_repl(s, &x[0]))
+			return b_reshape(s, b, x, n, sp);
 		diag_error(sp, "reshape would mix the blocks of split dim %d across ranks", in.pl.dim);
 		rule_repl_note(s, x[0]);
 		return sv_err();
@@ -1035,6 +1054,8 @@ b_slice(Sema *s, const Builtin *b, SVal *x, int n, Span sp)
 		return sv_err();
 	}
 	if (t.pl.kind == PL_SPLIT && t.pl.dim == dim) {
+		if (rule_to_repl(s, &x[0]))
+			return b_slice(s, b, x, n, sp);
 		diag_error(sp, "slice along split dim %d has no local form", dim);
 		rule_repl_note(s, x[0]);
 		return sv_err();
@@ -1089,6 +1110,11 @@ b_concat(Sema *s, const Builtin *b, SVal *x, int n, Span sp)
 		args[i - 1] = x[i].v;
 	}
 	if (t.pl.kind == PL_SPLIT && t.pl.dim == dim) {
+		if (s->autocomm) {
+			for (int i = 1; i < n; i++)
+				rule_to_repl(s, &x[i]);
+			return b_concat(s, b, x, n, sp);
+		}
 		diag_error(sp, "concat along split dim %d has no local form", dim);
 		for (int i = 1; i < n; i++)
 			rule_repl_note(s, x[i]);
