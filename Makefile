@@ -13,12 +13,12 @@
 
 CC      ?= cc
 PREFIX  ?= /usr/local
+SHAREDIR ?= $(PREFIX)/share/syncc
 CFLAGS  ?= -O2 -g
 WARN    := -std=c11 -Wall -Wextra -Wpedantic -Werror -Wno-unused-function
-DEFS    := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DSYNCC_SHAREDIR='"$(PREFIX)/share/syncc"' 
+DEFS    := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DSYNCC_SHAREDIR='"$(SHAREDIR)"'
 ALL_CFLAGS = $(WARN) $(DEFS) $(CFLAGS)
 LDLIBS  := -lm -lpthread
-
 
 RE2C    := $(shell command -v re2c 2>/dev/null)
 BISON   := $(shell command -v bison 2>/dev/null)
@@ -29,7 +29,7 @@ GEN_CFLAGS = $(filter-out -Wpedantic,$(ALL_CFLAGS)) -Wno-unused-but-set-variable
 
 LIB_SRC := base/util.c base/diag.c \
            lexer/lexer.c parser/parser.c parser/ast.c \
-           ir/type.c ir/ir.c ir/unit.c ir/sema.c ir/rules.c ir/pass.c \
+           ir/type.c ir/ir.c ir/unit.c ir/sema.c ir/call.c ir/rules.c ir/pass.c \
            sched/blocks.c sched/cost.c sched/list.c sched/search.c sched/flags.c sched/print.c \
            runtime/sim_tensor.c runtime/sim_comm.c runtime/sim_run.c runtime/sim_plan.c \
            codegen/ptx.c codegen/prog.c codegen/matmul.c codegen/ew.c codegen/rows.c codegen/lower.c \
@@ -127,6 +127,21 @@ ifneq ($(RE2C)$(BISON),)
 else
 	@echo "gen-check: re2c and bison not found; committed lexer/parser used as they are"
 endif
+
+# `use` looks in $(SHAREDIR)/stdlib after stdlib/ beside the binary, profiles
+# in $(SHAREDIR)/profiles; with CUDA also the GPU runner, libsyncrt and the
+# headers launchers include (syncrun-gpu looks in ../include/syncc).  The
+# share dir is compiled in: build with the same PREFIX you install to.
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SHAREDIR)/stdlib $(DESTDIR)$(SHAREDIR)/profiles
+	install -m 755 syncc syncrun $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 stdlib/*.syn $(DESTDIR)$(SHAREDIR)/stdlib/
+	install -m 644 profiles/*.prof $(DESTDIR)$(SHAREDIR)/profiles/
+	if [ -f libsyncrt.a ]; then \
+		install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/syncc && \
+		install -m 755 syncrun-gpu $(DESTDIR)$(PREFIX)/bin/ && \
+		install -m 644 libsyncrt.a libsyncrt.so $(DESTDIR)$(PREFIX)/lib/ && \
+		install -m 644 runtime/syncrt.h runtime/comm.h $(DESTDIR)$(PREFIX)/include/syncc/; fi
 
 clean:
 	rm -rf $(BUILD) syncc syncrun libsyncc.a

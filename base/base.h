@@ -23,7 +23,8 @@
 /* Exit codes shared by every tool (documented in docs/cli.md). */
 enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_ICE = 3 };
 
-/* Limits on hostile input: every one has a test in tests/lang/limits. */
+/* Limits on hostile input: every one has a test in tests/lang/limits or
+ * tests/cli.py (the ones that need large generated inputs). */
 enum {
 	LIM_SOURCE_BYTES = 8 << 20, /* one .syn file */
 	LIM_TOKENS = 1 << 20,       /* tokens in one file */
@@ -32,6 +33,7 @@ enum {
 	LIM_RANKS = 4096,           /* --ranks */
 	LIM_UNROLL = 4096,          /* total `for` iterations while elaborating */
 	LIM_INLINE = 64,            /* depth of op/kernel calls */
+	LIM_STEPS = 1 << 20,        /* statements and calls elaborated for one file */
 	LIM_FILES = 256,            /* files reached through `use` */
 	LIM_VALUES = 1 << 20,       /* IR values in one op */
 	LIM_ERRORS = 20,            /* errors reported before giving up */
@@ -110,7 +112,7 @@ void diag_vemit(DiagLevel lv, Span sp, const char *fmt, va_list ap);
 #define diag_warning(sp, ...) diag_emit(DG_WARNING, sp, __VA_ARGS__)
 #define diag_note(sp, ...) diag_emit(DG_NOTE, sp, __VA_ARGS__)
 void diag_usage(const char *fmt, ...) PRINTF(1, 2); /* command-line error, no location */
-int diag_errors(void);
+int diag_errors(void);  /* errors so far, a repeat of an earlier one included */
 bool diag_full(void);  /* LIM_ERRORS reached: later errors are dropped */
 void diag_reset(void); /* forget counts and sources between inputs (fuzzer) */
 void diag_quiet(bool q); /* fuzzer: count but print nothing */

@@ -29,9 +29,13 @@ static struct {
 static struct {
 	DiagFormat fmt;
 	const char *tool;
-	int errors;
+	int errors;       /* every error, shown or not: decides the exit status */
+	int shown;        /* errors printed, capped at LIM_ERRORS */
 	bool colour, full, quiet;
-} dg = {DIAG_TEXT, "syncc", 0, false, false, false};
+	bool dropped;     /* the last error or warning repeated an earlier one */
+	uint64_t *seen;   /* hashes of the errors and warnings printed */
+	uint32_t nseen, capseen;
+} dg = {DIAG_TEXT, "syncc", 0, 0, false, false, false, false, NULL, 0, 0};
 
 int
 src_add(const char *path, const char *text, size_t len)
@@ -129,8 +133,48 @@ diag_reset(void)
 		free(srcs.v[i].line);
 	}
 	srcs.n = 0;
-	dg.errors = 0;
-	dg.full = false;
+	dg.errors = dg.shown = 0;
+	dg.full = dg.dropped = false;
+	free(dg.seen);
+	dg.seen = NULL;
+	dg.nseen = dg.capseen = 0;
+}
+
+/* An inlined op or kernel is elaborated once per call, so a mistake in
+ * its body that does not depend on the caller would be reported once per
+ * call.  The same message at the same place is printed once; the notes
+ * that follow a repeated one are dropped with it. */
+static bool
+seen_before(DiagLevel lv, Span sp, const char *msg)
+{
+	uint64_t h = 1469598103934665603u;
+	uint32_t i;
+	h = (h ^ (uint64_t)lv) * 1099511628211u;
+	h = (h ^ (uint64_t)(uint32_t)sp.file) * 1099511628211u;
+	h = (h ^ sp.lo) * 1099511628211u;
+	h = (h ^ sp.hi) * 1099511628211u;
+	for (const char *c = msg; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211u;
+	h |= 1; /* 0 marks an empty slot */
+	if (2 * (dg.nseen + 1) > dg.capseen) {
+		uint32_t cap = dg.capseen ? 2 * dg.capseen : 64;
+		uint64_t *t = xcalloc(cap, sizeof *t);
+		for (uint32_t k = 0; k < dg.capseen; k++)
+			if (dg.seen[k]) {
+				for (i = (uint32_t)dg.seen[k] & (cap - 1); t[i]; i = (i + 1) & (cap - 1))
+					;
+				t[i] = dg.seen[k];
+			}
+		free(dg.seen);
+		dg.seen = t;
+		dg.capseen = cap;
+	}
+	for (i = (uint32_t)h & (dg.capseen - 1); dg.seen[i]; i = (i + 1) & (dg.capseen - 1))
+		if (dg.seen[i] == h)
+			return true;
+	dg.seen[i] = h;
+	dg.nseen++;
+	return false;
 }
 
 static const struct {
@@ -276,22 +320,28 @@ void
 diag_vemit(DiagLevel lv, Span sp, const char *fmt, va_list ap)
 {
 	Buf b = {0};
+	dg.errors += lv == DG_ERROR;
 	if (dg.full)
 		return;
-	if (lv == DG_ERROR && dg.errors == LIM_ERRORS) {
-		dg.full = true;
-		if (dg.quiet)
-			return;
-		if (dg.fmt == DIAG_JSON)
-			emit_json(DG_NOTE, NOSPAN, "too many errors; stopping");
-		else
-			emit_text(DG_NOTE, NOSPAN, "too many errors; stopping");
+	buf_vprintf(&b, fmt, ap);
+	if (lv == DG_NOTE ? dg.dropped : (dg.dropped = seen_before(lv, sp, b.s))) {
+		buf_free(&b);
 		return;
 	}
-	dg.errors += lv == DG_ERROR;
-	if (dg.quiet)
+	if (lv == DG_ERROR && dg.shown == LIM_ERRORS) {
+		dg.full = true;
+		if (!dg.quiet && dg.fmt == DIAG_JSON)
+			emit_json(DG_NOTE, NOSPAN, "too many errors; stopping");
+		else if (!dg.quiet)
+			emit_text(DG_NOTE, NOSPAN, "too many errors; stopping");
+		buf_free(&b);
 		return;
-	buf_vprintf(&b, fmt, ap);
+	}
+	dg.shown += lv == DG_ERROR;
+	if (dg.quiet) {
+		buf_free(&b);
+		return;
+	}
 	if (dg.fmt == DIAG_JSON)
 		emit_json(lv, sp, b.s);
 	else

@@ -206,6 +206,65 @@ typedef struct Sema {
 	Arena *tmp;    /* scopes and tuples of the op being elaborated */
 } Sema;
 
+/* ---- the elaborator's own state, shared by ir/sema.c and ir/call.c ---- */
+typedef enum BindKind { B_LET, B_ARG, B_SIZE, B_LOOP, B_PARAM } BindKind;
+
+typedef struct Bind Bind;
+struct Bind {
+	Sym name;
+	BindKind kind;
+	SVal val;
+	Span span;
+	Bind *next;   /* the frame's bindings, newest first */
+	Bind *shadow; /* the binding of the same name that this one hides */
+};
+
+/* What one file defines. */
+typedef struct ModEnv ModEnv;
+struct ModEnv {
+	Module *m;
+	SymMap defs;    /* op and kernel nodes */
+	SymMap params;  /* Bind * */
+	ModEnv *next;
+};
+
+/* One op or kernel body being elaborated.  `scope` lists its bindings
+ * (a `for` body drops the ones it made); `names` finds a name's newest
+ * binding in constant time, so long bodies stay linear. */
+typedef struct Frame Frame;
+struct Frame {
+	ModEnv *me;
+	Node *fn;
+	Bind *scope;
+	Frame *up;
+	int depth;
+	struct {
+		Sym *key;
+		Bind **val; /* NULL: the name was bound in a scope that ended */
+		uint32_t n, cap;
+	} names;
+};
+
+/* ir/sema.c */
+const char *sv_what(SVal x);                     /* "a tensor", "an integer", ... */
+SVal sema_eval(Sema *s, Frame *fr, Node *n);
+bool sema_int(Sema *s, Frame *fr, Node *n, const char *what, int64_t *out);
+Bind *sema_bind(Sema *s, Frame *fr, Sym name, BindKind k, SVal v, Span sp);
+Bind *sema_local(Frame *fr, Sym name);          /* the newest binding, or NULL */
+bool sema_predefined(Sym name);                  /* nranks, sum, max, min */
+Node *sema_free_name(Frame *fr, Node *e);        /* a name nothing binds, or NULL */
+bool sema_dtype(Sema *s, Frame *fr, Node *tn, DType *dt);
+bool sema_place(Sema *s, Frame *fr, Node *pn, int rank, Place *out);
+bool sema_step(Span sp);                         /* false once LIM_STEPS is reached */
+ModEnv *sema_env(int file);
+SVal sema_run_body(Sema *s, Frame *fr, Node *op);
+SVal sema_check_result(Sema *s, Frame *fr, Node *rt, SVal r, bool entry, Type *out);
+
+/* ir/call.c */
+SVal sema_call_op(Sema *s, Frame *caller, Node *op, SVal *args, int nargs, Span sp);
+SVal sema_call_kernel(Sema *s, Frame *caller, Node *k, SVal *args, int nargs, Span sp);
+void sema_calls_done(void);
+
 /* ir/rules.c: the placement table and the typing of every builtin */
 SVal rule_binary(Sema *s, int op, SVal a, SVal b, Span sp);
 SVal rule_unary(Sema *s, Op op, SVal a, Span sp);
@@ -215,6 +274,9 @@ SVal rule_builtin(Sema *s, Sym name, SVal *args, int nargs, Span sp);
 SVal rule_reshard(Sema *s, SVal x, Place to, Span sp, const char *why);
 SVal rule_fill(Sema *s, SVal c, const SVal *like, int n, Span sp);
 bool rule_can_reshard(const Type *t, Place to, int nranks);
+void rule_operand_text(Buf *b, Span sp, const char *fallback); /* the source of an operand, for notes */
+void rule_repl_note(Sema *s, SVal x); /* "all_reduce(y, sum) would make it @repl" */
+bool rule_to_repl(Sema *s, SVal *x);  /* --auto-comm: x made @repl (true), else false */
 SVal sv_err(void);
 SVal sv_int(int64_t i, Span sp);
 SVal sv_float(double f, Span sp);

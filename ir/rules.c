@@ -1,7 +1,7 @@
 /* ir/rules.c -- the typing of every expression: dtypes, shapes (numpy
  * broadcasting) and the placement inference table of DESIGN §2.4, with
  * the collective that would fix a placement error.  docs/language.md
- * lists the same table; tests/lang/place_* test every row. */
+ * lists the same table; tests/lang/place/ tests every row. */
 #include "ir.h"
 
 #include <math.h>
@@ -15,37 +15,30 @@ is_num(SVal x)
 	return x.k == SV_INT || x.k == SV_FLOAT;
 }
 
-static const char *
-what(SVal x)
-{
-	switch (x.k) {
-	case SV_TENSOR: return "a tensor";
-	case SV_INT: return "an integer";
-	case SV_FLOAT: return "a number";
-	case SV_DTYPE: return "a dtype";
-	case SV_RED: return "a reduction name";
-	case SV_TUPLE: return "a tuple";
-	case SV_LIST: return "a list";
-	default: return "an error";
-	}
-}
-
-/* The source text of an operand, for notes ("all_gather(w, 0) ..."). */
-static void
-text_of(Buf *b, Span sp)
+/* The source text of an operand, for notes ("all_gather(w, 0) ..."):
+ * short one-line operands are quoted as written, others are named by
+ * `fallback` ("the left operand", or "..." inside a suggested call). */
+void
+rule_operand_text(Buf *b, Span sp, const char *fallback)
 {
 	const Src *s;
 	if (sp.file < 0 || sp.hi <= sp.lo || sp.hi - sp.lo > 40) {
-		buf_printf(b, "x");
+		buf_printf(b, "%s", fallback);
 		return;
 	}
 	s = src_get(sp.file);
 	for (uint32_t i = sp.lo; i < sp.hi; i++)
 		if (s->text[i] == '\n' || s->text[i] == 0) {
-			buf_printf(b, "x");
+			buf_printf(b, "%s", fallback);
 			return;
 		}
 	buf_put(b, s->text + sp.lo, sp.hi - sp.lo);
+}
+
+static void
+text_of(Buf *b, Span sp)
+{
+	rule_operand_text(b, sp, "...");
 }
 
 static Val
@@ -58,9 +51,13 @@ add(Sema *s, Op op, Type ty, const Val *arg, int narg, Span sp)
 	return ir_add(s->f, op, ty, arg, narg, sp);
 }
 
+/* Every tensor a rule makes goes through here: its shape is checked as a
+ * signature's is (broadcasting and matmul can make sizes nobody wrote). */
 static SVal
 make(Sema *s, Op op, Type ty, const Val *arg, int narg, Span sp)
 {
+	if (!check_shape(s, &ty, sp))
+		return sv_err();
 	Val v = add(s, op, ty, arg, narg, sp);
 	return v < 0 ? sv_err() : sv_tensor(v, sp);
 }
@@ -99,7 +96,7 @@ want_tensor(SVal x, const char *fn)
 	if (x.k == SV_TENSOR)
 		return true;
 	if (x.k != SV_ERR)
-		diag_error(x.span, "%s needs a tensor here, not %s", fn, what(x));
+		diag_error(x.span, "%s needs a tensor here, not %s", fn, sv_what(x));
 	return false;
 }
 
@@ -111,7 +108,7 @@ want_int(SVal x, const char *fn, const char *arg, int64_t *out)
 		return true;
 	}
 	if (x.k != SV_ERR)
-		diag_error(x.span, "%s: %s must be an integer constant, not %s", fn, arg, what(x));
+		diag_error(x.span, "%s: %s must be an integer constant, not %s", fn, arg, sv_what(x));
 	return false;
 }
 
@@ -161,7 +158,7 @@ rule_can_reshard(const Type *t, Place to, int nranks)
 
 /* The call a user would write: "all_gather(w, 0)". */
 static void
-reshard_text(Buf *b, Op op, const Type *t, Place to, Span operand)
+reshard_text(Buf *b, Op op, const Type *t, Place to, Span operand, bool suggest)
 {
 	Buf x = {0};
 	text_of(&x, operand);
@@ -178,13 +175,60 @@ reshard_text(Buf *b, Op op, const Type *t, Place to, Span operand)
 	case OP_ALL_TO_ALL:
 		buf_printf(b, "all_to_all(%s, %d, %d)", x.s, t->pl.dim, to.dim);
 		break;
-	case OP_SCATTER:
-		buf_printf(b, "a local slice of %s", x.s);
+	case OP_SCATTER: /* no collective: each rank keeps its block */
+		buf_printf(b, "each rank's block of %s", x.s);
+		if (suggest) {
+			buf_printf(b, " (a `let` annotated ");
+			pl_print(b, to);
+			buf_printf(b, ")");
+		}
 		break;
 	default:
 		die("no reshard text for %s", ir_ops[op].name);
 	}
 	buf_free(&x);
+}
+
+/* The note that suggests a conversion: "all_gather(w, 0) would make it
+ * @repl".  Where two operands could be meant, `who` is NULL and the
+ * operand is named by its text ("... would make w @repl"), or by
+ * `fallback` when its text is too long. */
+static void
+reshard_note(Sema *s, SVal x, Place to, const char *who, const char *fallback)
+{
+	const Type *t = sv_type(s, x);
+	Buf call = {0}, pl = {0}, nm = {0};
+	reshard_text(&call, reshard_plan(t, to, s->nranks).op, t, to, x.span, true);
+	pl_print(&pl, to);
+	if (who)
+		buf_printf(&nm, "%s", who);
+	else
+		rule_operand_text(&nm, x.span, fallback);
+	diag_note(NOSPAN, "%s would make %s %s", call.s, nm.s, pl.s);
+	buf_free(&call);
+	buf_free(&pl);
+	buf_free(&nm);
+}
+
+/* "all_reduce(y, sum) would make it @repl" (or all_gather), for an operand
+ * of an operation that has no local form for its placement. */
+void
+rule_repl_note(Sema *s, SVal x)
+{
+	reshard_note(s, x, (Place){PL_REPL, 0, 0}, "it", NULL);
+}
+
+/* --auto-comm's answer to an operation that cannot use x's placement
+ * (@partial for a unary op, a split dim for a slice, ...): x made @repl,
+ * with a note.  False without --auto-comm: the caller reports the error
+ * and rule_repl_note suggests the same collective. */
+bool
+rule_to_repl(Sema *s, SVal *x)
+{
+	if (!s->autocomm || x->k != SV_TENSOR)
+		return false;
+	*x = rule_reshard(s, *x, (Place){PL_REPL, 0, 0}, x->span, "--auto-comm");
+	return true;
 }
 
 /* With why == NULL: only a note suggesting the fix.  Otherwise the
@@ -207,17 +251,12 @@ rule_reshard(Sema *s, SVal x, Place to, Span sp, const char *why)
 		buf_free(&pl);
 		return sv_err();
 	}
-	reshard_text(&call, r.op, t, to, x.span);
-	pl_print(&pl, to);
 	if (!why) {
-		Buf nm = {0};
-		text_of(&nm, x.span);
-		diag_note(NOSPAN, "%s would make %s %s", call.s, nm.s, pl.s);
-		buf_free(&nm);
-		buf_free(&call);
-		buf_free(&pl);
+		reshard_note(s, x, to, "it", NULL);
 		return sv_err();
 	}
+	reshard_text(&call, r.op, t, to, x.span, false);
+	pl_print(&pl, to);
 	diag_note(sp, "inserted %s to make it %s, as %s requires", call.s, pl.s, why);
 	buf_free(&call);
 	buf_free(&pl);
@@ -229,8 +268,8 @@ rule_reshard(Sema *s, SVal x, Place to, Span sp, const char *why)
 	return v;
 }
 
-/* The cheapest single conversion of one operand that satisfies `ok`;
- * used to suggest a fix, or to insert it under --auto-comm. */
+/* The cheapest conversion of one operand, or of both, that satisfies
+ * `ok`; used to suggest a fix, or to insert it under --auto-comm. */
 typedef bool (*PlaceOk)(Sema *s, const Type *ta, const Type *tb, void *ctx, Place *out);
 
 /* A fix that leaves the result @partial costs its reduction later too. */
@@ -242,43 +281,66 @@ partial_penalty(const Type *res, Place out, int p)
 	return (double)ty_numel(res) * ty_dtypes[res->dt].size * (p - 1) / p;
 }
 
+/* Where an operand could go: nowhere (kept, cands[0]), @repl, @split(d). */
+static int
+candidates(const Type *t, Place *cands)
+{
+	int n = 0;
+	cands[n++] = t->pl;
+	cands[n++] = (Place){PL_REPL, 0, 0};
+	for (int d = 0; d < t->rank; d++)
+		cands[n++] = (Place){PL_SPLIT, d, 0};
+	return n;
+}
+
+static double
+move_cost(const Type *t, Place to, int p)
+{
+	Reshard r;
+	if (pl_eq(t->pl, to))
+		return 0;
+	r = reshard_plan(t, to, p);
+	return r.op == OP_COUNT ? INFINITY : r.bytes;
+}
+
 static bool
-fix_operands(Sema *s, SVal *a, SVal *b, PlaceOk ok, void *ctx, const Type *res, Span sp, bool insert)
+fix_operands(Sema *s, SVal *a, SVal *b, PlaceOk ok, void *ctx, const Type *res, bool insert)
 {
 	const Type *ta = sv_type(s, *a), *tb = sv_type(s, *b);
-	int best_side = -1;
-	Place best_to = {0};
+	Place ca[LIM_RANK + 2], cb[LIM_RANK + 2], best_a = ta->pl, best_b = tb->pl;
+	int na = candidates(ta, ca), nb = candidates(tb, cb);
 	double best = INFINITY;
-	for (int side = 0; side < 2; side++) {
-		const Type *t = side ? tb : ta;
-		Place cands[LIM_RANK + 1];
-		int nc = 0;
-		cands[nc++] = (Place){PL_REPL, 0, 0};
-		for (int d = 0; d < t->rank; d++)
-			cands[nc++] = (Place){PL_SPLIT, d, 0};
-		for (int c = 0; c < nc; c++) {
-			Reshard r = reshard_plan(t, cands[c], s->nranks);
-			Type moved = *t;
+	for (int i = 0; i < na; i++)
+		for (int j = i == 0; j < nb; j++) {
+			Type ma = *ta, mb = *tb;
 			Place out;
-			moved.pl = cands[c];
-			if (r.op == OP_COUNT || r.bytes >= best)
+			double cost = move_cost(ta, ca[i], s->nranks) + move_cost(tb, cb[j], s->nranks);
+			if (!(cost < best))
 				continue;
-			if (!(side ? ok(s, ta, &moved, ctx, &out) : ok(s, &moved, tb, ctx, &out)))
+			ma.pl = ca[i];
+			mb.pl = cb[j];
+			if (!ok(s, &ma, &mb, ctx, &out))
 				continue;
-			if (r.bytes + partial_penalty(res, out, s->nranks) >= best)
-				continue;
-			best = r.bytes + partial_penalty(res, out, s->nranks);
-			best_side = side;
-			best_to = cands[c];
+			cost += partial_penalty(res, out, s->nranks);
+			if (cost < best) {
+				best = cost;
+				best_a = ca[i];
+				best_b = cb[j];
+			}
 		}
-	}
-	if (best_side < 0)
+	if (best == INFINITY)
 		return false;
-	SVal *x = best_side ? b : a;
-	SVal nx = rule_reshard(s, *x, best_to, insert ? x->span : sp, insert ? "--auto-comm" : NULL);
-	if (insert)
-		*x = nx;
-	return insert && nx.k == SV_TENSOR;
+	for (int side = 0; side < 2; side++) {
+		SVal *x = side ? b : a;
+		Place to = side ? best_b : best_a;
+		if (pl_eq(sv_type(s, *x)->pl, to))
+			continue;
+		if (!insert)
+			reshard_note(s, *x, to, NULL, side ? "the right operand" : "the left operand");
+		else if ((*x = rule_reshard(s, *x, to, x->span, "--auto-comm")).k != SV_TENSOR)
+			return false;
+	}
+	return insert;
 }
 
 /* ---- constants ---- */
@@ -399,17 +461,25 @@ broadcast(const Type *a, const Type *b, Type *out, Span sp)
 /* An operand's placement seen from the result: a split dim moves right by
  * the ranks broadcasting adds; a stretched (size-1) dim may not be split. */
 static bool
-lift_place(const Type *t, const Type *res, Place *out, Span sp)
+lift_place(const Type *t, const Type *res, Place *out)
 {
 	*out = t->pl;
 	if (t->pl.kind != PL_SPLIT)
 		return true;
 	out->dim = t->pl.dim + (res->rank - t->rank);
-	if (t->dim[t->pl.dim] == 1 && res->dim[out->dim] != 1) {
-		diag_error(sp, "a size-1 dim that broadcasting stretches cannot be @split");
-		return false;
-	}
-	return true;
+	return !(t->dim[t->pl.dim] == 1 && res->dim[out->dim] != 1);
+}
+
+/* A split size-1 dim that broadcasting stretches: gathered under
+ * --auto-comm (true, x replaced), else reported (false). */
+static bool
+stretched(Sema *s, SVal *x)
+{
+	if (rule_to_repl(s, x))
+		return true;
+	diag_error(x->span, "a size-1 dim that broadcasting stretches cannot be @split");
+	rule_repl_note(s, *x);
+	return false;
 }
 
 /* Elementwise placement rows of the table (op is '+', '-', '*', '/',
@@ -438,6 +508,37 @@ ew_place(int op, Place a, Place b, Place *out)
 	return false;
 }
 
+/* "'+' of y @split(0) and b @split(0) has no local form" */
+static void
+no_local_form(Sema *s, const char *what, SVal a, SVal b, Span sp)
+{
+	Buf x = {0}, y = {0}, na = {0}, nb = {0};
+	pl_print(&x, sv_type(s, a)->pl);
+	pl_print(&y, sv_type(s, b)->pl);
+	rule_operand_text(&na, a.span, "the left operand");
+	rule_operand_text(&nb, b.span, "the right operand");
+	diag_error(sp, "%s of %s %s and %s %s has no local form", what, na.s, x.s, nb.s, y.s);
+	buf_free(&x);
+	buf_free(&y);
+	buf_free(&na);
+	buf_free(&nb);
+}
+
+/* Broadcasting moved a split dim: say where it went. */
+static void
+broadcast_note(const Type *t, const Type *res, Place lifted, Span sp, const char *side)
+{
+	Buf nm = {0}, sh = {0};
+	if (t->pl.kind != PL_SPLIT || lifted.dim == t->pl.dim)
+		return;
+	rule_operand_text(&nm, sp, side[0] == 'l' ? "the left operand" : "the right operand");
+	ty_print_shape(&sh, res->rank, res->dim);
+	diag_note(NOSPAN, "broadcasting aligns dims on the right: dim %d of %s is dim %d of the %s result", t->pl.dim, nm.s,
+	          lifted.dim, sh.s);
+	buf_free(&nm);
+	buf_free(&sh);
+}
+
 typedef struct EwCtx {
 	int op;
 	Type res;
@@ -462,10 +563,10 @@ opsym(int op)
 	switch (op) {
 	case OP_MAX: return "max";
 	case OP_MIN: return "min";
-	case '+': return "+";
-	case '-': return "-";
-	case '*': return "*";
-	default: return "/";
+	case '+': return "'+'";
+	case '-': return "'-'";
+	case '*': return "'*'";
+	default: return "'/'";
 	}
 }
 
@@ -491,11 +592,11 @@ rule_binary(Sema *s, int op, SVal a, SVal b, Span sp)
 	if (a.k == SV_ERR || b.k == SV_ERR)
 		return sv_err();
 	if (!is_num(a) && a.k != SV_TENSOR) {
-		diag_error(a.span, "'%s' needs tensors or numbers, not %s", opsym(op), what(a));
+		diag_error(a.span, "%s needs tensors or numbers, not %s", opsym(op), sv_what(a));
 		return sv_err();
 	}
 	if (!is_num(b) && b.k != SV_TENSOR) {
-		diag_error(b.span, "'%s' needs tensors or numbers, not %s", opsym(op), what(b));
+		diag_error(b.span, "%s needs tensors or numbers, not %s", opsym(op), sv_what(b));
 		return sv_err();
 	}
 	if (is_num(a) && is_num(b))
@@ -515,37 +616,39 @@ rule_binary(Sema *s, int op, SVal a, SVal b, Span sp)
 	ta = sv_type(s, a);
 	tb = sv_type(s, b);
 	if (ta->dt != tb->dt) {
-		diag_error(sp, "'%s' of %s and %s: the dtypes differ", opsym(op), ty_dtypes[ta->dt].name, ty_dtypes[tb->dt].name);
-		diag_note(NOSPAN, "cast(x, %s) converts explicitly", ty_dtypes[ta->dt].name);
+		Buf nb = {0};
+		diag_error(sp, "%s of %s and %s: the dtypes differ", opsym(op), ty_dtypes[ta->dt].name, ty_dtypes[tb->dt].name);
+		text_of(&nb, b.span);
+		diag_note(NOSPAN, "cast(%s, %s) converts explicitly", nb.s, ty_dtypes[ta->dt].name);
+		buf_free(&nb);
 		return sv_err();
 	}
 	if (ta->dt == DT_I32 && op == '/') {
 		diag_error(sp, "'/' is not defined on i32; cast to a float dtype first");
 		return sv_err();
 	}
-	if (!broadcast(ta, tb, &res, sp))
+	if (!broadcast(ta, tb, &res, sp) || !check_shape(s, &res, sp))
 		return sv_err();
 	res.dt = ta->dt;
-	if (!lift_place(ta, &res, &pa, a.span) || !lift_place(tb, &res, &pb, b.span))
-		return sv_err();
+	if (!lift_place(ta, &res, &pa))
+		return stretched(s, &a) ? rule_binary(s, op, a, b, sp) : sv_err();
+	if (!lift_place(tb, &res, &pb))
+		return stretched(s, &b) ? rule_binary(s, op, a, b, sp) : sv_err();
 	if (!ew_place(op, pa, pb, &res.pl)) {
-		Buf x = {0}, y = {0};
 		EwCtx c = {op, res};
-		if (s->autocomm && fix_operands(s, &a, &b, ew_ok, &c, &res, sp, true))
-			return rule_binary(s, op, a, b, sp);
-		pl_print(&x, ta->pl);
-		pl_print(&y, tb->pl);
-		diag_error(sp, "'%s' of %s and %s has no local form", opsym(op), x.s, y.s);
-		buf_free(&x);
-		buf_free(&y);
-		fix_operands(s, &a, &b, ew_ok, &c, &res, sp, false);
+		SVal a2 = a, b2 = b;
+		if (s->autocomm && fix_operands(s, &a2, &b2, ew_ok, &c, &res, true))
+			return rule_binary(s, op, a2, b2, sp);
+		if (a2.k == SV_ERR || b2.k == SV_ERR)
+			return sv_err(); /* an inserted collective failed, and said so */
+		no_local_form(s, opsym(op), a, b, sp);
+		broadcast_note(ta, &res, pa, a.span, "left");
+		broadcast_note(tb, &res, pb, b.span, "right");
+		fix_operands(s, &a, &b, ew_ok, &c, &res, false);
 		return sv_err();
 	}
-	if (res.pl.kind == PL_SPLIT && res.dim[res.pl.dim] % s->nranks) {
-		diag_error(sp, "the result would be split along dim %d of size %lld, which %d ranks do not divide",
-		           res.pl.dim, (long long)res.dim[res.pl.dim], s->nranks);
-		return sv_err();
-	}
+	/* a split result dim is an operand's split dim, whose size P divides
+	 * (a stretched one was refused above); the verifier checks it */
 	args[0] = a.v;
 	args[1] = b.v;
 	return make(s, ew_op(op), res, args, 2, sp);
@@ -559,6 +662,7 @@ rule_fill(Sema *s, SVal c, const SVal *like, int n, Span sp)
 	Type res = {0};
 	bool have = false;
 	DType dt = DT_F32;
+	int first = 0;
 	for (int i = 0; i < n; i++) {
 		const Type *t;
 		Type b;
@@ -570,13 +674,21 @@ rule_fill(Sema *s, SVal c, const SVal *like, int n, Span sp)
 		if (!have) {
 			res = *t;
 			have = true;
+			first = i;
 			continue;
 		}
-		if (!broadcast(&res, t, &b, sp) || !lift_place(&res, &b, &pa, sp) || !lift_place(t, &b, &pb, like[i].span))
+		if (!broadcast(&res, t, &b, sp))
 			return sv_err();
+		if (!lift_place(&res, &b, &pa) || !lift_place(t, &b, &pb)) {
+			diag_error(like[i].span, "a size-1 dim that broadcasting stretches cannot be @split");
+			return sv_err();
+		}
 		b.dt = res.dt;
-		if (!ew_place('+', pa, pb, &b.pl))
-			return sv_err(); /* the kernel body already reported it */
+		if (!ew_place('+', pa, pb, &b.pl)) {
+			/* a body that ignores its arguments never combined them */
+			no_local_form(s, "a constant kernel result", like[first], like[i], sp);
+			return sv_err();
+		}
 		res = b;
 	}
 	if (!have)
@@ -603,17 +715,17 @@ rule_unary(Sema *s, Op op, SVal a, Span sp)
 	if (is_num(a))
 		return fold_unary(op, a, sp);
 	if (a.k != SV_TENSOR) {
-		diag_error(a.span, "%s needs a tensor or a number, not %s", ir_ops[op].name, what(a));
+		diag_error(a.span, "%s needs a tensor or a number, not %s", op == OP_NEG ? "unary '-'" : ir_ops[op].name,
+		           sv_what(a));
 		return sv_err();
 	}
 	t = sv_type(s, a);
 	if (t->pl.kind == PL_PARTIAL) {
-		Buf x = {0};
+		if (rule_to_repl(s, &a))
+			return rule_unary(s, op, a, sp);
 		diag_error(sp, "%s of a @partial(%s) value has no local form: reduce it first",
 		           op == OP_NEG ? "negation" : ir_ops[op].name, pl_rednames[t->pl.red]);
-		text_of(&x, a.span);
-		diag_note(NOSPAN, "all_reduce(%s, %s) would make it @repl", x.s, pl_rednames[t->pl.red]);
-		buf_free(&x);
+		rule_repl_note(s, a);
 		return sv_err();
 	}
 	if (t->dt == DT_I32 && float_only(op)) {
@@ -692,10 +804,7 @@ mm_shape(const Type *ta, const Type *tb, MmShape *m, Span sp)
 	bb.rank -= 2;
 	if (!broadcast(&ba, &bb, &m->res, sp))
 		return false;
-	if (m->res.rank + 2 > LIM_RANK) {
-		diag_error(sp, "matmul result rank is over the limit of %d", LIM_RANK);
-		return false;
-	}
+	ASSERT(m->res.rank + 2 <= LIM_RANK); /* max(ranks) - 2 batch dims */
 	m->res.dim[m->res.rank++] = ta->dim[ta->rank - 2];
 	m->res.dim[m->res.rank++] = tb->dim[tb->rank - 1];
 	m->res.dt = ta->dt;
@@ -706,7 +815,7 @@ mm_shape(const Type *ta, const Type *tb, MmShape *m, Span sp)
 
 /* A split batch dim may not be one that broadcasting stretches. */
 static bool
-batch_split_ok(const Type *t, const MmShape *m, Span sp)
+batch_split_ok(const Type *t, const MmShape *m)
 {
 	Type batch = *t;
 	Place p;
@@ -715,7 +824,7 @@ batch_split_ok(const Type *t, const MmShape *m, Span sp)
 	batch.rank -= 2;
 	Type res = m->res;
 	res.rank -= 2;
-	return lift_place(&batch, &res, &p, sp);
+	return lift_place(&batch, &res, &p);
 }
 
 SVal
@@ -738,31 +847,23 @@ rule_matmul(Sema *s, SVal a, SVal b, Span sp)
 		diag_error(sp, "matmul of %s and %s: operands must share a float dtype", ty_dtypes[ta->dt].name, ty_dtypes[tb->dt].name);
 		return sv_err();
 	}
-	if (!mm_shape(ta, tb, &m, sp))
+	if (!mm_shape(ta, tb, &m, sp) || !check_shape(s, &m.res, sp))
 		return sv_err();
-	if (!batch_split_ok(ta, &m, a.span) || !batch_split_ok(tb, &m, b.span))
-		return sv_err();
+	if (!batch_split_ok(ta, &m))
+		return stretched(s, &a) ? rule_matmul(s, a, b, sp) : sv_err();
+	if (!batch_split_ok(tb, &m))
+		return stretched(s, &b) ? rule_matmul(s, a, b, sp) : sv_err();
 	if (!mm_place(&m, ta, tb, &m.res.pl)) {
-		Buf x = {0}, y = {0}, na = {0}, nb = {0};
-		if (s->autocomm && fix_operands(s, &a, &b, mm_ok, &m, &m.res, sp, true))
-			return rule_matmul(s, a, b, sp);
-		pl_print(&x, ta->pl);
-		pl_print(&y, tb->pl);
-		text_of(&na, a.span);
-		text_of(&nb, b.span);
-		diag_error(sp, "matmul of %s %s and %s %s has no local form", na.s, x.s, nb.s, y.s);
-		fix_operands(s, &a, &b, mm_ok, &m, &m.res, sp, false);
-		buf_free(&x);
-		buf_free(&y);
-		buf_free(&na);
-		buf_free(&nb);
+		SVal a2 = a, b2 = b;
+		if (s->autocomm && fix_operands(s, &a2, &b2, mm_ok, &m, &m.res, true))
+			return rule_matmul(s, a2, b2, sp);
+		if (a2.k == SV_ERR || b2.k == SV_ERR)
+			return sv_err(); /* an inserted collective failed, and said so */
+		no_local_form(s, "matmul", a, b, sp);
+		fix_operands(s, &a, &b, mm_ok, &m, &m.res, false);
 		return sv_err();
 	}
-	if (m.res.pl.kind == PL_SPLIT && m.res.dim[m.res.pl.dim] % s->nranks) {
-		diag_error(sp, "the result would be split along dim %d of size %lld, which %d ranks do not divide",
-		           m.res.pl.dim, (long long)m.res.dim[m.res.pl.dim], s->nranks);
-		return sv_err();
-	}
+	/* as for elementwise results: P divides the split dim */
 	args[0] = a.v;
 	args[1] = b.v;
 	return make(s, OP_MATMUL, m.res, args, 2, sp);
@@ -803,7 +904,7 @@ b_cast(Sema *s, const Builtin *b, SVal *x, int n, Span sp)
 	if (x[0].k == SV_ERR || x[1].k == SV_ERR)
 		return sv_err();
 	if (x[1].k != SV_DTYPE) {
-		diag_error(x[1].span, "cast: the second argument must be a dtype, not %s", what(x[1]));
+		diag_error(x[1].span, "cast: the second argument must be a dtype, not %s", sv_what(x[1]));
 		return sv_err();
 	}
 	if (is_num(x[0]))
@@ -837,12 +938,13 @@ b_reduce(Sema *s, const Builtin *b, SVal *x, int n, Span sp)
 		diag_error(sp, "mean is not defined on i32; cast to a float dtype first");
 		return sv_err();
 	}
-	if (t.pl.kind == PL_PARTIAL && !(t.pl.red == red[b->op] && (b->op == OP_SUM || b->op == OP_MEAN || b->op == OP_AMAX || b->op == OP_AMIN))) {
-		Buf nm = {0};
+	/* sum and mean are linear, amax and amin commute with the same
+	 * reduction over ranks; any other mix has no local form */
+	if (t.pl.kind == PL_PARTIAL && t.pl.red != red[b->op]) {
+		if (rule_to_repl(s, &x[0]))
+			return b_reduce(s, b, x, n, sp);
 		diag_error(sp, "%s of a @partial(%s) value has no local form: reduce it first", b->name, pl_rednames[t.pl.red]);
-		text_of(&nm, x[0].span);
-		diag_note(NOSPAN, "all_reduce(%s, %s) would make it @repl", nm.s, pl_rednames[t.pl.red]);
-		buf_free(&nm);
+		rule_repl_note(s, x[0]);
 		return sv_err();
 	}
 	if (t.pl.kind == PL_SPLIT && t.pl.dim == dim)
@@ -922,7 +1024,7 @@ b_reshape(Sema *s, const Builtin *b, SVal *x, int n, Span sp)
 		return sv_err();
 	if (x[1].k != SV_LIST) {
 		if (x[1].k != SV_ERR)
-			diag_error(x[1].span, "reshape: the shape must be a list like [4, 8], not %s", what(x[1]));
+			diag_error(x[1].span, "reshape: the shape must be a list like [4, 8], not %s", sv_what(x[1]));
 		return sv_err();
 	}
 	in = *sv_type(s, x[0]);
@@ -940,6 +1042,10 @@ b_reshape(Sema *s, const Builtin *b, SVal *x, int n, Span sp)
 			infer = i;
 			t.dim[i] = 1;
 			continue;
+		}
+		if (d == -1) {
+			diag_error(x[1].elem[i].span, "reshape: only one size may be -1");
+			return sv_err();
 		}
 		if (d <= 0) {
 			diag_error(x[1].elem[i].span, "reshape: size %lld is not positive (one size may be -1)", (long long)d);
@@ -965,8 +1071,10 @@ b_reshape(Sema *s, const Builtin *b, SVal *x, int n, Span sp)
 		return sv_err();
 	}
 	if (!reshape_place(&in, &t, s->nranks)) {
+		if (rule_to_repl(s, &x[0]))
+			return b_reshape(s, b, x, n, sp);
 		diag_error(sp, "reshape would mix the blocks of split dim %d across ranks", in.pl.dim);
-		diag_note(NOSPAN, "all_gather the tensor first, or reshape so that the split dim keeps its leading position");
+		rule_repl_note(s, x[0]);
 		return sv_err();
 	}
 	return make(s, OP_RESHAPE, t, &x[0].v, 1, sp);
@@ -992,11 +1100,10 @@ b_slice(Sema *s, const Builtin *b, SVal *x, int n, Span sp)
 		return sv_err();
 	}
 	if (t.pl.kind == PL_SPLIT && t.pl.dim == dim) {
-		Buf nm = {0};
+		if (rule_to_repl(s, &x[0]))
+			return b_slice(s, b, x, n, sp);
 		diag_error(sp, "slice along split dim %d has no local form", dim);
-		text_of(&nm, x[0].span);
-		diag_note(NOSPAN, "all_gather(%s, %d) would make it @repl", nm.s, dim);
-		buf_free(&nm);
+		rule_repl_note(s, x[0]);
 		return sv_err();
 	}
 	t.dim[dim] = len;
@@ -1033,7 +1140,13 @@ b_concat(Sema *s, const Builtin *b, SVal *x, int n, Span sp)
 		for (int k = 0; same && k < t.rank; k++)
 			same = k == dim || u->dim[k] == t.dim[k];
 		if (!same) {
-			diag_error(x[i].span, "concat: every operand must have the first's dtype, placement and sizes except along dim %d", dim);
+			Buf a = {0}, c = {0};
+			ty_print(&a, u);
+			ty_print(&c, &t);
+			diag_error(x[i].span, "concat: this operand is %s, but the first is %s; they must agree except in the size of dim %d",
+			           a.s, c.s, dim);
+			buf_free(&a);
+			buf_free(&c);
 			return sv_err();
 		}
 		if (!ck_add(total, u->dim[dim], &total)) {
@@ -1043,7 +1156,14 @@ b_concat(Sema *s, const Builtin *b, SVal *x, int n, Span sp)
 		args[i - 1] = x[i].v;
 	}
 	if (t.pl.kind == PL_SPLIT && t.pl.dim == dim) {
-		diag_error(sp, "concat along split dim %d has no local form; all_gather the operands first", dim);
+		if (s->autocomm) {
+			for (int i = 1; i < n; i++)
+				rule_to_repl(s, &x[i]);
+			return b_concat(s, b, x, n, sp);
+		}
+		diag_error(sp, "concat along split dim %d has no local form", dim);
+		for (int i = 1; i < n; i++)
+			rule_repl_note(s, x[i]);
 		return sv_err();
 	}
 	t.dim[dim] = total;
@@ -1065,46 +1185,65 @@ want_red(SVal x, const char *fn, RedOp *r)
 		return true;
 	}
 	if (x.k != SV_ERR)
-		diag_error(x.span, "%s: the reduction must be sum, max or min, not %s", fn, what(x));
+		diag_error(x.span, "%s: the reduction must be sum, max or min, not %s", fn, sv_what(x));
 	return false;
 }
 
+/* After a collective was given a value in the wrong placement: how to
+ * reach the placement the caller wanted from it (`goal`), or that it is
+ * there already. */
+static void
+goal_note(Sema *s, SVal x, Place goal, const char *fn)
+{
+	const Type *t = sv_type(s, x);
+	Buf nm = {0}, pl = {0};
+	if (rule_can_reshard(t, goal, s->nranks)) {
+		reshard_note(s, x, goal, "it", NULL);
+		return;
+	}
+	if (pl_eq(t->pl, goal)) {
+		rule_operand_text(&nm, x.span, "the operand");
+		pl_print(&pl, goal);
+		diag_note(NOSPAN, "%s is %s already; no %s is needed", nm.s, pl.s, fn);
+	}
+	buf_free(&nm);
+	buf_free(&pl);
+}
+
 static bool
-want_partial(Sema *s, SVal x, RedOp red, const char *fn, Span sp)
+want_partial(Sema *s, SVal x, RedOp red, const char *fn, Span sp, Place goal)
 {
 	const Type *t = sv_type(s, x);
 	Buf p = {0}, nm = {0};
 	if (t->pl.kind == PL_PARTIAL && t->pl.red == red)
 		return true;
 	pl_print(&p, t->pl);
-	text_of(&nm, x.span);
+	rule_operand_text(&nm, x.span, "the operand");
 	if (t->pl.kind == PL_PARTIAL)
 		diag_error(sp, "%s with %s of a %s value: the reductions differ", fn, pl_rednames[red], p.s);
 	else
 		diag_error(sp, "%s needs a @partial(%s) value, but %s is %s", fn, pl_rednames[red], nm.s, p.s);
-	if (t->pl.kind == PL_SPLIT)
-		diag_note(NOSPAN, "all_gather(%s, %d) gathers a split value", nm.s, t->pl.dim);
+	goal_note(s, x, goal, fn);
 	buf_free(&p);
 	buf_free(&nm);
 	return false;
 }
 
+/* dim < 0: any split dim will do (shift). */
 static bool
-want_split(Sema *s, SVal x, int dim, const char *fn, Span sp)
+want_split(Sema *s, SVal x, int dim, const char *fn, Span sp, Place goal)
 {
 	const Type *t = sv_type(s, x);
 	Buf p = {0}, nm = {0};
 	if (t->pl.kind == PL_SPLIT && (dim < 0 || t->pl.dim == dim))
 		return true;
 	pl_print(&p, t->pl);
-	text_of(&nm, x.span);
+	rule_operand_text(&nm, x.span, "the operand");
 	if (dim >= 0)
 		diag_error(sp, "%s along dim %d needs a value @split(%d), but %s is %s", fn, dim, dim, nm.s, p.s);
 	else
 		diag_error(sp, "%s needs a @split value, but %s is %s", fn, nm.s, p.s);
-	if (t->pl.kind == PL_PARTIAL)
-		diag_note(NOSPAN, "reduce_scatter(%s, %d, %s) would make it @split(%d)", nm.s, dim < 0 ? 0 : dim,
-		          pl_rednames[t->pl.red], dim < 0 ? 0 : dim);
+	goal_note(s, x, goal, fn);
 	buf_free(&p);
 	buf_free(&nm);
 	return false;
@@ -1135,7 +1274,7 @@ b_all_reduce(Sema *s, const Builtin *b, SVal *x, int n, Span sp)
 	(void)n;
 	if (!want_tensor(x[0], "all_reduce") || !want_red(x[1], "all_reduce", &red))
 		return sv_err();
-	if (!want_partial(s, x[0], red, "all_reduce", sp))
+	if (!want_partial(s, x[0], red, "all_reduce", sp, (Place){PL_REPL, 0, 0}))
 		return sv_err();
 	t = *sv_type(s, x[0]);
 	t.pl = (Place){PL_REPL, 0, 0};
@@ -1158,7 +1297,7 @@ b_reduce_scatter(Sema *s, const Builtin *b, SVal *x, int n, Span sp)
 	    !want_red(x[2], "reduce_scatter", &red))
 		return sv_err();
 	t = *sv_type(s, x[0]);
-	if (!norm_dim(d, t.rank, x[1].span, &dim) || !want_partial(s, x[0], red, "reduce_scatter", sp) ||
+	if (!norm_dim(d, t.rank, x[1].span, &dim) || !want_partial(s, x[0], red, "reduce_scatter", sp, (Place){PL_SPLIT, dim, 0}) ||
 	    !divisible(s, &t, dim, sp))
 		return sv_err();
 	t.pl = (Place){PL_SPLIT, dim, 0};
@@ -1179,7 +1318,7 @@ b_all_gather(Sema *s, const Builtin *b, SVal *x, int n, Span sp)
 	if (!want_tensor(x[0], "all_gather") || !want_int(x[1], "all_gather", "the dim", &d))
 		return sv_err();
 	t = *sv_type(s, x[0]);
-	if (!norm_dim(d, t.rank, x[1].span, &dim) || !want_split(s, x[0], dim, "all_gather", sp))
+	if (!norm_dim(d, t.rank, x[1].span, &dim) || !want_split(s, x[0], dim, "all_gather", sp, (Place){PL_REPL, 0, 0}))
 		return sv_err();
 	t.pl = (Place){PL_REPL, 0, 0};
 	SVal r = collective(s, OP_ALL_GATHER, x[0], t, sp);
@@ -1201,10 +1340,11 @@ b_all_to_all(Sema *s, const Builtin *b, SVal *x, int n, Span sp)
 		return sv_err();
 	t = *sv_type(s, x[0]);
 	if (!norm_dim(d1, t.rank, x[1].span, &from) || !norm_dim(d2, t.rank, x[2].span, &to) ||
-	    !want_split(s, x[0], from, "all_to_all", sp))
+	    !want_split(s, x[0], from, "all_to_all", sp, (Place){PL_SPLIT, to, 0}))
 		return sv_err();
 	if (from == to) {
 		diag_error(sp, "all_to_all from dim %d to itself does nothing", from);
+		goal_note(s, x[0], (Place){PL_SPLIT, to, 0}, "all_to_all");
 		return sv_err();
 	}
 	if (!divisible(s, &t, to, sp))
@@ -1224,7 +1364,7 @@ b_shift(Sema *s, const Builtin *b, SVal *x, int n, Span sp)
 	(void)b;
 	(void)n;
 	if (!want_tensor(x[0], "shift") || !want_int(x[1], "shift", "the offset", &k) ||
-	    !want_split(s, x[0], -1, "shift", sp))
+	    !want_split(s, x[0], -1, "shift", sp, (Place){PL_SPLIT, 0, 0}))
 		return sv_err();
 	t = *sv_type(s, x[0]);
 	k %= s->nranks;

@@ -1,5 +1,5 @@
-/* ir/sema.c -- names, scopes, params, calls, statements: the elaborator
- * that turns each entry op into a graph-IR Func.
+/* ir/sema.c -- names, scopes, params, statements, results: the elaborator
+ * that turns each entry op into a graph-IR Func (calls are in ir/call.c).
  *
  * An op means a function on global tensors (DESIGN §2.4).  Elaboration
  * runs the op abstractly: every tensor expression becomes one IR value
@@ -9,47 +9,19 @@
  * stays silent, so each mistake is reported once. */
 #include "ir.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef enum BindKind { B_LET, B_ARG, B_SIZE, B_LOOP, B_PARAM } BindKind;
-
-typedef struct Bind Bind;
-struct Bind {
-	Sym name;
-	BindKind kind;
-	SVal val;
-	Span span;
-	Bind *next;
-};
-
-/* What one file defines. */
-typedef struct ModEnv ModEnv;
-struct ModEnv {
-	Module *m;
-	SymMap defs;    /* op and kernel nodes */
-	SymMap params;  /* Bind * */
-	ModEnv *next;
-};
-
-/* One op or kernel body being elaborated. */
-typedef struct Frame Frame;
-struct Frame {
-	ModEnv *me;
-	Node *fn;
-	Bind *scope;
-	Frame *up;
-	int depth;
-};
 
 static struct {
 	ModEnv *envs;
 	Sym nranks, sum, max, min;
-	int unrolled;
+	int unrolled;  /* `for` iterations of the entry op so far */
+	int steps;     /* statements and calls elaborated for the whole unit */
+	bool stopped;  /* LIM_STEPS reached: elaborate nothing more */
 } S;
-
-static SVal eval(Sema *s, Frame *fr, Node *n);
 
 /* ---- values ---- */
 
@@ -84,7 +56,7 @@ sv_type(Sema *s, SVal x)
 	return &s->f->ins[x.v].ty;
 }
 
-static const char *
+const char *
 sv_what(SVal x)
 {
 	switch (x.k) {
@@ -106,10 +78,7 @@ check_shape(Sema *s, Type *t, Span sp)
 {
 	int64_t n = 1;
 	(void)s;
-	if (t->rank > LIM_RANK) {
-		diag_error(sp, "tensor rank %d is over the limit of %d", t->rank, LIM_RANK);
-		return false;
-	}
+	ASSERT(t->rank <= LIM_RANK); /* the parser and reshape bound it */
 	for (int i = 0; i < t->rank; i++) {
 		if (t->dim[i] <= 0) {
 			diag_error(sp, "dim %d has size %lld; sizes must be positive", i, (long long)t->dim[i]);
@@ -161,7 +130,8 @@ near(Near *n, Sym cand)
 	if (!cand)
 		return;
 	d = edits(n->want, sym_str(cand));
-	if (d < n->dist && d <= (int)(strlen(n->want) + 2) / 3) {
+	/* about one edit in three, and never all of a short name */
+	if (d < n->dist && d <= (int)(strlen(n->want) + 2) / 3 && d < (int)strlen(n->want)) {
 		n->dist = d;
 		n->best = sym_str(cand);
 	}
@@ -203,8 +173,52 @@ suggest_name(Frame *fr, Sym want, Span sp, bool fn)
 
 /* ---- names ---- */
 
-static Bind *
-bind(Sema *s, Frame *fr, Sym name, BindKind k, SVal v, Span sp)
+static uint32_t
+slot(const Frame *fr, Sym name)
+{
+	uint32_t h = (name * 2654435761u) & (fr->names.cap - 1);
+	while (fr->names.key[h] && fr->names.key[h] != name)
+		h = (h + 1) & (fr->names.cap - 1);
+	return h;
+}
+
+/* The table lives in the elaboration arena; a grown one leaves the old
+ * arrays there (their sizes sum to less than the new one's). */
+static void
+names_put(Sema *s, Frame *fr, Sym name, Bind *b)
+{
+	uint32_t h;
+	if (2 * (fr->names.n + 1) > fr->names.cap) {
+		Frame g = {0};
+		g.names.cap = fr->names.cap ? 2 * fr->names.cap : 16;
+		g.names.key = arena_alloc(s->tmp, g.names.cap * sizeof *g.names.key);
+		g.names.val = arena_alloc(s->tmp, g.names.cap * sizeof *g.names.val);
+		for (uint32_t i = 0; i < fr->names.cap; i++)
+			if (fr->names.key[i]) {
+				h = slot(&g, fr->names.key[i]);
+				g.names.key[h] = fr->names.key[i];
+				g.names.val[h] = fr->names.val[i];
+			}
+		g.names.n = fr->names.n;
+		fr->names = g.names;
+	}
+	h = slot(fr, name);
+	fr->names.n += fr->names.key[h] == 0;
+	fr->names.key[h] = name;
+	fr->names.val[h] = b;
+}
+
+Bind *
+sema_local(Frame *fr, Sym name)
+{
+	if (!fr->names.cap)
+		return NULL;
+	uint32_t h = slot(fr, name);
+	return fr->names.key[h] ? fr->names.val[h] : NULL;
+}
+
+Bind *
+sema_bind(Sema *s, Frame *fr, Sym name, BindKind k, SVal v, Span sp)
 {
 	Bind *b = arena_alloc(s->tmp, sizeof *b);
 	b->name = name;
@@ -212,24 +226,82 @@ bind(Sema *s, Frame *fr, Sym name, BindKind k, SVal v, Span sp)
 	b->val = v;
 	b->span = sp;
 	b->next = fr->scope;
+	b->shadow = sema_local(fr, name);
 	fr->scope = b;
+	names_put(s, fr, name, b);
 	return b;
 }
 
-static Bind *
-find_local(Frame *fr, Sym name)
+/* Ends a scope: forgets the bindings made since `mark`. */
+static void
+unbind_to(Frame *fr, Bind *mark)
 {
-	for (Bind *b = fr->scope; b; b = b->next)
-		if (b->name == name)
-			return b;
+	for (Bind *b = fr->scope; b != mark; b = b->next)
+		fr->names.val[slot(fr, b->name)] = b->shadow;
+	fr->scope = mark;
+}
+
+/* Names the language predefines: they cannot be declared again. */
+static bool
+reserved(Sym name, Span sp, const char *what)
+{
+	if (!sema_predefined(name))
+		return false;
+	diag_error(sp, "%s cannot be named '%s': %s", what, sym_str(name),
+	           name == S.nranks ? "`nranks` is the number of ranks" : "it names a reduction (sum, max, min)");
+	return true;
+}
+
+bool
+sema_predefined(Sym name)
+{
+	return name == S.nranks || name == S.sum || name == S.max || name == S.min;
+}
+
+static Node *
+later_param(ModEnv *me, Sym name)
+{
+	for (Node *it = me->m->items; it; it = it->next)
+		if (it->kind == NK_PARAM && it->u.let.name == name)
+			return it;
 	return NULL;
+}
+
+static Node *
+def_named(ModEnv *me, Sym name)
+{
+	Node *d = symmap_get(&me->defs, name);
+	for (int i = 0; !d && i < me->m->nuses; i++)
+		for (ModEnv *e = S.envs; e && !d; e = e->next)
+			if (e->m == me->m->uses[i])
+				d = symmap_get(&e->defs, name);
+	return d;
+}
+
+/* Why a name has no value, when there is more to say than "unknown". */
+static bool
+explain_unknown(Frame *fr, Node *n)
+{
+	Sym name = n->u.name;
+	Node *d = def_named(fr->me, name), *p;
+	if (d) {
+		diag_error(n->span, "'%s' is %s, not a value; call it: %s(...)", sym_str(name),
+		           d->kind == NK_OP ? "an op" : "a kernel", sym_str(name));
+		return true;
+	}
+	if (!fr->fn && (p = later_param(fr->me, name))) {
+		diag_error(n->span, "param '%s' is used before it is declared", sym_str(name));
+		diag_note(p->u.let.nspan, "'%s' is declared here", sym_str(name));
+		return true;
+	}
+	return false;
 }
 
 static SVal
 lookup(Sema *s, Frame *fr, Node *n)
 {
 	Sym name = n->u.name;
-	Bind *b = find_local(fr, name);
+	Bind *b = sema_local(fr, name);
 	SVal v;
 	if (!b)
 		b = symmap_get(&fr->me->params, name);
@@ -242,9 +314,39 @@ lookup(Sema *s, Frame *fr, Node *n)
 		return sv_int(s->nranks, n->span);
 	if (name == S.sum || name == S.max || name == S.min)
 		return (SVal){.k = SV_RED, .i = name == S.sum ? RED_SUM : name == S.max ? RED_MAX : RED_MIN, .span = n->span};
+	if (explain_unknown(fr, n))
+		return sv_err();
 	diag_error(n->span, "unknown name '%s'", sym_str(name));
 	suggest_name(fr, name, n->span, false);
 	return sv_err();
+}
+
+/* A name in a size expression that nothing binds: no argument of the
+ * call, no param, not `nranks`.  NULL when every name has a value. */
+Node *
+sema_free_name(Frame *fr, Node *e)
+{
+	Node *r = NULL;
+	switch (e->kind) {
+	case NK_NAME:
+		if (sema_local(fr, e->u.name) || symmap_get(&fr->me->params, e->u.name) || sema_predefined(e->u.name))
+			return NULL;
+		return e;
+	case NK_BIN:
+		if ((r = sema_free_name(fr, e->u.bin.l)) || !e->u.bin.r)
+			return r;
+		return sema_free_name(fr, e->u.bin.r);
+	case NK_NEG:
+		return sema_free_name(fr, e->u.bin.l);
+	case NK_CALL:
+	case NK_LIST:
+	case NK_TUPLE:
+		for (Node *a = e->u.call.args; a && !r; a = a->next)
+			r = sema_free_name(fr, a);
+		return r;
+	default:
+		return NULL;
+	}
 }
 
 /* The op or kernel a call names: this file first, then the files it uses. */
@@ -263,6 +365,8 @@ find_def(Frame *fr, Sym name, Span sp, bool *ambiguous)
 			if (d) {
 				diag_error(sp, "'%s' is defined by both %s.syn and %s.syn", sym_str(name),
 				           sym_str(from->name), sym_str(e->m->name));
+				diag_note(d->u.fn.nspan, "one definition");
+				diag_note(other->u.fn.nspan, "the other");
 				*ambiguous = true;
 				return NULL;
 			}
@@ -272,8 +376,8 @@ find_def(Frame *fr, Sym name, Span sp, bool *ambiguous)
 	return d;
 }
 
-static ModEnv *
-env_of_file(int file)
+ModEnv *
+sema_env(int file)
 {
 	for (ModEnv *e = S.envs; e; e = e->next)
 		if (e->m->file == file)
@@ -283,10 +387,10 @@ env_of_file(int file)
 
 /* ---- constant expressions: sizes, ranges ---- */
 
-static bool
-eval_int(Sema *s, Frame *fr, Node *n, const char *what, int64_t *out)
+bool
+sema_int(Sema *s, Frame *fr, Node *n, const char *what, int64_t *out)
 {
-	SVal v = eval(s, fr, n);
+	SVal v = sema_eval(s, fr, n);
 	if (v.k == SV_ERR)
 		return false;
 	if (v.k != SV_INT) {
@@ -300,8 +404,8 @@ eval_int(Sema *s, Frame *fr, Node *n, const char *what, int64_t *out)
 /* ---- types in signatures ---- */
 
 /* Placement written after a type: @repl, @split(d), @partial(op). */
-static bool
-resolve_place(Sema *s, Frame *fr, Node *pn, int rank, Place *out)
+bool
+sema_place(Sema *s, Frame *fr, Node *pn, int rank, Place *out)
 {
 	const char *name = sym_str(pn->u.call.name);
 	SVal a = {0};
@@ -309,7 +413,7 @@ resolve_place(Sema *s, Frame *fr, Node *pn, int rank, Place *out)
 		diag_error(pn->span, "placement @%s takes at most one argument", name);
 		return false;
 	}
-	if (pn->u.call.nargs == 1 && (a = eval(s, fr, pn->u.call.args)).k == SV_ERR)
+	if (pn->u.call.nargs == 1 && (a = sema_eval(s, fr, pn->u.call.args)).k == SV_ERR)
 		return false;
 	if (strcmp(name, "repl") == 0 && pn->u.call.nargs == 0) {
 		*out = (Place){PL_REPL, 0, 0};
@@ -348,37 +452,70 @@ check_divisible(Sema *s, const Type *t, Span sp, const char *what)
 	return true;
 }
 
+/* The dtype of a written type: a dtype keyword, or a name whose value
+ * is a dtype (a dtype variable bound by unification, a `param T = bf16`). */
+bool
+sema_dtype(Sema *s, Frame *fr, Node *tn, DType *dt)
+{
+	Node nm = {.kind = NK_NAME, .span = tn->u.type.dspan, .u.name = tn->u.type.dtype};
+	SVal d;
+	if (!tn->u.type.dvar) {
+		if (!ty_dtype_byname(sym_str(tn->u.type.dtype), dt))
+			die("lexer gave an unknown dtype");
+		return true;
+	}
+	if (!sema_local(fr, nm.u.name) && !symmap_get(&fr->me->params, nm.u.name) && !sema_predefined(nm.u.name)) {
+		Near n = {sym_str(nm.u.name), NULL, 99};
+		diag_error(nm.span, "unknown dtype '%s'", sym_str(nm.u.name));
+		for (int i = 0; i < DT_COUNT; i++)
+			near(&n, sym_cstr(ty_dtypes[i].name));
+		if (n.best)
+			diag_note(nm.span, "did you mean '%s'?", n.best);
+		else
+			diag_note(NOSPAN, "the dtypes are f32, f16, bf16 and i32; a name can stand for one if a param or an "
+			          "argument binds it");
+		return false;
+	}
+	d = sema_eval(s, fr, &nm);
+	if (d.k == SV_ERR)
+		return false;
+	if (d.k != SV_DTYPE) {
+		diag_error(tn->u.type.dspan, "'%s' is %s, not a dtype", sym_str(tn->u.type.dtype), sv_what(d));
+		return false;
+	}
+	*dt = d.dt;
+	return true;
+}
+
 /* A signature type for the entry op: every name is a param. */
 static bool
 resolve_entry_type(Sema *s, Frame *fr, Node *tn, Type *t, const char *what)
 {
 	int i = 0;
+	Node *un = NULL;
 	memset(t, 0, sizeof *t);
-	if (tn->u.type.dvar) {
-		Node nm = {.kind = NK_NAME, .span = tn->u.type.dspan, .u.name = tn->u.type.dtype};
-		SVal d = eval(s, fr, &nm);
-		if (d.k == SV_ERR)
-			return false;
-		if (d.k != SV_DTYPE) {
-			diag_error(tn->u.type.dspan, "'%s' is %s, not a dtype", sym_str(tn->u.type.dtype), sv_what(d));
-			return false;
-		}
-		t->dt = d.dt;
-	} else if (!ty_dtype_byname(sym_str(tn->u.type.dtype), &t->dt)) {
-		die("lexer gave an unknown dtype");
-	}
-	t->rank = tn->u.type.rank;
-	if (t->rank > LIM_RANK) {
-		diag_error(tn->span, "tensor rank %d is over the limit of %d", t->rank, LIM_RANK);
+	if (tn->u.type.dvar && !sema_local(fr, tn->u.type.dtype) && !symmap_get(&fr->me->params, tn->u.type.dtype) &&
+	    !later_param(fr->me, tn->u.type.dtype))
+		un = tn;
+	for (Node *d = tn->u.type.dims; d && !un; d = d->next)
+		un = sema_free_name(fr, d);
+	if (un && !(un->kind == NK_NAME && later_param(fr->me, un->u.name))) {
+		Sym name = un->kind == NK_TYPE ? un->u.type.dtype : un->u.name;
+		diag_error(un->kind == NK_TYPE ? un->u.type.dspan : un->span,
+		           "'%s' has no value: the op being compiled takes its sizes and dtypes from params "
+		           "(declare `param %s = ...`)", sym_str(name), sym_str(name));
 		return false;
 	}
+	if (!sema_dtype(s, fr, tn, &t->dt))
+		return false;
+	t->rank = tn->u.type.rank; /* the parser bounds it by LIM_RANK */
 	for (Node *d = tn->u.type.dims; d; d = d->next, i++)
-		if (!eval_int(s, fr, d, "a size", &t->dim[i]))
+		if (!sema_int(s, fr, d, "a size", &t->dim[i]))
 			return false;
 	if (!check_shape(s, t, tn->span))
 		return false;
 	t->pl = (Place){PL_REPL, 0, 0};
-	if (tn->u.type.place && !resolve_place(s, fr, tn->u.type.place, t->rank, &t->pl))
+	if (tn->u.type.place && !sema_place(s, fr, tn->u.type.place, t->rank, &t->pl))
 		return false;
 	return check_divisible(s, t, tn->span, what);
 }
@@ -412,8 +549,8 @@ describe(Sema *s, Buf *b, SVal v)
 static void
 exec_assign(Sema *s, Frame *fr, Node *st)
 {
-	Bind *b = find_local(fr, st->u.let.name);
-	SVal v = eval(s, fr, st->u.let.init);
+	Bind *b = sema_local(fr, st->u.let.name);
+	SVal v = sema_eval(s, fr, st->u.let.init);
 	if (!b) {
 		if (symmap_get(&fr->me->params, st->u.let.name))
 			diag_error(st->u.let.nspan, "cannot assign to param '%s'", sym_str(st->u.let.name));
@@ -430,6 +567,8 @@ exec_assign(Sema *s, Frame *fr, Node *st)
 		b->val = sv_err();
 		return;
 	}
+	if (v.k == SV_TENSOR && !s->f->ins[v.v].name && s->f->ins[v.v].op != OP_PARAM)
+		s->f->ins[v.v].name = b->name;
 	if (!same_type(s, b->val, v)) {
 		Buf was = {0}, now = {0};
 		describe(s, &was, b->val);
@@ -441,6 +580,28 @@ exec_assign(Sema *s, Frame *fr, Node *st)
 		return;
 	}
 	b->val = v;
+}
+
+/* A placement that a signature or an annotation declares is reached by
+ * the collective that converts to it, with a note -- unless
+ * --no-auto-comm, where it is an error that suggests that collective. */
+static SVal
+declared_place(Sema *s, SVal v, Place want, const char *what, const char *by)
+{
+	const Type *t = sv_type(s, v);
+	Buf a = {0}, b = {0};
+	if (pl_eq(want, t->pl))
+		return v;
+	if (s->u->opt.autocomm != AC_OFF)
+		return rule_reshard(s, v, want, v.span, by);
+	pl_print(&a, t->pl);
+	pl_print(&b, want);
+	diag_error(v.span, "%s is %s, but %s declares %s (and --no-auto-comm is set)", what, a.s, by, b.s);
+	if (rule_can_reshard(t, want, s->nranks))
+		rule_reshard(s, v, want, v.span, NULL);
+	buf_free(&a);
+	buf_free(&b);
+	return sv_err();
 }
 
 /* let name: type = e: the dtype and shape must agree; a different
@@ -458,16 +619,16 @@ annotate(Sema *s, Frame *fr, Node *tn, SVal v, Sym name)
 	}
 	t = sv_type(s, v);
 	want = *t;
-	if (!tn->u.type.dvar && !ty_dtype_byname(sym_str(tn->u.type.dtype), &want.dt))
-		die("bad dtype");
+	if (!sema_dtype(s, fr, tn, &want.dt))
+		return sv_err();
 	want.rank = tn->u.type.rank;
 	for (Node *d = tn->u.type.dims; d; d = d->next, i++)
-		if (i < LIM_RANK && !eval_int(s, fr, d, "a size", &want.dim[i]))
+		if (!sema_int(s, fr, d, "a size", &want.dim[i]))
 			return sv_err();
 	if (want.dt != t->dt || !ty_same_shape(&want, t)) {
 		Buf a = {0}, b = {0};
 		ty_print_shape(&a, t->rank, t->dim);
-		ty_print_shape(&b, want.rank > LIM_RANK ? 0 : want.rank, want.dim);
+		ty_print_shape(&b, want.rank, want.dim);
 		diag_error(v.span, "'%s' is %s%s, but is declared %s%s", sym_str(name), ty_dtypes[t->dt].name, a.s,
 		           ty_dtypes[want.dt].name, b.s);
 		buf_free(&a);
@@ -476,10 +637,9 @@ annotate(Sema *s, Frame *fr, Node *tn, SVal v, Sym name)
 	}
 	if (tn->u.type.place) {
 		Place p;
-		if (!resolve_place(s, fr, tn->u.type.place, t->rank, &p))
+		if (!sema_place(s, fr, tn->u.type.place, t->rank, &p))
 			return sv_err();
-		if (!pl_eq(p, t->pl))
-			return rule_reshard(s, v, p, v.span, "a `let` annotation");
+		return declared_place(s, v, p, "the value", "the `let` annotation");
 	}
 	return v;
 }
@@ -487,8 +647,10 @@ annotate(Sema *s, Frame *fr, Node *tn, SVal v, Sym name)
 static void
 exec_let(Sema *s, Frame *fr, Node *st)
 {
-	SVal v = eval(s, fr, st->u.let.init);
-	if (v.k == SV_TUPLE) {
+	SVal v = sema_eval(s, fr, st->u.let.init);
+	if (reserved(st->u.let.name, st->u.let.nspan, "a `let`"))
+		v = sv_err(); /* still bound, so later uses stay quiet */
+	else if (v.k == SV_TUPLE) {
 		diag_error(st->u.let.init->span, "this gives %d results; bind them with `let (a, b) = ...`", v.n);
 		v = sv_err();
 	} else if (v.k == SV_RED || v.k == SV_LIST) {
@@ -499,55 +661,84 @@ exec_let(Sema *s, Frame *fr, Node *st)
 		v = annotate(s, fr, st->u.let.type, v, st->u.let.name);
 	if (v.k == SV_TENSOR && !s->f->ins[v.v].name && s->f->ins[v.v].op != OP_PARAM)
 		s->f->ins[v.v].name = st->u.let.name;
-	bind(s, fr, st->u.let.name, B_LET, v, st->u.let.nspan);
+	sema_bind(s, fr, st->u.let.name, B_LET, v, st->u.let.nspan);
 }
 
 static void
 exec_lets(Sema *s, Frame *fr, Node *st)
 {
-	SVal v = eval(s, fr, st->u.lets.init);
+	SVal v = sema_eval(s, fr, st->u.lets.init);
 	int n = ast_count(st->u.lets.names), i = 0;
-	if (v.k != SV_ERR && (v.k != SV_TUPLE || v.n != n)) {
-		diag_error(st->u.lets.init->span, "%d names are bound to %s%s", n,
-		           v.k == SV_TUPLE ? "" : sv_what(v), v.k == SV_TUPLE ? "a different number of results" : "");
+	if (v.k == SV_TUPLE && v.n != n) {
+		diag_error(st->u.lets.init->span, "%d names are bound to %d results", n, v.n);
+		v = sv_err();
+	} else if (v.k != SV_TUPLE && v.k != SV_ERR) {
+		diag_error(st->u.lets.init->span, "`let (...)` binds the results of an op that returns several, not %s",
+		           sv_what(v));
 		v = sv_err();
 	}
+	SymMap seen = {0};
 	for (Node *nm = st->u.lets.names; nm; nm = nm->next, i++) {
 		SVal e = v.k == SV_TUPLE ? v.elem[i] : sv_err();
+		if (symmap_get(&seen, nm->u.name))
+			diag_error(nm->span, "'%s' appears twice in this `let`", sym_str(nm->u.name));
+		symmap_put(&seen, nm->u.name, nm);
+		if (reserved(nm->u.name, nm->span, "a `let`"))
+			e = sv_err();
 		if (e.k == SV_TENSOR && !s->f->ins[e.v].name && s->f->ins[e.v].op != OP_PARAM)
 			s->f->ins[e.v].name = nm->u.name;
-		bind(s, fr, nm->u.name, B_LET, e, nm->span);
+		sema_bind(s, fr, nm->u.name, B_LET, e, nm->span);
 	}
+	symmap_free(&seen);
 }
 
 static void
 exec_for(Sema *s, Frame *fr, Node *st)
 {
 	int64_t lo, hi;
-	if (!eval_int(s, fr, st->u.loop.lo, "a loop bound", &lo) || !eval_int(s, fr, st->u.loop.hi, "a loop bound", &hi))
+	Span range = span_join(st->u.loop.lo->span, st->u.loop.hi->span);
+	if (!sema_int(s, fr, st->u.loop.lo, "a loop bound", &lo) || !sema_int(s, fr, st->u.loop.hi, "a loop bound", &hi))
 		return;
-	if (hi > lo && (hi - lo > LIM_UNROLL || S.unrolled + (hi - lo) > LIM_UNROLL)) {
-		diag_error(st->span, "loops unroll to more than %d iterations", LIM_UNROLL);
+	/* hi - lo as unsigned: exact for any two int64 with lo < hi */
+	if (lo < hi && (uint64_t)hi - (uint64_t)lo > (uint64_t)(LIM_UNROLL - S.unrolled)) {
+		diag_error(range, "loops unroll to more than %d iterations", LIM_UNROLL);
 		return;
 	}
-	for (int64_t i = lo; i < hi; i++) {
+	for (int64_t i = lo; i < hi && !S.stopped; i++) {
 		Bind *mark = fr->scope;
 		int before = diag_errors();
 		SVal ret;
 		S.unrolled++;
-		bind(s, fr, st->u.loop.var, B_LOOP, sv_int(i, st->u.loop.vspan), st->u.loop.vspan);
+		if (reserved(st->u.loop.var, st->u.loop.vspan, "a loop variable"))
+			break;
+		sema_bind(s, fr, st->u.loop.var, B_LOOP, sv_int(i, st->u.loop.vspan), st->u.loop.vspan);
 		exec_list(s, fr, st->u.loop.body, &ret, true);
-		fr->scope = mark;
+		unbind_to(fr, mark);
 		if (diag_errors() != before)
 			break; /* the same mistake in every iteration is one mistake */
 	}
+}
+
+/* Bounds the work of elaborating a unit: unrolling and inlining multiply,
+ * and a few lines can ask for 2^40 inlined calls.  The bound is for the
+ * unit, not each op, so that the time and memory of one run are bounded. */
+bool
+sema_step(Span sp)
+{
+	if (S.stopped)
+		return false;
+	if (++S.steps <= LIM_STEPS)
+		return true;
+	diag_error(sp, "too much to elaborate: more than %d statements and calls after inlining and unrolling", LIM_STEPS);
+	S.stopped = true;
+	return false;
 }
 
 static Flow
 exec_list(Sema *s, Frame *fr, Node *list, SVal *ret, bool inloop)
 {
 	for (Node *st = list; st; st = st->next) {
-		if (diag_full())
+		if (diag_full() || !sema_step(st->span))
 			return FLOW_NEXT;
 		switch (st->kind) {
 		case NK_LET:
@@ -567,7 +758,7 @@ exec_list(Sema *s, Frame *fr, Node *list, SVal *ret, bool inloop)
 				diag_error(st->span, "`return` inside a `for` loop");
 				break;
 			}
-			*ret = eval(s, fr, st->u.ret.vals);
+			*ret = sema_eval(s, fr, st->u.ret.vals);
 			if (st->next)
 				diag_error(st->next->span, "statement after `return` is never run");
 			return FLOW_RETURN;
@@ -578,265 +769,64 @@ exec_list(Sema *s, Frame *fr, Node *list, SVal *ret, bool inloop)
 	return FLOW_NEXT;
 }
 
-/* ---- calls ---- */
+/* ---- results ---- */
 
+/* A called op's declared result type: its names were bound by the
+ * arguments (or are params); with no placement written, the result keeps
+ * the placement it has (*placed = false). */
 static bool
-enter(Sema *s, Frame *caller, Node *fn, Span sp)
+callee_result_type(Sema *s, Frame *fr, Node *rt, Type *want, bool *placed)
 {
-	(void)s;
-	for (Frame *f = caller; f; f = f->up)
-		if (f->fn == fn) {
-			diag_error(sp, "'%s' calls itself; ops and kernels are inlined, so recursion is not allowed",
-			           sym_str(fn->u.fn.name));
-			return false;
-		}
-	if (caller && caller->depth + 1 > LIM_INLINE) {
-		diag_error(sp, "calls nested more than %d deep", LIM_INLINE);
-		return false;
-	}
-	return true;
-}
-
-/* A kernel is one scalar function: its 16-bit tensor arguments are read
- * as f32, it computes in f32, and its result is rounded once on store, as
- * the fused GPU code does.  `dt` collects the arguments' storage dtype. */
-static SVal
-kernel_load(Sema *s, SVal a, DType *dt, Span sp)
-{
-	const Type *t;
-	Type ft;
-	Val v;
-	if (a.k != SV_TENSOR || s->kernel)
-		return a;
-	t = sv_type(s, a);
-	if (*dt != DT_COUNT && *dt != t->dt) {
-		diag_error(sp, "kernel arguments mix %s and %s; cast them to one dtype", ty_dtypes[*dt].name,
-		           ty_dtypes[t->dt].name);
-		*dt = DT_COUNT + 1;
-		return a;
-	}
-	*dt = t->dt;
-	if (t->dt != DT_BF16 && t->dt != DT_F16)
-		return a;
-	ft = *t;
-	ft.dt = DT_F32;
-	v = ir_add(s->f, OP_CAST, ft, &a.v, 1, a.span);
-	s->f->ins[v].autoins = true;
-	return sv_tensor(v, a.span);
-}
-
-static SVal
-kernel_store(Sema *s, SVal r, DType dt, Span sp)
-{
-	Type t;
-	Val v;
-	if (r.k != SV_TENSOR || s->kernel || (dt != DT_BF16 && dt != DT_F16))
-		return r;
-	t = *sv_type(s, r);
-	if (t.dt == dt)
-		return r;
-	t.dt = dt;
-	v = ir_add(s->f, OP_CAST, t, &r.v, 1, sp);
-	s->f->ins[v].autoins = true;
-	return sv_tensor(v, sp);
-}
-
-static SVal
-call_kernel(Sema *s, Frame *caller, Node *k, SVal *args, int nargs, Span sp)
-{
-	Frame fr = {env_of_file(k->span.file), k, NULL, caller, caller->depth + 1};
-	bool was = s->kernel;
-	DType dt = DT_COUNT;
+	Node *un;
 	int i = 0;
-	SVal r;
-	if (nargs != k->u.fn.nargs) {
-		diag_error(sp, "kernel '%s' takes %d argument%s, not %d", sym_str(k->u.fn.name), k->u.fn.nargs,
-		           k->u.fn.nargs == 1 ? "" : "s", nargs);
-		diag_note(k->u.fn.nspan, "'%s' is defined here", sym_str(k->u.fn.name));
-		return sv_err();
-	}
-	if (!enter(s, caller, k, sp))
-		return sv_err();
-	for (Node *a = k->u.fn.args; a; a = a->next, i++) {
-		if (args[i].k == SV_ERR)
-			return sv_err();
-		if (args[i].k != SV_TENSOR && args[i].k != SV_INT && args[i].k != SV_FLOAT) {
-			diag_error(args[i].span, "kernel arguments are tensors or numbers, not %s", sv_what(args[i]));
-			return sv_err();
-		}
-		if (args[i].k == SV_TENSOR && sv_type(s, args[i])->pl.kind == PL_PARTIAL) {
-			diag_error(args[i].span, "kernel '%s' cannot take a @partial value: reduce it first",
-			           sym_str(k->u.fn.name));
-			diag_note(NOSPAN, "all_reduce(x, %s) would make it @repl", pl_rednames[sv_type(s, args[i])->pl.red]);
-			return sv_err();
-		}
-		bind(s, &fr, a->u.name, B_ARG, kernel_load(s, args[i], &dt, sp), a->span);
-		if (dt == DT_COUNT + 1)
-			return sv_err();
-	}
-	s->kernel = true;
-	r = eval(s, &fr, k->u.fn.body);
-	s->kernel = was;
-	if ((r.k == SV_INT || r.k == SV_FLOAT) && !s->kernel)
-		r = rule_fill(s, r, args, nargs, sp); /* elementwise: the arguments' shape */
-	return kernel_store(s, r, dt, sp);
-}
-
-/* Unification of one argument with its parameter's type: names bind on
- * first sight, everything else is compared after all names are bound. */
-typedef struct Pending {
-	Node *dim;
-	int64_t actual;
-	int arg, d;
-} Pending;
-
-static bool
-unify_dtype(Sema *s, Frame *fr, Node *tn, DType dt, Span at, const char *argname)
-{
-	DType want;
-	(void)s;
-	if (tn->u.type.dvar) {
-		Bind *b = find_local(fr, tn->u.type.dtype);
-		if (!b) {
-			bind(s, fr, tn->u.type.dtype, B_SIZE, (SVal){.k = SV_DTYPE, .dt = dt}, tn->u.type.dspan);
-			return true;
-		}
-		want = b->val.dt;
-	} else if (!ty_dtype_byname(sym_str(tn->u.type.dtype), &want)) {
-		die("bad dtype");
-	}
-	if (want != dt) {
-		diag_error(at, "argument '%s' is %s, but the parameter is %s", argname, ty_dtypes[dt].name, ty_dtypes[want].name);
-		diag_note(tn->span, "parameter declared here");
+	if (rt->u.type.dvar && !sema_local(fr, rt->u.type.dtype) && !symmap_get(&fr->me->params, rt->u.type.dtype)) {
+		diag_error(rt->u.type.dspan, "dtype '%s' of the result is bound by no argument", sym_str(rt->u.type.dtype));
 		return false;
 	}
-	return true;
-}
-
-static bool
-unify_arg(Sema *s, Frame *fr, Node *pa, SVal *arg, Pending *pend, int *npend, int ai)
-{
-	Node *tn = pa->u.let.type;
-	const char *an = sym_str(pa->u.let.name);
-	const Type *t;
-	int d = 0;
-	if (arg->k == SV_INT || arg->k == SV_FLOAT) {
-		/* a number passed for a scalar parameter becomes a constant */
-		DType dt = DT_F32;
-		if (tn->u.type.rank != 0) {
-			diag_error(arg->span, "argument '%s' must be a tensor of rank %d, not a number", an, tn->u.type.rank);
+	if (!sema_dtype(s, fr, rt, &want->dt))
+		return false;
+	want->rank = rt->u.type.rank;
+	for (Node *d = rt->u.type.dims; d; d = d->next, i++) {
+		if ((un = sema_free_name(fr, d))) {
+			diag_error(un->span, "size '%s' of the result is bound by no argument", sym_str(un->u.name));
 			return false;
 		}
-		if (!tn->u.type.dvar && !ty_dtype_byname(sym_str(tn->u.type.dtype), &dt))
-			die("bad dtype");
-		Type ct = {.dt = dt, .rank = 0, .pl = {PL_REPL, 0, 0}};
-		Val v = ir_add(s->f, OP_CONST, ct, NULL, 0, arg->span);
-		s->f->ins[v].c = arg->f;
-		*arg = sv_tensor(v, arg->span);
+		if (!sema_int(s, fr, d, "a size", &want->dim[i]))
+			return false;
 	}
-	if (arg->k != SV_TENSOR) {
-		diag_error(arg->span, "argument '%s' must be a tensor, not %s", an, sv_what(*arg));
-		return false;
-	}
-	t = sv_type(s, *arg);
-	if (!unify_dtype(s, fr, tn, t->dt, arg->span, an))
-		return false;
-	if (t->rank != tn->u.type.rank) {
-		diag_error(arg->span, "argument '%s' has rank %d, but the parameter has rank %d", an, t->rank, tn->u.type.rank);
-		diag_note(tn->span, "parameter declared here");
-		return false;
-	}
-	for (Node *dn = tn->u.type.dims; dn; dn = dn->next, d++) {
-		if (dn->kind == NK_NAME && !find_local(fr, dn->u.name)) {
-			bind(s, fr, dn->u.name, B_SIZE, sv_int(t->dim[d], dn->span), dn->span);
-			continue;
-		}
-		pend[(*npend)++] = (Pending){dn, t->dim[d], ai, d};
-	}
-	return true;
+	*placed = rt->u.type.place != NULL;
+	return !*placed || sema_place(s, fr, rt->u.type.place, want->rank, &want->pl);
 }
 
-static SVal
-place_arg(Sema *s, Frame *fr, Node *pa, SVal arg, const char *opname)
-{
-	Node *pn = pa->u.let.type->u.type.place;
-	const Type *t = sv_type(s, arg);
-	Place want;
-	if (!pn)
-		return arg; /* placement-polymorphic parameter */
-	if (!resolve_place(s, fr, pn, t->rank, &want))
-		return sv_err();
-	if (pl_eq(want, t->pl))
-		return arg;
-	if (s->autocomm)
-		return rule_reshard(s, arg, want, arg.span, "an argument");
-	{
-		Buf a = {0}, b = {0};
-		pl_print(&a, t->pl);
-		pl_print(&b, want);
-		diag_error(arg.span, "argument '%s' of '%s' is %s, but the parameter is %s", sym_str(pa->u.let.name),
-		           opname, a.s, b.s);
-		diag_note(pn->span, "parameter placement declared here");
-		if (rule_can_reshard(t, want, s->nranks))
-			rule_reshard(s, arg, want, arg.span, NULL); /* prints the suggestion only */
-		buf_free(&a);
-		buf_free(&b);
-	}
-	return sv_err();
-}
-
-/* The results of an op against its declared result types. */
-static SVal
-check_result(Sema *s, Frame *fr, Node *rt, SVal r, bool entry, Type *out)
+/* The results of an op against its declared result types.  A number
+ * returned becomes a scalar of the declared dtype. */
+SVal
+sema_check_result(Sema *s, Frame *fr, Node *rt, SVal r, bool entry, Type *out)
 {
 	Type want;
 	const Type *t;
-	int i = 0;
-	if (r.k == SV_INT || r.k == SV_FLOAT) {
-		DType dt = DT_F32;
-		Val v;
-		if (!rt->u.type.dvar && !ty_dtype_byname(sym_str(rt->u.type.dtype), &dt))
-			die("bad dtype");
-		v = ir_add(s->f, OP_CONST, (Type){.dt = dt, .rank = 0, .pl = {PL_REPL, 0, 0}}, NULL, 0, r.span);
+	bool placed = true;
+	memset(&want, 0, sizeof want);
+	if (r.k == SV_ERR)
+		return r;
+	if (r.k != SV_TENSOR && r.k != SV_INT && r.k != SV_FLOAT) {
+		diag_error(r.span, "the result must be a tensor, not %s", sv_what(r));
+		return sv_err();
+	}
+	if (entry ? !resolve_entry_type(s, fr, rt, &want, "the result") : !callee_result_type(s, fr, rt, &want, &placed))
+		return sv_err();
+	if (r.k == SV_FLOAT && want.dt == DT_I32 && r.f != trunc(r.f)) {
+		diag_error(r.span, "the result is the number %g, but the signature says i32", r.f);
+		return sv_err();
+	}
+	if (r.k != SV_TENSOR) {
+		Val v = ir_add(s->f, OP_CONST, (Type){.dt = want.dt, .rank = 0, .pl = {PL_REPL, 0, 0}}, NULL, 0, r.span);
 		s->f->ins[v].c = r.f;
 		r = sv_tensor(v, r.span);
 	}
-	if (r.k != SV_TENSOR) {
-		if (r.k != SV_ERR)
-			diag_error(r.span, "the result must be a tensor, not %s", sv_what(r));
-		return sv_err();
-	}
 	t = sv_type(s, r);
-	memset(&want, 0, sizeof want);
-	if (entry) {
-		if (!resolve_entry_type(s, fr, rt, &want, "the result"))
-			return sv_err();
-	} else {
-		if (rt->u.type.dvar) {
-			Bind *b = find_local(fr, rt->u.type.dtype);
-			if (!b) {
-				diag_error(rt->u.type.dspan, "dtype '%s' of the result is bound by no argument",
-				           sym_str(rt->u.type.dtype));
-				return sv_err();
-			}
-			want.dt = b->val.dt;
-		} else if (!ty_dtype_byname(sym_str(rt->u.type.dtype), &want.dt)) {
-			die("bad dtype");
-		}
-		want.rank = rt->u.type.rank;
-		for (Node *d = rt->u.type.dims; d; d = d->next, i++) {
-			if (d->kind == NK_NAME && !find_local(fr, d->u.name) && !symmap_get(&fr->me->params, d->u.name) &&
-			    d->u.name != S.nranks) {
-				diag_error(d->span, "size '%s' of the result is bound by no argument", sym_str(d->u.name));
-				return sv_err();
-			}
-			if (i >= LIM_RANK || !eval_int(s, fr, d, "a size", &want.dim[i]))
-				return sv_err();
-		}
+	if (!placed)
 		want.pl = t->pl;
-		if (rt->u.type.place && !resolve_place(s, fr, rt->u.type.place, want.rank, &want.pl))
-			return sv_err();
-	}
 	if (want.dt != t->dt || !ty_same_shape(&want, t)) {
 		Buf a = {0}, b = {0};
 		buf_printf(&a, "%s", ty_dtypes[t->dt].name);
@@ -851,28 +841,15 @@ check_result(Sema *s, Frame *fr, Node *rt, SVal r, bool entry, Type *out)
 	}
 	if (out)
 		*out = want;
-	if (pl_eq(want.pl, t->pl))
-		return r;
-	if (s->u->opt.autocomm == AC_OFF) {
-		Buf a = {0}, b = {0};
-		pl_print(&a, t->pl);
-		pl_print(&b, want.pl);
-		diag_error(r.span, "the result is %s, but the signature declares %s (and --no-auto-comm is set)", a.s, b.s);
-		if (rule_can_reshard(t, want.pl, s->nranks))
-			rule_reshard(s, r, want.pl, r.span, NULL);
-		buf_free(&a);
-		buf_free(&b);
-		return sv_err();
-	}
-	return rule_reshard(s, r, want.pl, r.span, "the signature");
+	return declared_place(s, r, want.pl, "the result", "the signature");
 }
 
-static SVal
-run_body(Sema *s, Frame *fr, Node *op)
+SVal
+sema_run_body(Sema *s, Frame *fr, Node *op)
 {
 	SVal r = sv_err();
 	if (exec_list(s, fr, op->u.fn.body, &r, false) != FLOW_RETURN) {
-		if (!diag_full())
+		if (!diag_full() && !S.stopped)
 			diag_error(op->u.fn.nspan, "op '%s' has no `return`", sym_str(op->u.fn.name));
 		return sv_err();
 	}
@@ -890,64 +867,6 @@ run_body(Sema *s, Frame *fr, Node *op)
 }
 
 static SVal
-call_op(Sema *s, Frame *caller, Node *op, SVal *args, int nargs, Span sp)
-{
-	Frame fr = {env_of_file(op->span.file), op, NULL, caller, caller->depth + 1};
-	const char *name = sym_str(op->u.fn.name);
-	Pending *pend;
-	int npend = 0, i = 0;
-	SVal r;
-	if (s->kernel) {
-		diag_error(sp, "op '%s' cannot be called in a kernel body; kernels are elementwise", name);
-		return sv_err();
-	}
-	if (nargs != op->u.fn.nargs) {
-		diag_error(sp, "op '%s' takes %d argument%s, not %d", name, op->u.fn.nargs, op->u.fn.nargs == 1 ? "" : "s", nargs);
-		diag_note(op->u.fn.nspan, "'%s' is defined here", name);
-		return sv_err();
-	}
-	if (!enter(s, caller, op, sp))
-		return sv_err();
-	for (i = 0; i < nargs; i++)
-		if (args[i].k == SV_ERR)
-			return sv_err();
-	pend = arena_alloc(s->tmp, (size_t)(nargs * LIM_RANK + 1) * sizeof *pend);
-	i = 0;
-	for (Node *pa = op->u.fn.args; pa; pa = pa->next, i++)
-		if (!unify_arg(s, &fr, pa, &args[i], pend, &npend, i))
-			return sv_err();
-	for (int k = 0; k < npend; k++) {
-		int64_t want;
-		if (!eval_int(s, &fr, pend[k].dim, "a size", &want))
-			return sv_err();
-		if (want != pend[k].actual) {
-			diag_error(args[pend[k].arg].span, "dim %d of this argument has size %lld, but the parameter says %lld",
-			           pend[k].d, (long long)pend[k].actual, (long long)want);
-			diag_note(pend[k].dim->span, "size declared here");
-			return sv_err();
-		}
-	}
-	i = 0;
-	for (Node *pa = op->u.fn.args; pa; pa = pa->next, i++) {
-		SVal a = place_arg(s, &fr, pa, args[i], name);
-		if (a.k == SV_ERR)
-			return a;
-		bind(s, &fr, pa->u.let.name, B_ARG, a, pa->u.let.nspan);
-	}
-	r = run_body(s, &fr, op);
-	if (r.k == SV_ERR)
-		return r;
-	if (r.k != SV_TUPLE)
-		return check_result(s, &fr, op->u.fn.rets, r, false, NULL);
-	i = 0;
-	for (Node *rt = op->u.fn.rets; rt; rt = rt->next, i++)
-		if ((r.elem[i] = check_result(s, &fr, rt, r.elem[i], false, NULL)).k == SV_ERR)
-			return sv_err();
-	r.span = sp;
-	return r;
-}
-
-static SVal
 eval_call(Sema *s, Frame *fr, Node *n)
 {
 	Sym name = n->u.call.name;
@@ -955,8 +874,9 @@ eval_call(Sema *s, Frame *fr, Node *n)
 	SVal *args = arena_alloc(s->tmp, (size_t)(nargs + 1) * sizeof *args);
 	bool amb;
 	Node *def;
+	SVal r;
 	for (Node *a = n->u.call.args; a; a = a->next, i++)
-		args[i] = eval(s, fr, a);
+		args[i] = sema_eval(s, fr, a);
 	if (rule_is_builtin(name))
 		return rule_builtin(s, name, args, nargs, n->span);
 	def = find_def(fr, name, n->u.call.nspan, &amb);
@@ -967,9 +887,12 @@ eval_call(Sema *s, Frame *fr, Node *n)
 		suggest_name(fr, name, n->u.call.nspan, true);
 		return sv_err();
 	}
-	if (def->kind == NK_KERNEL)
-		return call_kernel(s, fr, def, args, nargs, n->span);
-	return call_op(s, fr, def, args, nargs, n->span);
+	r = def->kind == NK_KERNEL ? sema_call_kernel(s, fr, def, args, nargs, n->span)
+	                           : sema_call_op(s, fr, def, args, nargs, n->span);
+	r.span = n->span; /* the call, not the callee's return expression */
+	for (int k = 0; r.k == SV_TUPLE && k < r.n; k++)
+		r.elem[k].span = n->span;
+	return r;
 }
 
 static SVal
@@ -979,7 +902,7 @@ eval_seq(Sema *s, Frame *fr, Node *n, SVKind k)
 	int i = 0;
 	r.elem = arena_alloc(s->tmp, (size_t)(r.n + 1) * sizeof *r.elem);
 	for (Node *a = n->u.call.args; a; a = a->next, i++) {
-		r.elem[i] = eval(s, fr, a);
+		r.elem[i] = sema_eval(s, fr, a);
 		if (r.elem[i].k == SV_ERR)
 			return sv_err();
 		if (k == SV_TUPLE && r.elem[i].k != SV_TENSOR && r.elem[i].k != SV_INT && r.elem[i].k != SV_FLOAT) {
@@ -990,11 +913,11 @@ eval_seq(Sema *s, Frame *fr, Node *n, SVKind k)
 	return r;
 }
 
-static SVal
-eval(Sema *s, Frame *fr, Node *n)
+SVal
+sema_eval(Sema *s, Frame *fr, Node *n)
 {
 	SVal r;
-	if (diag_full())
+	if (diag_full() || S.stopped)
 		return sv_err();
 	switch (n->kind) {
 	case NK_INT:
@@ -1010,13 +933,13 @@ eval(Sema *s, Frame *fr, Node *n)
 		return r;
 	case NK_BIN:
 		if (n->u.bin.op == '@')
-			return rule_matmul(s, eval(s, fr, n->u.bin.l), eval(s, fr, n->u.bin.r), n->span);
+			return rule_matmul(s, sema_eval(s, fr, n->u.bin.l), sema_eval(s, fr, n->u.bin.r), n->span);
 		{
-			SVal l = eval(s, fr, n->u.bin.l);
-			return rule_binary(s, n->u.bin.op, l, eval(s, fr, n->u.bin.r), n->span);
+			SVal l = sema_eval(s, fr, n->u.bin.l);
+			return rule_binary(s, n->u.bin.op, l, sema_eval(s, fr, n->u.bin.r), n->span);
 		}
 	case NK_NEG:
-		return rule_unary(s, OP_NEG, eval(s, fr, n->u.bin.l), n->span);
+		return rule_unary(s, OP_NEG, sema_eval(s, fr, n->u.bin.l), n->span);
 	case NK_CALL:
 		return eval_call(s, fr, n);
 	case NK_LIST:
@@ -1030,57 +953,79 @@ eval(Sema *s, Frame *fr, Node *n)
 
 /* ---- files: params, definitions ---- */
 
-/* -D NAME=VALUE: an integer, a number or a dtype. */
+/* -D NAME=VALUE: a dtype, or an integer or a number written as in the
+ * language, with an optional '-' ("8192", "-1", "1e-5", "bf16"). */
 static bool
-parse_define(const char *text, SVal *v)
+parse_define(const char *text, SVal *v, const char **why)
 {
-	char *end;
-	long long i;
-	double f;
+	const char *p = text;
+	bool frac = false;
 	DType dt;
+	*why = "the value is not an integer, a number or a dtype";
 	if (ty_dtype_byname(text, &dt)) {
 		*v = (SVal){.k = SV_DTYPE, .dt = dt, .span = NOSPAN};
 		return true;
 	}
+	p += *p == '-';
+	if (!isdigit((unsigned char)*p))
+		return false;
+	while (isdigit((unsigned char)*p))
+		p++;
+	if (*p == '.') {
+		if (!isdigit((unsigned char)*++p))
+			return false;
+		while (isdigit((unsigned char)*p))
+			p++;
+		frac = true;
+	}
+	if (*p == 'e' || *p == 'E') {
+		p += p[1] == '+' || p[1] == '-';
+		if (!isdigit((unsigned char)*++p))
+			return false;
+		while (isdigit((unsigned char)*p))
+			p++;
+		frac = true;
+	}
+	if (*p)
+		return false;
+	*why = "the value is out of range";
 	errno = 0;
-	i = strtoll(text, &end, 10);
-	if (*text && !*end && errno == 0) {
+	if (!frac) {
+		long long i = strtoll(text, NULL, 10);
 		*v = sv_int(i, NOSPAN);
-		return true;
+		return errno == 0;
 	}
-	errno = 0;
-	f = strtod(text, &end);
-	if (*text && !*end && errno == 0 && f == f && f - f == 0) {
-		*v = sv_float(f, NOSPAN);
-		return true;
-	}
-	return false;
+	*v = sv_float(strtod(text, NULL), NOSPAN);
+	return isfinite(v->f);
 }
 
 static int
 collect_params(Sema *s, ModEnv *me, bool main)
 {
-	Frame fr = {me, NULL, NULL, NULL, 0};
+	Frame fr = {.me = me};
 	int status = EXIT_OK;
 	bool *used = main ? xcalloc(s->u->opt.ndefines + 1, sizeof *used) : NULL;
+	const char *why;
+	/* a param's value is a constant; a tensor made while computing one
+	 * goes to a scratch function and is reported as not a constant */
+	s->f = ir_func_new(me->m->name, s->nranks, NOSPAN);
 	for (Node *it = me->m->items; it; it = it->next) {
 		Bind *old, *b;
 		SVal v;
-		if (it->kind != NK_PARAM)
+		if (it->kind != NK_PARAM || reserved(it->u.let.name, it->u.let.nspan, "a param"))
 			continue;
 		if ((old = symmap_get(&me->params, it->u.let.name))) {
 			diag_error(it->u.let.nspan, "param '%s' is declared twice", sym_str(it->u.let.name));
 			diag_note(old->span, "first declared here");
 			continue;
 		}
-		v = eval(s, &fr, it->u.let.init);
+		v = sema_eval(s, &fr, it->u.let.init);
 		for (int i = 0; main && i < s->u->opt.ndefines; i++) {
 			if (strcmp(s->u->opt.defines[i].name, sym_str(it->u.let.name)))
 				continue;
 			used[i] = true;
-			if (!parse_define(s->u->opt.defines[i].value, &v)) {
-				diag_usage("-D %s=%s: the value is not an integer, a number or a dtype", s->u->opt.defines[i].name,
-				           s->u->opt.defines[i].value);
+			if (!parse_define(s->u->opt.defines[i].value, &v, &why)) {
+				diag_usage("-D %s=%s: %s", s->u->opt.defines[i].name, s->u->opt.defines[i].value, why);
 				status = EXIT_USAGE;
 			}
 			v.span = it->u.let.nspan;
@@ -1091,7 +1036,7 @@ collect_params(Sema *s, ModEnv *me, bool main)
 			v = sv_err();
 		}
 		b = arena_alloc(s->tmp, sizeof *b);
-		*b = (Bind){it->u.let.name, B_PARAM, v, it->u.let.nspan, NULL};
+		*b = (Bind){.name = it->u.let.name, .kind = B_PARAM, .val = v, .span = it->u.let.nspan};
 		symmap_put(&me->params, it->u.let.name, b);
 	}
 	for (int i = 0; main && i < s->u->opt.ndefines; i++)
@@ -1101,7 +1046,30 @@ collect_params(Sema *s, ModEnv *me, bool main)
 			status = EXIT_USAGE;
 		}
 	free(used);
+	ir_func_free(s->f);
+	s->f = NULL;
 	return status;
+}
+
+/* Parameter names of one definition are distinct and not predefined. */
+static void
+check_arg_names(Node *fn)
+{
+	SymMap seen = {0};
+	for (Node *a = fn->u.fn.args; a; a = a->next) {
+		Sym n = fn->kind == NK_OP ? a->u.let.name : a->u.name;
+		Span sp = fn->kind == NK_OP ? a->u.let.nspan : a->span;
+		Node *first = symmap_get(&seen, n);
+		if (reserved(n, sp, "a parameter"))
+			continue;
+		if (first) {
+			diag_error(sp, "parameter '%s' appears twice", sym_str(n));
+			diag_note(fn->kind == NK_OP ? first->u.let.nspan : first->span, "first declared here");
+			continue;
+		}
+		symmap_put(&seen, n, a);
+	}
+	symmap_free(&seen);
 }
 
 static void
@@ -1122,18 +1090,9 @@ collect_defs(ModEnv *me)
 		}
 		symmap_put(&me->defs, it->u.fn.name, it);
 	}
-}
-
-/* Parameter and argument names of one definition are distinct. */
-static void
-check_arg_names(Node *fn)
-{
-	for (Node *a = fn->u.fn.args; a; a = a->next) {
-		Sym n = fn->kind == NK_OP ? a->u.let.name : a->u.name;
-		for (Node *b = a->next; b; b = b->next)
-			if ((fn->kind == NK_OP ? b->u.let.name : b->u.name) == n)
-				diag_error(b->span, "parameter '%s' appears twice", sym_str(n));
-	}
+	for (Node *it = me->m->items; it; it = it->next)
+		if (it->kind == NK_OP || it->kind == NK_KERNEL)
+			check_arg_names(it);
 }
 
 /* ---- entry ops ---- */
@@ -1143,15 +1102,16 @@ check_arg_names(Node *fn)
 static Node *
 unbound_name(ModEnv *me, Node *op)
 {
-	Node *lists[2] = {op->u.fn.args, op->u.fn.rets};
+	Frame top = {.me = me};
+	Node *lists[2] = {op->u.fn.args, op->u.fn.rets}, *un;
 	for (int l = 0; l < 2; l++)
 		for (Node *a = lists[l]; a; a = a->next) {
 			Node *t = l == 0 ? a->u.let.type : a;
 			if (t->u.type.dvar && !symmap_get(&me->params, t->u.type.dtype))
 				return t;
 			for (Node *d = t->u.type.dims; d; d = d->next)
-				if (d->kind == NK_NAME && d->u.name != S.nranks && !symmap_get(&me->params, d->u.name))
-					return d;
+				if ((un = sema_free_name(&top, d)))
+					return un;
 		}
 	return NULL;
 }
@@ -1159,21 +1119,20 @@ unbound_name(ModEnv *me, Node *op)
 static Func *
 elab_entry(Sema *s, ModEnv *me, Node *op)
 {
-	Frame fr = {me, op, NULL, NULL, 0};
+	Frame fr = {.me = me, .fn = op};
 	int before = diag_errors(), i = 0;
 	SVal r;
 	s->f = ir_func_new(op->u.fn.name, s->nranks, op->span);
 	s->f->nin = op->u.fn.nargs;
 	s->f->in = arena_alloc(s->f->arena, (size_t)(s->f->nin + 1) * sizeof(Val));
 	S.unrolled = 0;
-	check_arg_names(op);
 	for (Node *a = op->u.fn.args; a; a = a->next, i++) {
 		Type t;
 		Val v;
 		char what[128];
 		snprintf(what, sizeof what, "argument '%s'", sym_str(a->u.let.name));
 		if (!resolve_entry_type(s, &fr, a->u.let.type, &t, what)) {
-			bind(s, &fr, a->u.let.name, B_ARG, sv_err(), a->u.let.nspan);
+			sema_bind(s, &fr, a->u.let.name, B_ARG, sv_err(), a->u.let.nspan);
 			s->f->in[i] = -1;
 			continue;
 		}
@@ -1181,20 +1140,25 @@ elab_entry(Sema *s, ModEnv *me, Node *op)
 		s->f->ins[v].a = i;
 		s->f->ins[v].name = a->u.let.name;
 		s->f->in[i] = v;
-		bind(s, &fr, a->u.let.name, B_ARG, sv_tensor(v, a->u.let.nspan), a->u.let.nspan);
+		sema_bind(s, &fr, a->u.let.name, B_ARG, sv_tensor(v, a->u.let.nspan), a->u.let.nspan);
 	}
-	r = diag_errors() == before ? run_body(s, &fr, op) : sv_err();
+	r = diag_errors() == before ? sema_run_body(s, &fr, op) : sv_err();
 	s->f->nout = op->u.fn.nrets;
 	s->f->out = arena_alloc(s->f->arena, (size_t)(s->f->nout + 1) * sizeof(Val));
 	s->f->outty = arena_alloc(s->f->arena, (size_t)(s->f->nout + 1) * sizeof(Type));
 	i = 0;
 	for (Node *rt = op->u.fn.rets; rt && r.k != SV_ERR; rt = rt->next, i++) {
-		SVal e = check_result(s, &fr, rt, r.k == SV_TUPLE ? r.elem[i] : r, true, &s->f->outty[i]);
+		SVal e = sema_check_result(s, &fr, rt, r.k == SV_TUPLE ? r.elem[i] : r, true, &s->f->outty[i]);
 		if (e.k == SV_ERR)
 			break;
 		s->f->out[i] = e.v;
 	}
-	if (diag_errors() != before) {
+	if (i < s->f->nout || diag_errors() != before) {
+		/* A value in error always comes with an error message (maybe
+		 * one given earlier, as for a recursive call); one without is a
+		 * bug that would otherwise compile a wrong op. */
+		if (diag_errors() == 0)
+			die("op '%s' has a value in error but no error was reported", sym_str(op->u.fn.name));
 		ir_func_free(s->f);
 		return s->f = NULL;
 	}
@@ -1208,16 +1172,15 @@ elab_entry(Sema *s, ModEnv *me, Node *op)
 static void
 check_kernel(Sema *s, ModEnv *me, Node *k)
 {
-	Frame top = {me, NULL, NULL, NULL, 0};
+	Frame top = {.me = me};
 	SVal *args = arena_alloc(s->tmp, (size_t)(k->u.fn.nargs + 1) * sizeof *args);
 	Type t = {.dt = DT_F32, .rank = 0, .pl = {PL_REPL, 0, 0}};
-	check_arg_names(k);
 	s->f = ir_func_new(k->u.fn.name, s->nranks, k->span);
 	for (int i = 0; i < k->u.fn.nargs; i++) {
 		args[i] = sv_tensor(ir_add(s->f, OP_PARAM, t, NULL, 0, k->span), k->span);
 		s->f->ins[args[i].v].a = i;
 	}
-	call_kernel(s, &top, k, args, k->u.fn.nargs, k->span);
+	sema_call_kernel(s, &top, k, args, k->u.fn.nargs, k->span);
 	ir_func_free(s->f);
 	s->f = NULL;
 }
@@ -1231,11 +1194,57 @@ add_func(Unit *u, Func *f)
 	*t = f;
 }
 
+/* The names called in a body (statements or one expression), to tell a
+ * generic helper op from one that nothing uses. */
+static void
+calls_in(Node *n, SymMap *called)
+{
+	for (; n; n = n->next)
+		switch (n->kind) {
+		case NK_CALL:
+			symmap_put(called, n->u.call.name, n);
+			/* fallthrough */
+		case NK_LIST:
+		case NK_TUPLE:
+			calls_in(n->u.call.args, called);
+			break;
+		case NK_BIN:
+			calls_in(n->u.bin.l, called);
+			if (n->u.bin.r)
+				calls_in(n->u.bin.r, called);
+			break;
+		case NK_NEG:
+			calls_in(n->u.bin.l, called);
+			break;
+		case NK_LET:
+		case NK_ASSIGN:
+			calls_in(n->u.let.init, called);
+			break;
+		case NK_LETS:
+			calls_in(n->u.lets.init, called);
+			break;
+		case NK_RETURN:
+			calls_in(n->u.ret.vals, called);
+			break;
+		case NK_FOR:
+			calls_in(n->u.loop.lo, called);
+			calls_in(n->u.loop.hi, called);
+			calls_in(n->u.loop.body, called);
+			break;
+		default:
+			break;
+		}
+}
+
 static int
 elab_main(Sema *s, ModEnv *main)
 {
 	const char *entry = s->u->opt.entry;
 	bool found = false;
+	SymMap called = {0};
+	for (Node *it = main->m->items; it; it = it->next)
+		if (it->kind == NK_OP || it->kind == NK_KERNEL)
+			calls_in(it->u.fn.body, &called);
 	for (Node *it = main->m->items; it && !diag_full(); it = it->next) {
 		if (it->kind == NK_KERNEL) {
 			check_kernel(s, main, it);
@@ -1244,19 +1253,21 @@ elab_main(Sema *s, ModEnv *main)
 		if (it->kind != NK_OP || (entry && strcmp(entry, sym_str(it->u.fn.name))))
 			continue;
 		found = true;
-		if (!entry) {
+		if (!entry && unbound_name(main, it)) {
+			/* a generic op: compiled where it is called */
 			Node *un = unbound_name(main, it);
-			if (un) {
-				diag_warning(un->span, "op '%s' is not compiled: '%s' has no param value (use --entry %s with -D)",
+			if (!symmap_get(&called, it->u.fn.name))
+				diag_warning(un->span, "op '%s' is not compiled and not called: '%s' has no value "
+				             "(declare `param %s = ...` to compile it on its own)",
 				             sym_str(it->u.fn.name), sym_str(un->kind == NK_TYPE ? un->u.type.dtype : un->u.name),
-				             sym_str(it->u.fn.name));
-				continue;
-			}
+				             sym_str(un->kind == NK_TYPE ? un->u.type.dtype : un->u.name));
+			continue;
 		}
 		Func *f = elab_entry(s, main, it);
 		if (f)
 			add_func(s->u, f);
 	}
+	symmap_free(&called);
 	if (entry && !found) {
 		diag_usage("--entry %s: %s defines no op '%s'", entry, src_get(main->m->file)->path, entry);
 		return EXIT_USAGE;
@@ -1271,6 +1282,8 @@ sema_unit(Unit *u)
 	int status = EXIT_OK, r;
 	ModEnv **tail = &S.envs;
 	S.envs = NULL;
+	S.steps = 0;
+	S.stopped = false;
 	S.nranks = sym_cstr("nranks");
 	S.sum = sym_cstr("sum");
 	S.max = sym_cstr("max");
@@ -1296,6 +1309,7 @@ sema_unit(Unit *u)
 		symmap_free(&e->params);
 	}
 	S.envs = NULL;
+	sema_calls_done();
 	arena_free(s.tmp);
 	if (status == EXIT_OK && diag_errors())
 		status = EXIT_INPUT;

@@ -102,29 +102,72 @@ exists(const char *path)
 	return access(path, R_OK) == 0;
 }
 
-/* The search path of `use`, in order; returns a malloc'd path or NULL. */
+/* The search path of `use`, in order: the using file's directory, the
+ * -I directories, stdlib/ beside the binary, the installed share dir. */
+static const char *
+search_dir(Unit *u, Module *from, int i)
+{
+	if (i == 0)
+		return from->dir;
+	if (--i < u->opt.nincdirs)
+		return u->opt.incdirs[i];
+	i -= u->opt.nincdirs;
+	if (i == 0 && u->opt.libdir)
+		return u->opt.libdir;
+	i -= u->opt.libdir != NULL;
+	if (i == 0 && u->opt.sharedir)
+		return u->opt.sharedir;
+	return NULL;
+}
+
+/* Returns a malloc'd path or NULL. */
 static char *
 find_use(Unit *u, Module *from, Sym name)
 {
-	const char *dirs[LIM_FILES + 3];
-	int n = 0;
 	Buf b = {0};
-
-	dirs[n++] = from->dir;
-	for (int i = 0; i < u->opt.nincdirs && n < LIM_FILES; i++)
-		dirs[n++] = u->opt.incdirs[i];
-	if (u->opt.libdir)
-		dirs[n++] = u->opt.libdir;
-	if (u->opt.sharedir)
-		dirs[n++] = u->opt.sharedir;
-	for (int i = 0; i < n; i++) {
+	const char *dir;
+	for (int i = 0; (dir = search_dir(u, from, i)); i++) {
 		b.len = 0;
-		buf_printf(&b, "%s/%s.syn", dirs[i], sym_str(name));
+		if (strcmp(dir, ".") == 0)
+			buf_printf(&b, "%s.syn", sym_str(name));
+		else
+			buf_printf(&b, "%s/%s.syn", dir, sym_str(name));
 		if (exists(b.s))
 			return b.s;
 	}
 	buf_free(&b);
 	return NULL;
+}
+
+static void
+not_found(Unit *u, Module *m, Node *use)
+{
+	Buf b = {0};
+	const char *dir;
+	diag_error(use->span, "cannot find module '%s' (%s.syn)", sym_str(use->u.name), sym_str(use->u.name));
+	for (int i = 0; (dir = search_dir(u, m, i)); i++)
+		buf_printf(&b, "%s%s/", i ? ", " : "", dir);
+	diag_note(NOSPAN, "searched %s", b.s);
+	buf_free(&b);
+}
+
+/* The files being loaded, outermost first: a cycle is a path in it. */
+static struct {
+	Module *m[LIM_FILES + 2];
+	int n;
+} loading;
+
+static void
+report_cycle(Node *use, Module *dep)
+{
+	Buf b = {0};
+	int i = 0;
+	while (loading.m[i] != dep)
+		i++;
+	for (; i < loading.n; i++)
+		buf_printf(&b, "%s.syn -> ", sym_str(loading.m[i]->name));
+	diag_error(use->span, "`use %s` makes a cycle: %s%s.syn", sym_str(use->u.name), b.s, sym_str(dep->name));
+	buf_free(&b);
 }
 
 static Module *
@@ -150,6 +193,7 @@ static void
 resolve_uses(Unit *u, Module *m)
 {
 	m->state = 1;
+	loading.m[loading.n++] = m;
 	for (Node *it = m->items; it; it = it->next) {
 		char *path;
 		Module *dep;
@@ -157,13 +201,12 @@ resolve_uses(Unit *u, Module *m)
 			continue;
 		path = find_use(u, m, it->u.name);
 		if (!path) {
-			diag_error(it->span, "cannot find module '%s'", sym_str(it->u.name));
-			diag_note(NOSPAN, "searched %s/, the -I directories and the standard library", m->dir);
+			not_found(u, m, it);
 			continue;
 		}
 		dep = by_path(u, path);
 		if (dep && dep->state == 1) {
-			diag_error(it->span, "`use %s` makes a cycle: %s.syn is still being loaded", sym_str(it->u.name), sym_str(it->u.name));
+			report_cycle(it, dep);
 			free(path);
 			continue;
 		}
@@ -185,6 +228,7 @@ resolve_uses(Unit *u, Module *m)
 		m->uses = xrealloc(m->uses, (m->nuses + 1) * sizeof *m->uses);
 		m->uses[m->nuses++] = dep;
 	}
+	loading.n--;
 	m->state = 2;
 }
 
@@ -213,6 +257,7 @@ unit_load(Unit *u, const char *path)
 {
 	int before = diag_errors();
 	nfiles = 0;
+	loading.n = 0;
 	return load_main(u, load_file(u, path, NOSPAN), before);
 }
 
@@ -222,5 +267,6 @@ unit_load_text(Unit *u, const char *path, char *text, size_t len)
 {
 	int before = diag_errors();
 	nfiles = 1;
+	loading.n = 0;
 	return load_main(u, parse_text(u, path, text, len), before);
 }

@@ -1541,6 +1541,14 @@ number(Lexer *l, SYN_STYPE *val)
 	return TK_FLOAT;
 }
 
+/* "1." and ".5": say how to write them. */
+static int
+half_number(Lexer *l, const char *fmt)
+{
+	diag_error(span(l), fmt, (int)(l->cur - l->tok), (const char *)l->tok);
+	return TK_SYN_error;
+}
+
 /* Opening and closing brackets: nesting is bounded. */
 static int
 opening(Lexer *l, int tok)
@@ -1566,14 +1574,14 @@ scan(Lexer *l, SYN_STYPE *val)
 	for (;;) {
 		l->tok = l->cur;
 		
-#line 1570 "lexer/lexer.c"
+#line 1578 "lexer/lexer.c"
 {
 	unsigned char yych;
 	unsigned int yyaccept = 0;
 	yych = *l->cur;
 	switch (yych) {
 		case 0x00:
-			if (l->lim <= l->cur) goto yy90;
+			if (l->lim <= l->cur) goto yy95;
 			goto yy35;
 		case 0x01:
 		case 0x02:
@@ -1757,13 +1765,13 @@ scan(Lexer *l, SYN_STYPE *val)
 	}
 yy35:
 	++l->cur;
-#line 210 "lexer/lexer.re"
+#line 226 "lexer/lexer.re"
 	{ return fail(l, "NUL byte in source"); }
-#line 1763 "lexer/lexer.c"
+#line 1771 "lexer/lexer.c"
 yy36:
 	++l->cur;
 yy37:
-#line 213 "lexer/lexer.re"
+#line 229 "lexer/lexer.re"
 	{
 				if (*l->tok > 0x20 && *l->tok < 0x7f)
 					diag_error(span(l), "unexpected character '%c'", *l->tok);
@@ -1771,7 +1779,7 @@ yy37:
 					diag_error(span(l), "unexpected control character 0x%02x", *l->tok);
 				return TK_SYN_error;
 			}
-#line 1775 "lexer/lexer.c"
+#line 1783 "lexer/lexer.c"
 yy38:
 	yych = *++l->cur;
 	switch (yych) {
@@ -1784,34 +1792,34 @@ yy38:
 		default: goto yy39;
 	}
 yy39:
-#line 177 "lexer/lexer.re"
+#line 185 "lexer/lexer.re"
 	{ continue; }
-#line 1790 "lexer/lexer.c"
+#line 1798 "lexer/lexer.c"
 yy40:
 	++l->cur;
-#line 195 "lexer/lexer.re"
+#line 211 "lexer/lexer.re"
 	{ return opening(l, TK_LPAREN); }
-#line 1795 "lexer/lexer.c"
+#line 1803 "lexer/lexer.c"
 yy41:
 	++l->cur;
-#line 196 "lexer/lexer.re"
+#line 212 "lexer/lexer.re"
 	{ return closing(l, TK_RPAREN); }
-#line 1800 "lexer/lexer.c"
+#line 1808 "lexer/lexer.c"
 yy42:
 	++l->cur;
-#line 208 "lexer/lexer.re"
+#line 224 "lexer/lexer.re"
 	{ return TK_STAR; }
-#line 1805 "lexer/lexer.c"
+#line 1813 "lexer/lexer.c"
 yy43:
 	++l->cur;
-#line 206 "lexer/lexer.re"
+#line 222 "lexer/lexer.re"
 	{ return TK_PLUS; }
-#line 1810 "lexer/lexer.c"
+#line 1818 "lexer/lexer.c"
 yy44:
 	++l->cur;
-#line 201 "lexer/lexer.re"
+#line 217 "lexer/lexer.re"
 	{ return TK_COMMA; }
-#line 1815 "lexer/lexer.c"
+#line 1823 "lexer/lexer.c"
 yy45:
 	yych = *++l->cur;
 	switch (yych) {
@@ -1819,31 +1827,41 @@ yy45:
 		default: goto yy46;
 	}
 yy46:
-#line 207 "lexer/lexer.re"
+#line 223 "lexer/lexer.re"
 	{ return TK_MINUS; }
-#line 1825 "lexer/lexer.c"
+#line 1833 "lexer/lexer.c"
 yy47:
 	yych = *++l->cur;
 	switch (yych) {
 		case '.': goto yy72;
+		case '0':
+		case '1':
+		case '2':
+		case '3':
+		case '4':
+		case '5':
+		case '6':
+		case '7':
+		case '8':
+		case '9': goto yy73;
 		default: goto yy37;
 	}
 yy48:
 	yych = *++l->cur;
 	switch (yych) {
-		case '*': goto yy73;
-		case '/': goto yy74;
+		case '*': goto yy75;
+		case '/': goto yy76;
 		default: goto yy49;
 	}
 yy49:
-#line 209 "lexer/lexer.re"
+#line 225 "lexer/lexer.re"
 	{ return TK_SLASH; }
-#line 1842 "lexer/lexer.c"
+#line 1860 "lexer/lexer.c"
 yy50:
 	yyaccept = 0;
 	yych = *(l->mar = ++l->cur);
 	switch (yych) {
-		case '.': goto yy75;
+		case '.': goto yy77;
 		case '0':
 		case '1':
 		case '2':
@@ -1904,35 +1922,42 @@ yy50:
 		case 'w':
 		case 'x':
 		case 'y':
-		case 'z': goto yy77;
+		case 'z': goto yy79;
 		case 'E':
-		case 'e': goto yy80;
+		case 'e': goto yy82;
 		default: goto yy51;
 	}
 yy51:
-#line 191 "lexer/lexer.re"
-	{ return integer(l, val); }
-#line 1916 "lexer/lexer.c"
+#line 199 "lexer/lexer.re"
+	{
+				/* "1." (but not the range "1..n") */
+				if (l->cur < l->lim && *l->cur == '.' && l->cur[1] != '.') {
+					l->cur++;
+					return half_number(l, "a number needs digits after '.': write %.*s0");
+				}
+				return integer(l, val);
+			}
+#line 1941 "lexer/lexer.c"
 yy52:
 	++l->cur;
-#line 203 "lexer/lexer.re"
+#line 219 "lexer/lexer.re"
 	{ return TK_COLON; }
-#line 1921 "lexer/lexer.c"
+#line 1946 "lexer/lexer.c"
 yy53:
 	++l->cur;
-#line 202 "lexer/lexer.re"
+#line 218 "lexer/lexer.re"
 	{ return TK_SEMI; }
-#line 1926 "lexer/lexer.c"
+#line 1951 "lexer/lexer.c"
 yy54:
 	++l->cur;
-#line 204 "lexer/lexer.re"
+#line 220 "lexer/lexer.re"
 	{ return TK_ASSIGN; }
-#line 1931 "lexer/lexer.c"
+#line 1956 "lexer/lexer.c"
 yy55:
 	++l->cur;
-#line 205 "lexer/lexer.re"
+#line 221 "lexer/lexer.re"
 	{ return TK_AT; }
-#line 1936 "lexer/lexer.c"
+#line 1961 "lexer/lexer.c"
 yy56:
 	yych = *++l->cur;
 	switch (yych) {
@@ -2002,35 +2027,35 @@ yy56:
 		default: goto yy57;
 	}
 yy57:
-#line 189 "lexer/lexer.re"
+#line 197 "lexer/lexer.re"
 	{ return ident(l, val); }
-#line 2008 "lexer/lexer.c"
+#line 2033 "lexer/lexer.c"
 yy58:
 	++l->cur;
-#line 197 "lexer/lexer.re"
+#line 213 "lexer/lexer.re"
 	{ return opening(l, TK_LBRACK); }
-#line 2013 "lexer/lexer.c"
+#line 2038 "lexer/lexer.c"
 yy59:
 	++l->cur;
-#line 198 "lexer/lexer.re"
+#line 214 "lexer/lexer.re"
 	{ return closing(l, TK_RBRACK); }
-#line 2018 "lexer/lexer.c"
+#line 2043 "lexer/lexer.c"
 yy60:
 	++l->cur;
-#line 199 "lexer/lexer.re"
+#line 215 "lexer/lexer.re"
 	{ return opening(l, TK_LBRACE); }
-#line 2023 "lexer/lexer.c"
+#line 2048 "lexer/lexer.c"
 yy61:
 	++l->cur;
-#line 200 "lexer/lexer.re"
+#line 216 "lexer/lexer.re"
 	{ return closing(l, TK_RBRACE); }
-#line 2028 "lexer/lexer.c"
+#line 2053 "lexer/lexer.c"
 yy62:
 	++l->cur;
 yy63:
-#line 212 "lexer/lexer.re"
+#line 228 "lexer/lexer.re"
 	{ return fail(l, "invalid UTF-8 byte"); }
-#line 2034 "lexer/lexer.c"
+#line 2059 "lexer/lexer.c"
 yy64:
 	yych = *++l->cur;
 	switch (yych) {
@@ -2097,7 +2122,7 @@ yy64:
 		case 0xBC:
 		case 0xBD:
 		case 0xBE:
-		case 0xBF: goto yy81;
+		case 0xBF: goto yy83;
 		default: goto yy63;
 	}
 yy65:
@@ -2135,7 +2160,7 @@ yy65:
 		case 0xBC:
 		case 0xBD:
 		case 0xBE:
-		case 0xBF: goto yy82;
+		case 0xBF: goto yy84;
 		default: goto yy63;
 	}
 yy66:
@@ -2205,7 +2230,7 @@ yy66:
 		case 0xBC:
 		case 0xBD:
 		case 0xBE:
-		case 0xBF: goto yy82;
+		case 0xBF: goto yy84;
 		default: goto yy63;
 	}
 yy67:
@@ -2243,7 +2268,7 @@ yy67:
 		case 0x9C:
 		case 0x9D:
 		case 0x9E:
-		case 0x9F: goto yy82;
+		case 0x9F: goto yy84;
 		default: goto yy63;
 	}
 yy68:
@@ -2297,7 +2322,7 @@ yy68:
 		case 0xBC:
 		case 0xBD:
 		case 0xBE:
-		case 0xBF: goto yy83;
+		case 0xBF: goto yy85;
 		default: goto yy63;
 	}
 yy69:
@@ -2367,7 +2392,7 @@ yy69:
 		case 0xBC:
 		case 0xBD:
 		case 0xBE:
-		case 0xBF: goto yy83;
+		case 0xBF: goto yy85;
 		default: goto yy63;
 	}
 yy70:
@@ -2389,22 +2414,44 @@ yy70:
 		case 0x8C:
 		case 0x8D:
 		case 0x8E:
-		case 0x8F: goto yy83;
+		case 0x8F: goto yy85;
 		default: goto yy63;
 	}
 yy71:
 	++l->cur;
-#line 193 "lexer/lexer.re"
+#line 209 "lexer/lexer.re"
 	{ return TK_ARROW; }
-#line 2400 "lexer/lexer.c"
+#line 2425 "lexer/lexer.c"
 yy72:
 	++l->cur;
-#line 194 "lexer/lexer.re"
+#line 210 "lexer/lexer.re"
 	{ return TK_DOTDOT; }
-#line 2405 "lexer/lexer.c"
+#line 2430 "lexer/lexer.c"
 yy73:
+	yyaccept = 2;
+	yych = *(l->mar = ++l->cur);
+	switch (yych) {
+		case '0':
+		case '1':
+		case '2':
+		case '3':
+		case '4':
+		case '5':
+		case '6':
+		case '7':
+		case '8':
+		case '9': goto yy73;
+		case 'E':
+		case 'e': goto yy86;
+		default: goto yy74;
+	}
+yy74:
+#line 208 "lexer/lexer.re"
+	{ return half_number(l, "a number needs a digit before '.': write 0%.*s"); }
+#line 2452 "lexer/lexer.c"
+yy75:
 	++l->cur;
-#line 179 "lexer/lexer.re"
+#line 187 "lexer/lexer.re"
 	{
 				const unsigned char *start = l->tok;
 				if (!skip_comment(l)) {
@@ -2415,13 +2462,13 @@ yy73:
 				}
 				continue;
 			}
-#line 2419 "lexer/lexer.c"
-yy74:
+#line 2466 "lexer/lexer.c"
+yy76:
 	++l->cur;
-#line 178 "lexer/lexer.re"
+#line 186 "lexer/lexer.re"
 	{ skip_line(l); continue; }
-#line 2424 "lexer/lexer.c"
-yy75:
+#line 2471 "lexer/lexer.c"
+yy77:
 	yych = *++l->cur;
 	switch (yych) {
 		case '0':
@@ -2433,20 +2480,21 @@ yy75:
 		case '6':
 		case '7':
 		case '8':
-		case '9': goto yy84;
-		default: goto yy76;
+		case '9': goto yy87;
+		default: goto yy78;
 	}
-yy76:
+yy78:
 	l->cur = l->mar;
 	switch (yyaccept) {
 		case 0: goto yy51;
 		case 1: goto yy63;
-		case 2: goto yy79;
-		default: goto yy85;
+		case 2: goto yy74;
+		case 3: goto yy81;
+		default: goto yy88;
 	}
-yy77:
+yy79:
 	yych = *++l->cur;
-yy78:
+yy80:
 	switch (yych) {
 		case '0':
 		case '1':
@@ -2510,179 +2558,20 @@ yy78:
 		case 'w':
 		case 'x':
 		case 'y':
-		case 'z': goto yy77;
-		default: goto yy79;
-	}
-yy79:
-#line 192 "lexer/lexer.re"
-	{ return fail(l, "invalid number literal"); }
-#line 2520 "lexer/lexer.c"
-yy80:
-	yyaccept = 2;
-	yych = *(l->mar = ++l->cur);
-	switch (yych) {
-		case 0x00: goto yy79;
-		case '+':
-		case '-': goto yy86;
-		case '0':
-		case '1':
-		case '2':
-		case '3':
-		case '4':
-		case '5':
-		case '6':
-		case '7':
-		case '8':
-		case '9': goto yy87;
-		default: goto yy78;
+		case 'z': goto yy79;
+		default: goto yy81;
 	}
 yy81:
-	++l->cur;
-#line 211 "lexer/lexer.re"
-	{ return fail(l, "non-ASCII character outside a comment"); }
-#line 2544 "lexer/lexer.c"
+#line 207 "lexer/lexer.re"
+	{ return fail(l, "invalid number literal"); }
+#line 2568 "lexer/lexer.c"
 yy82:
-	yych = *++l->cur;
-	switch (yych) {
-		case 0x80:
-		case 0x81:
-		case 0x82:
-		case 0x83:
-		case 0x84:
-		case 0x85:
-		case 0x86:
-		case 0x87:
-		case 0x88:
-		case 0x89:
-		case 0x8A:
-		case 0x8B:
-		case 0x8C:
-		case 0x8D:
-		case 0x8E:
-		case 0x8F:
-		case 0x90:
-		case 0x91:
-		case 0x92:
-		case 0x93:
-		case 0x94:
-		case 0x95:
-		case 0x96:
-		case 0x97:
-		case 0x98:
-		case 0x99:
-		case 0x9A:
-		case 0x9B:
-		case 0x9C:
-		case 0x9D:
-		case 0x9E:
-		case 0x9F:
-		case 0xA0:
-		case 0xA1:
-		case 0xA2:
-		case 0xA3:
-		case 0xA4:
-		case 0xA5:
-		case 0xA6:
-		case 0xA7:
-		case 0xA8:
-		case 0xA9:
-		case 0xAA:
-		case 0xAB:
-		case 0xAC:
-		case 0xAD:
-		case 0xAE:
-		case 0xAF:
-		case 0xB0:
-		case 0xB1:
-		case 0xB2:
-		case 0xB3:
-		case 0xB4:
-		case 0xB5:
-		case 0xB6:
-		case 0xB7:
-		case 0xB8:
-		case 0xB9:
-		case 0xBA:
-		case 0xBB:
-		case 0xBC:
-		case 0xBD:
-		case 0xBE:
-		case 0xBF: goto yy81;
-		default: goto yy76;
-	}
-yy83:
-	yych = *++l->cur;
-	switch (yych) {
-		case 0x80:
-		case 0x81:
-		case 0x82:
-		case 0x83:
-		case 0x84:
-		case 0x85:
-		case 0x86:
-		case 0x87:
-		case 0x88:
-		case 0x89:
-		case 0x8A:
-		case 0x8B:
-		case 0x8C:
-		case 0x8D:
-		case 0x8E:
-		case 0x8F:
-		case 0x90:
-		case 0x91:
-		case 0x92:
-		case 0x93:
-		case 0x94:
-		case 0x95:
-		case 0x96:
-		case 0x97:
-		case 0x98:
-		case 0x99:
-		case 0x9A:
-		case 0x9B:
-		case 0x9C:
-		case 0x9D:
-		case 0x9E:
-		case 0x9F:
-		case 0xA0:
-		case 0xA1:
-		case 0xA2:
-		case 0xA3:
-		case 0xA4:
-		case 0xA5:
-		case 0xA6:
-		case 0xA7:
-		case 0xA8:
-		case 0xA9:
-		case 0xAA:
-		case 0xAB:
-		case 0xAC:
-		case 0xAD:
-		case 0xAE:
-		case 0xAF:
-		case 0xB0:
-		case 0xB1:
-		case 0xB2:
-		case 0xB3:
-		case 0xB4:
-		case 0xB5:
-		case 0xB6:
-		case 0xB7:
-		case 0xB8:
-		case 0xB9:
-		case 0xBA:
-		case 0xBB:
-		case 0xBC:
-		case 0xBD:
-		case 0xBE:
-		case 0xBF: goto yy82;
-		default: goto yy76;
-	}
-yy84:
 	yyaccept = 3;
 	yych = *(l->mar = ++l->cur);
 	switch (yych) {
+		case 0x00: goto yy81;
+		case '+':
+		case '-': goto yy89;
 		case '0':
 		case '1':
 		case '2':
@@ -2692,18 +2581,157 @@ yy84:
 		case '6':
 		case '7':
 		case '8':
-		case '9': goto yy84;
-		case 'E':
-		case 'e': goto yy88;
-		default: goto yy85;
+		case '9': goto yy90;
+		default: goto yy80;
+	}
+yy83:
+	++l->cur;
+#line 227 "lexer/lexer.re"
+	{ return fail(l, "non-ASCII character outside a comment"); }
+#line 2592 "lexer/lexer.c"
+yy84:
+	yych = *++l->cur;
+	switch (yych) {
+		case 0x80:
+		case 0x81:
+		case 0x82:
+		case 0x83:
+		case 0x84:
+		case 0x85:
+		case 0x86:
+		case 0x87:
+		case 0x88:
+		case 0x89:
+		case 0x8A:
+		case 0x8B:
+		case 0x8C:
+		case 0x8D:
+		case 0x8E:
+		case 0x8F:
+		case 0x90:
+		case 0x91:
+		case 0x92:
+		case 0x93:
+		case 0x94:
+		case 0x95:
+		case 0x96:
+		case 0x97:
+		case 0x98:
+		case 0x99:
+		case 0x9A:
+		case 0x9B:
+		case 0x9C:
+		case 0x9D:
+		case 0x9E:
+		case 0x9F:
+		case 0xA0:
+		case 0xA1:
+		case 0xA2:
+		case 0xA3:
+		case 0xA4:
+		case 0xA5:
+		case 0xA6:
+		case 0xA7:
+		case 0xA8:
+		case 0xA9:
+		case 0xAA:
+		case 0xAB:
+		case 0xAC:
+		case 0xAD:
+		case 0xAE:
+		case 0xAF:
+		case 0xB0:
+		case 0xB1:
+		case 0xB2:
+		case 0xB3:
+		case 0xB4:
+		case 0xB5:
+		case 0xB6:
+		case 0xB7:
+		case 0xB8:
+		case 0xB9:
+		case 0xBA:
+		case 0xBB:
+		case 0xBC:
+		case 0xBD:
+		case 0xBE:
+		case 0xBF: goto yy83;
+		default: goto yy78;
 	}
 yy85:
-#line 190 "lexer/lexer.re"
-	{ return number(l, val); }
-#line 2704 "lexer/lexer.c"
+	yych = *++l->cur;
+	switch (yych) {
+		case 0x80:
+		case 0x81:
+		case 0x82:
+		case 0x83:
+		case 0x84:
+		case 0x85:
+		case 0x86:
+		case 0x87:
+		case 0x88:
+		case 0x89:
+		case 0x8A:
+		case 0x8B:
+		case 0x8C:
+		case 0x8D:
+		case 0x8E:
+		case 0x8F:
+		case 0x90:
+		case 0x91:
+		case 0x92:
+		case 0x93:
+		case 0x94:
+		case 0x95:
+		case 0x96:
+		case 0x97:
+		case 0x98:
+		case 0x99:
+		case 0x9A:
+		case 0x9B:
+		case 0x9C:
+		case 0x9D:
+		case 0x9E:
+		case 0x9F:
+		case 0xA0:
+		case 0xA1:
+		case 0xA2:
+		case 0xA3:
+		case 0xA4:
+		case 0xA5:
+		case 0xA6:
+		case 0xA7:
+		case 0xA8:
+		case 0xA9:
+		case 0xAA:
+		case 0xAB:
+		case 0xAC:
+		case 0xAD:
+		case 0xAE:
+		case 0xAF:
+		case 0xB0:
+		case 0xB1:
+		case 0xB2:
+		case 0xB3:
+		case 0xB4:
+		case 0xB5:
+		case 0xB6:
+		case 0xB7:
+		case 0xB8:
+		case 0xB9:
+		case 0xBA:
+		case 0xBB:
+		case 0xBC:
+		case 0xBD:
+		case 0xBE:
+		case 0xBF: goto yy84;
+		default: goto yy78;
+	}
 yy86:
 	yych = *++l->cur;
 	switch (yych) {
+		case '+':
+		case '-': goto yy91;
 		case '0':
 		case '1':
 		case '2':
@@ -2713,11 +2741,12 @@ yy86:
 		case '6':
 		case '7':
 		case '8':
-		case '9': goto yy89;
-		default: goto yy76;
+		case '9': goto yy92;
+		default: goto yy78;
 	}
 yy87:
-	yych = *++l->cur;
+	yyaccept = 4;
+	yych = *(l->mar = ++l->cur);
 	switch (yych) {
 		case '0':
 		case '1':
@@ -2729,6 +2758,42 @@ yy87:
 		case '7':
 		case '8':
 		case '9': goto yy87;
+		case 'E':
+		case 'e': goto yy93;
+		default: goto yy88;
+	}
+yy88:
+#line 198 "lexer/lexer.re"
+	{ return number(l, val); }
+#line 2769 "lexer/lexer.c"
+yy89:
+	yych = *++l->cur;
+	switch (yych) {
+		case '0':
+		case '1':
+		case '2':
+		case '3':
+		case '4':
+		case '5':
+		case '6':
+		case '7':
+		case '8':
+		case '9': goto yy94;
+		default: goto yy78;
+	}
+yy90:
+	yych = *++l->cur;
+	switch (yych) {
+		case '0':
+		case '1':
+		case '2':
+		case '3':
+		case '4':
+		case '5':
+		case '6':
+		case '7':
+		case '8':
+		case '9': goto yy90;
 		case 'A':
 		case 'B':
 		case 'C':
@@ -2781,14 +2846,44 @@ yy87:
 		case 'w':
 		case 'x':
 		case 'y':
-		case 'z': goto yy77;
-		default: goto yy85;
+		case 'z': goto yy79;
+		default: goto yy88;
 	}
-yy88:
+yy91:
+	yych = *++l->cur;
+	switch (yych) {
+		case '0':
+		case '1':
+		case '2':
+		case '3':
+		case '4':
+		case '5':
+		case '6':
+		case '7':
+		case '8':
+		case '9': goto yy92;
+		default: goto yy78;
+	}
+yy92:
+	yych = *++l->cur;
+	switch (yych) {
+		case '0':
+		case '1':
+		case '2':
+		case '3':
+		case '4':
+		case '5':
+		case '6':
+		case '7':
+		case '8':
+		case '9': goto yy92;
+		default: goto yy74;
+	}
+yy93:
 	yych = *++l->cur;
 	switch (yych) {
 		case '+':
-		case '-': goto yy86;
+		case '-': goto yy89;
 		case '0':
 		case '1':
 		case '2':
@@ -2798,10 +2893,10 @@ yy88:
 		case '6':
 		case '7':
 		case '8':
-		case '9': goto yy89;
-		default: goto yy76;
+		case '9': goto yy94;
+		default: goto yy78;
 	}
-yy89:
+yy94:
 	yych = *++l->cur;
 	switch (yych) {
 		case '0':
@@ -2813,15 +2908,15 @@ yy89:
 		case '6':
 		case '7':
 		case '8':
-		case '9': goto yy89;
-		default: goto yy85;
+		case '9': goto yy94;
+		default: goto yy88;
 	}
-yy90:
-#line 176 "lexer/lexer.re"
+yy95:
+#line 184 "lexer/lexer.re"
 	{ return TK_YYEOF; }
-#line 2823 "lexer/lexer.c"
+#line 2918 "lexer/lexer.c"
 }
-#line 220 "lexer/lexer.re"
+#line 236 "lexer/lexer.re"
 
 	}
 }

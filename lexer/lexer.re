@@ -148,6 +148,14 @@ number(Lexer *l, SYN_STYPE *val)
 	return TK_FLOAT;
 }
 
+/* "1." and ".5": say how to write them. */
+static int
+half_number(Lexer *l, const char *fmt)
+{
+	diag_error(span(l), fmt, (int)(l->cur - l->tok), (const char *)l->tok);
+	return TK_SYN_error;
+}
+
 /* Opening and closing brackets: nesting is bounded. */
 static int
 opening(Lexer *l, int tok)
@@ -188,8 +196,16 @@ scan(Lexer *l, SYN_STYPE *val)
 			}
 			ident    { return ident(l, val); }
 			float    { return number(l, val); }
-			digit+   { return integer(l, val); }
+			digit+   {
+				/* "1." (but not the range "1..n") */
+				if (l->cur < l->lim && *l->cur == '.' && l->cur[1] != '.') {
+					l->cur++;
+					return half_number(l, "a number needs digits after '.': write %.*s0");
+				}
+				return integer(l, val);
+			}
 			digit+ [A-Za-z_][A-Za-z0-9_]* { return fail(l, "invalid number literal"); }
+			"." digit+ exp?      { return half_number(l, "a number needs a digit before '.': write 0%.*s"); }
 			"->"     { return TK_ARROW; }
 			".."     { return TK_DOTDOT; }
 			"("      { return opening(l, TK_LPAREN); }

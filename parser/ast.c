@@ -113,7 +113,8 @@ print_node(FILE *f, Node *n, int ind)
 		print_node(f, n->u.bin.r, ind + 1);
 		return;
 	case NK_NEG:
-		line(f, ind, n, "neg\n");
+		line(f, ind, n, "neg");
+		fputc('\n', f);
 		print_node(f, n->u.bin.l, ind + 1);
 		return;
 	case NK_CALL:
@@ -123,7 +124,8 @@ print_node(FILE *f, Node *n, int ind)
 		return;
 	case NK_LIST:
 	case NK_TUPLE:
-		line(f, ind, n, n->kind == NK_LIST ? "list\n" : "tuple\n");
+		line(f, ind, n, n->kind == NK_LIST ? "list" : "tuple");
+		fputc('\n', f);
 		print_list(f, n->u.call.args, ind + 1);
 		return;
 	case NK_LET:
@@ -138,12 +140,14 @@ print_node(FILE *f, Node *n, int ind)
 			print_node(f, n->u.let.init, ind + 1);
 		return;
 	case NK_LETS:
-		line(f, ind, n, "let-tuple\n");
+		line(f, ind, n, "let-tuple");
+		fputc('\n', f);
 		print_list(f, n->u.lets.names, ind + 1);
 		print_node(f, n->u.lets.init, ind + 1);
 		return;
 	case NK_RETURN:
-		line(f, ind, n, "return\n");
+		line(f, ind, n, "return");
+		fputc('\n', f);
 		print_node(f, n->u.ret.vals, ind + 1);
 		return;
 	case NK_FOR:

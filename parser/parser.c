@@ -496,9 +496,9 @@ union yyalloc
 /* YYNNTS -- Number of nonterminals.  */
 #define YYNNTS  28
 /* YYNRULES -- Number of rules.  */
-#define YYNRULES  67
+#define YYNRULES  69
 /* YYNSTATES -- Number of states.  */
-#define YYNSTATES  142
+#define YYNSTATES  144
 
 /* YYMAXUTOK -- Last valid token kind.  */
 #define YYMAXUTOK   286
@@ -551,12 +551,12 @@ static const yytype_int8 yytranslate[] =
 static const yytype_int16 yyrline[] =
 {
        0,    68,    68,    69,    74,    75,    76,    77,    78,    79,
-      83,    88,    89,    93,   101,   111,   112,   116,   117,   121,
-     122,   126,   127,   131,   139,   148,   149,   153,   154,   161,
-     167,   176,   177,   181,   182,   190,   191,   196,   200,   201,
-     205,   209,   213,   217,   221,   222,   227,   232,   233,   234,
-     235,   236,   237,   241,   242,   246,   247,   251,   252,   253,
-     254,   255,   256,   259,   263,   264,   268,   269
+      80,    84,    89,    90,    94,   102,   112,   113,   117,   118,
+     122,   123,   127,   128,   132,   140,   149,   150,   154,   155,
+     162,   168,   177,   178,   186,   187,   195,   196,   201,   205,
+     206,   210,   214,   218,   222,   226,   227,   232,   233,   238,
+     239,   240,   241,   242,   243,   247,   248,   252,   253,   257,
+     258,   259,   260,   261,   262,   265,   269,   270,   274,   275
 };
 #endif
 
@@ -586,7 +586,7 @@ yysymbol_name (yysymbol_kind_t yysymbol)
 }
 #endif
 
-#define YYPACT_NINF (-73)
+#define YYPACT_NINF (-78)
 
 #define yypact_value_is_default(Yyn) \
   ((Yyn) == YYPACT_NINF)
@@ -600,21 +600,21 @@ yysymbol_name (yysymbol_kind_t yysymbol)
    STATE-NUM.  */
 static const yytype_int16 yypact[] =
 {
-     -73,    65,   -73,    -3,     7,    17,    32,    46,   -73,   -73,
-     -73,   -73,   -73,   -73,    45,    61,    22,   -73,    36,    80,
-     -73,    19,    17,   -73,    68,    95,    82,   -73,   -73,   -73,
-      19,    19,    19,    54,   -73,   -73,   -73,   -73,    75,    83,
-      81,   -73,   -73,   103,    99,    19,    33,    54,   109,   107,
-     -73,    19,    19,    19,    19,    19,    64,   122,    68,   118,
-     135,   127,   -73,    19,   -73,    19,   -73,    27,    27,   -73,
-     -73,   128,   128,   -73,    10,   -73,    19,   -73,   -73,   -15,
-      54,    19,   119,   119,    64,   129,   -73,    62,   -73,   131,
-     145,   -73,   -73,   -12,   -73,   -73,   -73,   -73,   -73,   132,
-     -73,    64,     4,    19,   -73,   -73,   130,   126,     1,    19,
-     150,   -73,   -73,   137,   -73,    19,    70,    95,    79,   142,
-     -73,    88,    64,    19,    29,   -73,    19,   -73,   133,    96,
-     134,    12,    19,   -73,    19,    19,   104,   112,    49,   -73,
-     -73,   -73
+     -78,    78,   -78,    31,    22,    29,    51,    60,   -78,   -78,
+     -78,   -78,   -78,   -78,   -78,   -78,    20,    40,    50,   -78,
+      58,    66,    11,   -78,     2,    29,   -78,    74,    89,   -11,
+      68,     1,     2,   101,   -78,   -78,    88,   -78,   -78,   -78,
+       2,     2,     2,   116,   -78,   -78,   -78,   -78,    96,    94,
+      90,   -78,   -78,   102,   105,   -78,   -78,     2,    56,    89,
+      12,   115,     2,    41,   116,   117,   113,   -78,     2,     2,
+       2,     2,     2,    86,   134,    74,   124,   150,    79,    86,
+       2,    -7,   -78,     2,   136,   -78,     2,   -78,     2,   -78,
+     121,   121,   -78,   -78,   137,   137,   -78,    34,   -78,     2,
+     -78,   -78,   129,    87,   131,    -1,   -78,    38,   116,     2,
+     132,   132,    86,   139,   -78,    95,     2,   -78,     2,     2,
+     -78,   138,   158,   -78,   -78,    44,   -78,   -78,   -78,   103,
+     111,    70,   -78,   145,   -78,    86,   -78,   -78,   -78,     2,
+     -78,   -78,   146,   -78
 };
 
 /* YYDEFACT[STATE-NUM] -- Default reduction number in state STATE-NUM.
@@ -623,36 +623,36 @@ static const yytype_int16 yypact[] =
 static const yytype_int8 yydefact[] =
 {
        2,     0,     1,     0,     0,     0,     0,     0,     3,     4,
-       6,     7,     9,     8,     0,     0,     0,    11,     0,     0,
-      10,     0,     0,     5,    19,    25,    59,    60,    57,    58,
-       0,    64,     0,    13,    52,    54,    55,    12,     0,     0,
-      20,    21,    27,     0,    26,    64,     0,    66,     0,    65,
-      53,     0,     0,     0,     0,     0,     0,     0,     0,     0,
-       0,     0,    61,     0,    63,     0,    51,    47,    48,    49,
-      50,    31,    31,    23,     0,    22,     0,    28,    56,     0,
-      67,    64,    33,    33,     0,     0,    15,     0,    62,     0,
-       0,    30,    29,     0,    17,    38,    14,    24,    32,    35,
-      16,     0,     0,    64,    34,    18,     0,     0,     0,     0,
-       0,    37,    39,     0,    46,     0,     0,     0,     0,     0,
-      36,     0,     0,     0,     0,    44,     0,    43,     0,     0,
-       0,     0,     0,    40,     0,     0,     0,     0,     0,    41,
-      42,    45
+       6,     7,    39,     9,     8,    10,     0,     0,     0,    12,
+       0,     0,     0,    11,     0,     0,     5,    20,    26,     0,
+       0,     0,     0,     0,    38,    40,    61,    62,    59,    60,
+       0,    66,     0,    14,    54,    56,    57,    13,     0,     0,
+      21,    22,    28,     0,    27,    47,    48,     0,     0,     0,
+       0,     0,    66,     0,    68,     0,    67,    55,     0,     0,
+       0,     0,     0,     0,     0,     0,     0,     0,     0,     0,
+       0,     0,    45,     0,     0,    63,     0,    65,     0,    53,
+      49,    50,    51,    52,    32,    32,    24,     0,    23,     0,
+      29,    44,     0,     0,     0,     0,    58,     0,    69,    66,
+      34,    34,     0,     0,    16,     0,     0,    41,     0,     0,
+      64,     0,     0,    31,    30,     0,    18,    15,    25,     0,
+       0,     0,    33,    36,    17,     0,    42,    43,    46,    66,
+      35,    19,     0,    37
 };
 
 /* YYPGOTO[NTERM-NUM].  */
 static const yytype_int16 yypgoto[] =
 {
-     -73,   -73,   -73,   -73,   -73,   136,   -73,   -73,   -73,   -73,
-     -73,   105,   -73,   -73,    40,   -72,    89,    84,   -73,    24,
-     -73,   -73,   -21,   138,   -73,   -73,   -44,   101
+     -78,   -78,   -78,   -78,   -78,   140,   -78,   -78,   -78,   -78,
+     -78,    91,   -78,   -78,   104,   -77,    72,    57,   -78,   -29,
+     -78,   -78,   -23,   127,   -78,   -78,   -59,    84
 };
 
 /* YYDEFGOTO[NTERM-NUM].  */
-static const yytype_int8 yydefgoto[] =
+static const yytype_uint8 yydefgoto[] =
 {
-       0,     1,     8,     9,    16,    17,    10,    85,    93,    39,
-      40,    41,    11,    43,    44,    73,    82,    91,   104,    96,
-     102,   112,    47,    34,    35,    36,    48,    49
+       0,     1,     8,     9,    18,    19,    10,   113,   125,    49,
+      50,    51,    11,    53,    54,    96,   110,   123,   140,    15,
+      22,    35,    64,    44,    45,    46,    65,    66
 };
 
 /* YYTABLE[YYPACT[STATE-NUM]] -- What to do in state STATE-NUM.  If
@@ -660,46 +660,46 @@ static const yytype_int8 yydefgoto[] =
    number is the opposite.  If YYTABLE_NINF, syntax error.  */
 static const yytype_uint8 yytable[] =
 {
-      33,    61,    86,    88,   116,   106,   100,   107,    65,    46,
-      14,   101,    94,    71,    72,   108,   109,   110,   117,    12,
-      15,    13,    26,    27,    28,    29,   111,    84,   135,   105,
-      66,    67,    68,    69,    70,    18,    30,    89,    31,    51,
-      52,    53,    54,    55,    80,    22,    23,   130,    32,    19,
-     128,    62,    60,    24,    51,    87,    63,    54,    55,   113,
-      51,    52,    53,    54,    55,     2,     3,    71,    72,    20,
-      95,    38,     4,     5,     6,     7,    51,    52,    53,    54,
-      55,    51,    52,    53,    54,    55,    97,    21,   118,    51,
-      52,    53,    54,    55,   121,   122,   123,    25,    42,    45,
-      56,    57,   129,   125,    58,   131,    51,    52,    53,    54,
-      55,   136,   127,   137,   138,    51,    52,    53,    54,    55,
-     133,    59,    60,    51,    52,    53,    54,    55,   139,    64,
-      65,    51,    52,    53,    54,    55,   140,    74,    77,    51,
-      52,    53,    54,    55,    76,    78,    90,    81,    99,   103,
-      95,    98,   115,   119,   114,   120,   126,   124,    37,   132,
-     134,    83,   141,    75,    79,     0,     0,    92,     0,     0,
-      50
+      56,    43,   102,    84,    58,    36,    37,    38,    39,    60,
+      12,   104,    29,    55,    30,   119,    77,    63,    59,    40,
+     114,    41,    31,    32,    33,    16,    68,    69,    70,    71,
+      72,    42,    17,    34,    78,   126,    82,    94,    95,    68,
+      69,    70,    71,    72,    23,    89,    90,    91,    92,    93,
+     121,   112,    12,    13,    20,    14,   120,   103,   141,    85,
+     105,    88,   134,    21,    86,   108,    24,   135,    68,    69,
+      70,    71,    72,    25,    26,    27,   115,    48,     2,     3,
+     142,    79,    80,    28,   127,     4,     5,     6,     7,    94,
+      95,    12,    52,   129,    57,   130,   131,    68,    69,    70,
+      71,    72,   138,   101,    61,    62,    68,    69,    70,    71,
+      72,   117,    74,    75,    68,    69,    70,    71,    72,   128,
+      76,    73,    68,    69,    70,    71,    72,   136,    77,    83,
+      68,    69,    70,    71,    72,   137,    88,    87,    68,    69,
+      70,    71,    72,    68,    69,    70,    71,    72,    68,    97,
+      99,    71,    72,   100,   106,   116,   109,   118,   132,   122,
+      12,   133,   139,    81,   143,    47,    98,   111,   124,    67,
+     107
 };
 
-static const yytype_int16 yycheck[] =
+static const yytype_uint8 yycheck[] =
 {
-      21,    45,    74,    18,     3,     1,    18,     3,    23,    30,
-       3,    23,    84,     3,     4,    11,    12,    13,    17,    22,
-       3,    24,     3,     4,     5,     6,    22,    17,    16,   101,
-      51,    52,    53,    54,    55,     3,    17,    81,    19,    27,
-      28,    29,    30,    31,    65,    23,    24,    18,    29,     3,
-     122,    18,    23,    17,    27,    76,    23,    30,    31,   103,
-      27,    28,    29,    30,    31,     0,     1,     3,     4,    24,
-      21,     3,     7,     8,     9,    10,    27,    28,    29,    30,
-      31,    27,    28,    29,    30,    31,    24,    26,   109,    27,
-      28,    29,    30,    31,   115,    25,    26,    17,     3,    17,
-      25,    18,   123,    24,    23,   126,    27,    28,    29,    30,
-      31,   132,    24,   134,   135,    27,    28,    29,    30,    31,
-      24,    18,    23,    27,    28,    29,    30,    31,    24,    20,
-      23,    27,    28,    29,    30,    31,    24,    15,     3,    27,
-      28,    29,    30,    31,    26,    18,    27,    19,     3,    17,
-      21,    20,    26,     3,    24,    18,    14,   117,    22,    26,
-      26,    72,   138,    58,    63,    -1,    -1,    83,    -1,    -1,
-      32
+      29,    24,    79,    62,     3,     3,     4,     5,     6,    32,
+      21,    18,     1,    24,     3,    16,    23,    40,    17,    17,
+      97,    19,    11,    12,    13,     3,    27,    28,    29,    30,
+      31,    29,     3,    22,    57,   112,    24,     3,     4,    27,
+      28,    29,    30,    31,    24,    68,    69,    70,    71,    72,
+     109,    17,    21,    22,     3,    24,    18,    80,   135,    18,
+      83,    23,    18,     3,    23,    88,    26,    23,    27,    28,
+      29,    30,    31,    23,    24,    17,    99,     3,     0,     1,
+     139,    25,    26,    17,   113,     7,     8,     9,    10,     3,
+       4,    21,     3,   116,    26,   118,   119,    27,    28,    29,
+      30,    31,   131,    24,     3,    17,    27,    28,    29,    30,
+      31,    24,    18,    23,    27,    28,    29,    30,    31,    24,
+      18,    25,    27,    28,    29,    30,    31,    24,    23,    14,
+      27,    28,    29,    30,    31,    24,    23,    20,    27,    28,
+      29,    30,    31,    27,    28,    29,    30,    31,    27,    15,
+      26,    30,    31,     3,    18,    26,    19,    26,    20,    27,
+      21,     3,    17,    59,    18,    25,    75,    95,   111,    42,
+      86
 };
 
 /* YYSTOS[STATE-NUM] -- The symbol kind of the accessing symbol of
@@ -707,44 +707,44 @@ static const yytype_int16 yycheck[] =
 static const yytype_int8 yystos[] =
 {
        0,    33,     0,     1,     7,     8,     9,    10,    34,    35,
-      38,    44,    22,    24,     3,     3,    36,    37,     3,     3,
-      24,    26,    23,    24,    17,    17,     3,     4,     5,     6,
+      38,    44,    21,    22,    24,    51,     3,     3,    36,    37,
+       3,     3,    52,    24,    26,    23,    24,    17,    17,     1,
+       3,    11,    12,    13,    22,    53,     3,     4,     5,     6,
       17,    19,    29,    54,    55,    56,    57,    37,     3,    41,
-      42,    43,     3,    45,    46,    17,    54,    54,    58,    59,
-      55,    27,    28,    29,    30,    31,    25,    18,    23,    18,
-      23,    58,    18,    23,    20,    23,    54,    54,    54,    54,
-      54,     3,     4,    47,    15,    43,    26,     3,    18,    59,
-      54,    19,    48,    48,    17,    39,    47,    54,    18,    58,
-      27,    49,    49,    40,    47,    21,    51,    24,    20,     3,
-      18,    23,    52,    17,    50,    47,     1,     3,    11,    12,
-      13,    22,    53,    58,    24,    26,     3,    17,    54,     3,
-      18,    54,    25,    26,    46,    24,    14,    24,    47,    54,
-      18,    54,    26,    24,    26,    16,    54,    54,    54,    24,
-      24,    51
+      42,    43,     3,    45,    46,    24,    51,    26,     3,    17,
+      54,     3,    17,    54,    54,    58,    59,    55,    27,    28,
+      29,    30,    31,    25,    18,    23,    18,    23,    54,    25,
+      26,    46,    24,    14,    58,    18,    23,    20,    23,    54,
+      54,    54,    54,    54,     3,     4,    47,    15,    43,    26,
+       3,    24,    47,    54,    18,    54,    18,    59,    54,    19,
+      48,    48,    17,    39,    47,    54,    26,    24,    26,    16,
+      18,    58,    27,    49,    49,    40,    47,    51,    24,    54,
+      54,    54,    20,     3,    18,    23,    24,    24,    51,    17,
+      50,    47,    58,    18
 };
 
 /* YYR1[RULE-NUM] -- Symbol kind of the left-hand side of rule RULE-NUM.  */
 static const yytype_int8 yyr1[] =
 {
        0,    32,    33,    33,    34,    34,    34,    34,    34,    34,
-      35,    36,    36,    37,    38,    39,    39,    40,    40,    41,
-      41,    42,    42,    43,    44,    45,    45,    46,    46,    47,
-      47,    48,    48,    49,    49,    50,    50,    51,    52,    52,
-      53,    53,    53,    53,    53,    53,    53,    54,    54,    54,
-      54,    54,    54,    55,    55,    56,    56,    57,    57,    57,
-      57,    57,    57,    57,    58,    58,    59,    59
+      34,    35,    36,    36,    37,    38,    39,    39,    40,    40,
+      41,    41,    42,    42,    43,    44,    45,    45,    46,    46,
+      47,    47,    48,    48,    49,    49,    50,    50,    51,    52,
+      52,    53,    53,    53,    53,    53,    53,    53,    53,    54,
+      54,    54,    54,    54,    54,    55,    55,    56,    56,    57,
+      57,    57,    57,    57,    57,    57,    58,    58,    59,    59
 };
 
 /* YYR2[RULE-NUM] -- Number of symbols on the right-hand side of rule RULE-NUM.  */
 static const yytype_int8 yyr2[] =
 {
        0,     2,     0,     2,     1,     3,     1,     1,     2,     2,
-       3,     1,     3,     3,     8,     1,     3,     1,     3,     0,
-       1,     1,     3,     3,     8,     0,     1,     1,     3,     3,
-       3,     0,     3,     0,     3,     0,     3,     3,     0,     2,
-       5,     7,     7,     4,     3,     7,     2,     3,     3,     3,
-       3,     3,     1,     2,     1,     1,     4,     1,     1,     1,
-       1,     3,     5,     3,     0,     1,     1,     3
+       2,     3,     1,     3,     3,     8,     1,     3,     1,     3,
+       0,     1,     1,     3,     3,     8,     0,     1,     1,     3,
+       3,     3,     0,     3,     0,     3,     0,     3,     3,     0,
+       2,     5,     7,     7,     4,     3,     7,     2,     2,     3,
+       3,     3,     3,     3,     1,     2,     1,     1,     4,     1,
+       1,     1,     1,     3,     5,     3,     0,     1,     1,     3
 };
 
 
@@ -1673,39 +1673,45 @@ yyreduce:
 
   case 8: /* item: error ";"  */
 #line 78 "parser/parser.y"
-                    { (yyval.TK_item) = NULL; }
+                    { (yyval.TK_item) = NULL; yyerrok; }
 #line 1678 "parser/parser.c"
     break;
 
   case 9: /* item: error "}"  */
 #line 79 "parser/parser.y"
-                    { (yyval.TK_item) = NULL; }
+                    { (yyval.TK_item) = NULL; yyerrok; }
 #line 1684 "parser/parser.c"
     break;
 
-  case 10: /* use: "use" "identifier" ";"  */
-#line 83 "parser/parser.y"
-                        { (yyval.TK_use) = ast_new(p, NK_USE, (yylsp[-1])); (yyval.TK_use)->u.name = (yyvsp[-1].TK_IDENT); }
+  case 10: /* item: error block  */
+#line 80 "parser/parser.y"
+                      { (yyval.TK_item) = NULL; yyerrok; }
 #line 1690 "parser/parser.c"
     break;
 
-  case 12: /* param_list: param_list "," param_one  */
-#line 89 "parser/parser.y"
-                                   { (yyval.TK_param_list) = append((yyvsp[-2].TK_param_list), (yyvsp[0].TK_param_one)); }
+  case 11: /* use: "use" "identifier" ";"  */
+#line 84 "parser/parser.y"
+                        { (yyval.TK_use) = ast_new(p, NK_USE, (yylsp[-1])); (yyval.TK_use)->u.name = (yyvsp[-1].TK_IDENT); }
 #line 1696 "parser/parser.c"
     break;
 
-  case 13: /* param_one: "identifier" "=" expr  */
-#line 93 "parser/parser.y"
+  case 13: /* param_list: param_list "," param_one  */
+#line 90 "parser/parser.y"
+                                   { (yyval.TK_param_list) = append((yyvsp[-2].TK_param_list), (yyvsp[0].TK_param_one)); }
+#line 1702 "parser/parser.c"
+    break;
+
+  case 14: /* param_one: "identifier" "=" expr  */
+#line 94 "parser/parser.y"
                          {
 		(yyval.TK_param_one) = ast_new(p, NK_PARAM, (yyloc));
 		(yyval.TK_param_one)->u.let.name = (yyvsp[-2].TK_IDENT); (yyval.TK_param_one)->u.let.nspan = (yylsp[-2]); (yyval.TK_param_one)->u.let.init = (yyvsp[0].TK_expr);
 	}
-#line 1705 "parser/parser.c"
+#line 1711 "parser/parser.c"
     break;
 
-  case 14: /* op: "op" "identifier" "(" arg_list ")" "->" ret_types block  */
-#line 101 "parser/parser.y"
+  case 15: /* op: "op" "identifier" "(" arg_list ")" "->" ret_types block  */
+#line 102 "parser/parser.y"
                                                          {
 		(yyval.TK_op) = ast_new(p, NK_OP, (yyloc));
 		(yyval.TK_op)->u.fn.name = (yyvsp[-6].TK_IDENT); (yyval.TK_op)->u.fn.nspan = (yylsp[-6]);
@@ -1713,311 +1719,321 @@ yyreduce:
 		(yyval.TK_op)->u.fn.rets = (yyvsp[-1].TK_ret_types); (yyval.TK_op)->u.fn.nrets = ast_count((yyvsp[-1].TK_ret_types));
 		(yyval.TK_op)->u.fn.body = (yyvsp[0].TK_block);
 	}
-#line 1717 "parser/parser.c"
-    break;
-
-  case 16: /* ret_types: "(" type_list ")"  */
-#line 112 "parser/parser.y"
-                            { (yyval.TK_ret_types) = (yyvsp[-1].TK_type_list); }
 #line 1723 "parser/parser.c"
     break;
 
-  case 18: /* type_list: type_list "," type  */
-#line 117 "parser/parser.y"
-                             { (yyval.TK_type_list) = append((yyvsp[-2].TK_type_list), (yyvsp[0].TK_type)); }
+  case 17: /* ret_types: "(" type_list ")"  */
+#line 113 "parser/parser.y"
+                            { (yyval.TK_ret_types) = (yyvsp[-1].TK_type_list); }
 #line 1729 "parser/parser.c"
     break;
 
-  case 19: /* arg_list: %empty  */
-#line 121 "parser/parser.y"
-                 { (yyval.TK_arg_list) = NULL; }
+  case 19: /* type_list: type_list "," type  */
+#line 118 "parser/parser.y"
+                             { (yyval.TK_type_list) = append((yyvsp[-2].TK_type_list), (yyvsp[0].TK_type)); }
 #line 1735 "parser/parser.c"
     break;
 
-  case 22: /* args: args "," arg  */
-#line 127 "parser/parser.y"
-                       { (yyval.TK_args) = append((yyvsp[-2].TK_args), (yyvsp[0].TK_arg)); }
+  case 20: /* arg_list: %empty  */
+#line 122 "parser/parser.y"
+                 { (yyval.TK_arg_list) = NULL; }
 #line 1741 "parser/parser.c"
     break;
 
-  case 23: /* arg: "identifier" ":" type  */
-#line 131 "parser/parser.y"
+  case 23: /* args: args "," arg  */
+#line 128 "parser/parser.y"
+                       { (yyval.TK_args) = append((yyvsp[-2].TK_args), (yyvsp[0].TK_arg)); }
+#line 1747 "parser/parser.c"
+    break;
+
+  case 24: /* arg: "identifier" ":" type  */
+#line 132 "parser/parser.y"
                          {
 		(yyval.TK_arg) = ast_new(p, NK_ARG, (yyloc));
 		(yyval.TK_arg)->u.let.name = (yyvsp[-2].TK_IDENT); (yyval.TK_arg)->u.let.nspan = (yylsp[-2]); (yyval.TK_arg)->u.let.type = (yyvsp[0].TK_type);
 	}
-#line 1750 "parser/parser.c"
+#line 1756 "parser/parser.c"
     break;
 
-  case 24: /* kernel: "kernel" "identifier" "(" name_list ")" "=" expr ";"  */
-#line 139 "parser/parser.y"
+  case 25: /* kernel: "kernel" "identifier" "(" name_list ")" "=" expr ";"  */
+#line 140 "parser/parser.y"
                                                       {
 		(yyval.TK_kernel) = ast_new(p, NK_KERNEL, (yyloc));
 		(yyval.TK_kernel)->u.fn.name = (yyvsp[-6].TK_IDENT); (yyval.TK_kernel)->u.fn.nspan = (yylsp[-6]);
 		(yyval.TK_kernel)->u.fn.args = (yyvsp[-4].TK_name_list); (yyval.TK_kernel)->u.fn.nargs = ast_count((yyvsp[-4].TK_name_list));
 		(yyval.TK_kernel)->u.fn.body = (yyvsp[-1].TK_expr);
 	}
-#line 1761 "parser/parser.c"
-    break;
-
-  case 25: /* name_list: %empty  */
-#line 148 "parser/parser.y"
-                 { (yyval.TK_name_list) = NULL; }
 #line 1767 "parser/parser.c"
     break;
 
-  case 27: /* names: "identifier"  */
-#line 153 "parser/parser.y"
-                { (yyval.TK_names) = ast_new(p, NK_NAME, (yylsp[0])); (yyval.TK_names)->u.name = (yyvsp[0].TK_IDENT); }
+  case 26: /* name_list: %empty  */
+#line 149 "parser/parser.y"
+                 { (yyval.TK_name_list) = NULL; }
 #line 1773 "parser/parser.c"
     break;
 
-  case 28: /* names: names "," "identifier"  */
+  case 28: /* names: "identifier"  */
 #line 154 "parser/parser.y"
+                { (yyval.TK_names) = ast_new(p, NK_NAME, (yylsp[0])); (yyval.TK_names)->u.name = (yyvsp[0].TK_IDENT); }
+#line 1779 "parser/parser.c"
+    break;
+
+  case 29: /* names: names "," "identifier"  */
+#line 155 "parser/parser.y"
                           {
 		Node *n = ast_new(p, NK_NAME, (yylsp[0])); n->u.name = (yyvsp[0].TK_IDENT); (yyval.TK_names) = append((yyvsp[-2].TK_names), n);
 	}
-#line 1781 "parser/parser.c"
+#line 1787 "parser/parser.c"
     break;
 
-  case 29: /* type: "dtype" dims place  */
-#line 161 "parser/parser.y"
+  case 30: /* type: "dtype" dims place  */
+#line 162 "parser/parser.y"
                            {
 		(yyval.TK_type) = ast_new(p, NK_TYPE, (yyloc));
 		(yyval.TK_type)->u.type.dtype = (yyvsp[-2].TK_DTYPE); (yyval.TK_type)->u.type.dspan = (yylsp[-2]);
 		(yyval.TK_type)->u.type.dims = (yyvsp[-1].TK_dims); (yyval.TK_type)->u.type.rank = ast_count((yyvsp[-1].TK_dims));
 		(yyval.TK_type)->u.type.place = (yyvsp[0].TK_place);
 	}
-#line 1792 "parser/parser.c"
+#line 1798 "parser/parser.c"
     break;
 
-  case 30: /* type: "identifier" dims place  */
-#line 167 "parser/parser.y"
+  case 31: /* type: "identifier" dims place  */
+#line 168 "parser/parser.y"
                            {
 		(yyval.TK_type) = ast_new(p, NK_TYPE, (yyloc));
 		(yyval.TK_type)->u.type.dtype = (yyvsp[-2].TK_IDENT); (yyval.TK_type)->u.type.dspan = (yylsp[-2]); (yyval.TK_type)->u.type.dvar = true;
 		(yyval.TK_type)->u.type.dims = (yyvsp[-1].TK_dims); (yyval.TK_type)->u.type.rank = ast_count((yyvsp[-1].TK_dims));
 		(yyval.TK_type)->u.type.place = (yyvsp[0].TK_place);
 	}
-#line 1803 "parser/parser.c"
-    break;
-
-  case 31: /* dims: %empty  */
-#line 176 "parser/parser.y"
-                 { (yyval.TK_dims) = NULL; }
 #line 1809 "parser/parser.c"
     break;
 
-  case 32: /* dims: "[" opt_exprs "]"  */
+  case 32: /* dims: %empty  */
 #line 177 "parser/parser.y"
-                            { (yyval.TK_dims) = (yyvsp[-1].TK_opt_exprs); }
+                 { (yyval.TK_dims) = NULL; }
 #line 1815 "parser/parser.c"
     break;
 
-  case 33: /* place: %empty  */
-#line 181 "parser/parser.y"
-                 { (yyval.TK_place) = NULL; }
-#line 1821 "parser/parser.c"
+  case 33: /* dims: "[" opt_exprs "]"  */
+#line 178 "parser/parser.y"
+                            {
+		(yyval.TK_dims) = (yyvsp[-1].TK_opt_exprs);
+		if (ast_count((yyvsp[-1].TK_opt_exprs)) > LIM_RANK)
+			diag_error((yyloc), "tensor rank %d is over the limit of %d", ast_count((yyvsp[-1].TK_opt_exprs)), LIM_RANK);
+	}
+#line 1825 "parser/parser.c"
     break;
 
-  case 34: /* place: "@" "identifier" place_args  */
-#line 182 "parser/parser.y"
+  case 34: /* place: %empty  */
+#line 186 "parser/parser.y"
+                 { (yyval.TK_place) = NULL; }
+#line 1831 "parser/parser.c"
+    break;
+
+  case 35: /* place: "@" "identifier" place_args  */
+#line 187 "parser/parser.y"
                                {
 		(yyval.TK_place) = ast_new(p, NK_PLACE, (yyloc));
 		(yyval.TK_place)->u.call.name = (yyvsp[-1].TK_IDENT); (yyval.TK_place)->u.call.nspan = (yylsp[-1]);
 		(yyval.TK_place)->u.call.args = (yyvsp[0].TK_place_args); (yyval.TK_place)->u.call.nargs = ast_count((yyvsp[0].TK_place_args));
 	}
-#line 1831 "parser/parser.c"
+#line 1841 "parser/parser.c"
     break;
 
-  case 35: /* place_args: %empty  */
-#line 190 "parser/parser.y"
+  case 36: /* place_args: %empty  */
+#line 195 "parser/parser.y"
                  { (yyval.TK_place_args) = NULL; }
-#line 1837 "parser/parser.c"
+#line 1847 "parser/parser.c"
     break;
 
-  case 36: /* place_args: "(" opt_exprs ")"  */
-#line 191 "parser/parser.y"
-                            { (yyval.TK_place_args) = (yyvsp[-1].TK_opt_exprs); }
-#line 1843 "parser/parser.c"
-    break;
-
-  case 37: /* block: "{" stmts "}"  */
+  case 37: /* place_args: "(" opt_exprs ")"  */
 #line 196 "parser/parser.y"
-                        { (yyval.TK_block) = (yyvsp[-1].TK_stmts); }
-#line 1849 "parser/parser.c"
+                            { (yyval.TK_place_args) = (yyvsp[-1].TK_opt_exprs); }
+#line 1853 "parser/parser.c"
     break;
 
-  case 38: /* stmts: %empty  */
-#line 200 "parser/parser.y"
-                 { (yyval.TK_stmts) = NULL; }
-#line 1855 "parser/parser.c"
-    break;
-
-  case 39: /* stmts: stmts stmt  */
+  case 38: /* block: "{" stmts "}"  */
 #line 201 "parser/parser.y"
-                     { (yyval.TK_stmts) = (yyvsp[0].TK_stmt) ? append((yyvsp[-1].TK_stmts), (yyvsp[0].TK_stmt)) : (yyvsp[-1].TK_stmts); }
-#line 1861 "parser/parser.c"
+                        { (yyval.TK_block) = (yyvsp[-1].TK_stmts); }
+#line 1859 "parser/parser.c"
     break;
 
-  case 40: /* stmt: "let" "identifier" "=" expr ";"  */
+  case 39: /* stmts: %empty  */
 #line 205 "parser/parser.y"
+                 { (yyval.TK_stmts) = NULL; }
+#line 1865 "parser/parser.c"
+    break;
+
+  case 40: /* stmts: stmts stmt  */
+#line 206 "parser/parser.y"
+                     { (yyval.TK_stmts) = (yyvsp[0].TK_stmt) ? append((yyvsp[-1].TK_stmts), (yyvsp[0].TK_stmt)) : (yyvsp[-1].TK_stmts); }
+#line 1871 "parser/parser.c"
+    break;
+
+  case 41: /* stmt: "let" "identifier" "=" expr ";"  */
+#line 210 "parser/parser.y"
                                  {
 		(yyval.TK_stmt) = ast_new(p, NK_LET, (yyloc));
 		(yyval.TK_stmt)->u.let.name = (yyvsp[-3].TK_IDENT); (yyval.TK_stmt)->u.let.nspan = (yylsp[-3]); (yyval.TK_stmt)->u.let.init = (yyvsp[-1].TK_expr);
 	}
-#line 1870 "parser/parser.c"
+#line 1880 "parser/parser.c"
     break;
 
-  case 41: /* stmt: "let" "identifier" ":" type "=" expr ";"  */
-#line 209 "parser/parser.y"
+  case 42: /* stmt: "let" "identifier" ":" type "=" expr ";"  */
+#line 214 "parser/parser.y"
                                           {
 		(yyval.TK_stmt) = ast_new(p, NK_LET, (yyloc));
 		(yyval.TK_stmt)->u.let.name = (yyvsp[-5].TK_IDENT); (yyval.TK_stmt)->u.let.nspan = (yylsp[-5]); (yyval.TK_stmt)->u.let.type = (yyvsp[-3].TK_type); (yyval.TK_stmt)->u.let.init = (yyvsp[-1].TK_expr);
 	}
-#line 1879 "parser/parser.c"
+#line 1889 "parser/parser.c"
     break;
 
-  case 42: /* stmt: "let" "(" names ")" "=" expr ";"  */
-#line 213 "parser/parser.y"
+  case 43: /* stmt: "let" "(" names ")" "=" expr ";"  */
+#line 218 "parser/parser.y"
                                          {
 		(yyval.TK_stmt) = ast_new(p, NK_LETS, (yyloc));
 		(yyval.TK_stmt)->u.lets.names = (yyvsp[-4].TK_names); (yyval.TK_stmt)->u.lets.init = (yyvsp[-1].TK_expr);
 	}
-#line 1888 "parser/parser.c"
+#line 1898 "parser/parser.c"
     break;
 
-  case 43: /* stmt: "identifier" "=" expr ";"  */
-#line 217 "parser/parser.y"
+  case 44: /* stmt: "identifier" "=" expr ";"  */
+#line 222 "parser/parser.y"
                              {
 		(yyval.TK_stmt) = ast_new(p, NK_ASSIGN, (yyloc));
 		(yyval.TK_stmt)->u.let.name = (yyvsp[-3].TK_IDENT); (yyval.TK_stmt)->u.let.nspan = (yylsp[-3]); (yyval.TK_stmt)->u.let.init = (yyvsp[-1].TK_expr);
 	}
-#line 1897 "parser/parser.c"
+#line 1907 "parser/parser.c"
     break;
 
-  case 44: /* stmt: "return" expr ";"  */
-#line 221 "parser/parser.y"
+  case 45: /* stmt: "return" expr ";"  */
+#line 226 "parser/parser.y"
                           { (yyval.TK_stmt) = ast_new(p, NK_RETURN, (yyloc)); (yyval.TK_stmt)->u.ret.vals = (yyvsp[-1].TK_expr); }
-#line 1903 "parser/parser.c"
+#line 1913 "parser/parser.c"
     break;
 
-  case 45: /* stmt: "for" "identifier" "in" expr ".." expr block  */
-#line 222 "parser/parser.y"
+  case 46: /* stmt: "for" "identifier" "in" expr ".." expr block  */
+#line 227 "parser/parser.y"
                                             {
 		(yyval.TK_stmt) = ast_new(p, NK_FOR, (yyloc));
 		(yyval.TK_stmt)->u.loop.var = (yyvsp[-5].TK_IDENT); (yyval.TK_stmt)->u.loop.vspan = (yylsp[-5]);
 		(yyval.TK_stmt)->u.loop.lo = (yyvsp[-3].TK_expr); (yyval.TK_stmt)->u.loop.hi = (yyvsp[-1].TK_expr); (yyval.TK_stmt)->u.loop.body = (yyvsp[0].TK_block);
 	}
-#line 1913 "parser/parser.c"
+#line 1923 "parser/parser.c"
     break;
 
-  case 46: /* stmt: error ";"  */
-#line 227 "parser/parser.y"
-                    { (yyval.TK_stmt) = NULL; }
-#line 1919 "parser/parser.c"
-    break;
-
-  case 47: /* expr: expr "+" expr  */
+  case 47: /* stmt: error ";"  */
 #line 232 "parser/parser.y"
-                        { (yyval.TK_expr) = deep(p, ast_bin(p, '+', (yyvsp[-2].TK_expr), (yyvsp[0].TK_expr), (yyloc))); }
-#line 1925 "parser/parser.c"
+                    { (yyval.TK_stmt) = NULL; yyerrok; }
+#line 1929 "parser/parser.c"
     break;
 
-  case 48: /* expr: expr "-" expr  */
+  case 48: /* stmt: error block  */
 #line 233 "parser/parser.y"
+                      { (yyval.TK_stmt) = NULL; yyerrok; }
+#line 1935 "parser/parser.c"
+    break;
+
+  case 49: /* expr: expr "+" expr  */
+#line 238 "parser/parser.y"
+                        { (yyval.TK_expr) = deep(p, ast_bin(p, '+', (yyvsp[-2].TK_expr), (yyvsp[0].TK_expr), (yyloc))); }
+#line 1941 "parser/parser.c"
+    break;
+
+  case 50: /* expr: expr "-" expr  */
+#line 239 "parser/parser.y"
                         { (yyval.TK_expr) = deep(p, ast_bin(p, '-', (yyvsp[-2].TK_expr), (yyvsp[0].TK_expr), (yyloc))); }
-#line 1931 "parser/parser.c"
+#line 1947 "parser/parser.c"
     break;
 
-  case 49: /* expr: expr "*" expr  */
-#line 234 "parser/parser.y"
+  case 51: /* expr: expr "*" expr  */
+#line 240 "parser/parser.y"
                         { (yyval.TK_expr) = deep(p, ast_bin(p, '*', (yyvsp[-2].TK_expr), (yyvsp[0].TK_expr), (yyloc))); }
-#line 1937 "parser/parser.c"
+#line 1953 "parser/parser.c"
     break;
 
-  case 50: /* expr: expr "/" expr  */
-#line 235 "parser/parser.y"
-                        { (yyval.TK_expr) = deep(p, ast_bin(p, '/', (yyvsp[-2].TK_expr), (yyvsp[0].TK_expr), (yyloc))); }
-#line 1943 "parser/parser.c"
-    break;
-
-  case 51: /* expr: expr "@" expr  */
-#line 236 "parser/parser.y"
-                        { (yyval.TK_expr) = deep(p, ast_bin(p, '@', (yyvsp[-2].TK_expr), (yyvsp[0].TK_expr), (yyloc))); }
-#line 1949 "parser/parser.c"
-    break;
-
-  case 53: /* unary: "-" unary  */
+  case 52: /* expr: expr "/" expr  */
 #line 241 "parser/parser.y"
-                    { (yyval.TK_unary) = deep(p, ast_bin(p, '-', (yyvsp[0].TK_unary), NULL, (yyloc))); (yyval.TK_unary)->kind = NK_NEG; }
-#line 1955 "parser/parser.c"
+                        { (yyval.TK_expr) = deep(p, ast_bin(p, '/', (yyvsp[-2].TK_expr), (yyvsp[0].TK_expr), (yyloc))); }
+#line 1959 "parser/parser.c"
     break;
 
-  case 56: /* postfix: "identifier" "(" opt_exprs ")"  */
+  case 53: /* expr: expr "@" expr  */
+#line 242 "parser/parser.y"
+                        { (yyval.TK_expr) = deep(p, ast_bin(p, '@', (yyvsp[-2].TK_expr), (yyvsp[0].TK_expr), (yyloc))); }
+#line 1965 "parser/parser.c"
+    break;
+
+  case 55: /* unary: "-" unary  */
 #line 247 "parser/parser.y"
-                                  { (yyval.TK_postfix) = deep(p, ast_call(p, (yyvsp[-3].TK_IDENT), (yylsp[-3]), (yyvsp[-1].TK_opt_exprs), (yyloc))); }
-#line 1961 "parser/parser.c"
+                    { (yyval.TK_unary) = deep(p, ast_bin(p, '-', (yyvsp[0].TK_unary), NULL, (yyloc))); (yyval.TK_unary)->kind = NK_NEG; }
+#line 1971 "parser/parser.c"
     break;
 
-  case 57: /* primary: "integer"  */
-#line 251 "parser/parser.y"
-              { (yyval.TK_primary) = ast_new(p, NK_INT, (yyloc)); (yyval.TK_primary)->u.num.i = (yyvsp[0].TK_INT); (yyval.TK_primary)->u.num.f = (double)(yyvsp[0].TK_INT); }
-#line 1967 "parser/parser.c"
-    break;
-
-  case 58: /* primary: "number"  */
-#line 252 "parser/parser.y"
-                { (yyval.TK_primary) = ast_new(p, NK_FLOAT, (yyloc)); (yyval.TK_primary)->u.num.f = (yyvsp[0].TK_FLOAT); }
-#line 1973 "parser/parser.c"
-    break;
-
-  case 59: /* primary: "identifier"  */
+  case 58: /* postfix: "identifier" "(" opt_exprs ")"  */
 #line 253 "parser/parser.y"
+                                  { (yyval.TK_postfix) = deep(p, ast_call(p, (yyvsp[-3].TK_IDENT), (yylsp[-3]), (yyvsp[-1].TK_opt_exprs), (yyloc))); }
+#line 1977 "parser/parser.c"
+    break;
+
+  case 59: /* primary: "integer"  */
+#line 257 "parser/parser.y"
+              { (yyval.TK_primary) = ast_new(p, NK_INT, (yyloc)); (yyval.TK_primary)->u.num.i = (yyvsp[0].TK_INT); (yyval.TK_primary)->u.num.f = (double)(yyvsp[0].TK_INT); }
+#line 1983 "parser/parser.c"
+    break;
+
+  case 60: /* primary: "number"  */
+#line 258 "parser/parser.y"
+                { (yyval.TK_primary) = ast_new(p, NK_FLOAT, (yyloc)); (yyval.TK_primary)->u.num.f = (yyvsp[0].TK_FLOAT); }
+#line 1989 "parser/parser.c"
+    break;
+
+  case 61: /* primary: "identifier"  */
+#line 259 "parser/parser.y"
                 { (yyval.TK_primary) = ast_new(p, NK_NAME, (yyloc)); (yyval.TK_primary)->u.name = (yyvsp[0].TK_IDENT); }
-#line 1979 "parser/parser.c"
+#line 1995 "parser/parser.c"
     break;
 
-  case 60: /* primary: "dtype"  */
-#line 254 "parser/parser.y"
+  case 62: /* primary: "dtype"  */
+#line 260 "parser/parser.y"
                 { (yyval.TK_primary) = ast_new(p, NK_DTYPE, (yyloc)); (yyval.TK_primary)->u.name = (yyvsp[0].TK_DTYPE); }
-#line 1985 "parser/parser.c"
+#line 2001 "parser/parser.c"
     break;
 
-  case 61: /* primary: "(" expr ")"  */
-#line 255 "parser/parser.y"
+  case 63: /* primary: "(" expr ")"  */
+#line 261 "parser/parser.y"
                        { (yyval.TK_primary) = (yyvsp[-1].TK_expr); (yyval.TK_primary)->span = (yyloc); }
-#line 1991 "parser/parser.c"
+#line 2007 "parser/parser.c"
     break;
 
-  case 62: /* primary: "(" expr "," exprs ")"  */
-#line 256 "parser/parser.y"
+  case 64: /* primary: "(" expr "," exprs ")"  */
+#line 262 "parser/parser.y"
                                  {
 		(yyval.TK_primary) = deep(p, ast_call(p, 0, (yylsp[-4]), append((yyvsp[-3].TK_expr), (yyvsp[-1].TK_exprs)), (yyloc))); (yyval.TK_primary)->kind = NK_TUPLE;
 	}
-#line 1999 "parser/parser.c"
+#line 2015 "parser/parser.c"
     break;
 
-  case 63: /* primary: "[" opt_exprs "]"  */
-#line 259 "parser/parser.y"
+  case 65: /* primary: "[" opt_exprs "]"  */
+#line 265 "parser/parser.y"
                             { (yyval.TK_primary) = deep(p, ast_call(p, 0, (yylsp[-2]), (yyvsp[-1].TK_opt_exprs), (yyloc))); (yyval.TK_primary)->kind = NK_LIST; }
-#line 2005 "parser/parser.c"
-    break;
-
-  case 64: /* opt_exprs: %empty  */
-#line 263 "parser/parser.y"
-                 { (yyval.TK_opt_exprs) = NULL; }
-#line 2011 "parser/parser.c"
-    break;
-
-  case 67: /* exprs: exprs "," expr  */
-#line 269 "parser/parser.y"
-                         { (yyval.TK_exprs) = append((yyvsp[-2].TK_exprs), (yyvsp[0].TK_expr)); }
-#line 2017 "parser/parser.c"
-    break;
-
-
 #line 2021 "parser/parser.c"
+    break;
+
+  case 66: /* opt_exprs: %empty  */
+#line 269 "parser/parser.y"
+                 { (yyval.TK_opt_exprs) = NULL; }
+#line 2027 "parser/parser.c"
+    break;
+
+  case 69: /* exprs: exprs "," expr  */
+#line 275 "parser/parser.y"
+                         { (yyval.TK_exprs) = append((yyvsp[-2].TK_exprs), (yyvsp[0].TK_expr)); }
+#line 2033 "parser/parser.c"
+    break;
+
+
+#line 2037 "parser/parser.c"
 
         default: break;
       }
@@ -2231,7 +2247,7 @@ yyreturnlab:
   return yyresult;
 }
 
-#line 272 "parser/parser.y"
+#line 278 "parser/parser.y"
 
 
 static void
@@ -2239,7 +2255,7 @@ syn_error(Span *loc, Parser *p, const char *msg)
 {
 	(void)p;
 	if (strcmp(msg, "memory exhausted") == 0)
-		diag_error(*loc, "expression nested too deeply");
+		diag_error(*loc, "expression nested more than %d deep", LIM_NEST);
 	else
 		diag_error(*loc, "%s", msg);
 }
@@ -2252,24 +2268,49 @@ put_symbol(Buf *b, yysymbol_kind_t k)
 	size_t n = strlen(s);
 	if (n >= 2 && s[0] == '"')
 		s++, n -= 2;
-	if (k == YYSYMBOL_IDENT || k == YYSYMBOL_INT || k == YYSYMBOL_FLOAT || k == YYSYMBOL_DTYPE)
+	if (k == YYSYMBOL_IDENT || k == YYSYMBOL_INT || k == YYSYMBOL_FLOAT || k == YYSYMBOL_DTYPE || k == YYSYMBOL_YYEOF)
 		buf_printf(b, "%.*s", (int)n, s);
 	else
 		buf_printf(b, "'%.*s'", (int)n, s);
 }
 
+static bool
+has(const yysymbol_kind_t *v, int n, yysymbol_kind_t k)
+{
+	for (int i = 0; i < n; i++)
+		if (v[i] == k)
+			return true;
+	return false;
+}
+
+/* The tokens that can start an expression, and those that can continue
+ * one after an operand (a call's '(' included). */
+static const yysymbol_kind_t starts[] = {
+	YYSYMBOL_IDENT, YYSYMBOL_DTYPE, YYSYMBOL_INT, YYSYMBOL_FLOAT,
+	YYSYMBOL_LPAREN, YYSYMBOL_LBRACK, YYSYMBOL_MINUS,
+};
+static const yysymbol_kind_t continues[] = {
+	YYSYMBOL_PLUS, YYSYMBOL_MINUS, YYSYMBOL_STAR, YYSYMBOL_SLASH, YYSYMBOL_AT, YYSYMBOL_LPAREN,
+};
+
 /* "unexpected identifier 'foo', expected ';'": the expected list comes
- * from LAC, so it names only tokens that really can follow. */
+ * from LAC, so it names only tokens that really can follow.  All the
+ * tokens that start an expression are said as "an expression"; after an
+ * operand, the operators that could continue it are left out, since the
+ * mistake is almost never a missing operator. */
 static int
 yyreport_syntax_error(const yypcontext_t *ctx, Parser *p)
 {
-	enum { MAXEXP = 5 };
-	yysymbol_kind_t exp[MAXEXP], got = yypcontext_token(ctx);
-	int n = yypcontext_expected_tokens(ctx, exp, MAXEXP);
+	enum { MAXSAY = 5 };
+	yysymbol_kind_t exp[YYNTOKENS], got = yypcontext_token(ctx);
+	int n = yypcontext_expected_tokens(ctx, exp, YYNTOKENS), nsay = 0, k = 0;
+	bool expr = true, after = has(exp, n, YYSYMBOL_PLUS) && has(exp, n, YYSYMBOL_STAR);
 	Span at = *yypcontext_location(ctx);
 	Buf b = {0};
 
 	(void)p;
+	for (size_t i = 0; i < NELEM(starts); i++)
+		expr = expr && has(exp, n, starts[i]);
 	if (got == YYSYMBOL_YYEOF) {
 		buf_printf(&b, "unexpected end of file");
 	} else {
@@ -2279,8 +2320,20 @@ yyreport_syntax_error(const yypcontext_t *ctx, Parser *p)
 			buf_printf(&b, " '%.*s'", (int)(at.hi - at.lo), src_get(at.file)->text + at.lo);
 	}
 	for (int i = 0; i < n; i++) {
-		buf_printf(&b, "%s", i == 0 ? ", expected " : i == n - 1 ? " or " : ", ");
-		put_symbol(&b, exp[i]);
+		bool drop = (expr && has(starts, (int)NELEM(starts), exp[i])) ||
+		            (after && has(continues, (int)NELEM(continues), exp[i])) || (exp[i] == YYSYMBOL_YYEOF && n > 1);
+		if (!drop)
+			exp[k++] = exp[i];
+	}
+	nsay = k + expr;
+	if (nsay > 0 && nsay <= MAXSAY) {
+		buf_printf(&b, ", expected ");
+		if (expr)
+			buf_printf(&b, "an expression%s", k == 0 ? "" : k == 1 ? " or " : ", ");
+		for (int i = 0; i < k; i++) {
+			put_symbol(&b, exp[i]);
+			buf_printf(&b, "%s", i == k - 1 ? "" : i == k - 2 ? " or " : ", ");
+		}
 	}
 	diag_error(at, "%s", b.s);
 	buf_free(&b);
@@ -2330,6 +2383,6 @@ parse_file(int file, Arena *a)
 	p.tail = &p.items;
 	lex_init(&p.lex, file);
 	if (syn_parse(&p) != 0 && diag_errors() == before)
-		diag_error((Span){file, 0, 0}, "could not parse this file");
+		die("the parser failed without a message");
 	return p.items;
 }

@@ -75,8 +75,9 @@ item
 	| PARAM param_list ";" { $$ = $2; }
 	| op
 	| kernel
-	| error ";" { $$ = NULL; }
-	| error "}" { $$ = NULL; }
+	| error ";" { $$ = NULL; yyerrok; }
+	| error "}" { $$ = NULL; yyerrok; }
+	| error block { $$ = NULL; yyerrok; } /* a bad op header: skip its body whole */
 	;
 
 use
@@ -174,7 +175,11 @@ type
 
 dims
 	: %empty { $$ = NULL; }
-	| "[" opt_exprs "]" { $$ = $2; }
+	| "[" opt_exprs "]" {
+		$$ = $2;
+		if (ast_count($2) > LIM_RANK)
+			diag_error(@$, "tensor rank %d is over the limit of %d", ast_count($2), LIM_RANK);
+	}
 	;
 
 place
@@ -224,7 +229,8 @@ stmt
 		$$->u.loop.var = $2; $$->u.loop.vspan = @2;
 		$$->u.loop.lo = $4; $$->u.loop.hi = $6; $$->u.loop.body = $7;
 	}
-	| error ";" { $$ = NULL; }
+	| error ";" { $$ = NULL; yyerrok; } /* the next statement is reported on its own */
+	| error block { $$ = NULL; yyerrok; } /* a bad `for` header: skip its body */
 	;
 
 /* expr = expr ("+"|"-"|"*"|"/"|"@") expr | "-" expr | postfix */
@@ -276,7 +282,7 @@ syn_error(Span *loc, Parser *p, const char *msg)
 {
 	(void)p;
 	if (strcmp(msg, "memory exhausted") == 0)
-		diag_error(*loc, "expression nested too deeply");
+		diag_error(*loc, "expression nested more than %d deep", LIM_NEST);
 	else
 		diag_error(*loc, "%s", msg);
 }
@@ -289,24 +295,49 @@ put_symbol(Buf *b, yysymbol_kind_t k)
 	size_t n = strlen(s);
 	if (n >= 2 && s[0] == '"')
 		s++, n -= 2;
-	if (k == YYSYMBOL_IDENT || k == YYSYMBOL_INT || k == YYSYMBOL_FLOAT || k == YYSYMBOL_DTYPE)
+	if (k == YYSYMBOL_IDENT || k == YYSYMBOL_INT || k == YYSYMBOL_FLOAT || k == YYSYMBOL_DTYPE || k == YYSYMBOL_YYEOF)
 		buf_printf(b, "%.*s", (int)n, s);
 	else
 		buf_printf(b, "'%.*s'", (int)n, s);
 }
 
+static bool
+has(const yysymbol_kind_t *v, int n, yysymbol_kind_t k)
+{
+	for (int i = 0; i < n; i++)
+		if (v[i] == k)
+			return true;
+	return false;
+}
+
+/* The tokens that can start an expression, and those that can continue
+ * one after an operand (a call's '(' included). */
+static const yysymbol_kind_t starts[] = {
+	YYSYMBOL_IDENT, YYSYMBOL_DTYPE, YYSYMBOL_INT, YYSYMBOL_FLOAT,
+	YYSYMBOL_LPAREN, YYSYMBOL_LBRACK, YYSYMBOL_MINUS,
+};
+static const yysymbol_kind_t continues[] = {
+	YYSYMBOL_PLUS, YYSYMBOL_MINUS, YYSYMBOL_STAR, YYSYMBOL_SLASH, YYSYMBOL_AT, YYSYMBOL_LPAREN,
+};
+
 /* "unexpected identifier 'foo', expected ';'": the expected list comes
- * from LAC, so it names only tokens that really can follow. */
+ * from LAC, so it names only tokens that really can follow.  All the
+ * tokens that start an expression are said as "an expression"; after an
+ * operand, the operators that could continue it are left out, since the
+ * mistake is almost never a missing operator. */
 static int
 yyreport_syntax_error(const yypcontext_t *ctx, Parser *p)
 {
-	enum { MAXEXP = 5 };
-	yysymbol_kind_t exp[MAXEXP], got = yypcontext_token(ctx);
-	int n = yypcontext_expected_tokens(ctx, exp, MAXEXP);
+	enum { MAXSAY = 5 };
+	yysymbol_kind_t exp[YYNTOKENS], got = yypcontext_token(ctx);
+	int n = yypcontext_expected_tokens(ctx, exp, YYNTOKENS), nsay = 0, k = 0;
+	bool expr = true, after = has(exp, n, YYSYMBOL_PLUS) && has(exp, n, YYSYMBOL_STAR);
 	Span at = *yypcontext_location(ctx);
 	Buf b = {0};
 
 	(void)p;
+	for (size_t i = 0; i < NELEM(starts); i++)
+		expr = expr && has(exp, n, starts[i]);
 	if (got == YYSYMBOL_YYEOF) {
 		buf_printf(&b, "unexpected end of file");
 	} else {
@@ -316,8 +347,20 @@ yyreport_syntax_error(const yypcontext_t *ctx, Parser *p)
 			buf_printf(&b, " '%.*s'", (int)(at.hi - at.lo), src_get(at.file)->text + at.lo);
 	}
 	for (int i = 0; i < n; i++) {
-		buf_printf(&b, "%s", i == 0 ? ", expected " : i == n - 1 ? " or " : ", ");
-		put_symbol(&b, exp[i]);
+		bool drop = (expr && has(starts, (int)NELEM(starts), exp[i])) ||
+		            (after && has(continues, (int)NELEM(continues), exp[i])) || (exp[i] == YYSYMBOL_YYEOF && n > 1);
+		if (!drop)
+			exp[k++] = exp[i];
+	}
+	nsay = k + expr;
+	if (nsay > 0 && nsay <= MAXSAY) {
+		buf_printf(&b, ", expected ");
+		if (expr)
+			buf_printf(&b, "an expression%s", k == 0 ? "" : k == 1 ? " or " : ", ");
+		for (int i = 0; i < k; i++) {
+			put_symbol(&b, exp[i]);
+			buf_printf(&b, "%s", i == k - 1 ? "" : i == k - 2 ? " or " : ", ");
+		}
 	}
 	diag_error(at, "%s", b.s);
 	buf_free(&b);
@@ -367,6 +410,6 @@ parse_file(int file, Arena *a)
 	p.tail = &p.items;
 	lex_init(&p.lex, file);
 	if (syn_parse(&p) != 0 && diag_errors() == before)
-		diag_error((Span){file, 0, 0}, "could not parse this file");
+		die("the parser failed without a message");
 	return p.items;
 }

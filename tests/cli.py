@@ -65,7 +65,9 @@ def tests(syncc, run, Fail):
 
     def t_json_needs_o():
         rc, out, err = run([syncc, "-", "--diagnostics=json", "--emit=ir"], stdin=GOOD)
-        expect(rc == 2, "json with --emit to stdout is refused", out, err)
+        expect(rc == 2 and json.loads(out)["message"] ==
+               "--diagnostics=json writes to standard output; send --emit output to a file with -o",
+               "json with --emit to stdout is refused", out, err)
 
     def t_no_half_output():
         with tempfile.TemporaryDirectory() as d:
@@ -114,5 +116,266 @@ def tests(syncc, run, Fail):
         rc, out, err = run([syncc, "-"], stdin=src)
         n = sum(1 for l in err.splitlines() if ": error: " in l)
         expect(rc == 1 and n == 20 and "too many errors" in err, "at most 20 errors", out, err)
+
+    def usage_error(args, stdin, want, what):
+        rc, out, err = run([syncc] + args, stdin=stdin)
+        expect(rc == 2 and want in err and out == "", what + ": exit 2 with %r" % want, out, err)
+
+    def t_usage_errors():
+        usage_error(["a.syn", "b.syn"], None, "more than one input file (a.syn and b.syn)", "two inputs")
+        for opt in ("-o", "--ranks", "-D", "-I", "--entry", "--emit", "--diagnostics", "-d"):
+            usage_error(["-", opt], GOOD, "option '%s' needs a value" % opt, opt + " without a value")
+        usage_error(["-", "--emit=bin"], GOOD, "--emit=bin: unknown stage 'bin'; choose tokens, ast, ir, blocks, plan, timeline, ptx or host", "--emit")
+        usage_error(["-", "--emit", "bin"], GOOD, "--emit bin: unknown stage 'bin'", "--emit VALUE")
+        usage_error(["-", "--diagnostics=xml"], GOOD, "--diagnostics=xml: unknown format 'xml'; choose text or json", "--diagnostics")
+        usage_error(["-", "-Dfoo"], GOOD, "-Dfoo: write -D NAME=VALUE", "-D without '='")
+        usage_error(["-", "-x"], GOOD, "unknown option '-x' (see --help)", "unknown short option")
+        usage_error(["-", "--auto-comm=1"], GOOD, "unknown option '--auto-comm=1'", "a value for a flag")
+        usage_error(["-", "--seed", "1"], GOOD, "unknown option '--seed'", "a syncrun option")
+        usage_error(["-", "--help=x"], GOOD, "unknown option '--help=x'", "--help with a value")
+
+    def t_ranks_limits():
+        rc, out, err = run([syncc, "-", "--ranks=4096", "--emit=ast"], stdin=GOOD)
+        expect(rc == 0, "--ranks 4096 is the largest accepted", out, err)
+        for r in ("4097", "1e3", "", " 4", "0x10", "-0"):
+            usage_error(["-", "--ranks", r], GOOD, "the number of ranks must be an integer from 1 to 4096", "--ranks %r" % r)
+
+    def t_define_values():
+        src = b"param M = 8, X = 1.0, T = f32;\nop f(x: T[M]) -> T[M] { return x * X; }\n"
+        for v in ("0x10", "nan", "inf", "1.", ".5", "+4", "", " 4", "4 ", "1e", "--1", "bf17", "8M"):
+            usage_error(["-", "-D", "M=" + v], src, "-D M=%s: the value is not an integer, a number or a dtype" % v,
+                        "-D M=%r" % v)
+        for v in ("99999999999999999999", "-9223372036854775809", "1e999", "-1e400"):
+            usage_error(["-", "-D", "X=" + v], src, "-D X=%s: the value is out of range" % v, "-D X=%s" % v)
+        rc, out, err = run([syncc, "-", "-D", "M=-4"], stdin=src)
+        expect(rc == 1 and "dim 0 has size -4; sizes must be positive" in err, "-D M=-4 parses; the size is refused", out, err)
+        rc, out, err = run([syncc, "-", "-DX=-2.5e-3", "-DT=bf16", "-DM=9223372036854775807"], stdin=src)
+        expect(rc == 1 and "too many elements" in err, "-D accepts signed numbers, dtypes and int64 max", out, err)
+        rc, out, err = run([syncc, "-", "--emit=ir", "-D", "M=4", "-D", "M=16"], stdin=src)
+        expect(rc == 0 and "f32[16]" in out, "the last -D of a name wins", out, err)
+
+    def t_define_not_in_module():
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "m.syn"), "w") as f:
+                f.write("param Q = 2;\nop g(x: T[N]) -> T[N] { return x * Q; }\n")
+            with open(os.path.join(d, "main.syn"), "w") as f:
+                f.write("use m;\nop f(x: f32[4]) -> f32[4] { return g(x); }\n")
+            rc, out, err = run([syncc, os.path.join(d, "main.syn"), "-D", "Q=3"])
+            expect(rc == 2 and "declares no param 'Q'" in err, "-D sets params of the main file only", out, err)
+
+    def t_entry_of_kernel():
+        rc, out, err = run([syncc, "-", "--entry", "k"], stdin=b"kernel k(a) = a;\n")
+        expect(rc == 2 and "defines no op 'k'" in err, "--entry names an op, not a kernel", out, err)
+
+    def t_stdin_name():
+        rc, out, err = run([syncc, "-"], stdin=b"op f(x: f32[4]) -> f32[4] { return x +; }\n")
+        expect(rc == 1 and err.startswith("<stdin>:1:39: error: unexpected ';', expected an expression"),
+               "standard input is called <stdin> in messages", out, err)
+        rc, out, err = run([syncc, "-"], stdin=b"")
+        expect(rc == 0 and out == "" and err == "", "empty input: nothing to do, exit 0", out, err)
+
+    def t_input_is_directory():
+        rc, out, err = run([syncc, "tests"])
+        expect(rc == 2 and "cannot read tests: Is a directory" in err, "a directory as input: exit 2", out, err)
+
+    def t_emit_stages():
+        rc, out, err = run([syncc, "-", "--emit=tokens"], stdin=GOOD)
+        expect(rc == 0 and out.startswith("1:1 KEYWORD param\n1:7 IDENT M\n"), "--emit=tokens", out, err)
+        rc, out, err = run([syncc, "-", "--emit", "ast"], stdin=GOOD)
+        expect(rc == 0 and out.startswith("param @1:7 M\n  int @1:11 8\nop @2:1 f\n"), "--emit ast", out, err)
+        rc, out, err = run([syncc, "-"], stdin=GOOD)
+        expect(rc == 2 and out == "" and "code from standard input needs -o PREFIX" in err,
+               "code from standard input without -o: exit 2, no file named <stdin>.*", out, err)
+        with tempfile.TemporaryDirectory() as d:
+            rc, out, err = run([syncc, "-", "-o", os.path.join(d, "op")], stdin=GOOD)
+            made = sorted(os.listdir(d))
+            expect(rc == 0 and made == ["op.c", "op.h", "op.ptx"], "code is the default output: PREFIX.ptx, .c, .h",
+                   " ".join(made), err)
+        rc, out, err = run([syncc, "-", "-o", "-", "--emit=ir"], stdin=GOOD)
+        expect(rc == 0 and out.startswith("op f (P = 1)\n"), "-o - is standard output", out, err)
+
+    def t_tokens_need_clean_input():
+        rc, out, err = run([syncc, "-", "--emit=tokens"], stdin=b"op # f\n")
+        expect(rc == 1 and out == "" and "unexpected character '#'" in err,
+               "--emit=tokens of input with errors prints the errors, not the tokens", out, err)
+
+    def t_dump_all():
+        rc, out, err = run([syncc, "-", "--emit=ir", "-d", "all", "--ranks", "2"], stdin=GOOD)
+        expect(rc == 0 and "## after sema" in err and "## after autocomm" in err and out.startswith("op f"),
+               "-d all prints after every pass", out, err)
+        rc, out, err = run([syncc, "-", "--emit=ir", "-dautocomm"], stdin=GOOD)
+        expect(rc == 0 and "## after autocomm" in err and "## after sema" not in err, "-dPASS", out, err)
+        rc, out, err = run([syncc, "-", "-d", "sema,nosuch"], stdin=GOOD)
+        expect(rc == 2 and "-d sema,nosuch: unknown pass 'nosuch'" in err, "-d with one unknown pass", out, err)
+
+    def t_auto_comm_flags():
+        src = b"op f(a: f32[4, 4] @split(0), b: f32[4, 4] @split(0)) -> f32[4, 4] @split(0) { return a @ b; }\n"
+        rc, out, err = run([syncc, "-", "--ranks", "2"], stdin=src)
+        expect(rc == 1 and "has no local form" in err, "by default a placement error is an error", out, err)
+        rc, out, err = run([syncc, "-", "--emit=ir", "--ranks", "2", "--auto-comm"], stdin=src)
+        expect(rc == 0 and "all_gather[0] %1" in out and "as --auto-comm requires" in err, "--auto-comm inserts", out, err)
+        rc, out, err = run([syncc, "-", "--ranks", "2", "--auto-comm", "--no-auto-comm"], stdin=src)
+        expect(rc == 1, "the last of --auto-comm / --no-auto-comm wins", out, err)
+
+    def t_json_many():
+        src = b"param M = 4;\nparam M = 5;\nop f(x: f32[4]) -> f32[4] { return \"; }\n"
+        rc, out, err = run([syncc, "-", "--diagnostics=json"], stdin=src)
+        objs = [json.loads(l) for l in out.splitlines()]
+        expect(rc == 1 and err == "" and objs[0]["message"] == "unexpected character '\"'" and objs[0]["file"] == "<stdin>",
+               "json: quotes in messages are escaped", out, err)
+        rc, out, err = run([syncc, "-", "--diagnostics=json"], stdin=src.replace(b"\\\"", b"x"))
+        src2 = b"param M = 4;\nparam M = 5;\nop f(x: f32[4]) -> f32[4] { return x; }\n"
+        rc, out, err = run([syncc, "-", "--diagnostics=json"], stdin=src2)
+        objs = [json.loads(l) for l in out.splitlines()]
+        expect(rc == 1 and err == "" and len(objs) == 2 and objs[0]["level"] == "error" and objs[1]["level"] == "note"
+               and objs[1]["line"] == 1 and objs[1]["column"] == 7 and objs[0]["end_column"] == 8,
+               "json: an error and its located note, each with its place", out, err)
+        rc, out, err = run([syncc, "-", "--diagnostics=json", "-D", "M=x"], stdin=src2)
+        objs = [json.loads(l) for l in out.splitlines()]
+        expect(rc == 2 and err == "" and any(o["level"] == "error" and "file" not in o and "-D M=x" in o["message"]
+                                             for o in objs), "json: command-line errors have no place", out, err)
+        src3 = b"op f(a: f32[4, 4] @split(0), b: f32[4, 4] @split(0)) -> f32[4, 4] { return a @ b; }\n"
+        rc, out, err = run([syncc, "-", "--diagnostics=json", "--ranks", "2"], stdin=src3)
+        objs = [json.loads(l) for l in out.splitlines()]
+        expect(rc == 1 and objs[1] == {"level": "note", "message": "all_gather(b, 0) would make b @repl"},
+               "json: a note without a place has only level and message", out, err)
+
+    def t_json_cap():
+        src = b"".join(b"op g%d(x: f32[4]) -> f32[4] { return y%d; }\n" % (i, i) for i in range(30))
+        rc, out, err = run([syncc, "-", "--diagnostics=json"], stdin=src)
+        objs = [json.loads(l) for l in out.splitlines()]
+        expect(rc == 1 and sum(o["level"] == "error" for o in objs) == 20 and objs[-1]["message"] == "too many errors; stopping",
+               "json: the error cap too", out, err)
+
+    def t_write_stdout_full():
+        if not os.path.exists("/dev/full"):
+            return
+        with open("/dev/full", "wb") as full:
+            import subprocess
+            p = subprocess.run([syncc, "-", "--emit=ir"], input=GOOD, stdout=full, stderr=subprocess.PIPE, timeout=60)
+        err = p.stderr.decode()
+        expect(p.returncode == 1 and "cannot write standard output: No space left on device" in err,
+               "a full disk on stdout is reported, exit 1", "", err)
+
+    def t_colour_on_a_terminal():
+        import pty
+        import subprocess
+        for env, want in (({}, True), ({"NO_COLOR": "1"}, False)):
+            master, slave = pty.openpty()
+            e = dict(os.environ)
+            e.pop("NO_COLOR", None)
+            e.update(env)
+            p = subprocess.run([syncc, "-"], input=BAD, stdout=subprocess.PIPE, stderr=slave, env=e, timeout=60)
+            os.close(slave)
+            data = b""
+            try:
+                while True:
+                    chunk = os.read(master, 65536)
+                    if not chunk:
+                        break
+                    data += chunk
+            except OSError:
+                pass
+            os.close(master)
+            got = b"\x1b[" in data
+            expect(p.returncode == 1 and got == want and b"unknown name 'y'" in data,
+                   "colour on a terminal unless NO_COLOR is set (env %r)" % env, "", data.decode("utf-8", "replace"))
+
+    def t_input_too_large():
+        with tempfile.TemporaryDirectory() as d:
+            big = os.path.join(d, "big.syn")
+            with open(big, "wb") as f:
+                f.write(b"// " + b"x" * (8 << 20) + b"\n")
+            rc, out, err = run([syncc, big])
+            expect(rc == 2 and "file is larger than the 8 MiB limit" in err, "an input over 8 MiB: exit 2", out, err)
+            rc, out, err = run([syncc, "-"], stdin=open(big, "rb").read())
+            expect(rc == 2 and "file is larger than the 8 MiB limit" in err, "stdin over 8 MiB: exit 2", out, err)
+            with open(os.path.join(d, "main.syn"), "w") as f:
+                f.write("use big;\nop f(x: f32[4]) -> f32[4] { return x; }\n")
+            rc, out, err = run([syncc, os.path.join(d, "main.syn")])
+            expect(rc == 1 and "main.syn:1:5: error: cannot read" in err and "8 MiB" in err,
+                   "a used module over 8 MiB: an error at the use", out, err)
+            ok = os.path.join(d, "ok.syn")
+            with open(ok, "wb") as f:
+                f.write(b"// " + b"x" * ((8 << 20) - 5) + b"\n")
+            rc, out, err = run([syncc, ok])
+            expect(rc == 0, "an input of exactly 8 MiB is read", out, err)
+
+    def t_too_many_tokens():
+        body = b"let a = x;" * 262200  # 4 tokens each: just over 2^20
+        src = b"op f(x: f32[4]) -> f32[4] {" + body + b" return x; }\n"
+        rc, out, err = run([syncc, "-"], stdin=src)
+        expect(rc == 1 and "more than 1048576 tokens in one file" in err and err.count("error:") == 1,
+               "more than 2^20 tokens: one error", out, err)
+
+    def t_many_statements_are_linear():
+        import time
+        body = b"let a = x + x;" * 60000
+        src = b"op f(x: f32[4]) -> f32[4] {" + body + b" return a; }\n"
+        t = time.time()
+        rc, out, err = run([syncc, "-", "--emit=ir"], stdin=src)
+        expect(rc == 0 and time.time() - t < 20, "60000 statements compile in linear time", out[:200], err)
+
+    def t_parser_stack():
+        src = b"op f(x: f32[4]) -> f32[4] { return " + b"-" * 20000 + b"x; }\n"
+        rc, out, err = run([syncc, "-"], stdin=src)
+        expect(rc == 1 and "expression nested more than 200 deep" in err and err.count("error:") == 1,
+               "a parser stack overflow is the nesting error", out, err)
+
+    def t_many_args():
+        args = b", ".join(b"a%d: f32" % i for i in range(50000))
+        src = b"op f(" + args + b", a7: f32) -> f32 { return a0; }\n"
+        rc, out, err = run([syncc, "-"], stdin=src)
+        expect(rc == 1 and "parameter 'a7' appears twice" in err, "50000 parameters are checked in linear time", out, err)
+
+    def t_too_many_files():
+        with tempfile.TemporaryDirectory() as d:
+            n = 260
+            for i in range(n):
+                with open(os.path.join(d, "m%d.syn" % i), "w") as f:
+                    f.write(("use m%d;\n" % (i + 1) if i + 1 < n else "") + "op g%d(x: T[N]) -> T[N] { return x; }\n" % i)
+            with open(os.path.join(d, "main.syn"), "w") as f:
+                f.write("use m0;\nop f(x: f32[4]) -> f32[4] { return g0(x); }\n")
+            rc, out, err = run([syncc, os.path.join(d, "main.syn")])
+            expect(rc == 1 and "m254.syn:1:5: error: more than 256 files reached through `use`" in err,
+                   "more than 256 files: an error at the use that reaches the 257th", out, err)
+            with open(os.path.join(d, "m254.syn"), "w") as f:
+                f.write("op g254(x: T[N]) -> T[N] { return x; }\n")
+            rc, out, err = run([syncc, os.path.join(d, "main.syn")])
+            expect(rc == 0, "256 files (the main one and 255 modules) are allowed", out, err)
+
+    def t_search_path_order():
+        import shutil
+        with tempfile.TemporaryDirectory() as d:
+            lone = os.path.join(d, "bin", "syncc")
+            os.makedirs(os.path.dirname(lone))
+            shutil.copy(syncc, lone)
+            main = os.path.join(d, "main.syn")
+            with open(main, "w") as f:
+                f.write("use nn;\nop f(x: f32[4]) -> f32[4] { return relu(x); }\n")
+            rc, out, err = run([lone, main, "--emit=ir", "-I", os.path.join(d, "inc")])
+            if not os.path.exists("/usr/local/share/syncc/stdlib/nn.syn"):
+                want = "note: searched %s/, %s/inc/, %s/bin/stdlib/, /usr/local/share/syncc/stdlib/" % (d, d, d)
+                expect(rc == 1 and want in err, "use searches: the file's dir, -I, stdlib/ beside the binary, the share dir",
+                       out, err)
+            os.makedirs(os.path.join(d, "bin", "stdlib"))
+            shutil.copy(os.path.join(os.path.dirname(syncc), "stdlib", "nn.syn"), os.path.join(d, "bin", "stdlib"))
+            rc, out, err = run([lone, main, "--emit=ir"])
+            expect(rc == 0 and "= max %0, %1" in out, "stdlib/ beside the binary is found", out, err)
+
+    def t_docs_examples_are_tests():
+        import glob
+        import re
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        doc = open(os.path.join(root, "docs/language.md")).read()
+        tests = [open(f).read() for f in glob.glob(os.path.join(root, "tests/lang/docs/*.syn"))]
+        blocks = re.findall(r"```syn\n(.*?)```", doc, re.S)
+        missing = [b for b in blocks if not any(b in t for t in tests)]
+        expect(blocks and not missing, "every ```syn example of docs/language.md is in a test under tests/lang/docs/:\n"
+               + "\n---\n".join(missing))
+
+    def t_include_dir_missing():
+        rc, out, err = run([syncc, "-", "--emit=ir", "-I", "/nonexistent"], stdin=GOOD)
+        expect(rc == 0, "an -I directory that does not exist is only searched", out, err)
 
     return [("cli/" + k[2:], v) for k, v in sorted(locals().items()) if k.startswith("t_")]

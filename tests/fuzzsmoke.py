@@ -8,11 +8,15 @@ import tempfile
 
 def tests(root, run, Fail):
     binary = os.path.join(root, "build/fuzz/syncc-fuzz")
+    # Built once, here, before the tests run in parallel: two builds at
+    # once would write the binary while the other runs it.
+    rc, out, err = run(["make", "-s", "fuzz-build"])
+    built = rc == 0
+    why = err[-3000:]
 
     def build():
-        rc, out, err = run(["make", "-s", "fuzz-build"])
-        if rc != 0:
-            raise Fail(" could not build the fuzz target:\n" + err[-3000:])
+        if not built:
+            raise Fail(" could not build the fuzz target:\n" + why)
 
     def t_replay():
         build()
@@ -20,6 +24,7 @@ def tests(root, run, Fail):
                        glob.glob(os.path.join(root, "tests/lang/**/*.syn"), recursive=True) +
                        glob.glob(os.path.join(root, "examples/*.syn")) +
                        glob.glob(os.path.join(root, "stdlib/*.syn")))
+        files = [f for f in files if os.path.isfile(f)]  # libFuzzer takes a directory for a corpus
         rc, out, err = run([binary, "-runs=1"] + files)
         if rc != 0:
             raise Fail(" corpus replay failed:\n" + err[-4000:])

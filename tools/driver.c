@@ -2,6 +2,7 @@
 #include "driver.h"
 #include "../codegen/codegen.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -68,15 +69,20 @@ static const struct {
 	{"host", EMIT_HOST},
 };
 
+/* A decimal integer and nothing else (strtoll alone takes " 4" and "+4"). */
 static bool
 parse_int(const char *s, long long lo, long long hi, long long *out)
 {
 	char *end;
+	if (!isdigit((unsigned char)s[0]))
+		return false;
 	errno = 0;
 	*out = strtoll(s, &end, 10);
-	return *s && !*end && errno == 0 && *out >= lo && *out <= hi;
+	return !*end && errno == 0 && *out >= lo && *out <= hi;
 }
 
+/* `flag` is the option as written, with its value: "--ranks 0",
+ * "--emit=ptx", "-Dfoo". */
 /* --mem-budget BYTES[K|M|G] or PCT% of the serial plan's peak. */
 static int
 parse_budget(Driver *d, const char *flag, const char *val)
@@ -96,7 +102,7 @@ parse_budget(Driver *d, const char *flag, const char *val)
 	if (*end == 'B')
 		end++;
 	if (!*val || *end || !(x >= 0) || x * mul > 1e18) {
-		diag_usage("%s %s: write BYTES (with K, M or G) or PERCENT%%", flag, val);
+		diag_usage("%s: write BYTES (with K, M or G) or PERCENT%%", flag);
 		return EXIT_USAGE;
 	}
 	d->mem_budget = x * mul;
@@ -113,7 +119,7 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 		return -1;
 	case OPT_RANKS:
 		if (!parse_int(val, 1, LIM_RANKS, &n)) {
-			diag_usage("%s %s: the number of ranks must be an integer from 1 to %d", flag, val, LIM_RANKS);
+			diag_usage("%s: the number of ranks must be an integer from 1 to %d", flag, LIM_RANKS);
 			return EXIT_USAGE;
 		}
 		d->opt.nranks = (int)n;
@@ -121,7 +127,7 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 	case OPT_DEFINE: {
 		const char *eq = strchr(val, '=');
 		if (!eq || eq == val) {
-			diag_usage("%s %s: write -D NAME=VALUE", flag, val);
+			diag_usage("%s: write -D NAME=VALUE", flag);
 			return EXIT_USAGE;
 		}
 		d->opt.defines = xrealloc(d->opt.defines, (d->opt.ndefines + 1) * sizeof *d->opt.defines);
@@ -141,11 +147,11 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 				d->emit = emits[i].emit;
 				return -1;
 			}
-		diag_usage("%s %s: unknown stage; choose tokens, ast, ir, blocks, plan, timeline, ptx or host", flag, val);
+		diag_usage("%s: unknown stage '%s'; choose tokens, ast, ir, blocks, plan, timeline, ptx or host", flag, val);
 		return EXIT_USAGE;
 	case OPT_DIAG:
 		if (strcmp(val, "text") && strcmp(val, "json")) {
-			diag_usage("%s %s: choose text or json", flag, val);
+			diag_usage("%s: unknown format '%s'; choose text or json", flag, val);
 			return EXIT_USAGE;
 		}
 		d->diag = strcmp(val, "json") ? DIAG_TEXT : DIAG_JSON;
@@ -165,7 +171,7 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 		return -1;
 	case OPT_SEED:
 		if (!parse_int(val, 0, INT64_MAX, &n)) {
-			diag_usage("%s %s: the seed must be a non-negative integer", flag, val);
+			diag_usage("%s: the seed must be a non-negative integer", flag);
 			return EXIT_USAGE;
 		}
 		d->seed = (uint64_t)n;
@@ -182,7 +188,7 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 		return -1;
 	case OPT_TIMEOUT:
 		if (!parse_int(val, 1, 3600 * 1000, &n)) {
-			diag_usage("%s %s: the timeout must be 1 to 3600000 milliseconds", flag, val);
+			diag_usage("%s: the timeout must be 1 to 3600000 milliseconds", flag);
 			return EXIT_USAGE;
 		}
 		d->timeout_ms = (int)n;
@@ -197,7 +203,7 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 		long long a, b;
 		a = strtoll(val, &x, 10);
 		if (!*val || *x != 'x' || !parse_int(x + 1, 1, LIM_RANKS, &b) || a < 1 || a * b > LIM_RANKS) {
-			diag_usage("%s %s: write NODESxGPUS, e.g. 2x4", flag, val);
+			diag_usage("%s: write NODESxGPUS, e.g. 2x4", flag);
 			return EXIT_USAGE;
 		}
 		d->topo = (Topo){(int)a, (int)b};
@@ -229,7 +235,7 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 		return -1;
 	case OPT_BENCH:
 		if (!parse_int(val, 1, 100000, &n)) {
-			diag_usage("%s %s: the number of timed calls must be 1 to 100000", flag, val);
+			diag_usage("%s: the number of timed calls must be 1 to 100000", flag);
 			return EXIT_USAGE;
 		}
 		d->bench = (int)n;
@@ -261,6 +267,18 @@ allowed_opt(OptId id, const OptId *allowed, int n)
 	return false;
 }
 
+/* An option as the user wrote it, for messages: "--emit=ptx", "--ranks 0". */
+static const char *
+as_written(Driver *d, const char *a, const char *val, bool attached)
+{
+	Buf b = {0};
+	char *s;
+	buf_printf(&b, "%s%s%s", a, val && !attached ? " " : "", val && !attached ? val : "");
+	s = arena_strndup(d->mem, b.s, b.len);
+	buf_free(&b);
+	return s;
+}
+
 /* GNU style: -x VAL, -xVAL, --name VAL, --name=VAL; "-" is stdin. */
 int
 drv_args(Driver *d, int argc, char **argv, const OptId *allowed, int nallowed, const char *usage)
@@ -272,6 +290,7 @@ drv_args(Driver *d, int argc, char **argv, const OptId *allowed, int nallowed, c
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *val = NULL;
 		size_t k, n = 0;
+		bool attached = false;
 		int r;
 		if (a[0] != '-' || strcmp(a, "-") == 0) {
 			if (d->input) {
@@ -297,6 +316,7 @@ drv_args(Driver *d, int argc, char **argv, const OptId *allowed, int nallowed, c
 			return EXIT_USAGE;
 		}
 		if (opts[k].arg) {
+			attached = (a[1] == '-' && a[2 + n] == '=') || (a[1] != '-' && a[2]);
 			if (a[1] == '-' && a[2 + n] == '=')
 				val = a + 3 + n;
 			else if (a[1] != '-' && a[2])
@@ -314,7 +334,7 @@ drv_args(Driver *d, int argc, char **argv, const OptId *allowed, int nallowed, c
 			return EXIT_OK;
 		}
 		ranks_given |= opts[k].id == OPT_RANKS;
-		if ((r = take(d, opts[k].id, a, val)) >= 0)
+		if ((r = take(d, opts[k].id, as_written(d, a, val, attached), val)) >= 0)
 			return r;
 	}
 	if (d->topo.nodes) {
@@ -436,6 +456,13 @@ codegen_all(Driver *d, Unit *u, FILE *mem)
 		goto out;
 	if (d->emit == EMIT_PTX) {
 		fputs(module.s, mem);
+		goto out;
+	}
+	/* code from standard input: no file name to take PREFIX from, and a
+	 * file named "<stdin>.c" in the current directory would surprise */
+	if (d->emit == EMIT_CODE && !d->output && u->funcs && strcmp(d->input, "-") == 0) {
+		diag_usage("code from standard input needs -o PREFIX (or --emit=STAGE to print a stage)");
+		status = EXIT_USAGE;
 		goto out;
 	}
 	if (!ptx_assemble(&module, &cubin, &ncubin, log, sizeof log) && log[0])

@@ -27,6 +27,7 @@ static const char usage[] =
 	"  --timeline-svg FILE     the predicted timeline as a picture\n"
 	"  -d PASSES               print the IR to stderr after each named pass\n"
 	"                          (sema and the passes below, or all)\n"
+	"  --no-pass PASSES        skip the named passes below (a comma list)\n"
 	"  --auto-comm             insert the cheapest collective wherever placements\n"
 	"                          do not fit (default: only for declared placements)\n"
 	"  --no-auto-comm          never insert collectives; report an error instead\n"
