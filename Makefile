@@ -85,13 +85,18 @@ $(BUILD)/asan/lexer/lexer.o $(BUILD)/asan/parser/parser.o: $(BUILD)/asan/%.o: %.
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -Wpedantic,$(WARN)) -Wno-unused-but-set-variable $(DEFS) $(SAN_FLAGS) -c -o $@ $<
 
-$(BUILD)/asan/syncc: $(BUILD)/asan/tools/syncc.o $(ASAN_OBJ)
+# stdlib/ and profiles/ beside the sanitizer binaries, made by one rule: two
+# `ln -sfn` racing under make -j once left a link inside stdlib/ itself.
+$(BUILD)/asan/syncc: $(BUILD)/asan/tools/syncc.o $(ASAN_OBJ) | $(BUILD)/asan/.links
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
-	@ln -sfn ../../stdlib $(BUILD)/asan/stdlib; ln -sfn ../../profiles $(BUILD)/asan/profiles
 
-$(BUILD)/asan/syncrun: $(BUILD)/asan/tools/syncrun.o $(ASAN_OBJ)
+$(BUILD)/asan/syncrun: $(BUILD)/asan/tools/syncrun.o $(ASAN_OBJ) | $(BUILD)/asan/.links
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
-	@ln -sfn ../../stdlib $(BUILD)/asan/stdlib; ln -sfn ../../profiles $(BUILD)/asan/profiles
+
+$(BUILD)/asan/.links:
+	@mkdir -p $(BUILD)/asan
+	@rm -rf $(BUILD)/asan/stdlib $(BUILD)/asan/profiles
+	@ln -s ../../stdlib $(BUILD)/asan/stdlib && ln -s ../../profiles $(BUILD)/asan/profiles && touch $@
 
 # ---- fuzzing (clang + libFuzzer) ----
 FUZZ_CC ?= clang

@@ -189,8 +189,8 @@ sema_call_kernel(Sema *s, Frame *caller, Node *k, SVal *args, int nargs, Span sp
 	r = sema_eval(s, &fr, k->u.fn.body);
 	s->kernel = was;
 	called_from(caller, sp, k, before);
-	if ((r.k == SV_INT || r.k == SV_FLOAT) && !s->kernel)
-		r = rule_fill(s, r, args, nargs, sp); /* elementwise: the arguments' shape */
+	if (!s->kernel)
+		r = rule_fill(s, r, args, nargs, sp); /* elementwise: all the arguments' type */
 	return kernel_store(s, r, dt, sp);
 }
 

@@ -299,8 +299,8 @@ pass_arsplit(Func *f)
  * the group of an operand (a matmul epilogue, a chain of kernel calls).
  * A member read only inside its group is `internal`: it lives in
  * registers (f32) and is never stored.  Joining is refused when another
- * operand depends on the group, which would make one kernel wait on
- * itself. */
+ * operand's kernel depends on the group, which would make one kernel wait
+ * on itself. */
 
 static bool
 anchor_kind(const Ins *in)
@@ -309,25 +309,37 @@ anchor_kind(const Ins *in)
 	return c == OC_MATMUL || c == OC_REDUCE || ((ir_ops[in->op].flags & OF_EW) && in->op != OP_CONST);
 }
 
-/* Whether v depends on any member of group g (g's members are < v). */
+/* Whether kernel (group) h reads, directly or through other kernels, a
+ * member of group g.  Groups, not values: a kernel starts when all of its
+ * members' inputs are ready, so a member that joins a group later adds
+ * the group's inputs too (a value-level check missed that, and two groups
+ * each ended up waiting on the other).  Only values before `limit` have
+ * their group of this run.  memo: 0 unknown, 1 on the path, 2 yes, 3 no. */
 static bool
-depends_on_group(const Func *f, Val v, Val g, char *memo)
+group_reaches(const Func *f, Val h, Val g, Val limit, char *memo)
 {
-	if (memo[v])
-		return memo[v] == 2;
-	memo[v] = 1;
-	if (f->ins[v].group == g) {
-		memo[v] = 2;
+	if (h == g)
 		return true;
-	}
-	for (int i = 0; i < f->ins[v].narg; i++)
-		if (f->ins[v].arg[i] >= g && depends_on_group(f, f->ins[v].arg[i], g, memo)) {
-			memo[v] = 2;
-			return true;
+	if (memo[h])
+		return memo[h] == 2;
+	memo[h] = 1;
+	for (Val m = h; m < limit; m++) {
+		if (f->ins[m].group != h)
+			continue;
+		for (int i = 0; i < f->ins[m].narg; i++) {
+			Val k = f->ins[f->ins[m].arg[i]].group;
+			if (k != h && group_reaches(f, k, g, limit, memo)) {
+				memo[h] = 2;
+				return true;
+			}
 		}
+	}
+	memo[h] = 3;
 	return false;
 }
 
+/* v joins p's group g: refused when an operand's kernel already depends on
+ * g, which would make g wait on itself. */
 static bool
 can_join(const Func *f, Val v, Val p, char *memo)
 {
@@ -338,10 +350,10 @@ can_join(const Func *f, Val v, Val p, char *memo)
 		return false;
 	for (int i = 0; i < in->narg; i++) {
 		Val q = in->arg[i];
-		if (q == p || f->ins[q].group == a->group)
+		if (f->ins[q].group == a->group)
 			continue;
 		memset(memo, 0, (size_t)f->nins);
-		if (depends_on_group(f, q, a->group, memo))
+		if (group_reaches(f, f->ins[q].group, a->group, v, memo))
 			return false;
 	}
 	return true;

@@ -654,8 +654,12 @@ rule_binary(Sema *s, int op, SVal a, SVal b, Span sp)
 	return make(s, ew_op(op), res, args, 2, sp);
 }
 
-/* A number that a kernel returns, spread over the shape and placement of
- * the kernel's tensor arguments (their elementwise combination). */
+/* A kernel is a scalar function applied elementwise with broadcasting, so
+ * its result has the elementwise combination of all its tensor arguments'
+ * shapes and placements, whatever its body reads: a number it returns is
+ * spread over that type, a tensor of a smaller shape or another placement
+ * (`kernel second(a, b) = b`) is multiplied by a broadcast 1 of that type,
+ * which changes no value (-0, inf and NaN stay). */
 SVal
 rule_fill(Sema *s, SVal c, const SVal *like, int n, Span sp)
 {
@@ -686,13 +690,24 @@ rule_fill(Sema *s, SVal c, const SVal *like, int n, Span sp)
 		b.dt = res.dt;
 		if (!ew_place('+', pa, pb, &b.pl)) {
 			/* a body that ignores its arguments never combined them */
-			no_local_form(s, "a constant kernel result", like[first], like[i], sp);
+			no_local_form(s, "a kernel result", like[first], like[i], sp);
 			return sv_err();
 		}
 		res = b;
 	}
-	if (!have)
+	if (!have || c.k == SV_ERR)
 		return c;
+	if (c.k == SV_TENSOR) {
+		const Type *t = sv_type(s, c);
+		SVal one;
+		if (ty_same_shape(t, &res) && pl_eq(t->pl, res.pl))
+			return c;
+		res.dt = t->dt;
+		one = constant(s, 1.0, t->dt, sp);
+		if (one.k == SV_ERR)
+			return one;
+		return rule_binary(s, '*', c, make(s, OP_BROADCAST, res, &one.v, 1, sp), sp);
+	}
 	res.dt = dt;
 	SVal k = constant(s, c.f, dt, c.span);
 	if (k.k == SV_ERR)

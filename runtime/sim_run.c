@@ -619,6 +619,34 @@ sim_result_free(SimResult *r)
 	free(r->what);
 }
 
+/* The rounded oracle rounds after every op, as the language's meaning
+ * does; fused code keeps f32 inside a kernel and rounds less, so where the
+ * program cancels (x - 1.25 after a bf16 sqrt) it can be closer to exact
+ * math and still far from the rounded oracle.  Before a mismatch is
+ * declared, the output is allowed to differ from the rounded oracle by the
+ * rounded oracle's own error against the f64 oracle, twice over: a result
+ * that is off by more than the meaning's rounding can explain still fails. */
+static void
+widen(const Func *ref_ir, const Tensor *in, const Tensor *got, const Tensor *ref, int i, SimResult *r)
+{
+	Tensor *exact = xcalloc((size_t)ref_ir->nout + 1, sizeof *exact);
+	char err[256];
+	double own = 0;
+	char *ignored = NULL;
+	if (sim_oracle(ref_ir, in, SIM_F64, exact, err, sizeof err)) {
+		compare(ref, &exact[i], INFINITY, &own, &ignored);
+		free(ignored);
+		if (own > 0 && isfinite(own)) {
+			r->tol[i] += 2 * own;
+			free(r->what[i]);
+			compare(got, ref, r->tol[i], &r->relerr[i], &r->what[i]);
+		}
+	}
+	for (int k = 0; k < ref_ir->nout; k++)
+		sim_free(&exact[k]);
+	free(exact);
+}
+
 /* The whole check: random inputs, the oracle on `ref_ir` (as sema made
  * it), the ranks on `run_ir` (after the passes) op by op, or running
  * `plan` (two calls, epochs 1 and 2) when it is given; every output
@@ -639,6 +667,8 @@ compare_with(const Func *ref_ir, const Func *run_ir, const struct Plan *plan, in
 	for (int i = 0; i < r->nout && r->ok; i++) {
 		r->tol[i] = sim_tolerance(ref_ir, i);
 		compare(&got[i], &ref[i], r->tol[i], &r->relerr[i], &r->what[i]);
+		if (r->what[i] && r->relerr[i] > r->tol[i] && o->oracle != SIM_F64)
+			widen(ref_ir, in, &got[i], &ref[i], i, r);
 	}
 	for (int i = 0; i < r->nout; i++) {
 		if (r->what[i])

@@ -298,7 +298,7 @@ def tests(syncc, run, Fail):
             ok = os.path.join(d, "ok.syn")
             with open(ok, "wb") as f:
                 f.write(b"// " + b"x" * ((8 << 20) - 5) + b"\n")
-            rc, out, err = run([syncc, ok])
+            rc, out, err = run([syncc, ok, "-o", os.path.join(d, "ok")])
             expect(rc == 0, "an input of exactly 8 MiB is read", out, err)
 
     def t_too_many_tokens():
@@ -341,7 +341,7 @@ def tests(syncc, run, Fail):
                    "more than 256 files: an error at the use that reaches the 257th", out, err)
             with open(os.path.join(d, "m254.syn"), "w") as f:
                 f.write("op g254(x: T[N]) -> T[N] { return x; }\n")
-            rc, out, err = run([syncc, os.path.join(d, "main.syn")])
+            rc, out, err = run([syncc, os.path.join(d, "main.syn"), "-o", os.path.join(d, "main")])
             expect(rc == 0, "256 files (the main one and 255 modules) are allowed", out, err)
 
     def t_search_path_order():

@@ -460,10 +460,12 @@ codegen_all(Driver *d, Unit *u, FILE *mem)
 	}
 	/* code from standard input: no file name to take PREFIX from, and a
 	 * file named "<stdin>.c" in the current directory would surprise */
-	if (d->emit == EMIT_CODE && !d->output && u->funcs && strcmp(d->input, "-") == 0) {
-		diag_usage("code from standard input needs -o PREFIX (or --emit=STAGE to print a stage)");
-		status = EXIT_USAGE;
-		goto out;
+	if (d->emit == EMIT_CODE && !d->output && strcmp(d->input, "-") == 0) {
+		if (u->funcs) {
+			diag_usage("code from standard input needs -o PREFIX (or --emit=STAGE to print a stage)");
+			status = EXIT_USAGE;
+		}
+		goto out; /* no op: nothing to write */
 	}
 	if (!ptx_assemble(&module, &cubin, &ncubin, log, sizeof log) && log[0])
 		die("ptxas rejected the generated module: %s", log);
