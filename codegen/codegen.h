@@ -267,6 +267,8 @@ void ptx_expand(Ptx *p, const char *tpl, Reg d, Reg a, Reg b); /* a table's temp
 Reg ptx_convert(Ptx *p, Reg v, ValClass from, ValClass to);
 Reg ptx_load_val(Ptx *p, DType dt, Reg addr, const char *space);
 void ptx_store_val(Ptx *p, DType dt, Reg addr, Reg v, ValClass vc);
+void ptx_load_vec(Ptx *p, DType dt, Reg addr, int64_t cs, int v, Reg *val);
+void ptx_store_vec(Ptx *p, DType dt, Reg addr, int v, const Reg *val);
 
 /* Programs in PTX: the caller loads the leaves the program uses into
  * env (classes from ptx_prog_classes) and gets each instruction's value. */

@@ -131,74 +131,6 @@ space_of(const PtxEwSpec *s, Space *sp)
 	}
 }
 
-/* Loads V elements of one tensor at addr into value registers. */
-static void
-load_vec(Ptx *p, DType dt, Reg addr, int64_t inner, int v, Reg *val)
-{
-	const PtxDType *d = &ptx_dtypes[dt];
-	if (inner == 0 || v == 1) {
-		Reg x = ptx_load_val(p, dt, addr, "global");
-		for (int j = 0; j < v; j++)
-			val[j] = x;
-		return;
-	}
-	int words = v * d->size / 4; /* v * size >= 4 here */
-	Reg w[4];
-	for (int i = 0; i < words; i++)
-		w[i] = ptx_reg(p, d->size == 4 ? d->st : RC_B32);
-	if (words == 1)
-		ptx_emit(p, "ld.global.%s %s, [%s];", d->size == 4 ? d->ld : "b32", R(w[0]), R(addr));
-	else if (words == 2)
-		ptx_emit(p, "ld.global.v2.%s {%s, %s}, [%s];", d->size == 4 ? d->ld : "b32", R(w[0]), R(w[1]),
-		         R(addr));
-	else
-		ptx_emit(p, "ld.global.v4.%s {%s, %s, %s, %s}, [%s];", d->size == 4 ? d->ld : "b32", R(w[0]),
-		         R(w[1]), R(w[2]), R(w[3]), R(addr));
-	if (d->size == 4) {
-		for (int j = 0; j < v; j++)
-			val[j] = w[j];
-		return;
-	}
-	for (int i = 0; i < words; i++) {
-		Reg h0 = ptx_reg(p, RC_B16), h1 = ptx_reg(p, RC_B16);
-		ptx_emit(p, "mov.b32 {%s, %s}, %s;", R(h0), R(h1), R(w[i]));
-		val[2 * i] = ptx_reg(p, RC_F32);
-		val[2 * i + 1] = ptx_reg(p, RC_F32);
-		ptx_expand(p, d->load, val[2 * i], h0, -1);
-		ptx_expand(p, d->load, val[2 * i + 1], h1, -1);
-	}
-}
-
-/* Stores V values (already in the storage type's class) at addr. */
-static void
-store_vec(Ptx *p, DType dt, Reg addr, int v, const Reg *val, ValClass vc)
-{
-	const PtxDType *d = &ptx_dtypes[dt];
-	Reg w[4];
-	int words;
-	if (v == 1) {
-		ptx_store_val(p, dt, addr, val[0], vc);
-		return;
-	}
-	words = v * d->size / 4;
-	for (int i = 0; i < words; i++) {
-		if (d->size == 4) {
-			w[i] = ptx_convert(p, val[i], vc, d->vc);
-			continue;
-		}
-		w[i] = ptx_reg(p, RC_B32);
-		ptx_expand(p, d->pack2, w[i], val[2 * i], val[2 * i + 1]);
-	}
-	const char *ty = d->size == 4 ? d->ld : "b32";
-	if (words == 1)
-		ptx_emit(p, "st.global.%s [%s], %s;", ty, R(addr), R(w[0]));
-	else if (words == 2)
-		ptx_emit(p, "st.global.v2.%s [%s], {%s, %s};", ty, R(addr), R(w[0]), R(w[1]));
-	else
-		ptx_emit(p, "st.global.v4.%s [%s], {%s, %s, %s, %s};", ty, R(addr), R(w[0]), R(w[1]), R(w[2]),
-		         R(w[3]));
-}
-
 /* Byte address of element (coordinates c[]) of a tensor. */
 static Reg
 elem_addr(Ptx *p, const Space *sp, Reg base, const int64_t *st, DType dt, const Reg *c)
@@ -247,7 +179,7 @@ ew_elements(Ptx *p, const PtxEwSpec *s, const Space *sp, Reg e)
 		if (!ptx_prog_uses(&s->prog, OP_PARAM, i))
 			continue;
 		Reg a = elem_addr(p, sp, p->tensor[i], sp->in[i], s->in[i].dt, c);
-		load_vec(p, s->in[i].dt, a, sp->in[i][sp->rank - 1], v, in[i]);
+		ptx_load_vec(p, s->in[i].dt, a, sp->in[i][sp->rank - 1], v, in[i]);
 	}
 	for (int j = 0; j < v; j++) {
 		PtxEnv env = {0};
@@ -263,7 +195,7 @@ ew_elements(Ptx *p, const PtxEwSpec *s, const Space *sp, Reg e)
 		Reg a = elem_addr(p, sp, p->tensor[s->nin + po->tensor], sp->out[po->tensor], t->dt, c), w[8];
 		for (int j = 0; j < v; j++)
 			w[j] = ptx_convert(p, vals[j][po->val], vc[po->val], ptx_dtypes[t->dt].vc);
-		store_vec(p, t->dt, a, v, w, ptx_dtypes[t->dt].vc);
+		ptx_store_vec(p, t->dt, a, v, w);
 	}
 }
 

@@ -462,6 +462,76 @@ ptx_store_val(Ptx *p, DType dt, Reg addr, Reg v, ValClass vc)
 	ptx_emit(p, "st.global.%s [%s], %s;", t->ld, R(addr), R(s));
 }
 
+/* V elements of one tensor at addr into value registers, in one vector
+ * load (v * size a multiple of 4 bytes); cs, the elements' stride, 0 or
+ * v == 1: one element for all V. */
+void
+ptx_load_vec(Ptx *p, DType dt, Reg addr, int64_t cs, int v, Reg *val)
+{
+	const PtxDType *d = &ptx_dtypes[dt];
+	if (cs == 0 || v == 1) {
+		Reg x = ptx_load_val(p, dt, addr, "global");
+		for (int j = 0; j < v; j++)
+			val[j] = x;
+		return;
+	}
+	int words = v * d->size / 4;
+	const char *ty = d->size == 4 ? d->ld : "b32";
+	Reg w[4];
+	for (int i = 0; i < words; i++)
+		w[i] = ptx_reg(p, d->size == 4 ? d->st : RC_B32);
+	if (words == 1)
+		ptx_emit(p, "ld.global.%s %s, [%s];", ty, R(w[0]), R(addr));
+	else if (words == 2)
+		ptx_emit(p, "ld.global.v2.%s {%s, %s}, [%s];", ty, R(w[0]), R(w[1]), R(addr));
+	else
+		ptx_emit(p, "ld.global.v4.%s {%s, %s, %s, %s}, [%s];", ty, R(w[0]), R(w[1]), R(w[2]), R(w[3]),
+		         R(addr));
+	for (int i = 0; i < words; i++) {
+		if (d->size == 4) {
+			val[i] = w[i];
+			continue;
+		}
+		Reg h0 = ptx_reg(p, RC_B16), h1 = ptx_reg(p, RC_B16);
+		ptx_emit(p, "mov.b32 {%s, %s}, %s;", R(h0), R(h1), R(w[i]));
+		val[2 * i] = ptx_reg(p, RC_F32);
+		val[2 * i + 1] = ptx_reg(p, RC_F32);
+		ptx_expand(p, d->load, val[2 * i], h0, -1);
+		ptx_expand(p, d->load, val[2 * i + 1], h1, -1);
+	}
+}
+
+/* V values, already in the storage type's class, at addr in one vector
+ * store. */
+void
+ptx_store_vec(Ptx *p, DType dt, Reg addr, int v, const Reg *val)
+{
+	const PtxDType *d = &ptx_dtypes[dt];
+	Reg w[4];
+	int words;
+	if (v == 1) {
+		ptx_store_val(p, dt, addr, val[0], d->vc);
+		return;
+	}
+	words = v * d->size / 4;
+	for (int i = 0; i < words; i++) {
+		if (d->size == 4) {
+			w[i] = val[i];
+			continue;
+		}
+		w[i] = ptx_reg(p, RC_B32);
+		ptx_expand(p, d->pack2, w[i], val[2 * i], val[2 * i + 1]);
+	}
+	const char *ty = d->size == 4 ? d->ld : "b32";
+	if (words == 1)
+		ptx_emit(p, "st.global.%s [%s], %s;", ty, R(addr), R(w[0]));
+	else if (words == 2)
+		ptx_emit(p, "st.global.v2.%s [%s], {%s, %s};", ty, R(addr), R(w[0]), R(w[1]));
+	else
+		ptx_emit(p, "st.global.v4.%s [%s], {%s, %s, %s, %s};", ty, R(addr), R(w[0]), R(w[1]), R(w[2]),
+		         R(w[3]));
+}
+
 static const struct EwOp *
 ewop(int op)
 {

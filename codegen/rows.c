@@ -113,71 +113,6 @@ rows_vec(const PtxRowsSpec *s)
 	return v;
 }
 
-static void
-load_elems(Ptx *p, DType dt, Reg addr, int64_t cs, int v, Reg *val)
-{
-	const PtxDType *d = &ptx_dtypes[dt];
-	if (cs == 0 || v == 1) {
-		Reg x = ptx_load_val(p, dt, addr, "global");
-		for (int j = 0; j < v; j++)
-			val[j] = x;
-		return;
-	}
-	int words = v * d->size / 4;
-	const char *ty = d->size == 4 ? d->ld : "b32";
-	Reg w[4];
-	for (int i = 0; i < words; i++)
-		w[i] = ptx_reg(p, d->size == 4 ? d->st : RC_B32);
-	if (words == 1)
-		ptx_emit(p, "ld.global.%s %s, [%s];", ty, R(w[0]), R(addr));
-	else if (words == 2)
-		ptx_emit(p, "ld.global.v2.%s {%s, %s}, [%s];", ty, R(w[0]), R(w[1]), R(addr));
-	else
-		ptx_emit(p, "ld.global.v4.%s {%s, %s, %s, %s}, [%s];", ty, R(w[0]), R(w[1]), R(w[2]), R(w[3]),
-		         R(addr));
-	for (int i = 0; i < words; i++) {
-		if (d->size == 4) {
-			val[i] = w[i];
-			continue;
-		}
-		Reg h0 = ptx_reg(p, RC_B16), h1 = ptx_reg(p, RC_B16);
-		ptx_emit(p, "mov.b32 {%s, %s}, %s;", R(h0), R(h1), R(w[i]));
-		val[2 * i] = ptx_reg(p, RC_F32);
-		val[2 * i + 1] = ptx_reg(p, RC_F32);
-		ptx_expand(p, d->load, val[2 * i], h0, -1);
-		ptx_expand(p, d->load, val[2 * i + 1], h1, -1);
-	}
-}
-
-static void
-store_elems(Ptx *p, DType dt, Reg addr, int v, const Reg *val)
-{
-	const PtxDType *d = &ptx_dtypes[dt];
-	Reg w[4];
-	int words;
-	if (v == 1) {
-		ptx_store_val(p, dt, addr, val[0], d->vc);
-		return;
-	}
-	words = v * d->size / 4;
-	for (int i = 0; i < words; i++) {
-		if (d->size == 4) {
-			w[i] = val[i];
-			continue;
-		}
-		w[i] = ptx_reg(p, RC_B32);
-		ptx_expand(p, d->pack2, w[i], val[2 * i], val[2 * i + 1]);
-	}
-	const char *ty = d->size == 4 ? d->ld : "b32";
-	if (words == 1)
-		ptx_emit(p, "st.global.%s [%s], %s;", ty, R(addr), R(w[0]));
-	else if (words == 2)
-		ptx_emit(p, "st.global.v2.%s [%s], {%s, %s};", ty, R(addr), R(w[0]), R(w[1]));
-	else
-		ptx_emit(p, "st.global.v4.%s [%s], {%s, %s, %s, %s};", ty, R(addr), R(w[0]), R(w[1]), R(w[2]),
-		         R(w[3]));
-}
-
 /* Address of column `col` (a register) of a row. */
 static Reg
 col_addr(Ptx *p, const PtxTensor *t, Reg rowp, Reg col)
@@ -222,7 +157,7 @@ load_inputs(Rows *r, const PtxEwProg *g, Reg col, Reg in[][8])
 	for (int i = 0; i < r->s->nin; i++)
 		if (ptx_prog_uses(g, OP_PARAM, i)) {
 			Reg a = col_addr(r->p, &r->s->in[i], r->inrow[i], col);
-			load_elems(r->p, r->s->in[i].dt, a, r->s->in[i].stride[1], r->vec, in[i]);
+			ptx_load_vec(r->p, r->s->in[i].dt, a, r->s->in[i].stride[1], r->vec, in[i]);
 		}
 }
 
@@ -313,7 +248,7 @@ rows_map(Rows *r)
 		Reg w[8], a = col_addr(p, t, r->outrow[po->tensor], col);
 		for (int j = 0; j < r->vec; j++)
 			w[j] = ptx_convert(p, val[j][po->val], vc[po->val], ptx_dtypes[t->dt].vc);
-		store_elems(p, t->dt, a, r->vec, w);
+		ptx_store_vec(p, t->dt, a, r->vec, w);
 	}
 	col_loop_end(r, col, loop, done);
 }

@@ -309,51 +309,52 @@ anchor_kind(const Ins *in)
 	return c == OC_MATMUL || c == OC_REDUCE || ((ir_ops[in->op].flags & OF_EW) && in->op != OP_CONST);
 }
 
+/* The groups formed so far: each group's members as a list (first[g],
+ * next[m]; -1 ends it), and the memo of one reachability question. */
+typedef struct Groups {
+	Val *first, *next;
+	char *memo; /* 0 unknown, 1 on the path, 2 yes, 3 no */
+} Groups;
+
 /* Whether kernel (group) h reads, directly or through other kernels, a
  * member of group g.  Groups, not values: a kernel starts when all of its
  * members' inputs are ready, so a member that joins a group later adds
  * the group's inputs too (a value-level check missed that, and two groups
- * each ended up waiting on the other).  Only values before `limit` have
- * their group of this run.  memo: 0 unknown, 1 on the path, 2 yes, 3 no. */
+ * each ended up waiting on the other). */
 static bool
-group_reaches(const Func *f, Val h, Val g, Val limit, char *memo)
+group_reaches(const Func *f, const Groups *gs, Val h, Val g)
 {
 	if (h == g)
 		return true;
-	if (memo[h])
-		return memo[h] == 2;
-	memo[h] = 1;
-	for (Val m = h; m < limit; m++) {
-		if (f->ins[m].group != h)
-			continue;
+	if (gs->memo[h])
+		return gs->memo[h] == 2;
+	gs->memo[h] = 1;
+	for (Val m = gs->first[h]; m >= 0; m = gs->next[m])
 		for (int i = 0; i < f->ins[m].narg; i++) {
 			Val k = f->ins[f->ins[m].arg[i]].group;
-			if (k != h && group_reaches(f, k, g, limit, memo)) {
-				memo[h] = 2;
+			if (k != h && group_reaches(f, gs, k, g)) {
+				gs->memo[h] = 2;
 				return true;
 			}
 		}
-	}
-	memo[h] = 3;
+	gs->memo[h] = 3;
 	return false;
 }
 
 /* v joins p's group g: refused when an operand's kernel already depends on
  * g, which would make g wait on itself. */
 static bool
-can_join(const Func *f, Val v, Val p, char *memo)
+can_join(const Func *f, const Groups *gs, Val v, Val p)
 {
 	const Ins *in = &f->ins[v], *a = &f->ins[p], *g = &f->ins[a->group];
 	if (!anchor_kind(g) || !ty_same_shape(&in->ty, &a->ty) || !pl_eq(in->ty.pl, a->ty.pl))
 		return false;
 	if (!ty_same_shape(&in->ty, &g->ty) || !pl_eq(in->ty.pl, g->ty.pl))
 		return false;
+	memset(gs->memo, 0, (size_t)f->nins); /* one target group: one memo */
 	for (int i = 0; i < in->narg; i++) {
 		Val q = in->arg[i];
-		if (f->ins[q].group == a->group)
-			continue;
-		memset(memo, 0, (size_t)f->nins);
-		if (group_reaches(f, f->ins[q].group, a->group, v, memo))
+		if (f->ins[q].group != a->group && group_reaches(f, gs, f->ins[q].group, a->group))
 			return false;
 	}
 	return true;
@@ -363,24 +364,27 @@ void
 pass_fuse(Func *f)
 {
 	Uses u = uses(f);
-	char *memo = xmalloc((size_t)f->nins + 1);
+	Groups gs = {xmalloc(((size_t)f->nins + 1) * sizeof(Val)), xmalloc(((size_t)f->nins + 1) * sizeof(Val)),
+	             xmalloc((size_t)f->nins + 1)};
 	for (Val v = 0; v < f->nins; v++) {
 		Ins *in = &f->ins[v];
 		Val best = -1;
 		in->group = v;
 		in->internal = false;
-		if (!(ir_ops[in->op].flags & OF_EW) || in->op == OP_CONST)
-			continue;
-		for (int i = 0; i < in->narg; i++) {
-			Val p = in->arg[i];
-			if (f->ins[p].op == OP_CONST || f->ins[p].op == OP_PARAM || !can_join(f, v, p, memo))
-				continue;
-			/* a matmul epilogue is worth more than an elementwise chain */
-			if (best < 0 || ir_ops[f->ins[f->ins[p].group].op].cls == OC_MATMUL)
-				best = p;
-		}
+		gs.first[v] = -1;
+		if ((ir_ops[in->op].flags & OF_EW) && in->op != OP_CONST)
+			for (int i = 0; i < in->narg; i++) {
+				Val p = in->arg[i];
+				if (f->ins[p].op == OP_CONST || f->ins[p].op == OP_PARAM || !can_join(f, &gs, v, p))
+					continue;
+				/* a matmul epilogue is worth more than an elementwise chain */
+				if (best < 0 || ir_ops[f->ins[f->ins[p].group].op].cls == OC_MATMUL)
+					best = p;
+			}
 		if (best >= 0)
 			in->group = f->ins[best].group;
+		gs.next[v] = gs.first[in->group];
+		gs.first[in->group] = v;
 	}
 	/* internal: every reader is in the same group, and it is not returned */
 	for (Val v = 0; v < f->nins; v++) {
@@ -394,8 +398,9 @@ pass_fuse(Func *f)
 					inside = false;
 		in->internal = inside && f->ins[in->group].group == in->group;
 	}
-	/* a group whose members are all its anchor is no group */
-	free(memo);
+	free(gs.first);
+	free(gs.next);
+	free(gs.memo);
 	uses_free(&u);
 }
 

@@ -695,8 +695,8 @@ rule_fill(Sema *s, SVal c, const SVal *like, int n, Span sp)
 		}
 		res = b;
 	}
-	if (!have || c.k == SV_ERR)
-		return c;
+	if (!have || (c.k != SV_TENSOR && c.k != SV_INT && c.k != SV_FLOAT))
+		return c; /* an error, or not a value: kernel_store says so */
 	if (c.k == SV_TENSOR) {
 		const Type *t = sv_type(s, c);
 		SVal one;
