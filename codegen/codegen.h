@@ -102,12 +102,19 @@ typedef struct PtxEwProg {
  * tensors work), optional batch strides; bf16 or f16 operands, f32
  * accumulation via mma.sync.m16n8k16 fed by ldmatrix from a cp.async
  * pipeline.  Any m, n, k: edges load zeros and store under predicates. */
+typedef enum PtxMmKind {
+	PTX_MMA_SYNC, /* codegen/matmul.c: mma.sync fed by ldmatrix from cp.async (sm_80 style) */
+	PTX_WGMMA,    /* codegen/wgmma.c: wgmma fed by TMA, warp-specialised (sm_90a) */
+} PtxMmKind;
+
 typedef struct PtxTile {
-	const char *name;      /* "128x256x32s4" */
+	const char *name;      /* "128x256x32s4", "wg128x256x64s4" */
 	int bm, bn, bk;        /* CTA tile */
-	int warps_m, warps_n;  /* warp grid; warp tile = bm/warps_m x bn/warps_n */
-	int stages;            /* cp.async pipeline depth */
+	int warps_m, warps_n;  /* mma.sync: warp grid, warp tile = bm/warps_m x bn/warps_n;
+	                          wgmma: consumer warpgroups along m (each 64 rows) x 1 */
+	int stages;            /* cp.async / TMA pipeline depth */
 	int min_ctas;          /* .minnctapersm, 0 = none */
+	PtxMmKind kind;
 } PtxTile;
 extern const PtxTile ptx_tiles[];
 extern const int ptx_ntiles;
@@ -169,6 +176,20 @@ typedef struct PtxRowsSpec {
 	int rows_per_block;             /* 0 = 8 */
 } PtxRowsSpec;
 
+/* A TMA tensor map the launcher encodes (cuTensorMapEncodeTiled, 128-byte
+ * swizzle, zero fill out of bounds) for every call, from the address of
+ * tensor parameter `tensor`; passed after the tensors as a 128-byte,
+ * 64-aligned kernel parameter. */
+typedef struct PtxTmap {
+	int tensor;
+	DType dt;
+	int64_t dim[3];    /* elements, innermost first */
+	int64_t stride[2]; /* bytes between steps of dim 1 and dim 2 */
+	int box[3];        /* elements copied per dim; box[0] * size = 128 */
+} PtxTmap;
+
+enum { PTX_MAX_TMAPS = 2 };
+
 /* What the host needs to launch an emitted kernel. */
 typedef struct PtxKernel {
 	char name[64];
@@ -176,6 +197,8 @@ typedef struct PtxKernel {
 	int smem;        /* dynamic shared memory, bytes */
 	int ntensors;    /* tensor parameters after the PTX_NPARAM common ones */
 	int64_t nblocks; /* size of the kernel's natural block space */
+	PtxTmap tmap[PTX_MAX_TMAPS];
+	int ntmaps;      /* tensor-map parameters after the tensors */
 } PtxKernel;
 
 /* codegen/ptx.c */
@@ -185,9 +208,10 @@ extern const char *const ptx_param_names[PTX_NPARAM];
 /* codegen/matmul.c: check returns NULL or why the spec cannot be emitted;
  * emit dies on a spec that check rejects (a compiler bug). */
 const char *ptx_matmul_check(const PtxMatmulSpec *s);
-void ptx_emit_matmul(Buf *b, const PtxMatmulSpec *s, PtxKernel *k);
+void ptx_emit_matmul(Buf *b, const PtxMatmulSpec *s, PtxKernel *k); /* either kind */
 int ptx_tile_byname(const char *name); /* -1 if none */
-#define PTX_DEFAULT_TILE "128x256x32s4"
+#define PTX_DEFAULT_TILE "wg128x256x64s4"
+#define PTX_SYNC_TILE "128x256x32s4" /* the default where TMA cannot be used */
 int ptx_matmul_default_tile(const PtxMatmulSpec *s); /* the tile to use when none is asked for */
 /* Fills all tiles (when out is not NULL) in grouped order: `group` tile rows
  * at a time, column by column, for L2 reuse; returns the number of tiles. */
@@ -258,10 +282,14 @@ const char *ptx_rn(Ptx *p, Reg r);
 int ptx_label(Ptx *p);
 void ptx_place(Ptx *p, int label);
 void ptx_kernel_begin(Ptx *p, Buf *out, const char *name, int ntensors, int threads, int min_ctas);
+void ptx_kernel_begin_tm(Ptx *p, Buf *out, const char *name, int ntensors, int ntmaps, int threads, int min_ctas);
 void ptx_kernel_end(Ptx *p);
 void ptx_params(Ptx *p, int ntensors);
 void ptx_loop_begin(Ptx *p);
 void ptx_loop_end(Ptx *p);
+void ptx_flag_wait(Ptx *p, Reg quit);  /* thread is_t0 waits for p->entry's input flag */
+void ptx_flag_raise(Ptx *p, Reg who);  /* thread `who` raises p->entry's output flag */
+void ptx_trace_stamp(Ptx *p, int which);
 Reg ptx_imm_f32(Ptx *p, double c);
 void ptx_expand(Ptx *p, const char *tpl, Reg d, Reg a, Reg b); /* a table's template */
 Reg ptx_convert(Ptx *p, Reg v, ValClass from, ValClass to);
@@ -282,6 +310,19 @@ typedef struct PtxEnv {
 void ptx_prog_classes(const PtxEwProg *g, const ValClass *in_vc, ValClass acc_vc, ValClass *vc);
 void ptx_prog_emit(Ptx *p, const PtxEwProg *g, const PtxEnv *env, Reg *val, ValClass *vc);
 const char *ptx_prog_check(const PtxEwProg *g, int nin, int ntensor_out, bool acc, int nstage);
+
+/* The matmul epilogue both kinds share (codegen/matmul.c): the thread holds
+ * acc[(i * nj + j) * 4 + e] for rows r0 + 16 i (e < 2) and r0 + 16 i + 8
+ * (e >= 2), columns c0 + 8 j + (e & 1); r0, c0 are absolute in the output. */
+typedef struct PtxMmFrag {
+	Reg r0, c0;
+	int mi, nj;
+	const Reg *acc;
+} PtxMmFrag;
+void ptx_mm_epilogue(Ptx *p, const PtxMatmulSpec *s, const PtxMmFrag *f);
+/* codegen/wgmma.c */
+const char *ptx_wgmma_check(const PtxMatmulSpec *s);
+void ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k);
 
 /* ---- lowering a plan to kernels and comm steps (codegen/lower.c) ----
  * Each fused group of the plan becomes one persistent kernel (a copy

@@ -48,7 +48,7 @@ bool
 ptx_assemble(const Buf *ptx, unsigned char **cubin, size_t *n, char *log, size_t nlog)
 {
 	char exe[4096], dir[] = "/tmp/syncc-ptxas-XXXXXX", in[64], out[64], err[64];
-	char *argv[] = {exe, "-arch=sm_90", "-o", out, in, NULL};
+	char *argv[] = {exe, "-arch=sm_90a", "-o", out, in, NULL};
 	posix_spawn_file_actions_t fa;
 	pid_t pid;
 	int status = -1;

@@ -245,6 +245,7 @@ ptx_emit_ew(Buf *b, const PtxEwSpec *s, PtxKernel *k)
 	}
 	ptx_loop_end(p);
 	ptx_kernel_end(p);
+	*k = (PtxKernel){0}; /* no tensor maps, whatever the caller left */
 	snprintf(k->name, sizeof k->name, "%s", s->name);
 	k->threads = EW_THREADS;
 	k->smem = 0;

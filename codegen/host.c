@@ -167,6 +167,22 @@ emit_blocks(Buf *o, const Lowered *lo, const char *op, int k)
 	buf_printf(o, "};\n");
 }
 
+/* Tensor map m of a kernel (a wgmma matmul's operands), from the address
+ * its tensor parameter gets this call. */
+static void
+tmap_encode(Buf *o, const LKernel *kn, int m)
+{
+	const PtxTmap *t = &kn->k.tmap[m];
+	buf_printf(o, "\t\tsyn_tmap tm%d;\n", m);
+	buf_printf(o, "\t\t{\n\t\t\tstatic const uint64_t dim[3] = {%lld, %lld, %lld}, stride[2] = {%lld, %lld};\n",
+	           (long long)t->dim[0], (long long)t->dim[1], (long long)t->dim[2], (long long)t->stride[0],
+	           (long long)t->stride[1]);
+	buf_printf(o, "\t\t\tstatic const uint32_t box[3] = {%d, %d, %d};\n", t->box[0], t->box[1], t->box[2]);
+	buf_printf(o, "\t\t\tif ((r = syn_tmap_encode(ctx, &tm%d, \"%s operand %c\", t%d, %s, dim, stride, box)))\n"
+	              "\t\t\t\treturn r;\n\t\t}\n",
+	           m, kn->name, "AB"[m < 2 ? m : 0], t->tensor, cdtype[t->dt]);
+}
+
 static bool
 uses_sm_comm(const Lowered *lo)
 {
@@ -246,9 +262,13 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 			address(o, lo, &b, kn->arg[a]);
 			buf_printf(o, ");\n");
 		}
+		for (int m = 0; m < kn->k.ntmaps; m++)
+			tmap_encode(o, kn, m);
 		buf_printf(o, "\t\tvoid *prm[] = {&blocks, &nblocks, &flags, &errw, &timeout, &trace, &e");
 		for (int a = 0; a < kn->narg; a++)
 			buf_printf(o, ", &t%d", a);
+		for (int m = 0; m < kn->k.ntmaps; m++)
+			buf_printf(o, ", &tm%d", m);
 		buf_printf(o, "};\n\t\tunsigned grid[3] = {1, 1, 1}, block[3] = {%d, 1, 1};\n", kn->k.threads);
 		buf_printf(o, "\t\tif ((r = syn_grid_persistent(ctx, st->k[%d], %d, %d, &grid[0])))\n\t\t\treturn r;\n", k, kn->k.threads, kn->k.smem);
 		/* with NCCL running beside the kernel, one CTA per SM left to compute:

@@ -25,13 +25,17 @@
 #include <string.h>
 
 const PtxTile ptx_tiles[] = {
-	/* name            bm   bn   bk  wm wn stages minctas */
-	{"128x256x32s3", 128, 256, 32, 2, 4, 3, 1},
-	{"128x256x32s4", 128, 256, 32, 2, 4, 4, 1},
-	{"256x128x32s4", 256, 128, 32, 4, 2, 4, 1},
-	{"128x256x64s3", 128, 256, 64, 2, 4, 3, 1},
-	{"128x128x32s4", 128, 128, 32, 2, 4, 4, 1},
-	{"128x128x64s3", 128, 128, 64, 2, 4, 3, 1},
+	/* name              bm   bn   bk  wm wn stages minctas kind */
+	{"128x256x32s3",    128, 256, 32, 2, 4, 3, 1, PTX_MMA_SYNC},
+	{"128x256x32s4",    128, 256, 32, 2, 4, 4, 1, PTX_MMA_SYNC},
+	{"256x128x32s4",    256, 128, 32, 4, 2, 4, 1, PTX_MMA_SYNC},
+	{"128x256x64s3",    128, 256, 64, 2, 4, 3, 1, PTX_MMA_SYNC},
+	{"128x128x32s4",    128, 128, 32, 2, 4, 4, 1, PTX_MMA_SYNC},
+	{"128x128x64s3",    128, 128, 64, 2, 4, 3, 1, PTX_MMA_SYNC},
+	/* wgmma: warps_m consumer warpgroups of 64 rows each, one producer */
+	{"wg128x256x64s4",  128, 256, 64, 2, 1, 4, 1, PTX_WGMMA},
+	{"wg128x256x64s3",  128, 256, 64, 2, 1, 3, 1, PTX_WGMMA},
+	{"wg128x128x64s6",  128, 128, 64, 2, 1, 6, 1, PTX_WGMMA},
 };
 const int ptx_ntiles = NELEM(ptx_tiles);
 
@@ -79,15 +83,20 @@ ceil_div(int64_t a, int64_t b)
 	return (a + b - 1) / b;
 }
 
-/* The tile a caller gets when it names none: the large tile measured
- * fastest on an H200 (bench/results/2026-11-29-mma-sync-h200.md) where the
- * fast copy path applies, 128x128 where it does not. */
+/* The tile a caller gets when it names none: the wgmma tile where TMA can
+ * read the operands (bench/results/2026-11-30-wgmma-h200.md); else the
+ * mma.sync tile measured fastest on an H200 (2026-11-29-mma-sync-h200.md)
+ * where the 16-byte copy path applies, 128x128 where it does not. */
 int
 ptx_matmul_default_tile(const PtxMatmulSpec *s)
 {
 	int64_t lda = s->lda ? s->lda : s->k, ldb = s->ldb ? s->ldb : s->n;
 	bool vec = lda % 8 == 0 && ldb % 8 == 0 && s->batch_a % 8 == 0 && s->batch_b % 8 == 0;
-	return ptx_tile_byname(vec ? PTX_DEFAULT_TILE : "128x128x32s4");
+	PtxMatmulSpec w = *s;
+	w.tile = ptx_tile_byname(PTX_DEFAULT_TILE);
+	if (!ptx_matmul_check(&w))
+		return w.tile;
+	return ptx_tile_byname(vec ? PTX_SYNC_TILE : "128x128x32s4");
 }
 
 int
@@ -186,8 +195,6 @@ ptx_matmul_check(const PtxMatmulSpec *s)
 		return "matmul: m, n and k must be < 2^30";
 	if (s->tile < 0 || s->tile >= ptx_ntiles)
 		return "matmul: no such tile";
-	if ((why = tile_check(&ptx_tiles[s->tile])))
-		return why;
 	if (s->nout < 1 || s->nout > PTX_MAX_TENSORS || s->nin < 0 || s->nin > PTX_MAX_TENSORS)
 		return "matmul: needs 1 to 8 outputs and at most 8 inputs";
 	if ((s->lda && s->lda < s->k) || (s->ldb && s->ldb < s->n) || s->batch_a < 0 || s->batch_b < 0)
@@ -195,6 +202,10 @@ ptx_matmul_check(const PtxMatmulSpec *s)
 	if ((why = tensor_check(s->in, s->nin, "input")) || (why = tensor_check(s->out, s->nout, "output")))
 		return why;
 	if (s->epi.nins && (why = ptx_prog_check(&s->epi, s->nin, s->nout, true, 0)))
+		return why;
+	if (ptx_tiles[s->tile].kind == PTX_WGMMA)
+		return ptx_wgmma_check(s);
+	if ((why = tile_check(&ptx_tiles[s->tile])))
 		return why;
 	mm_setup(&m, NULL, s);
 	/* The element-by-element copies need more registers than a
@@ -595,6 +606,9 @@ mm_mainloop(Mm *m)
 /* ---- epilogue: acc -> program -> outputs, straight from registers ---- */
 
 typedef struct Epi {
+	Ptx *p;
+	const PtxMatmulSpec *s;
+	bool edge_m, edge_n;        /* tiles may cross m, n */
 	Reg rowrem, colrem;         /* m - first row, n - first column of this thread */
 	Reg inp[PTX_MAX_TENSORS];   /* per-tile pointers at (row0, col0) */
 	Reg outp[PTX_MAX_TENSORS];
@@ -615,20 +629,11 @@ tensor_ptr(Ptx *p, const PtxTensor *t, Reg base, Reg z, Reg r, Reg c)
 }
 
 static void
-epi_setup(Mm *m, Epi *e)
+epi_setup(Epi *e, Reg r0, Reg c0)
 {
-	Ptx *p = m->p;
-	const PtxMatmulSpec *s = m->s;
-	Reg r0 = ptx_reg(p, RC_B32), c0 = ptx_reg(p, RC_B32), t = ptx_reg(p, RC_B32);
+	Ptx *p = e->p;
+	const PtxMatmulSpec *s = e->s;
 
-	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(r0), R(p->x), m->t->bm);
-	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(r0), R(m->wm), m->wtm, R(r0));
-	ptx_emit(p, "shr.u32 %s, %s, 2;", R(t), R(m->lane));
-	ptx_emit(p, "add.u32 %s, %s, %s;", R(r0), R(r0), R(t));
-	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(c0), R(p->y), m->t->bn);
-	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(c0), R(m->wn), m->wtn, R(c0));
-	ptx_emit(p, "and.b32 %s, %s, 3;", R(t), R(m->lane));
-	ptx_emit(p, "mad.lo.u32 %s, %s, 2, %s;", R(c0), R(t), R(c0));
 	e->rowrem = ptx_reg(p, RC_B32);
 	e->colrem = ptx_reg(p, RC_B32);
 	ptx_emit(p, "sub.s32 %s, %lld, %s;", R(e->rowrem), (long long)s->m, R(r0));
@@ -653,10 +658,10 @@ eoff(const PtxTensor *t, int dr, int dc)
 /* n (1 or 2) accumulators at row row0 + dr, columns col0 + dc (+ 1), all
  * inside the matrix: load the inputs, run the program, store. */
 static void
-epi_elems(Mm *m, Epi *e, int dr, int dc, const Reg *acc, int n)
+epi_elems(Epi *e, int dr, int dc, const Reg *acc, int n)
 {
-	Ptx *p = m->p;
-	const PtxMatmulSpec *s = m->s;
+	Ptx *p = e->p;
+	const PtxMatmulSpec *s = e->s;
 	Reg val[2][PTX_MAX_INS];
 	ValClass vc[PTX_MAX_INS];
 
@@ -708,14 +713,14 @@ epi_elems(Mm *m, Epi *e, int dr, int dc, const Reg *acc, int n)
  * predicated load per element keeps a predicate per element alive and
  * spills at 128 x 256. */
 static void
-epi_pair(Mm *m, Epi *e, int dr, int dc, Reg c0, Reg c1)
+epi_pair(Epi *e, int dr, int dc, Reg c0, Reg c1)
 {
-	Ptx *p = m->p;
+	Ptx *p = e->p;
 	Reg acc[2] = {c0, c1}, q;
 	int one, done;
 
-	if (!m->edge_n) {
-		epi_elems(m, e, dr, dc, acc, 2);
+	if (!e->edge_n) {
+		epi_elems(e, dr, dc, acc, 2);
 		return;
 	}
 	q = ptx_reg(p, RC_PRED);
@@ -723,41 +728,72 @@ epi_pair(Mm *m, Epi *e, int dr, int dc, Reg c0, Reg c1)
 	done = ptx_label(p);
 	ptx_emit(p, "setp.gt.s32 %s, %s, %d;", R(q), R(e->colrem), dc + 1);
 	ptx_emit(p, "@!%s bra $L%d;", R(q), one);
-	epi_elems(m, e, dr, dc, acc, 2);
+	epi_elems(e, dr, dc, acc, 2);
 	ptx_emit(p, "bra $L%d;", done);
 	ptx_place(p, one);
 	ptx_emit(p, "setp.gt.s32 %s, %s, %d;", R(q), R(e->colrem), dc);
 	ptx_emit(p, "@!%s bra $L%d;", R(q), done);
-	epi_elems(m, e, dr, dc, acc, 1);
+	epi_elems(e, dr, dc, acc, 1);
 	ptx_place(p, done);
 }
 
-static void
-mm_epilogue(Mm *m)
+void
+ptx_mm_epilogue(Ptx *p, const PtxMatmulSpec *s, const PtxMmFrag *f)
 {
-	Epi e = {0};
-	if (m->s->epi.nins) {
-		e.prog = m->s->epi;
+	const PtxTile *t = &ptx_tiles[s->tile];
+	Epi e = {.p = p, .s = s, .edge_m = s->m % t->bm != 0};
+	int64_t ldb = s->ldb ? s->ldb : s->n;
+
+	/* the mma.sync kernel copies B element by element when ldb is odd: its
+	 * tiles then guard columns even where n is a multiple of bn */
+	e.edge_n = s->n % t->bn != 0 || (t->kind == PTX_MMA_SYNC && (ldb % 8 || s->batch_b % 8));
+	if (s->epi.nins) {
+		e.prog = s->epi;
 	} else {
 		e.prog.ins[0] = (PtxIns){.op = PTX_OP_ACC};
 		e.prog.nins = 1;
 		e.prog.out[0] = (PtxOut){0, 0};
 		e.prog.nout = 1;
 	}
-	epi_setup(m, &e);
-	for (int i = 0; i < m->mi; i++)
+	epi_setup(&e, f->r0, f->c0);
+	for (int i = 0; i < f->mi; i++)
 		for (int h = 0; h < 2; h++) {
-			int skip = ptx_label(m->p);
-			if (m->edge_m) { /* rows i*16 + h*8 of this thread beyond m */
-				Reg q = ptx_reg(m->p, RC_PRED);
-				ptx_emit(m->p, "setp.le.s32 %s, %s, %d;", ptx_rn(m->p, q), ptx_rn(m->p, e.rowrem),
-				         i * 16 + h * 8);
-				ptx_emit(m->p, "@%s bra $L%d;", ptx_rn(m->p, q), skip);
+			int skip = ptx_label(p);
+			if (e.edge_m) { /* rows i*16 + h*8 of this thread beyond m */
+				Reg q = ptx_reg(p, RC_PRED);
+				ptx_emit(p, "setp.le.s32 %s, %s, %d;", R(q), R(e.rowrem), i * 16 + h * 8);
+				ptx_emit(p, "@%s bra $L%d;", R(q), skip);
 			}
-			for (int j = 0; j < m->nj; j++)
-				epi_pair(m, &e, i * 16 + h * 8, j * 8, m->acc[i][j][2 * h], m->acc[i][j][2 * h + 1]);
-			ptx_place(m->p, skip);
+			for (int j = 0; j < f->nj; j++) {
+				const Reg *a = &f->acc[(i * f->nj + j) * 4 + 2 * h];
+				epi_pair(&e, i * 16 + h * 8, j * 8, a[0], a[1]);
+			}
+			ptx_place(p, skip);
 		}
+}
+
+/* This thread's first row and column of the tile. */
+static void
+mm_epilogue(Mm *m)
+{
+	Ptx *p = m->p;
+	Reg r0 = ptx_reg(p, RC_B32), c0 = ptx_reg(p, RC_B32), t = ptx_reg(p, RC_B32);
+	Reg acc[MAX_MI * MAX_NJ * 4];
+	PtxMmFrag f = {.r0 = r0, .c0 = c0, .mi = m->mi, .nj = m->nj, .acc = acc};
+
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(r0), R(p->x), m->t->bm);
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(r0), R(m->wm), m->wtm, R(r0));
+	ptx_emit(p, "shr.u32 %s, %s, 2;", R(t), R(m->lane));
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(r0), R(r0), R(t));
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(c0), R(p->y), m->t->bn);
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(c0), R(m->wn), m->wtn, R(c0));
+	ptx_emit(p, "and.b32 %s, %s, 3;", R(t), R(m->lane));
+	ptx_emit(p, "mad.lo.u32 %s, %s, 2, %s;", R(c0), R(t), R(c0));
+	for (int i = 0; i < m->mi; i++)
+		for (int j = 0; j < m->nj; j++)
+			for (int e = 0; e < 4; e++)
+				acc[(i * m->nj + j) * 4 + e] = m->acc[i][j][e];
+	ptx_mm_epilogue(p, m->s, &f);
 }
 
 void
@@ -769,6 +805,10 @@ ptx_emit_matmul(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 
 	if (why)
 		die("ptx_emit_matmul: %s", why);
+	if (ptx_tiles[s->tile].kind == PTX_WGMMA) {
+		ptx_emit_wgmma(b, s, k);
+		return;
+	}
 	mm_setup(&m, p, s);
 	ptx_kernel_begin(p, b, s->name, 2 + s->nin + s->nout, m.nt, m.t->min_ctas);
 	p->site = s->site;
@@ -796,6 +836,7 @@ ptx_emit_matmul(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 	mm_epilogue(&m);
 	ptx_loop_end(p);
 	ptx_kernel_end(p);
+	*k = (PtxKernel){0}; /* no tensor maps, whatever the caller left */
 	snprintf(k->name, sizeof k->name, "%s", s->name);
 	k->threads = m.nt;
 	k->smem = m.t->stages * m.stage;

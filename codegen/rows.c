@@ -328,6 +328,7 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	rows_body(&r);
 	ptx_loop_end(p);
 	ptx_kernel_end(p);
+	*k = (PtxKernel){0}; /* no tensor maps, whatever the caller left */
 	snprintf(k->name, sizeof k->name, "%s", s->name);
 	k->threads = 32 * ROW_WARPS;
 	k->smem = 0;

@@ -247,6 +247,36 @@ syn_launch(syn_ctx *c, syn_kernel *k, const unsigned grid[3], const unsigned blo
 }
 
 int
+syn_tmap_encode(syn_ctx *c, syn_tmap *m, const char *what, uint64_t addr, CommDType dt, const uint64_t dims[3],
+                const uint64_t strides[2], const uint32_t box[3])
+{
+	static const CUtensorMapDataType types[] = {[CD_F16] = CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+	                                            [CD_BF16] = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16};
+	cuuint64_t d[3] = {dims[0], dims[1], dims[2]}, st[2] = {strides[0], strides[1]};
+	cuuint32_t bx[3] = {box[0], box[1], box[2]}, es[3] = {1, 1, 1};
+	char msg[160];
+	int r;
+	_Static_assert(sizeof(syn_tmap) == sizeof(CUtensorMap), "syn_tmap is a CUtensorMap");
+	if ((r = rt_entry(c)))
+		return r;
+	if (dt != CD_F16 && dt != CD_BF16)
+		return rt_seterr(c, SYN_EARG, "rank %d: tensor map for %s: only 16-bit operands", c->rank, what);
+	if (addr % 16 || strides[0] % 16 || strides[1] % 16)
+		return rt_seterr(c, SYN_EARG,
+		                 "rank %d: %s: TMA needs 16-byte aligned addresses and strides (address 0x%llx, "
+		                 "row stride %llu B, batch stride %llu B)",
+		                 c->rank, what, (unsigned long long)addr, (unsigned long long)strides[0],
+		                 (unsigned long long)strides[1]);
+	rt_fmt(msg, sizeof msg, "cuTensorMapEncodeTiled(%s: %llux%llux%llu, box %ux%ux%u)", what,
+	       (unsigned long long)dims[0], (unsigned long long)dims[1], (unsigned long long)dims[2], box[0], box[1],
+	       box[2]);
+	return rt_cu(c, cuTensorMapEncodeTiled((CUtensorMap *)m, types[dt], 3, (void *)(uintptr_t)addr, d, st, bx, es,
+	                                      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+	                                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+	             msg);
+}
+
+int
 syn_wait(syn_ctx *c, syn_lane lane, int flag, uint64_t value, int chunk)
 {
 	char what[48];

@@ -168,6 +168,24 @@ int syn_kernel_get(syn_ctx *c, const syn_image *img, const char *entry, syn_kern
  * the comm backend its SMs. */
 int syn_grid_persistent(syn_ctx *c, syn_kernel *k, unsigned block, unsigned smem, unsigned *grid);
 
+/* A TMA tensor map (a CUtensorMap) a generated launcher encodes for every
+ * call and passes as a 128-byte kernel parameter. */
+#ifdef __cplusplus
+#define SYN_ALIGNAS(n) alignas(n)
+#else
+#define SYN_ALIGNAS(n) _Alignas(n)
+#endif
+typedef struct syn_tmap {
+	SYN_ALIGNAS(64) unsigned char bytes[128];
+} syn_tmap;
+/* A rank-3 tiled map of a 16-bit tensor at device address addr, with the
+ * 128-byte swizzle and zeros out of bounds: dims innermost first, strides
+ * in bytes between steps of dims 1 and 2, box = elements copied per dim.
+ * SYN_EARG (naming the op and the operand) when the address or a stride is
+ * not a multiple of 16 bytes, which TMA needs. */
+int syn_tmap_encode(syn_ctx *c, syn_tmap *m, const char *what, uint64_t addr, CommDType dt,
+                    const uint64_t dims[3], const uint64_t strides[2], const uint32_t box[3]);
+
 /* ---- one operator call ---- */
 int syn_check_args(syn_ctx *c, const char *op, int n, const syn_tensor *t, const syn_argspec *s);
 int syn_begin(syn_ctx *c, const char *op, uint64_t *epoch);

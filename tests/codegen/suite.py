@@ -37,7 +37,7 @@ def tests(root, run, Fail):
                     raise Fail(" syncc exit %d\n%s" % (rc, err[-3000:]))
                 px = ptxas_path()
                 if px:
-                    rc, out, err = run([px, "-arch=sm_90", "-v", "-o", os.path.join(d, "op.cubin"), pre + ".ptx"])
+                    rc, out, err = run([px, "-arch=sm_90a", "-v", "-o", os.path.join(d, "op.cubin"), pre + ".ptx"])
                     if rc != 0:
                         raise Fail(" ptxas rejected the module:\n" + err[-3000:])
                     spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", err)

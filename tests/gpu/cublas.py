@@ -1,17 +1,22 @@
 """cuBLAS through PyTorch, timed like tests/gpu/kernels.c times syncc's
-matmul: bf16 A [n, n] @ B [n, n], random inputs, 3 warm-ups, median of 25
-runs timed with CUDA events.  One PERF line per size."""
+matmul: bf16 A [m, k] @ B [k, n], random inputs, 3 warm-ups, median of 25
+runs timed with CUDA events.  One PERF line per shape; arguments are
+shapes MxNxK (default: the shapes of `gpu-kernels perf`)."""
 import statistics
 import sys
 
 import torch
 
+SHAPES = ["4096x4096x4096", "8192x8192x8192", "8192x8192x4096", "8192x8192x14336",
+          "8192x5120x8192", "8192x14336x8192", "2048x8192x4096"]
+
 
 def main():
     torch.manual_seed(0)
-    for n in (int(a) for a in (sys.argv[1:] or ["4096", "8192"])):
-        a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-        b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    for shape in sys.argv[1:] or SHAPES:
+        m, n, k = (int(x) for x in shape.split("x"))
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
         for _ in range(3):
             c = torch.matmul(a, b)
         torch.cuda.synchronize()
@@ -26,8 +31,9 @@ def main():
         ms = statistics.median(times)
         ref = (a[:64].double() @ b.double())
         rel = ((c[:64].double() - ref).norm() / ref.norm()).item()
-        print("PERF cublas n=%d median_ms=%.4f min_ms=%.4f max_ms=%.4f tflops=%.1f sampled_rel=%.2e torch=%s"
-              % (n, ms, min(times), max(times), 2 * n ** 3 / (ms * 1e-3) / 1e12, rel, torch.__version__), flush=True)
+        print("PERF cublas m=%d n=%d k=%d median_ms=%.4f min_ms=%.4f max_ms=%.4f tflops=%.1f sampled_rel=%.2e torch=%s"
+              % (m, n, k, ms, min(times), max(times), 2 * m * n * k / (ms * 1e-3) / 1e12, rel, torch.__version__),
+              flush=True)
 
 
 if __name__ == "__main__":

@@ -109,15 +109,35 @@ typedef struct Launch {
 	CUstream s;
 } Launch;
 
+/* The tensor maps of a wgmma kernel, as libsyncrt's syn_tmap_encode makes them. */
+static void
+tmaps_encode(const PtxKernel *k, const Launch *l, CUtensorMap *tm)
+{
+	for (int i = 0; i < k->ntmaps; i++) {
+		const PtxTmap *t = &k->tmap[i];
+		cuuint64_t dim[3] = {(cuuint64_t)t->dim[0], (cuuint64_t)t->dim[1], (cuuint64_t)t->dim[2]};
+		cuuint64_t st[2] = {(cuuint64_t)t->stride[0], (cuuint64_t)t->stride[1]};
+		cuuint32_t box[3] = {(cuuint32_t)t->box[0], (cuuint32_t)t->box[1], (cuuint32_t)t->box[2]}, es[3] = {1, 1, 1};
+		CU(cuTensorMapEncodeTiled(&tm[i], t->dt == DT_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+		                          3, (void *)(uintptr_t)l->t[t->tensor], dim, st, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+		                          CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+		                          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+	}
+}
+
 static void
 launch(const Kern *k, Launch *l)
 {
-	void *args[PTX_NPARAM + 2 * PTX_MAX_TENSORS] = {&l->blocks, &l->nblocks, &l->flags, &l->err, &l->timeout,
-	                                                &l->trace, &l->epoch};
+	void *args[PTX_NPARAM + 2 * PTX_MAX_TENSORS + PTX_MAX_TMAPS] = {&l->blocks, &l->nblocks, &l->flags, &l->err,
+	                                                                &l->timeout, &l->trace, &l->epoch};
+	CUtensorMap tm[PTX_MAX_TMAPS];
 	if (!l->epoch)
 		l->epoch = 1;
 	for (int i = 0; i < k->k.ntensors; i++)
 		args[PTX_NPARAM + i] = &l->t[i];
+	tmaps_encode(&k->k, l, tm);
+	for (int i = 0; i < k->k.ntmaps; i++)
+		args[PTX_NPARAM + k->k.ntensors + i] = &tm[i];
 	CU(cuLaunchKernel(k->fn, l->grid, 1, 1, k->k.threads, 1, 1, k->k.smem, l->s, args, NULL));
 }
 
@@ -936,10 +956,10 @@ case_rows_reduce(void)
  * second stream writes 20 ms after launch, and an elementwise consumer on a
  * third stream whose blocks wait on the matmul's per-row-block counters. */
 static void
-case_flags_late(void)
+flags_late(const char *tile)
 {
 	const int64_t M = 1024, N = 1024, K = 1024;
-	PtxMatmulSpec s = mm_spec("flag_mm", DT_BF16, M, N, K, "128x256x32s4", DT_BF16);
+	PtxMatmulSpec s = mm_spec("flag_mm", DT_BF16, M, N, K, tile, DT_BF16);
 	PtxEwSpec e = {.name = "flag_ew", .rank = 2, .dim = {M, N}, .nin = 1, .nout = 1, .block_elems = 128 * N};
 	MmCase c = {.s = s};
 	Buf b1 = {0}, b2 = {0};
@@ -1062,10 +1082,10 @@ case_flags_late(void)
 /* Waits that never end: the error word names the flag and the block, the
  * kernels return within the timeout, and the context is still usable. */
 static void
-case_flags_timeout(void)
+flags_timeout(const char *tile)
 {
 	PtxEwSpec e = {.name = "to_ew", .rank = 1, .dim = {64 * 1024}, .nin = 1, .nout = 1, .block_elems = 1024};
-	PtxMatmulSpec s = mm_spec("to_mm", DT_BF16, 512, 512, 256, "128x256x32s4", DT_BF16);
+	PtxMatmulSpec s = mm_spec("to_mm", DT_BF16, 512, 512, 256, tile, DT_BF16);
 	Buf b1 = {0}, b2 = {0};
 	PtxKernel k1, k2;
 	Launch l = {0};
@@ -1166,22 +1186,22 @@ cmp_float(const void *a, const void *b)
 /* Median of 25 timed runs after 3 warm-ups; a sampled f64 check of the
  * last output (1024 random elements). */
 static void
-perf_one(int tile, int64_t n, Tens *a, Tens *b, Tens *cc, int group)
+perf_one(int tile, int64_t m, int64_t n, int64_t k, Tens *a, Tens *b, Tens *cc, int group)
 {
-	PtxMatmulSpec s = mm_spec("perf_mm", DT_BF16, n, n, n, ptx_tiles[tile].name, DT_BF16);
+	PtxMatmulSpec s = mm_spec("perf_mm", DT_BF16, m, n, k, ptx_tiles[tile].name, DT_BF16);
 	Buf bu = {0};
-	PtxKernel k;
+	PtxKernel kk;
 	Launch l = {0};
 	CUevent e0, e1;
 	float t[25];
 	double num = 0, den = 0;
 
-	ptx_emit_matmul(&bu, &s, &k);
-	Kern kr = kern_load(&bu, &k);
-	PtxBlock *bl = calloc((size_t)k.nblocks, sizeof *bl);
+	ptx_emit_matmul(&bu, &s, &kk);
+	Kern kr = kern_load(&bu, &kk);
+	PtxBlock *bl = calloc((size_t)kk.nblocks, sizeof *bl);
 	ptx_matmul_blocks(&s, group, bl);
-	l.blocks = upload_blocks(bl, k.nblocks);
-	l.nblocks = (uint32_t)k.nblocks;
+	l.blocks = upload_blocks(bl, kk.nblocks);
+	l.nblocks = (uint32_t)kk.nblocks;
 	l.grid = nsm;
 	l.s = stream[0];
 	l.t[0] = a->d;
@@ -1200,24 +1220,24 @@ perf_one(int tile, int64_t n, Tens *a, Tens *b, Tens *cc, int group)
 		CU(cuEventElapsedTime(&t[i], e0, e1));
 	}
 	qsort(t, 25, sizeof t[0], cmp_float);
-	CU(cuMemcpyDtoH(cc->h, cc->d, (size_t)n * n * 2));
+	CU(cuMemcpyDtoH(cc->h, cc->d, (size_t)(m * n) * 2));
 	for (int i = 0; i < 1024; i++) {
-		int64_t r = (int64_t)((urand() + 1) / 2 * n), c = (int64_t)((urand() + 1) / 2 * n);
+		int64_t r = (int64_t)((urand() + 1) / 2 * m), c = (int64_t)((urand() + 1) / 2 * n);
 		double acc = 0;
-		r = r < n ? r : n - 1;
+		r = r < m ? r : m - 1;
 		c = c < n ? c : n - 1;
-		for (int64_t kk = 0; kk < n; kk++)
-			acc += ptx_load(DT_BF16, a->h, r * n + kk) * ptx_load(DT_BF16, b->h, kk * n + c);
+		for (int64_t q = 0; q < k; q++)
+			acc += ptx_load(DT_BF16, a->h, r * k + q) * ptx_load(DT_BF16, b->h, q * n + c);
 		double g = ptx_load(DT_BF16, cc->h, r * n + c);
 		num += (g - acc) * (g - acc);
 		den += acc * acc;
 	}
-	double rel = sqrt(num / den), tf = 2.0 * n * n * n / (t[12] * 1e-3) / 1e12;
+	double rel = sqrt(num / den), tf = 2.0 * m * n * k / (t[12] * 1e-3) / 1e12;
 	bool ok = rel < 1e-2;
-	printf("PERF tile=%s n=%lld group=%d grid=%d median_ms=%.4f min_ms=%.4f max_ms=%.4f tflops=%.1f regs=%d "
-	       "local=%d sampled_rel=%.2e %s\n",
-	       ptx_tiles[tile].name, (long long)n, group, nsm, t[12], t[0], t[24], tf, kr.regs, kr.local, rel,
-	       ok ? "PASS" : "FAIL");
+	printf("PERF tile=%s m=%lld n=%lld k=%lld group=%d grid=%d median_ms=%.4f min_ms=%.4f max_ms=%.4f tflops=%.1f "
+	       "regs=%d local=%d sampled_rel=%.2e %s\n",
+	       ptx_tiles[tile].name, (long long)m, (long long)n, (long long)k, group, nsm, t[12], t[0], t[24], tf,
+	       kr.regs, kr.local, rel, ok ? "PASS" : "FAIL");
 	fflush(stdout);
 	if (!ok)
 		failures++;
@@ -1227,30 +1247,95 @@ perf_one(int tile, int64_t n, Tens *a, Tens *b, Tens *cc, int group)
 	CU(cuModuleUnload(kr.mod));
 }
 
+/* Square sizes, then the per-rank matmuls of the benchmark's layers at
+ * P = 2 (../shared/anchors/tp_overlap.py): attn_out, ffn_down, qkv, ffn_up, small. */
+static const int64_t perf_shapes[][3] = {
+	{4096, 4096, 4096}, {8192, 8192, 8192}, {8192, 8192, 4096}, {8192, 8192, 14336},
+	{8192, 5120, 8192}, {8192, 14336, 8192}, {2048, 8192, 4096},
+};
+
+/* `only`: a tile name, "wgmma" (every wgmma tile), or NULL (every tile). */
 static void
 perf(const char *only)
 {
-	static const int64_t sizes[] = {4096, 8192};
-	for (size_t si = 0; si < NELEM(sizes); si++) {
-		int64_t n = sizes[si];
-		Tens a = tens_new(DT_BF16, n * n), b = tens_new(DT_BF16, n * n), c = tens_new(DT_BF16, n * n);
+	for (size_t si = 0; si < NELEM(perf_shapes); si++) {
+		int64_t m = perf_shapes[si][0], n = perf_shapes[si][1], k = perf_shapes[si][2];
+		Tens a = tens_new(DT_BF16, m * k), b = tens_new(DT_BF16, k * n), c = tens_new(DT_BF16, m * n);
 		tens_random(&a, 1.0);
 		tens_random(&b, 1.0);
 		for (int t = 0; t < ptx_ntiles; t++)
-			if (!only || !strcmp(only, ptx_tiles[t].name))
-				perf_one(t, n, &a, &b, &c, 8);
-		if (!only) /* the L2 grouping of the block list matters: one other setting */
-			perf_one(ptx_tile_byname(PTX_DEFAULT_TILE), n, &a, &b, &c, 0);
+			if (!only || !strcmp(only, ptx_tiles[t].name) ||
+			    (!strcmp(only, "wgmma") && (ptx_tiles[t].kind == PTX_WGMMA || !strcmp(ptx_tiles[t].name, PTX_SYNC_TILE))))
+				perf_one(t, m, n, k, &a, &b, &c, 8);
 		tens_free(&a);
 		tens_free(&b);
 		tens_free(&c);
 	}
 }
 
+/* The flag protocol of both matmul kinds: mma.sync (every thread waits
+ * with the CTA) and wgmma (the TMA producer waits, the consumers follow). */
+static void
+case_flags_late(void)
+{
+	flags_late("128x256x32s4");
+	flags_late("wg128x256x64s4");
+}
+
+static void
+case_flags_timeout(void)
+{
+	flags_timeout("128x256x32s4");
+	flags_timeout("wg128x256x64s4");
+}
+
+/* The wgmma + TMA kernel: ragged edges everywhere (TMA's zero fill and the
+ * predicated epilogue), several tiles per CTA, f16, batches with a shared
+ * operand, chunks of bigger tensors, a fused epilogue, the 128x128 tile. */
+static void
+case_mm_wgmma(void)
+{
+	PtxMatmulSpec s;
+	mm_run("wg_1000_bf16", mm_spec("wg_1000", DT_BF16, 1000, 1000, 1000, "wg128x256x64s4", DT_BF16), 5);
+	mm_run("wg_1x8x8", mm_spec("wg_tiny", DT_BF16, 1, 8, 8, "wg128x256x64s4", DT_F32), 1);
+	mm_run("wg_130x72x24_f16", mm_spec("wg_small", DT_F16, 130, 72, 24, "wg128x128x64s6", DT_F16), 3);
+	mm_run("wg_2048x1536x4096_s3", mm_spec("wg_s3", DT_BF16, 2048, 1536, 4096, "wg128x256x64s3", DT_BF16), nsm);
+	s = mm_spec("wg_batch", DT_F16, 300, 200, 136, "wg128x256x64s4", DT_F16);
+	s.batch = 3;
+	s.lda = 144;
+	s.batch_a = 300 * 144 + 16;
+	s.batch_b = 136 * 200;
+	s.out[0] = (PtxTensor){DT_F16, {300 * 208, 208, 1}};
+	mm_run("wg_batch_f16", s, 11);
+	s = mm_spec("wg_bshared", DT_BF16, 256, 512, 192, "wg128x256x64s4", DT_F32);
+	s.batch = 2;
+	s.batch_a = 256 * 192;
+	s.out[0] = (PtxTensor){DT_F32, {256 * 512, 512, 1}};
+	mm_run("wg_batch_shared_b", s, 3);
+	s = mm_spec("wg_epi", DT_BF16, 250, 383, 512, "wg128x256x64s4", DT_BF16);
+	s.ldb = 384;
+	s.in[0] = (PtxTensor){DT_BF16, {0, 0, 1}};
+	s.in[1] = (PtxTensor){DT_F32, {0, 383, 1}};
+	s.nin = 2;
+	s.out[0] = (PtxTensor){DT_BF16, {0, 383, 1}};
+	s.out[1] = (PtxTensor){DT_F32, {0, 383, 1}};
+	s.nout = 2;
+	prog_or_die(&s.epi, "out0=add(mul(tanh(add(acc,in0)),0.5),in1); out1=sigmoid(acc)");
+	mm_run("wg_epi_bias_res_tanh", s, 7);
+}
+
+/* Small enough for compute-sanitizer: edges, two tiles per CTA, a flag. */
+static void
+case_mm_wgmma_small(void)
+{
+	mm_run("wg_300x520x200", mm_spec("wg_san", DT_BF16, 300, 520, 200, "wg128x256x64s4", DT_BF16), 3);
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
 } cases[] = {
+	{"mm_wgmma", case_mm_wgmma},       {"mm_wgmma_small", case_mm_wgmma_small},
 	{"mm_1000", case_mm_1000},         {"mm_ragged", case_mm_ragged},
 	{"mm_batch", case_mm_batch},       {"mm_epi", case_mm_epi},
 	{"mm_tiles", case_mm_tiles},       {"ew_bcast", case_ew_bcast},

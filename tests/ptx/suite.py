@@ -8,7 +8,7 @@ what must hold of it.
   // NOSPILL                       ptxas -v must report 0 bytes of spill stores and loads
   // ERROR: text                   ptxgen must refuse with exit 2 and this text
 
-Every kernel is assembled with `ptxas -arch=sm_90 -v` where ptxas is found
+Every kernel is assembled with `ptxas -arch=sm_90a -v` where ptxas is found
 (PATH, then $CUDA_HOME/bin, then /usr/local/cuda/bin); without ptxas only the
 CHECK lines run."""
 import os
@@ -70,7 +70,7 @@ def assemble(ptxas, ptx, nospill, Fail):
         f.write(ptx)
         name = f.name
     try:
-        p = subprocess.run([ptxas, "-arch=sm_90", "-v", name, "-o", os.devnull],
+        p = subprocess.run([ptxas, "-arch=sm_90a", "-v", name, "-o", os.devnull],
                            capture_output=True, text=True, timeout=300)
     finally:
         os.unlink(name)

@@ -1,0 +1,433 @@
+/* codegen/wgmma.c -- the Hopper matmul: out = epilogue(A @ B) with wgmma
+ * fed by TMA, warp-specialised and persistent (sm_90a).
+ *
+ * A CTA is one producer warpgroup and `warps_m` consumer warpgroups.  The
+ * producer's thread 0 walks the CTA's block-list entries (c, c+G, ...):
+ * it waits for the entry's input flag (the plan's all_gather -> matmul
+ * edge: the operands are read only after it), then for every k tile of
+ * BK = 64 waits until a stage of the shared-memory ring is empty, arms the
+ * stage's `full` mbarrier with the bytes to come and issues the TMA copies:
+ * one box {64 k, BM rows} of A and BN/64 boxes {64 n, 64 k} of B, all with
+ * the 128-byte swizzle.  The other producer threads leave at once and give
+ * their registers to the consumers (setmaxnreg 40 / 232).
+ *
+ * Consumer warpgroup g owns rows 64 g .. 64 g + 63 of the tile and all BN
+ * columns: per k tile it waits on `full`, issues four wgmma m64nBNk16 with
+ * shared-memory descriptors (A K-major, B N-major: B is row-major k x n, so
+ * imm-trans-b = 1), commits, waits for the previous k tile's group and
+ * frees that stage (one arrival per consumer warp on `empty`).  After the
+ * last k tile the f32 accumulators go through the fused epilogue straight
+ * from registers (codegen/matmul.c), the consumers meet at named barrier 1
+ * and thread 128 raises the entry's output flag (matmul -> reduce_scatter /
+ * all_reduce).  The first MMA of a tile runs with scale-d = 0, so nothing
+ * zeroes the accumulators.
+ *
+ * Shared-memory descriptors (PTX ISA, "matrix descriptor"; the K-major form
+ * checked on an H200 in ../shared/reference/ptx/wgmma_tma_bf16.ptx):
+ *   A, K-major, 128B swizzle: rows of 128 B (64 k), 8-row atoms of 1 KiB:
+ *     SBO = 1024 B, LBO unused (1); a k16 step advances the start by 32 B.
+ *   B, N-major, 128B swizzle: each TMA box is BK rows (k) of 128 B (64 n);
+ *     SBO = 1024 B between 8-k atoms, LBO = 64 * BK * 2 B between the 64-n
+ *     boxes; a k16 step advances the start by 16 rows = 2048 B.
+ * Stage bases are 1024-byte aligned (the swizzle pattern repeats every
+ * 1 KiB), so the descriptors' base offset is 0.
+ *
+ * Edges need no code: TMA fills the parts of a box outside the tensor
+ * (rows beyond m, columns beyond n, k beyond k) with zeros, and the
+ * epilogue's stores are predicated.  A flag wait that times out makes the
+ * producer raise a quit word in shared memory and arrive on the next
+ * `full` barrier without data; the consumers see it at the start of their
+ * next tile and leave, so a CTA never hangs on its own barriers. */
+#include "codegen.h"
+
+#include <stdio.h>
+#include <string.h>
+
+enum {
+	WG_THREADS = 128,
+	WG_BK = 64,            /* k per stage: one 128-byte swizzle row of 16-bit elements */
+	WG_BOXN = 64,          /* n per B box, for the same reason */
+	WG_PRODUCER_REGS = 40, /* setmaxnreg of the producer warpgroup */
+	WG_CONSUMER_REGS = 232,
+	WG_SMEM_MAX = 227 * 1024, /* H100/H200 per-block limit */
+	WG_ALIGN = 1024,       /* swizzle atom: stage bases are aligned to it */
+};
+
+typedef struct Wg {
+	Ptx *p;
+	const PtxMatmulSpec *s;
+	const PtxTile *t;
+	int nwg;              /* consumer warpgroups */
+	int abytes, bbytes;   /* one stage's A and B tiles */
+	int stage;            /* bytes per stage */
+	int bars;             /* offset of the barriers: full[S], empty[S], quit word */
+	int64_t nkt;          /* k tiles */
+	int64_t lda, ldb;
+	Reg base;             /* 1024-aligned shared base */
+	Reg acc[128];
+} Wg;
+
+#define R(r) ptx_rn(p, r)
+
+static int64_t
+ceil_div(int64_t a, int64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+static void
+wg_setup(Wg *w, Ptx *p, const PtxMatmulSpec *s)
+{
+	*w = (Wg){.p = p, .s = s, .t = &ptx_tiles[s->tile]};
+	w->nwg = w->t->warps_m;
+	w->abytes = w->t->bm * WG_BK * 2;
+	w->bbytes = WG_BK * w->t->bn * 2;
+	w->stage = w->abytes + w->bbytes;
+	w->bars = w->t->stages * w->stage;
+	w->nkt = ceil_div(s->k, WG_BK);
+	w->lda = s->lda ? s->lda : s->k;
+	w->ldb = s->ldb ? s->ldb : s->n;
+}
+
+static int
+wg_smem(const Wg *w)
+{
+	return w->bars + 16 * w->t->stages + 16 + WG_ALIGN; /* + slack to align the base */
+}
+
+const char *
+ptx_wgmma_check(const PtxMatmulSpec *s)
+{
+	const PtxTile *t = &ptx_tiles[s->tile];
+	Wg w;
+	wg_setup(&w, NULL, s);
+	if (t->kind != PTX_WGMMA || t->bk != WG_BK || t->warps_n != 1 || t->warps_m < 1 || t->warps_m > 2 ||
+	    t->bm != 64 * t->warps_m || t->bn % WG_BOXN || t->bn < WG_BOXN || t->bn > 256 || t->stages < 2)
+		return "wgmma tile: needs bk 64, bm = 64 per consumer warpgroup (1 or 2), bn a multiple of 64 up to 256";
+	if (wg_smem(&w) > WG_SMEM_MAX)
+		return "wgmma tile: stages do not fit in shared memory";
+	/* TMA: global strides are multiples of 16 bytes and below 2^40 */
+	if (w.lda % 8 || w.ldb % 8 || s->batch_a % 8 || s->batch_b % 8)
+		return "wgmma: TMA needs leading dimensions and batch strides that are multiples of 8 elements";
+	if (w.lda >= (int64_t)1 << 38 || w.ldb >= (int64_t)1 << 38 || s->batch_a >= (int64_t)1 << 38 ||
+	    s->batch_b >= (int64_t)1 << 38 || s->batch >= (int64_t)1 << 31)
+		return "wgmma: strides too large for a tensor map";
+	return NULL;
+}
+
+/* The tensor maps the launcher builds: A {k, m, batch}, B {n, k, batch}. */
+static void
+wg_tmaps(const Wg *w, PtxKernel *k)
+{
+	const PtxMatmulSpec *s = w->s;
+	int64_t ba = s->batch_a ? s->batch : 1, bb = s->batch_b ? s->batch : 1;
+	k->ntmaps = 2;
+	k->tmap[0] = (PtxTmap){.tensor = 0, .dt = s->ab, .dim = {s->k, s->m, ba},
+	                       .stride = {w->lda * 2, (s->batch_a ? s->batch_a : w->lda * s->m) * 2},
+	                       .box = {WG_BK, w->t->bm, 1}};
+	k->tmap[1] = (PtxTmap){.tensor = 1, .dt = s->ab, .dim = {s->n, s->k, bb},
+	                       .stride = {w->ldb * 2, (s->batch_b ? s->batch_b : w->ldb * s->k) * 2},
+	                       .box = {WG_BOXN, WG_BK, 1}};
+}
+
+/* Shared addresses of barrier i of a kind (0 full, 1 empty) and of the quit word. */
+static void
+bar_addr(Wg *w, Reg d, int kind, Reg stage)
+{
+	Ptx *p = w->p;
+	ptx_emit(p, "mad.lo.u32 %s, %s, 8, %s;", R(d), R(stage), R(w->base));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(d), R(d), w->bars + kind * 8 * w->t->stages);
+}
+
+/* Spin on an mbarrier phase: try_wait suspends in hardware for a while. */
+static void
+bar_wait(Wg *w, Reg addr, Reg parity)
+{
+	Ptx *p = w->p;
+	int again = ptx_label(p);
+	Reg q = ptx_reg(p, RC_PRED);
+	ptx_place(p, again);
+	ptx_emit(p, "mbarrier.try_wait.parity.shared::cta.b64 %s, [%s], %s;", R(q), R(addr), R(parity));
+	ptx_emit(p, "@!%s bra $L%d;", R(q), again);
+}
+
+/* stage = (stage + 1) % S, phase flips when it wraps */
+static void
+next_stage(Wg *w, Reg stage, Reg phase)
+{
+	Ptx *p = w->p;
+	Reg q = ptx_reg(p, RC_PRED);
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(stage), R(stage));
+	ptx_emit(p, "setp.eq.u32 %s, %s, %d;", R(q), R(stage), w->t->stages);
+	ptx_emit(p, "@%s mov.u32 %s, 0;", R(q), R(stage));
+	ptx_emit(p, "@%s xor.b32 %s, %s, 1;", R(q), R(phase), R(phase));
+}
+
+/* Thread 0 of the producer warpgroup. */
+static void
+wg_producer(Wg *w, Reg stage, Reg phase)
+{
+	Ptx *p = w->p;
+	const PtxMatmulSpec *s = w->s;
+	int loop = ptx_label(p), done = ptx_label(p), quit_l = ptx_label(p), kloop = ptx_label(p);
+	Reg q = ptx_reg(p, RC_PRED), quit = ptx_reg(p, RC_PRED), n = ptx_reg(p, RC_B32);
+	Reg tma = ptx_reg(p, RC_B64), tmb = ptx_reg(p, RC_B64), kt = ptx_reg(p, RC_B32);
+	Reg full = ptx_reg(p, RC_B32), empty = ptx_reg(p, RC_B32), dst = ptx_reg(p, RC_B32);
+	Reg kc = ptx_reg(p, RC_B32), m0 = ptx_reg(p, RC_B32), n0 = ptx_reg(p, RC_B32), c = ptx_reg(p, RC_B32);
+	Reg za = ptx_reg(p, RC_B32), zb = ptx_reg(p, RC_B32), ph1 = ptx_reg(p, RC_B32), st = ptx_reg(p, RC_B64);
+	Reg qa = ptx_reg(p, RC_B32);
+
+	ptx_emit(p, "mov.b64 %s, tm0;", R(tma));
+	ptx_emit(p, "cvta.param.u64 %s, %s;", R(tma), R(tma));
+	ptx_emit(p, "mov.b64 %s, tm1;", R(tmb));
+	ptx_emit(p, "cvta.param.u64 %s, %s;", R(tmb), R(tmb));
+	ptx_emit(p, "prefetch.tensormap [%s];", R(tma));
+	ptx_emit(p, "prefetch.tensormap [%s];", R(tmb));
+	ptx_place(p, loop);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(p->blk), R(p->param[1]));
+	ptx_emit(p, "@%s bra $L%d;", R(q), done);
+	ptx_emit(p, "mad.wide.u32 %s, %s, %d, %s;", R(p->entry), R(p->blk), (int)sizeof(PtxBlock), R(p->param[0]));
+	ptx_flag_wait(p, quit);
+	ptx_emit(p, "@%s bra $L%d;", R(quit), quit_l);
+	/* the operands were written by other proxies (NCCL, copy engines, other
+	 * kernels) and are read by TMA, the async proxy */
+	ptx_emit(p, "fence.proxy.async.global;");
+	ptx_trace_stamp(p, 0);
+	ptx_emit(p, "ld.global.nc.v2.u32 {%s, %s}, [%s];", R(p->x), R(p->y), R(p->entry));
+	ptx_emit(p, "ld.global.nc.u32 %s, [%s+8];", R(p->z), R(p->entry));
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(m0), R(p->x), w->t->bm);
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(n0), R(p->y), w->t->bn);
+	/* an operand shared by every batch has a map of one batch */
+	ptx_emit(p, "mov.u32 %s, %s;", R(za), s->batch_a ? R(p->z) : "0");
+	ptx_emit(p, "mov.u32 %s, %s;", R(zb), s->batch_b ? R(p->z) : "0");
+	ptx_emit(p, "mov.u32 %s, 0;", R(kt));
+	ptx_place(p, kloop);
+	bar_addr(w, empty, 1, stage);
+	ptx_emit(p, "xor.b32 %s, %s, 1;", R(ph1), R(phase)); /* a fresh barrier counts as released */
+	bar_wait(w, empty, ph1);
+	bar_addr(w, full, 0, stage);
+	ptx_emit(p, "mbarrier.arrive.expect_tx.shared::cta.b64 %s, [%s], %d;", R(st), R(full), w->stage);
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(dst), R(stage), w->stage, R(w->base));
+	ptx_emit(p, "shl.b32 %s, %s, 6;", R(kc), R(kt)); /* k of the tile: kt * 64 */
+	ptx_emit(p, "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s];",
+	         R(dst), R(tma), R(kc), R(m0), R(za), R(full));
+	for (int i = 0; i < w->t->bn / WG_BOXN; i++) {
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(qa), R(dst), w->abytes + i * WG_BOXN * WG_BK * 2);
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(c), R(n0), i * WG_BOXN);
+		ptx_emit(p, "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s];",
+		         R(qa), R(tmb), R(c), R(kc), R(zb), R(full));
+	}
+	next_stage(w, stage, phase);
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(kt), R(kt));
+	ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(q), R(kt), (long long)w->nkt);
+	ptx_emit(p, "@%s bra $L%d;", R(q), kloop);
+	ptx_emit(p, "mov.u32 %s, %%nctaid.x;", R(n));
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(p->blk), R(p->blk), R(n));
+	ptx_emit(p, "bra $L%d;", loop);
+	/* A wait timed out: tell the consumers, through the next full barrier,
+	 * once they have emptied it (a parity wait sees only one phase ahead). */
+	ptx_place(p, quit_l);
+	bar_addr(w, empty, 1, stage);
+	ptx_emit(p, "xor.b32 %s, %s, 1;", R(ph1), R(phase));
+	bar_wait(w, empty, ph1);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(qa), R(w->base), w->bars + 16 * w->t->stages);
+	ptx_emit(p, "st.shared.u32 [%s], 1;", R(qa));
+	bar_addr(w, full, 0, stage);
+	ptx_emit(p, "mbarrier.arrive.shared::cta.b64 %s, [%s];", R(st), R(full));
+	ptx_place(p, done);
+	ptx_emit(p, "ret;");
+}
+
+/* The descriptor of a shared address with the 128-byte swizzle. */
+static void
+desc_of(Wg *w, Reg d, Reg addr, int lbo, int sbo)
+{
+	Ptx *p = w->p;
+	unsigned long long hi = (1ull << 62) | ((unsigned long long)(sbo >> 4) << 32) | ((unsigned long long)(lbo >> 4) << 16);
+	ptx_emit(p, "cvt.u64.u32 %s, %s;", R(d), R(addr));
+	ptx_emit(p, "and.b64 %s, %s, 262143;", R(d), R(d));
+	ptx_emit(p, "shr.u64 %s, %s, 4;", R(d), R(d));
+	ptx_emit(p, "or.b64 %s, %s, %llu;", R(d), R(d), hi);
+}
+
+static void
+wg_mma(Wg *w, Reg da, Reg db, Reg scale)
+{
+	Ptx *p = w->p;
+	Buf regs = {0};
+	int nacc = w->t->bn / 2;
+	for (int i = 0; i < nacc; i++)
+		buf_printf(&regs, "%s%s", i ? ", " : "", R(w->acc[i]));
+	ptx_emit(p, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, %s, %s, %s, 1, 1, 0, 1;", w->t->bn,
+	         ty_dtypes[w->s->ab].name, ty_dtypes[w->s->ab].name, regs.s, R(da), R(db), R(scale));
+	buf_free(&regs);
+}
+
+/* A consumer warpgroup: the k loop of each tile, the epilogue, the flag. */
+static void
+wg_consumer(Wg *w, Reg stage, Reg phase)
+{
+	Ptx *p = w->p;
+	int loop = ptx_label(p), done = ptx_label(p), kloop = ptx_label(p), first = ptx_label(p);
+	int go = ptx_label(p);
+	Reg q = ptx_reg(p, RC_PRED), n = ptx_reg(p, RC_B32), ct = ptx_reg(p, RC_B32), g = ptx_reg(p, RC_B32);
+	Reg lane = ptx_reg(p, RC_B32), wid = ptx_reg(p, RC_B32), t = ptx_reg(p, RC_B32);
+	Reg a0 = ptx_reg(p, RC_B32), da0 = ptx_reg(p, RC_B64), db0 = ptx_reg(p, RC_B64);
+	Reg da = ptx_reg(p, RC_B64), db = ptx_reg(p, RC_B64), so = ptx_reg(p, RC_B64);
+	Reg kt = ptx_reg(p, RC_B32), full = ptx_reg(p, RC_B32), empty = ptx_reg(p, RC_B32);
+	Reg prev = ptx_reg(p, RC_B32), qa = ptx_reg(p, RC_B32), qv = ptx_reg(p, RC_B32);
+	Reg scale = ptx_reg(p, RC_PRED), yes = ptx_reg(p, RC_PRED), lane0 = ptx_reg(p, RC_PRED);
+	Reg raiser = ptx_reg(p, RC_PRED), r0 = ptx_reg(p, RC_B32), c0 = ptx_reg(p, RC_B32);
+	Reg st = ptx_reg(p, RC_B64), rr = ptx_reg(p, RC_B32), cc = ptx_reg(p, RC_B32);
+	PtxMmFrag f = {.r0 = rr, .c0 = cc, .mi = 1, .nj = w->t->bn / 8, .acc = w->acc};
+
+	ptx_emit(p, "sub.u32 %s, %s, %d;", R(ct), R(p->tid), WG_THREADS);
+	ptx_emit(p, "shr.u32 %s, %s, 7;", R(g), R(ct));
+	ptx_emit(p, "and.b32 %s, %s, 31;", R(lane), R(ct));
+	ptx_emit(p, "shr.u32 %s, %s, 5;", R(wid), R(ct)); /* consumer warp 0 .. 4 nwg - 1 */
+	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(lane0), R(lane));
+	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(raiser), R(ct));
+	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(yes), R(ct), R(ct));
+	/* descriptors of stage 0: A rows 64 g.., B from its first box */
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(a0), R(g), 64 * WG_BK * 2, R(w->base));
+	desc_of(w, da0, a0, 16, 1024);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(a0), R(w->base), w->abytes);
+	desc_of(w, db0, a0, WG_BOXN * WG_BK * 2, 1024);
+	/* the epilogue's first row and column within a tile */
+	ptx_emit(p, "and.b32 %s, %s, 3;", R(t), R(lane));
+	ptx_emit(p, "shl.b32 %s, %s, 1;", R(c0), R(t));
+	ptx_emit(p, "shr.u32 %s, %s, 2;", R(t), R(lane));
+	ptx_emit(p, "mad.lo.u32 %s, %s, 16, %s;", R(r0), R(wid), R(t)); /* 64 g + 16 (warp in g) */
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(qa), R(w->base), w->bars + 16 * w->t->stages);
+
+	ptx_place(p, loop);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(p->blk), R(p->param[1]));
+	ptx_emit(p, "@%s bra $L%d;", R(q), done);
+	ptx_emit(p, "mad.wide.u32 %s, %s, %d, %s;", R(p->entry), R(p->blk), (int)sizeof(PtxBlock), R(p->param[0]));
+	ptx_emit(p, "mov.u32 %s, 0;", R(kt));
+	/* the first k tile, peeled: only there may the producer have given up
+	 * (and off the k loop's back edge, ptxas need not drain the MMAs) */
+	bar_addr(w, full, 0, stage);
+	bar_wait(w, full, phase);
+	ptx_emit(p, "ld.shared.u32 %s, [%s];", R(qv), R(qa));
+	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(qv));
+	ptx_emit(p, "@%s bra $L%d;", R(q), done);
+	ptx_emit(p, "bra $L%d;", go);
+	ptx_place(p, kloop);
+	bar_addr(w, full, 0, stage);
+	bar_wait(w, full, phase);
+	ptx_place(p, go);
+	ptx_emit(p, "mul.wide.u32 %s, %s, %d;", R(so), R(stage), w->stage >> 4);
+	ptx_emit(p, "add.u64 %s, %s, %s;", R(da), R(da0), R(so));
+	ptx_emit(p, "add.u64 %s, %s, %s;", R(db), R(db0), R(so));
+	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(scale), R(kt));
+	ptx_emit(p, "wgmma.fence.sync.aligned;");
+	for (int kk = 0; kk < WG_BK / 16; kk++) {
+		if (kk) {
+			ptx_emit(p, "add.u64 %s, %s, 2;", R(da), R(da));       /* 32 B */
+			ptx_emit(p, "add.u64 %s, %s, 128;", R(db), R(db));     /* 2048 B */
+		}
+		wg_mma(w, da, db, kk ? yes : scale);
+	}
+	ptx_emit(p, "wgmma.commit_group.sync.aligned;");
+	/* the previous k tile's MMAs are done: its stage can be refilled */
+	ptx_emit(p, "wgmma.wait_group.sync.aligned 1;");
+	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(q), R(kt));
+	ptx_emit(p, "@%s bra $L%d;", R(q), first);
+	bar_addr(w, empty, 1, prev);
+	ptx_emit(p, "@%s mbarrier.arrive.shared::cta.b64 %s, [%s];", R(lane0), R(st), R(empty));
+	ptx_place(p, first);
+	ptx_emit(p, "mov.u32 %s, %s;", R(prev), R(stage));
+	next_stage(w, stage, phase);
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(kt), R(kt));
+	ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(q), R(kt), (long long)w->nkt);
+	ptx_emit(p, "@%s bra $L%d;", R(q), kloop);
+	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;");
+	bar_addr(w, empty, 1, prev);
+	ptx_emit(p, "@%s mbarrier.arrive.shared::cta.b64 %s, [%s];", R(lane0), R(st), R(empty));
+
+	/* epilogue: absolute row and column of this thread's fragment */
+	ptx_emit(p, "ld.global.nc.v2.u32 {%s, %s}, [%s];", R(p->x), R(p->y), R(p->entry));
+	ptx_emit(p, "ld.global.nc.u32 %s, [%s+8];", R(p->z), R(p->entry));
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(rr), R(p->x), w->t->bm, R(r0));
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(cc), R(p->y), w->t->bn, R(c0));
+	ptx_mm_epilogue(p, w->s, &f);
+	ptx_emit(p, "bar.sync 1, %d;", WG_THREADS * w->nwg);
+	ptx_flag_raise(p, raiser);
+	ptx_emit(p, "mov.u32 %s, %%nctaid.x;", R(n));
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(p->blk), R(p->blk), R(n));
+	ptx_emit(p, "bra $L%d;", loop);
+	ptx_place(p, done);
+	ptx_emit(p, "ret;");
+}
+
+void
+ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
+{
+	const char *why = ptx_matmul_check(s);
+	Ptx px, *p = &px;
+	Wg w;
+	Reg stage, phase, a, q;
+	int consumer;
+
+	if (why)
+		die("ptx_emit_wgmma: %s", why);
+	wg_setup(&w, p, s);
+	memset(k, 0, sizeof *k);
+	wg_tmaps(&w, k);
+	ptx_kernel_begin_tm(p, b, s->name, 2 + s->nin + s->nout, k->ntmaps, WG_THREADS * (1 + w.nwg), 1);
+	p->site = s->site;
+	buf_printf(&p->head, "// matmul %s %lldx%lldx%lld batch %lld, tile %s: wgmma + TMA, %d consumer warpgroups\n",
+	           ty_dtypes[s->ab].name, (long long)s->m, (long long)s->n, (long long)s->k, (long long)s->batch,
+	           w.t->name, w.nwg);
+	for (int i = 0; i < w.t->bn / 2; i++)
+		w.acc[i] = ptx_reg(p, RC_F32);
+	ptx_params(p, 2 + s->nin + s->nout);
+	w.base = ptx_reg(p, RC_B32);
+	stage = ptx_reg(p, RC_B32);
+	phase = ptx_reg(p, RC_B32);
+	a = ptx_reg(p, RC_B32);
+	q = ptx_reg(p, RC_PRED);
+	ptx_emit(p, "mov.u32 %s, ptx_smem;", R(w.base));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(w.base), R(w.base), WG_ALIGN - 1);
+	ptx_emit(p, "and.b32 %s, %s, %d;", R(w.base), R(w.base), -WG_ALIGN);
+	/* thread 0 makes the barriers: full[i] waits for one arrival (plus the
+	 * bytes), empty[i] for one per consumer warp */
+	{
+		int skip = ptx_label(p);
+		ptx_emit(p, "@!%s bra $L%d;", R(p->is_t0), skip);
+		for (int i = 0; i < w.t->stages; i++) {
+			ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), w.bars + 8 * i);
+			ptx_emit(p, "mbarrier.init.shared::cta.b64 [%s], 1;", R(a));
+			ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), w.bars + 8 * (w.t->stages + i));
+			ptx_emit(p, "mbarrier.init.shared::cta.b64 [%s], %d;", R(a), 4 * w.nwg);
+		}
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), w.bars + 16 * w.t->stages);
+		ptx_emit(p, "st.shared.u32 [%s], 0;", R(a));
+		ptx_emit(p, "fence.mbarrier_init.release.cluster;");
+		ptx_place(p, skip);
+	}
+	ptx_emit(p, "bar.sync 0;");
+	ptx_emit(p, "mov.u32 %s, 0;", R(stage));
+	ptx_emit(p, "mov.u32 %s, 0;", R(phase));
+	consumer = ptx_label(p);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %d;", R(q), R(p->tid), WG_THREADS);
+	ptx_emit(p, "@%s bra $L%d;", R(q), consumer);
+	ptx_emit(p, "setmaxnreg.dec.sync.aligned.u32 %d;", WG_PRODUCER_REGS);
+	{
+		int out = ptx_label(p);
+		ptx_emit(p, "@!%s bra $L%d;", R(p->is_t0), out);
+		wg_producer(&w, stage, phase);
+		ptx_place(p, out);
+		ptx_emit(p, "ret;");
+	}
+	ptx_place(p, consumer);
+	ptx_emit(p, "setmaxnreg.inc.sync.aligned.u32 %d;", WG_CONSUMER_REGS);
+	wg_consumer(&w, stage, phase);
+	ptx_kernel_end(p);
+	snprintf(k->name, sizeof k->name, "%s", s->name);
+	k->threads = WG_THREADS * (1 + w.nwg);
+	k->smem = wg_smem(&w);
+	k->ntensors = 2 + s->nin + s->nout;
+	k->nblocks = ptx_matmul_blocks(s, 0, NULL);
+}
