@@ -210,7 +210,7 @@ extern const char *const ptx_param_names[PTX_NPARAM];
 const char *ptx_matmul_check(const PtxMatmulSpec *s);
 void ptx_emit_matmul(Buf *b, const PtxMatmulSpec *s, PtxKernel *k); /* either kind */
 int ptx_tile_byname(const char *name); /* -1 if none */
-#define PTX_DEFAULT_TILE "wg128x256x64s4"
+#define PTX_DEFAULT_TILE "wg128x256x64s3"
 #define PTX_SYNC_TILE "128x256x32s4" /* the default where TMA cannot be used */
 int ptx_matmul_default_tile(const PtxMatmulSpec *s); /* the tile to use when none is asked for */
 /* Fills all tiles (when out is not NULL) in grouped order: `group` tile rows

@@ -195,10 +195,10 @@ emit(Args *a)
 		s->nin = a->nin;
 		memcpy(s->out, a->out, sizeof a->out);
 		s->nout = a->nout;
-		if (s->tile < 0)
-			s->tile = ptx_matmul_default_tile(s);
 		if (!s->nout) /* C contiguous [batch][m][n] */
 			s->out[s->nout++] = (PtxTensor){a->out_dt, {s->m * s->n, s->n, 1}};
+		if (s->tile < 0) /* after the outputs: the choice checks the whole spec */
+			s->tile = ptx_matmul_default_tile(s);
 		if ((why = ptx_matmul_check(s)))
 			usage("%s", why);
 		ptx_emit_matmul(&b, s, &k);
