@@ -22,7 +22,7 @@ def tests(root, run, Fail):
         except doccheck.DocFail as e:
             def broken(e=e, rel=rel):
                 raise Fail(" %s: %s" % (rel, e))
-            res.append(("docs/" + rel + " (malformed)", broken))
+            res.append((rel + ": malformed", broken))
             continue
 
         def one(path=path):
@@ -30,7 +30,14 @@ def tests(root, run, Fail):
                 doccheck.check_doc(path, gpu)
             except doccheck.DocFail as e:
                 raise Fail(" " + str(e))
-        res.append(("docs/" + rel + " (its shell commands, run)", one))
+        res.append((rel + ": every $ command run, its output compared", one))
+    import langref
+
+    def reference():
+        bad = langref.problems(root)
+        if bad:
+            raise Fail(" docs/language.md omits what the C tables define:\n  " + "\n  ".join(bad))
+    res.append(("docs/language.md names every builtin, op and conversion of ir/rules.c and ir/ops.h", reference))
     if skipped["gpu"] or skipped["skip"]:
         print("docs: skipped %d GPU-only command(s)%s and %d marked <!-- skip -->" %
               (skipped["gpu"], "" if gpu else " (no GPU or no syncrun-gpu here)", skipped["skip"]))
