@@ -12,8 +12,7 @@
 .SUFFIXES:
 
 CC      ?= cc
-PREFIX  ?= /usr/local
-SHAREDIR ?= $(PREFIX)/share/syncc
+include mk/dirs.mk
 CFLAGS  ?= -O2 -g
 WARN    := -std=c11 -Wall -Wextra -Wpedantic -Werror -Wno-unused-function
 DEFS    := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DSYNCC_SHAREDIR='"$(SHAREDIR)"'
@@ -133,20 +132,8 @@ else
 	@echo "gen-check: re2c and bison not found; committed lexer/parser used as they are"
 endif
 
-# `use` looks in $(SHAREDIR)/stdlib after stdlib/ beside the binary, profiles
-# in $(SHAREDIR)/profiles; with CUDA also the GPU runner, libsyncrt and the
-# headers launchers include (syncrun-gpu looks in ../include/syncc).  The
-# share dir is compiled in: build with the same PREFIX you install to.
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SHAREDIR)/stdlib $(DESTDIR)$(SHAREDIR)/profiles
-	install -m 755 syncc syncrun $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 stdlib/*.syn $(DESTDIR)$(SHAREDIR)/stdlib/
-	install -m 644 profiles/*.prof $(DESTDIR)$(SHAREDIR)/profiles/
-	if [ -f libsyncrt.a ]; then \
-		install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/syncc && \
-		install -m 755 syncrun-gpu $(DESTDIR)$(PREFIX)/bin/ && \
-		install -m 644 libsyncrt.a libsyncrt.so $(DESTDIR)$(PREFIX)/lib/ && \
-		install -m 644 runtime/syncrt.h runtime/comm.h $(DESTDIR)$(PREFIX)/include/syncc/; fi
+# make install / make uninstall, the compiled-in dirs, syncrt.pc: mk/install.mk
+# (included below, after runtime/runtime.mk, which says whether libsyncrt is built).
 
 clean:
 	rm -rf $(BUILD) syncc syncrun libsyncc.a
@@ -154,6 +141,7 @@ clean:
 include codegen/codegen.mk
 include runtime/runtime.mk
 include bench/bench.mk
+include mk/install.mk
 
 # The scheduler's own benchmark (bench/compile): not part of the tests.
 $(BUILD)/schedbench: $(BUILD)/tools/schedbench.o libsyncc.a

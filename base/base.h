@@ -50,6 +50,8 @@ NORETURN void die_at(const char *file, int line, const char *fmt, ...) PRINTF(3,
 bool ck_add(int64_t a, int64_t b, int64_t *r);
 bool ck_mul(int64_t a, int64_t b, int64_t *r);
 bool read_file(const char *path, char **text, size_t *len, size_t limit, const char **why);
+const char *exe_dir(void);   /* the running binary's directory, or NULL */
+const char *share_dir(void); /* the installed data: stdlib/, profiles/ */
 
 /* Arenas: named lifetimes, no per-object free (QBE's pools). */
 typedef struct Arena Arena;

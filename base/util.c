@@ -5,6 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#ifndef SYNCC_SHAREDIR
+#define SYNCC_SHAREDIR "/usr/local/share/syncc"
+#endif
 
 void *
 xmalloc(size_t n)
@@ -333,4 +338,38 @@ buf_free(Buf *b)
 {
 	free(b->s);
 	*b = (Buf){0};
+}
+
+/* The directory of the running binary, through /proc/self/exe. */
+const char *
+exe_dir(void)
+{
+	static char dir[4096];
+	ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
+	char *slash;
+	if (n <= 0)
+		return NULL;
+	dir[n] = 0;
+	if (!(slash = strrchr(dir, '/')))
+		return NULL;
+	*slash = 0;
+	return dir;
+}
+
+/* The share dir is compiled in (SYNCC_SHAREDIR, from the Makefile's
+ * datadir), but an installed tree that was moved, or staged with
+ * DESTDIR, still finds its own data: PARENT/share/syncc beside
+ * PARENT/bin/ is taken first when it exists. */
+const char *
+share_dir(void)
+{
+	static char dir[4200];
+	const char *exe = exe_dir();
+	const char *slash = exe ? strrchr(exe, '/') : NULL;
+	if (slash) {
+		snprintf(dir, sizeof dir, "%.*s/share/syncc", (int)(slash - exe), exe);
+		if (strcmp(dir, SYNCC_SHAREDIR) && access(dir, R_OK | X_OK) == 0)
+			return dir;
+	}
+	return SYNCC_SHAREDIR;
 }

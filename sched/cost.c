@@ -137,28 +137,24 @@ prof_load(Profile *p, const char *path, char *err, size_t n)
 }
 
 /* A name is looked up as profiles/NAME.prof beside the binary, then in
- * the share dir; anything with a '/' or ending in .prof is a path. */
+ * the share dir (share_dir()); anything with a '/' or ending in .prof is
+ * a path. */
 bool
 prof_find(Profile *p, const char *name, char *err, size_t n)
 {
-	char path[8400], exe[4096];
-	ssize_t k;
+	char path[8400];
+	const char *exe = exe_dir();
 	if (strchr(name, '/') || (strlen(name) > 5 && strcmp(name + strlen(name) - 5, ".prof") == 0))
 		return prof_load(p, name, err, n);
-	k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (k > 0) {
-		char *slash;
-		exe[k] = 0;
-		if ((slash = strrchr(exe, (int)0x2f)))
-			*slash = 0;
+	if (exe) {
 		snprintf(path, sizeof path, "%s/profiles/%s.prof", exe, name);
 		if (access(path, R_OK) == 0)
 			return prof_load(p, path, err, n);
 	}
-	snprintf(path, sizeof path, "%s/profiles/%s.prof", SYNCC_SHAREDIR, name);
+	snprintf(path, sizeof path, "%s/profiles/%s.prof", share_dir(), name);
 	if (access(path, R_OK) == 0)
 		return prof_load(p, path, err, n);
-	snprintf(err, n, "no profile '%s' (looked in profiles/ beside the binary and in %s/profiles)", name, SYNCC_SHAREDIR);
+	snprintf(err, n, "no profile '%s' (looked in profiles/ beside the binary and in %s/profiles)", name, share_dir());
 	return false;
 }
 

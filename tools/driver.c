@@ -10,10 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifndef SYNCC_SHAREDIR
-#define SYNCC_SHAREDIR "/usr/local/share/syncc"
-#endif
-
 static const struct {
 	OptId id;
 	const char *lng;  /* --name */
@@ -283,10 +279,12 @@ as_written(Driver *d, const char *a, const char *val, bool attached)
 int
 drv_args(Driver *d, int argc, char **argv, const OptId *allowed, int nallowed, const char *usage)
 {
+	static char sharedir[4300];
 	int ranks_given = 0;
 	d->mem_budget = -1;
 	d->opt.libdir = drv_libdir();
-	d->opt.sharedir = SYNCC_SHAREDIR "/stdlib";
+	snprintf(sharedir, sizeof sharedir, "%s/stdlib", share_dir());
+	d->opt.sharedir = sharedir;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *val = NULL;
 		size_t k, n = 0;
@@ -368,20 +366,15 @@ drv_print_passes(FILE *f)
 	fprintf(f, "\n");
 }
 
-/* stdlib/ beside the binary: found through /proc/self/exe. */
+/* stdlib/ beside the binary (the source tree it was built in). */
 const char *
 drv_libdir(void)
 {
-	static char dir[4096];
-	ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 16);
-	char *slash;
-	if (n <= 0)
+	static char dir[4200];
+	const char *exe = exe_dir();
+	if (!exe)
 		return NULL;
-	dir[n] = 0;
-	slash = strrchr(dir, '/');
-	if (!slash)
-		return NULL;
-	strcpy(slash, "/stdlib");
+	snprintf(dir, sizeof dir, "%s/stdlib", exe);
 	return dir;
 }
 

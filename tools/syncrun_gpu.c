@@ -304,20 +304,28 @@ check_outputs(Job *j, int P, int first, int nlocal)
 	return ok;
 }
 
-/* The include and library directories of libsyncrt: the source tree the
- * binary was built in, or an installed prefix. */
+#ifndef SYNCC_INCLUDEDIR
+#define SYNCC_INCLUDEDIR "/usr/local/include"
+#endif
+
+/* The directory of syncrt.h, which the launchers include: the source tree
+ * the binary was built in, an installed prefix (PARENT/include/syncc
+ * beside PARENT/bin, so a staged or moved install works), or the
+ * includedir the Makefile compiled in. */
 static void
 runtime_dirs(char *inc, size_t n)
 {
-	char exe[2048];
-	ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	char *slash;
-	exe[k > 0 ? k : 0] = 0;
-	if ((slash = strrchr(exe, '/')))
-		*slash = 0;
-	snprintf(inc, n, "%s/runtime", exe);
-	if (access(inc, R_OK))
-		snprintf(inc, n, "%s/../include/syncc", exe);
+	const char *exe = exe_dir();
+	const char *slash = exe ? strrchr(exe, '/') : NULL;
+	snprintf(inc, n, "%s/runtime", exe ? exe : ".");
+	if (access(inc, R_OK) == 0)
+		return;
+	if (slash) {
+		snprintf(inc, n, "%.*s/include/syncc", (int)(slash - exe), exe);
+		if (access(inc, R_OK) == 0)
+			return;
+	}
+	snprintf(inc, n, "%s/syncc", SYNCC_INCLUDEDIR);
 }
 
 static AnyFn

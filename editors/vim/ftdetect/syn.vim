@@ -1,0 +1,2 @@
+" editors/vim/ftdetect/syn.vim -- syncc operator files
+autocmd BufRead,BufNewFile *.syn setfiletype syn
