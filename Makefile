@@ -33,7 +33,7 @@ LIB_SRC := base/util.c base/diag.c \
            runtime/sim_tensor.c runtime/sim_comm.c runtime/sim_run.c runtime/sim_plan.c \
            codegen/ptx.c codegen/prog.c codegen/matmul.c codegen/wgmma.c codegen/ew.c codegen/rows.c codegen/lower.c \
            codegen/host.c codegen/cubin.c \
-           tools/driver.c
+           tools/driver.c tools/calib.c
 GEN_SRC := lexer/lexer.c parser/parser.c
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -104,7 +104,7 @@ FUZZ_SECONDS ?= 600
 
 $(BUILD)/fuzz/syncc-fuzz: tests/fuzz/fuzz_front.c $(LIB_SRC) $(HDRS)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(filter-out -Wpedantic,$(WARN)) -Wno-unused-but-set-variable -Wno-unknown-warning-option $(DEFS) $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_front.c $(filter-out tools/driver.c,$(LIB_SRC)) -lm
+	$(FUZZ_CC) $(filter-out -Wpedantic,$(WARN)) -Wno-unused-but-set-variable -Wno-unknown-warning-option $(DEFS) $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_front.c $(filter-out tools/driver.c tools/calib.c,$(LIB_SRC)) -lm
 
 fuzz-build: $(BUILD)/fuzz/syncc-fuzz
 

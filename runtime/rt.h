@@ -116,6 +116,7 @@ int rt_plan_cap(int nranks); /* entries a plan may need */
 
 /* ---- rt_ptx.c ---- */
 extern const char rt_builtin_ptx[];
+extern const char rt_tool_ptx[]; /* rt_cal_*, rt_ref_matmul */
 
 #ifdef RT_CUDA
 /* ================= the GPU half ================= */

@@ -16,6 +16,7 @@
 enum { TRACE_RECORDS = 1 << 16, SETTLE_SLEEP_US = 50 };
 
 static const syn_image builtin = {"libsyncrt built-in", rt_builtin_ptx, NULL, 0};
+static const syn_image tools = {"libsyncrt tools", rt_tool_ptx, NULL, 0};
 
 /* ================= errors ================= */
 
@@ -853,6 +854,40 @@ world_comms(syn_ctx **cs, int n)
 	return SYN_OK;
 }
 
+/* The GPUs of a one-process world: each visible, none twice. */
+static int
+check_devices(syn_ctx *c, int n, const int *dev, int have)
+{
+	const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+	if (!dev && have < n)
+		return rt_seterr(c, SYN_EARG, "syn_init_local: %d GPUs asked for, %d visible%s%s", n, have,
+		                 vis ? " with CUDA_VISIBLE_DEVICES=" : "", vis ? vis : "");
+	for (int i = 0; dev && i < n; i++) {
+		if (dev[i] < 0 || dev[i] >= have)
+			return rt_seterr(c, SYN_EARG, "syn_init_local: rank %d on GPU %d, but only GPUs 0 to %d are visible%s%s",
+			                 i, dev[i], have - 1, vis ? " with CUDA_VISIBLE_DEVICES=" : "", vis ? vis : "");
+		for (int j = 0; j < i; j++)
+			if (dev[j] == dev[i])
+				return rt_seterr(c, SYN_EARG, "syn_init_local: ranks %d and %d both on GPU %d", j, i, dev[i]);
+	}
+	return SYN_OK;
+}
+
+int
+syn_device_count(int *n)
+{
+	*n = 0;
+	if (cuInit(0) != CUDA_SUCCESS || cuDeviceGetCount(n) != CUDA_SUCCESS)
+		return SYN_ECUDA;
+	return SYN_OK;
+}
+
+const syn_image *
+syn_builtin_image(void)
+{
+	return &tools;
+}
+
 int
 syn_init_local(int n, syn_ctx **cs, const syn_opts *o)
 {
@@ -883,10 +918,10 @@ syn_init_local(int n, syn_ctx **cs, const syn_opts *o)
 		return rt_seterr(cs[0], r, "%s", err);
 	if ((r = rt_cu(cs[0], cuInit(0), "cuInit")) || (r = rt_cu(cs[0], cuDeviceGetCount(&have), "cuDeviceGetCount")))
 		return r;
-	if (have < n)
-		return rt_seterr(cs[0], SYN_EARG, "syn_init_local: %d GPUs asked for, %d visible", n, have);
+	if ((r = check_devices(cs[0], n, o ? o->devices : NULL, have)))
+		return r;
 	for (int i = 0; i < n; i++)
-		if ((r = ctx_open(cs[i], i)))
+		if ((r = ctx_open(cs[i], o && o->devices ? o->devices[i] : i)))
 			return r;
 	for (int i = 0; i < n; i++) {
 		rt_fmt(cs[i]->node, sizeof cs[i]->node, "process");

@@ -38,6 +38,16 @@ int64_t sim_offset(const Tensor *t, const int64_t *idx);
 void sim_unary(Op op, const Tensor *a, Tensor *out, DType store, SimMode m);
 void sim_binary(Op op, const Tensor *a, const Tensor *b, Tensor *out, DType store, SimMode m);
 void sim_matmul(const Tensor *a, const Tensor *b, Tensor *out, DType store, SimMode m);
+/* A 2-D matmul done elsewhere on f32 copies, accumulating in f32 (syncrun-gpu's
+ * reference on a GPU for shapes the CPU loop is too slow for): C[M,N] =
+ * A[M,K] B[K,N]; false when it failed, `why` says how. */
+typedef struct SimMatmulHook {
+	bool (*mm)(void *ctx, const float *a, const float *b, float *c, int64_t M, int64_t N, int64_t K, char *why,
+	           size_t n);
+	void *ctx;
+} SimMatmulHook;
+bool sim_matmul_hooked(const Tensor *a, const Tensor *b, Tensor *out, DType store, SimMode m, const SimMatmulHook *h,
+                       char *why, size_t n);
 void sim_reduce(Op op, const Tensor *a, int axis, int64_t divisor, Tensor *out, DType store, SimMode m);
 void sim_transpose(const Tensor *a, int d1, int d2, Tensor *out);
 void sim_copy_flat(const Tensor *a, Tensor *out);
@@ -82,6 +92,9 @@ typedef struct SimResult {
 
 Tensor *sim_inputs(const Func *f, uint64_t seed);            /* global, random */
 bool sim_oracle(const Func *f, const Tensor *in, SimMode m, Tensor *out, char *err, size_t n);
+/* The oracle with every matmul through `h` (SIM_GPU only; NULL: on the CPU). */
+bool sim_oracle_hooked(const Func *f, const Tensor *in, SimMode m, const SimMatmulHook *h, Tensor *out, char *err,
+                       size_t n);
 bool sim_spmd(const Func *f, const Tensor *in, const SimOpts *o, Tensor *out, char *err, size_t n);
 double sim_tolerance(const Func *f, int out);
 void sim_compare(const Func *ref_ir, const Func *run_ir, const SimOpts *o, SimResult *r);

@@ -145,10 +145,15 @@ sim_local_compute(const Ins *in, Tensor *const *x, Tensor *out, DType st, SimMod
 bool
 sim_oracle(const Func *f, const Tensor *in, SimMode m, Tensor *out, char *err, size_t n)
 {
+	return sim_oracle_hooked(f, in, m, NULL, out, err, n);
+}
+
+bool
+sim_oracle_hooked(const Func *f, const Tensor *in, SimMode m, const SimMatmulHook *h, Tensor *out, char *err, size_t n)
+{
 	Tensor *val = xcalloc((size_t)f->nins + 1, sizeof *val);
-	(void)err;
-	(void)n;
-	for (Val v = 0; v < f->nins; v++) {
+	bool ok = true;
+	for (Val v = 0; v < f->nins && ok; v++) {
 		const Ins *ins = &f->ins[v];
 		Tensor *x[64], **xs = ins->narg > 64 ? xmalloc((size_t)ins->narg * sizeof *xs) : x;
 		val[v] = sim_tensor_of(&ins->ty, false, f->nranks);
@@ -162,20 +167,22 @@ sim_oracle(const Func *f, const Tensor *in, SimMode m, Tensor *out, char *err, s
 			shift_global(xs[0], ins->axis, (int)ins->a, f->nranks, &val[v]);
 		} else if (ir_ops[ins->op].cls == OC_COMM || ins->op == OP_RESHARD || ins->op == OP_SCATTER) {
 			sim_copy_flat(xs[0], &val[v]);
+		} else if (h && ir_ops[ins->op].cls == OC_MATMUL) {
+			ok = sim_matmul_hooked(xs[0], xs[1], &val[v], ins->ty.dt, m, h, err, n);
 		} else if (!sim_local_compute(ins, xs, &val[v], ins->ty.dt, m, ins->narg ? reduce_len(ins, xs[0], f) : 1)) {
 			die("oracle: no evaluation for %s", ir_ops[ins->op].name);
 		}
 		if (xs != x)
 			free(xs);
 	}
-	for (int i = 0; i < f->nout; i++) {
+	for (int i = 0; i < f->nout && ok; i++) {
 		out[i] = sim_tensor_of(&f->ins[f->out[i]].ty, false, f->nranks);
 		sim_copy_flat(&val[f->out[i]], &out[i]);
 	}
 	for (Val v = 0; v < f->nins; v++)
 		sim_free(&val[v]);
 	free(val);
-	return true;
+	return ok;
 }
 
 /* ---- SPMD execution ---- */

@@ -341,8 +341,31 @@ enum { MM_KB = 128, MM_NB = 256 };
 MM2D(mm_f32, float)
 MM2D(mm_f64, double)
 
-void
-sim_matmul(const Tensor *a, const Tensor *b, Tensor *out, DType st, SimMode m)
+/* One M x N x K product through the hook: f32 copies in, f32 out, rounded
+ * to `st` on store like mm_f32. */
+static bool
+mm_hook(const SimMatmulHook *h, const double *A, const double *B, double *C, int64_t M, int64_t N, int64_t K,
+        DType st, SimMode m, char *why, size_t n)
+{
+	float *a = xmalloc((size_t)(M * K + 1) * sizeof *a), *b = xmalloc((size_t)(K * N + 1) * sizeof *b);
+	float *c = xmalloc((size_t)(M * N + 1) * sizeof *c);
+	bool ok;
+	for (int64_t i = 0; i < M * K; i++)
+		a[i] = (float)A[i];
+	for (int64_t i = 0; i < K * N; i++)
+		b[i] = (float)B[i];
+	ok = h->mm(h->ctx, a, b, c, M, N, K, why, n);
+	for (int64_t i = 0; ok && i < M * N; i++)
+		C[i] = store(c[i], st, m);
+	free(a);
+	free(b);
+	free(c);
+	return ok;
+}
+
+bool
+sim_matmul_hooked(const Tensor *a, const Tensor *b, Tensor *out, DType st, SimMode m, const SimMatmulHook *h,
+                  char *why, size_t n)
 {
 	int r = out->rank, nb = r - 2;
 	int64_t M = out->dim[r - 2], N = out->dim[r - 1], K = a->dim[a->rank - 1];
@@ -358,20 +381,35 @@ sim_matmul(const Tensor *a, const Tensor *b, Tensor *out, DType st, SimMode m)
 		nbatch *= out->dim[i];
 	for (int64_t bi = 0; bi < nbatch; bi++) {
 		int64_t oa = 0, ob = 0;
+		const double *A, *B;
+		double *C = out->v + bi * M * N;
 		for (int d = 0; d < nb; d++) {
 			oa += idx[d] * sa[d];
 			ob += idx[d] * sb[d];
 		}
-		if (m == SIM_GPU)
-			mm_f32(a->v + oa * M * K, b->v + ob * K * N, out->v + bi * M * N, M, N, K, st, m);
-		else
-			mm_f64(a->v + oa * M * K, b->v + ob * K * N, out->v + bi * M * N, M, N, K, st, m);
+		A = a->v + oa * M * K;
+		B = b->v + ob * K * N;
+		if (h && m == SIM_GPU) {
+			if (!mm_hook(h, A, B, C, M, N, K, st, m, why, n))
+				return false;
+		} else if (m == SIM_GPU) {
+			mm_f32(A, B, C, M, N, K, st, m);
+		} else {
+			mm_f64(A, B, C, M, N, K, st, m);
+		}
 		for (int d = nb - 1; d >= 0; d--) {
 			if (++idx[d] < out->dim[d])
 				break;
 			idx[d] = 0;
 		}
 	}
+	return true;
+}
+
+void
+sim_matmul(const Tensor *a, const Tensor *b, Tensor *out, DType st, SimMode m)
+{
+	sim_matmul_hooked(a, b, out, st, m, NULL, NULL, 0);
 }
 
 /* ---- reductions over one axis (kept with size 1) ---- */

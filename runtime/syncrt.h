@@ -99,6 +99,7 @@ typedef struct syn_opts {
 	int nflags;        /* SYNC_NFLAGS, 4096: flags per rank for generated code */
 	int timeout_ms;    /* SYNC_TIMEOUT_MS, 10000 */
 	int trace;         /* SYNC_TRACE, 0: 1 records a timeline (syn_trace_write) */
+	const int *devices; /* syn_init_local: rank r on visible GPU devices[r] (NULL: GPU r) */
 } syn_opts;
 
 /* A module as the code generator embeds it: the cubin is tried first, the
@@ -208,6 +209,17 @@ int syn_mark_ms(syn_ctx *c, int from, int to, float *ms);
  * ts in microseconds on rank 0's host clock, each GPU's %globaltimer aligned
  * by measured round trips.  Rank 0 writes the file. */
 int syn_trace_write(syn_ctx *c, const char *path);
+
+/* ---- tools: checking and calibration (syncrun), never inside an op ---- */
+/* GPUs visible to this process (CUDA_VISIBLE_DEVICES applies); initialises CUDA. */
+int syn_device_count(int *n);
+/* libsyncrt's own kernels (rt_ptx.c), for syn_kernel_get: rt_cal_empty,
+ * rt_cal_pingpong (calibration), rt_ref_matmul (the reference). */
+const syn_image *syn_builtin_image(void);
+/* C[M,N] = A[M,K] B[K,N] in f32 on this rank's GPU, one thread per output
+ * element accumulating with fma in k order: an obviously-correct reference
+ * for outputs too big for the CPU oracle.  Host arrays in and out; blocks. */
+int syn_ref_matmul(syn_ctx *c, const float *a, const float *b, float *out, int64_t M, int64_t N, int64_t K);
 
 /* ---- checks usable without a context (and without a GPU) ---- */
 int syn_tensor_check(const char *op, int index, const syn_tensor *t, const syn_argspec *s, char *msg, size_t len);

@@ -378,4 +378,110 @@ def tests(syncc, run, Fail):
         rc, out, err = run([syncc, "-", "--emit=ir", "-I", "/nonexistent"], stdin=GOOD)
         expect(rc == 0, "an -I directory that does not exist is only searched", out, err)
 
+    syncrun = os.path.join(os.path.dirname(syncc), "syncrun")
+    ex = os.path.join(os.path.dirname(os.path.abspath(syncc)), "examples", "row_linear.syn")
+
+    def t_gpus_malformed():
+        for bad in ("", "a", "0,", ",0", "0,,1", "-1", "0x1", "1.5", "99999999999"):
+            rc, out, err = run([syncrun, ex, "--gpus", bad])
+            expect(rc == 2 and "--gpus" in err and "numbers separated by commas" in err,
+                   "--gpus %r: a plain-words error, exit 2" % bad, out, err)
+
+    def t_gpus_twice():
+        rc, out, err = run([syncrun, ex, "--gpus=1,0,1"])
+        expect(rc == 2 and "--gpus=1,0,1: GPU 1 is named twice (one rank per GPU)" in err, "--gpus names a GPU twice", out, err)
+
+    def t_gpus_vs_ranks():
+        rc, out, err = run([syncrun, ex, "--gpus", "0,1", "--ranks", "3"])
+        expect(rc == 2 and "--gpus names 2 GPUs, but --ranks says 3 (one rank per GPU)" in err, "--gpus against --ranks", out, err)
+        rc, out, err = run([syncrun, ex, "--ranks", "1", "--gpus", "1"])
+        expect(rc != 2, "--gpus 1 with --ranks 1 is a good command line", out, err)
+        rc, out, err = run([syncrun, ex, "--gpus", "0,1", "--topo", "2x1"])
+        expect(rc == 2 and "cannot go with --topo" in err, "--gpus with a multi-node --topo", out, err)
+
+    def t_gpus_need_gpus():
+        rc, out, err = run([syncrun, "--sim", ex, "--gpus", "0,1"])
+        expect(rc == 2 and "--gpus needs GPUs; it has no meaning with --sim" in err, "--gpus with --sim", out, err)
+        rc, out, err = run([syncrun, "--sim", "--calibrate", "x.prof"])
+        expect(rc == 2 and "--calibrate needs GPUs" in err, "--calibrate with --sim", out, err)
+        if os.path.exists("/dev/nvidia0"):
+            return  # a GPU machine runs it for real (tools/gpu-check)
+        rc, out, err = run([syncrun, ex, "--gpus", "0,1"])
+        expect(rc == 1 and "--gpus needs GPUs" in err and "running on the simulator" not in err,
+               "--gpus without GPUs: said, exit 1, no silent simulator run", out, err)
+
+    # Synthetic measurements: each collective exactly alpha + bytes/beta,
+    # so the fit must give them back with no residual.
+    def samples(base="h200-nvlink", extra=""):
+        lines = ["# synthetic", "name testcal", "base " + base, "device a test machine", "sms 100", "world 2",
+                 "commsms nccl 12", "commsms ce 0",
+                 "matmul bf16 2048 2048 2048 50", "matmul bf16 8192 8192 8192 2199.023", "copy 536870912 200",
+                 "vector 1073741824 1000", "launch 1000 2500", "launch 1000 2700", "launch 1000 2600",
+                 "streamop 500 1000", "flag 3998 5997"]
+        for op, alpha, beta in (("all_reduce", 10, 100), ("all_gather", 8, 200), ("reduce_scatter", 6, 150)):
+            for b in (65536, 1048576, 16777216, 268435456):
+                lines.append("comm nccl %s %d %.6f" % (op, b, alpha + b / (beta * 1e3)))
+        lines.append("comm ce shift 1048576 20")
+        return "\n".join(lines) + "\n" + extra
+
+    def calibrate_from(text, out_name="cal.prof"):
+        d = tempfile.mkdtemp()
+        with open(os.path.join(d, "s.txt"), "w") as f:
+            f.write(text)
+        out = os.path.join(d, out_name)
+        rc, o, e = run([syncrun, "--calibrate", out, "--calibrate-from-samples", os.path.join(d, "s.txt")])
+        return d, out, rc, o, e
+
+    def t_calibrate_fit_and_load():
+        import re
+        import shutil
+        d, out, rc, o, e = calibrate_from(samples())
+        try:
+            expect(rc == 0 and os.path.exists(out), "--calibrate-from-samples writes the profile", o, e)
+            text = open(out).read()
+            flat = re.sub(r"[ \t]+", " ", text)
+            for want in ("name testcal", "sms 100 # measured", "world 2 # measured",
+                         "matmul bf16 500 # measured", "matmul f16 490 # carried from h200-nvlink",
+                         "hbm 2684.35 # measured", "vector 1073.74 # measured", "launch 2.6 # measured",
+                         "streamop 2 # measured", "flag 1.5 # measured", "commsms nccl 12 #",
+                         "inter 25 15 # carried from h200-nvlink",
+                         "alpha 10 us, beta 100 GB/s, rms relative residual 0.0% over 4 sizes",
+                         "alpha 8 us, beta 200 GB/s", "comm nccl all_reduce 65536 10.66\n",
+                         "# comm ce all_gather: carried from h200-nvlink",
+                         "# comm ce shift: measured at 1 size\n# one size only: no fit"):
+                expect(want in flat, "the profile holds %r" % want, text)
+            expect(not [f for f in os.listdir(d) if ".tmp" in f], "no temporary file is left", str(os.listdir(d)))
+            rc, o, e = run([syncc, "--profile", out, ex, "--ranks", "2", "--emit=plan"])
+            expect(rc == 0 and "plan of row_linear" in o, "syncc --profile loads the calibrated profile", o, e)
+        finally:
+            shutil.rmtree(d)
+
+    def t_calibrate_bad_samples():
+        import shutil
+        for extra, want, code in (("comm nccl all_reduce 100 -3\n", "s.txt:31: sizes, counts and times must be positive", 1),
+                                  ("matmul i32 1 1 1 1\n", "s.txt:31: unknown float dtype", 1),
+                                  ("comm nvlink shift 1 1\n", "unknown backend", 1),
+                                  ("launch 1000\n", "wrong number of fields; write launch COUNT US", 1),
+                                  ("frobnicate 1\n", "not a samples line", 1),
+                                  ("comm nccl all_reduce 65536 3\n", "measured twice at 65536 bytes", 1)):
+            d, out, rc, o, e = calibrate_from(samples(extra=extra))
+            try:
+                expect(rc == code and want in e and not os.path.exists(out),
+                       "bad samples (%r): exit %d with %r, nothing written" % (extra, code, want), o, e)
+            finally:
+                shutil.rmtree(d)
+        d, out, rc, o, e = calibrate_from(samples(base="no-such-profile"))
+        shutil.rmtree(d)
+        expect(rc == 2 and "no profile 'no-such-profile'" in e, "an unknown base profile: exit 2", o, e)
+        d, out, rc, o, e = calibrate_from(samples().replace("base h200-nvlink\n", ""))
+        shutil.rmtree(d)
+        expect(rc == 1 and "no base profile" in e, "samples without a base: exit 1", o, e)
+        d, out, rc, o, e = calibrate_from(samples(), out_name="nodir/cal.prof")
+        shutil.rmtree(d)
+        expect(rc == 1 and "cannot write" in e, "an unwritable profile path: exit 1", o, e)
+        rc, o, e = run([syncrun, "--calibrate-from-samples", "s.txt"])
+        expect(rc == 2 and "needs --calibrate PROFILE" in e, "--calibrate-from-samples alone: exit 2", o, e)
+        rc, o, e = run([syncrun, "--calibrate", "x.prof", "--calibrate-from-samples", "/nonexistent/s.txt"])
+        expect(rc == 2 and "cannot read samples /nonexistent/s.txt" in e, "unreadable samples: exit 2", o, e)
+
     return [("cli/" + k[2:], v) for k, v in sorted(locals().items()) if k.startswith("t_")]

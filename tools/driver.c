@@ -49,6 +49,9 @@ static const struct {
 	{OPT_NOCHECK, "no-check", 0, false},
 	{OPT_DROPFLAG, "drop-flag", 0, false},
 	{OPT_DUMPOUT, "dump-outputs", 0, true},
+	{OPT_GPUS, "gpus", 0, true},
+	{OPT_CALIBRATE, "calibrate", 0, true},
+	{OPT_CALSAMPLES, "calibrate-from-samples", 0, true},
 };
 
 static const struct {
@@ -102,6 +105,44 @@ parse_budget(Driver *d, const char *flag, const char *val)
 		return EXIT_USAGE;
 	}
 	d->mem_budget = x * mul;
+	return -1;
+}
+
+/* --gpus 0,1: local GPU ordinals (after CUDA_VISIBLE_DEVICES), each once. */
+static int
+parse_gpus(Driver *d, const char *flag, const char *val)
+{
+	const char *p = val;
+	d->ngpus = 0;
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		char num[16];
+		long long g;
+		snprintf(num, sizeof num, "%.*s", (int)(n < 15 ? n : 15), p);
+		if (n == 0 || n > 9 || !parse_int(num, 0, 1 << 20, &g)) {
+			diag_usage("%s: write the GPUs as numbers separated by commas, e.g. --gpus 0,1", flag);
+			return EXIT_USAGE;
+		}
+		for (int i = 0; i < d->ngpus; i++)
+			if (d->gpus[i] == g) {
+				diag_usage("%s: GPU %lld is named twice (one rank per GPU)", flag, g);
+				return EXIT_USAGE;
+			}
+		if (d->ngpus == LIM_GPUS) {
+			diag_usage("%s: more than %d GPUs", flag, LIM_GPUS);
+			return EXIT_USAGE;
+		}
+		d->gpus[d->ngpus++] = (int)g;
+		p += n;
+		if (*p == ',' && !*++p) {
+			diag_usage("%s: write the GPUs as numbers separated by commas, e.g. --gpus 0,1", flag);
+			return EXIT_USAGE;
+		}
+	}
+	if (!d->ngpus) {
+		diag_usage("%s: write the GPUs as numbers separated by commas, e.g. --gpus 0,1", flag);
+		return EXIT_USAGE;
+	}
 	return -1;
 }
 
@@ -245,6 +286,18 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 	case OPT_DUMPOUT:
 		d->dumpdir = val;
 		return -1;
+	case OPT_GPUS:
+		return parse_gpus(d, flag, val);
+	case OPT_CALIBRATE:
+		if (!*val) {
+			diag_usage("%s: name the profile file to write", flag);
+			return EXIT_USAGE;
+		}
+		d->calibrate = val;
+		return -1;
+	case OPT_CALSAMPLES:
+		d->cal_samples = val;
+		return -1;
 	case OPT_VERSION:
 		printf("%s %s\n", d->tool, SYNCC_VERSION);
 		return EXIT_OK;
@@ -345,6 +398,24 @@ drv_args(Driver *d, int argc, char **argv, const OptId *allowed, int nallowed, c
 	} else {
 		d->topo = (Topo){1, d->opt.nranks};
 	}
+	if (d->ngpus && ranks_given && d->ngpus != d->opt.nranks) {
+		diag_usage("--gpus names %d GPU%s, but --ranks says %d (one rank per GPU)", d->ngpus, d->ngpus == 1 ? "" : "s",
+		           d->opt.nranks);
+		return EXIT_USAGE;
+	}
+	if (d->ngpus && d->topo.nodes > 1) {
+		diag_usage("--gpus chooses the GPUs of one process on one node; it cannot go with --topo %dx%d", d->topo.nodes,
+		           d->topo.gpus);
+		return EXIT_USAGE;
+	}
+	if (d->ngpus && !ranks_given)
+		d->opt.nranks = d->topo.gpus = d->ngpus;
+	if (d->cal_samples && !d->calibrate) {
+		diag_usage("--calibrate-from-samples needs --calibrate PROFILE (the file to write)");
+		return EXIT_USAGE;
+	}
+	if (d->calibrate && !d->input)
+		return -1; /* --calibrate compiles its own operators */
 	if (!d->input) {
 		diag_usage("no input file (see --help)");
 		return EXIT_USAGE;

@@ -23,6 +23,8 @@ typedef enum Emit {
 	EMIT_CODE,  /* the default of syncc: PREFIX.ptx, PREFIX.c, PREFIX.h */
 } Emit;
 
+enum { LIM_GPUS = 64 }; /* --gpus: GPUs one process drives */
+
 typedef struct Driver {
 	const char *tool;    /* "syncc" or "syncrun" */
 	const char *input;   /* file or "-" */
@@ -55,6 +57,10 @@ typedef struct Driver {
 	bool nocheck;        /* --no-check */
 	bool drop_flag;      /* --drop-flag (tests): the lowering drops one comm raise */
 	const char *dumpdir; /* --dump-outputs DIR: every rank's outputs, raw */
+	int gpus[LIM_GPUS];  /* --gpus LIST: rank r on local GPU gpus[r] */
+	int ngpus;           /* 0: no --gpus (rank r on GPU r) */
+	const char *calibrate;   /* --calibrate PROFILE: measure, write PROFILE */
+	const char *cal_samples; /* --calibrate-from-samples SAMPLES (tests): fit and write --calibrate's file */
 	const char *breaks;
 	int timeout_ms;
 	uint64_t seed;
@@ -68,6 +74,7 @@ typedef enum OptId {
 	OPT_SIM, OPT_SEED, OPT_NOPASS, OPT_F64, OPT_BREAK, OPT_TIMEOUT,
 	OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_DROPEDGE, OPT_TRACE, OPT_SVG,
 	OPT_INTERP, OPT_ALLPLANS, OPT_S, OPT_BENCH, OPT_NOCHECK, OPT_DROPFLAG, OPT_DUMPOUT,
+	OPT_GPUS, OPT_CALIBRATE, OPT_CALSAMPLES,
 } OptId;
 
 /* tools/driver.c */
@@ -79,5 +86,29 @@ void drv_crash_handler(void);
 const char *drv_libdir(void);
 void drv_print_passes(FILE *f);
 void drv_free(Driver *d);
+
+/* tools/calib.c: --calibrate's measurements (a samples file) fitted and
+ * written as a profile (docs/profiles.md) */
+typedef struct CalSample {
+	char key[16];   /* matmul, copy, vector, launch, streamop, flag, comm, ... */
+	char a[24], b[24]; /* matmul: dtype; comm: backend and op */
+	double x[4];    /* the numbers of the line, US last */
+	int nx;
+	int line;
+} CalSample;
+typedef struct CalSamples {
+	char name[64], base[512], device[256];
+	int sms, world;
+	int commsms[BE_COUNT]; /* -1: not given */
+	CalSample *s;
+	int n, cap;
+} CalSamples;
+bool cal_parse(CalSamples *c, const char *text, const char *path, char *err, size_t n);
+void cal_add(CalSamples *c, const char *key, const char *a, const char *b, const double *x, int nx);
+void cal_samples_text(const CalSamples *c, Buf *out);
+bool cal_profile(const CalSamples *c, const Profile *base, Buf *out, char *err, size_t n);
+int cal_write(const CalSamples *c, const char *out); /* an exit status */
+void cal_free(CalSamples *c);
+int cal_from_samples(const char *samples, const char *out);
 
 #endif

@@ -27,6 +27,12 @@ static const char usage[] =
 	"  --interp                run the IR op by op instead of the plan\n"
 	"  --all-plans             run every candidate plan the search scored (tests)\n"
 	"  --timeout-ms N          deadline of every wait before it is a deadlock (default 20000)\n"
+	"On GPUs (syncrun-gpu):\n"
+	"  --gpus LIST             local GPUs of the ranks, e.g. 0,1 or 1 (rank r on LIST[r];\n"
+	"                          sets --ranks; numbered after CUDA_VISIBLE_DEVICES)\n"
+	"  --bench N, --no-check, --trace FILE.json: time N calls; skip the check; measured trace\n"
+	"  --calibrate PROFILE     measure this machine (FILE.syn not needed) and write PROFILE,\n"
+	"                          its fields carried from --profile where not measured\n"
 	"  --auto-comm, --no-auto-comm, --diagnostics=FORMAT, -d PASSES: as for syncc\n"
 	"  --version, --help\n"
 	"\n"
@@ -37,7 +43,7 @@ static const OptId allowed[] = {
 	OPT_RANKS, OPT_DEFINE, OPT_INCLUDE, OPT_ENTRY, OPT_DIAG, OPT_AUTOCOMM, OPT_NOAUTOCOMM, OPT_DUMP,
 	OPT_VERSION, OPT_HELP, OPT_SIM, OPT_SEED, OPT_NOPASS, OPT_F64, OPT_BREAK, OPT_TIMEOUT,
 	OPT_EMIT, OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_DROPEDGE, OPT_TRACE, OPT_SVG,
-	OPT_INTERP, OPT_ALLPLANS,
+	OPT_INTERP, OPT_ALLPLANS, OPT_GPUS, OPT_CALIBRATE, OPT_CALSAMPLES, OPT_BENCH, OPT_NOCHECK,
 };
 
 static void
@@ -139,6 +145,16 @@ main(int argc, char **argv)
 			drv_print_passes(stdout);
 		return r;
 	}
+	if (d.cal_samples) { /* tests: the fit and the writer of --calibrate, without GPUs */
+		r = cal_from_samples(d.cal_samples, d.calibrate);
+		drv_free(&d);
+		return r;
+	}
+	if (d.sim && (d.ngpus || d.calibrate || d.bench || d.nocheck)) {
+		diag_usage("%s needs GPUs; it has no meaning with --sim",
+		           d.ngpus ? "--gpus" : d.calibrate ? "--calibrate" : d.bench ? "--bench" : "--no-check");
+		return EXIT_USAGE;
+	}
 	if (d.breaks && !sim_break_known(d.breaks, bad, sizeof bad)) {
 		diag_usage("--break %s: unknown lowering '%s'", d.breaks, bad);
 		return EXIT_USAGE;
@@ -152,6 +168,11 @@ main(int argc, char **argv)
 			argv[0] = gpu;
 			execv(gpu, argv);
 			fprintf(stderr, "syncrun: cannot run %s; running on the simulator\n", gpu);
+		} else if (d.ngpus || d.calibrate || d.bench || d.nocheck) {
+			fprintf(stderr, "syncrun: %s needs GPUs, and %s\n",
+			        d.ngpus ? "--gpus" : d.calibrate ? "--calibrate" : d.bench ? "--bench" : "--no-check",
+			        access("/dev/nvidia0", F_OK) ? "there is no GPU here" : "this build has no GPU runtime (syncrun-gpu)");
+			return EXIT_INPUT;
 		} else {
 			fprintf(stderr, "syncrun: %s; running on the simulator\n",
 			        access("/dev/nvidia0", F_OK) ? "no GPU here" : "this build has no GPU runtime (syncrun-gpu)");

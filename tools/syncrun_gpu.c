@@ -22,12 +22,20 @@ static const char usage[] =
 	"usage: syncrun-gpu FILE.syn [options]   (syncrun runs it when GPUs are present)\n"
 	"  --ranks P, -D NAME=VALUE, -I DIR, --entry OP, --seed S, --profile NAME, --serial,\n"
 	"  --no-pass=LIST, --explain, --emit=plan|timeline: as for syncrun --sim\n"
+	"  --gpus LIST             local GPUs of the ranks, e.g. 0,1 (rank r on LIST[r]; sets --ranks)\n"
+	"  --calibrate PROFILE     measure this machine and write PROFILE (docs/profiles.md)\n"
 	"  --bench N               time the median of N calls (after 3 warm-up calls)\n"
 	"  --no-check              skip the comparison with the CPU oracle\n"
 	"  --trace FILE.json       the measured timeline (Chrome trace, rank 0 writes it)\n"
 	"  --dump-outputs DIR      write every rank's outputs (raw bytes) into DIR\n"
 	"  --drop-flag             test only: raise no flag from the comm lane, so the\n"
 	"                          kernels' waits time out (SYNC_TIMEOUT_MS)\n";
+
+static const OptId allowed[] = {
+	OPT_RANKS, OPT_DEFINE, OPT_INCLUDE, OPT_ENTRY, OPT_DIAG, OPT_DUMP, OPT_VERSION, OPT_HELP, OPT_SEED,
+	OPT_NOPASS, OPT_PROFILE, OPT_SERIAL, OPT_EXPLAIN, OPT_EMIT, OPT_TRACE, OPT_SIM, OPT_BENCH, OPT_NOCHECK, OPT_DROPFLAG,
+	OPT_DUMPOUT, OPT_GPUS, OPT_CALIBRATE,
+};
 
 typedef void (*AnyFn)(void); /* a launcher, cast to its arity when called (GCC: void (*)(void) casts freely) */
 
@@ -247,16 +255,52 @@ flops_of(const Func *f)
 	return fl;
 }
 
+/* The reference: the CPU oracle (f32 accumulation, rounding on every
+ * store, as sim_oracle does), with its matmuls moved to the GPU's
+ * rt_ref_matmul once the op's matmul work passes REF_CPU_FLOPS -- a few
+ * seconds of the CPU's loop.  Only matmuls move: every other op keeps its
+ * CPU meaning, so the check means the same for every op (docs/cli.md).
+ * Past REF_MAX_BYTES of oracle values (doubles) no reference is made. */
+enum { REF_CPU_GFLOPS = 20 };
+#define REF_CPU_FLOPS (REF_CPU_GFLOPS * 1e9)
+#define REF_MAX_BYTES (48.0 * (1 << 30))
+
 static bool
-check_outputs(Job *j, int P, int first, int nlocal)
+gpu_matmul(void *ctx, const float *a, const float *b, float *c, int64_t M, int64_t N, int64_t K, char *why, size_t n)
+{
+	syn_ctx *sc = ctx;
+	if (syn_ref_matmul(sc, a, b, c, M, N, K) == SYN_OK)
+		return true;
+	snprintf(why, n, "the GPU reference matmul failed: %s", syn_error(sc));
+	return false;
+}
+
+static double
+oracle_bytes(const Func *f)
+{
+	double b = 0;
+	for (Val v = 0; v < f->nins; v++)
+		b += 8.0 * (double)ty_numel(&f->ins[v].ty);
+	return b;
+}
+
+static bool
+check_outputs(Job *j, int P, int first, int nlocal, syn_ctx *refctx, double flops)
 {
 	const Func *f = j->f;
 	Tensor *ref = xcalloc((size_t)f->nout + 1, sizeof *ref);
 	char err[512];
 	bool ok = true;
 	Buf ty = {0};
-	if (!sim_oracle(f->sema, j->in, SIM_GPU, ref, err, sizeof err))
-		die("oracle failed: %s", err);
+	SimMatmulHook hook = {gpu_matmul, refctx};
+	bool on_gpu = flops > REF_CPU_FLOPS;
+	printf("  reference: CPU oracle%s\n", on_gpu ? ", its matmuls on the GPU (rt_ref_matmul: f32, one thread per element)" : "");
+	fflush(stdout);
+	if (!sim_oracle_hooked(f->sema, j->in, SIM_GPU, on_gpu ? &hook : NULL, ref, err, sizeof err)) {
+		printf("  FAILED: reference: %s\n", err);
+		free(ref);
+		return false;
+	}
 	for (int i = 0; i < f->nout; i++) {
 		const Type *t = &f->ins[f->out[i]].ty;
 		double tol = sim_tolerance(f->sema, i), worst = 0;
@@ -349,23 +393,484 @@ build_launcher(const char *dir, const char *prefix, const char *op)
 	return fn;
 }
 
+/* The ranks of this process: every local GPU (or --gpus), or under a
+ * launcher one.  An exit status, or -1 when started. */
+static int
+start_ranks(Driver *d, bool per_process, syn_ctx ***csp, int *first, int *nlocal)
+{
+	int P = d->opt.nranks, r, have = 0;
+	syn_opts so = {0};
+	syn_ctx **cs;
+	so.trace = d->trace != NULL;
+	if (per_process) {
+		if (d->ngpus) {
+			diag_usage("--gpus chooses the GPUs of a one-process run; under a launcher (RANK is set) give each "
+			           "process its GPU with CUDA_VISIBLE_DEVICES or LOCAL_RANK");
+			return EXIT_USAGE;
+		}
+		*csp = cs = xcalloc(1, sizeof *cs);
+		if ((r = syn_init(&cs[0], &so)) || syn_nranks(cs[0]) != P) {
+			fprintf(stderr, "syncrun: init: %s (world %d, --ranks %d)\n", r ? syn_error(cs[0]) : "ok", cs[0] ? syn_nranks(cs[0]) : 0, P);
+			return EXIT_INPUT;
+		}
+		*first = syn_rank(cs[0]);
+		*nlocal = 1;
+		return -1;
+	}
+	if (syn_device_count(&have)) {
+		fprintf(stderr, "syncrun: CUDA cannot count the GPUs here (cuInit or cuDeviceGetCount failed)\n");
+		return EXIT_INPUT;
+	}
+	for (int i = 0; i < d->ngpus; i++)
+		if (d->gpus[i] >= have) {
+			const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+			diag_usage("--gpus: there is no GPU %d here: %d visible (0 to %d)%s%s", d->gpus[i], have, have - 1,
+			           vis ? ", CUDA_VISIBLE_DEVICES=" : "", vis ? vis : "");
+			return EXIT_USAGE;
+		}
+	if (!d->ngpus && P > have) {
+		fprintf(stderr, "syncrun: --ranks %d needs %d GPUs in this process, but %d %s visible\n", P, P, have,
+		        have == 1 ? "is" : "are");
+		return EXIT_INPUT;
+	}
+	so.devices = d->ngpus ? d->gpus : NULL;
+	*csp = cs = xcalloc((size_t)P, sizeof *cs);
+	if ((r = syn_init_local(P, cs, &so))) {
+		fprintf(stderr, "syncrun: cannot start %d GPUs: %s: %s\n", P, syn_status_name(r), syn_error(cs[0]));
+		return EXIT_INPUT;
+	}
+	*first = 0;
+	*nlocal = P;
+	return -1;
+}
+
+/* Which GPU each local rank runs on, for the header line. */
+static void
+gpu_list(const Driver *d, int P, char *out, size_t n)
+{
+	size_t k = 0;
+	out[0] = 0;
+	for (int q = 0; q < P && k + 12 < n; q++)
+		k += (size_t)snprintf(out + k, n - k, "%s%d", q ? "," : "", d->ngpus ? d->gpus[q] : q);
+}
+
+typedef struct Ranks {
+	syn_ctx **cs;
+	int P, first, nlocal;
+	bool per_process;
+} Ranks;
+
+/* One op: inputs, the launcher on every local rank, the check, the time.
+ * *ms: the slowest local rank's median (with bench). */
+static bool
+run_func(Driver *d, Func *f, const Plan *plan, const Ranks *rk, const char *dir, const char *prefix, bool check,
+         double *ms_out)
+{
+	int P = rk->P;
+	Job j = {d, f, plan, NULL, NULL, NULL, d->bench, check, NULL, NULL, NULL, NULL};
+	uint64_t rng = d->seed ^ 0x5851f42d4c957f2dull;
+	double fl = flops_of(f), ms = 0;
+	bool ok = true;
+	char gl[512];
+	j.fn = build_launcher(dir, prefix, sym_str(f->name));
+	j.in = sim_inputs(f->sema, d->seed);
+	j.shard = xcalloc((size_t)P, sizeof *j.shard);
+	j.got = xcalloc((size_t)P, sizeof *j.got);
+	j.ms = xcalloc((size_t)P, sizeof *j.ms);
+	j.status = xcalloc((size_t)P, sizeof *j.status);
+	for (int q = 0; q < P; q++) {
+		j.shard[q] = xcalloc((size_t)f->nin + 1, sizeof **j.shard);
+		j.got[q] = xcalloc((size_t)f->nins + 1, sizeof **j.got);
+	}
+	for (int k = 0; k < f->nin; k++)
+		sim_make_shards(f, &j.in[k], k, j.shard, &rng);
+	gpu_list(d, P, gl, sizeof gl);
+	printf("%s: %d GPU rank%s (%s%s), %s plan, seed %llu\n", sym_str(f->name), P, P == 1 ? "" : "s",
+	       rk->per_process ? "one process per GPU" : "one process, GPUs ", rk->per_process ? "" : gl,
+	       plan->is_serial ? "serial" : "overlapped", (unsigned long long)d->seed);
+	fflush(stdout);
+	if (rk->per_process)
+		rank_main(rk->cs[0], &j);
+	else
+		syn_run_local(rk->cs, P, rank_main, &j);
+	for (int q = rk->first; q < rk->first + rk->nlocal; q++)
+		if (j.status[q])
+			ok = false;
+	if (ok && j.check) {
+		if (oracle_bytes(f->sema) > REF_MAX_BYTES)
+			printf("  reference skipped: the oracle would hold %.0f GiB of values (check at smaller -D sizes)\n",
+			       oracle_bytes(f->sema) / (1 << 30));
+		else
+			ok = check_outputs(&j, P, rk->first, rk->nlocal, rk->cs[0], fl);
+	}
+	for (int q = rk->first; q < rk->first + rk->nlocal; q++)
+		if (j.ms[q] > ms)
+			ms = j.ms[q];
+	if (ok && d->bench) {
+		printf("  time %.4f ms (median of %d calls, slowest rank)  %.1f TFLOP/s per rank\n", ms, d->bench,
+		       ms > 0 ? fl / P / (ms * 1e-3) / 1e12 : 0);
+		printf("BENCH {\"op\": \"%s\", \"ranks\": %d, \"ms\": %.5f, \"plan\": \"%s\"}\n", sym_str(f->name), P, ms,
+		       plan->is_serial ? "serial" : "overlapped");
+	}
+	fflush(stdout);
+	*ms_out = ms;
+	for (int q = 0; q < P; q++) {
+		for (int k = 0; k < f->nin; k++)
+			sim_free(&j.shard[q][k]);
+		for (Val v = 0; v < f->nins; v++)
+			sim_free(&j.got[q][v]);
+		free(j.shard[q]);
+		free(j.got[q]);
+	}
+	for (int k = 0; k < f->nin; k++)
+		sim_free((Tensor *)&j.in[k]);
+	free((void *)j.in);
+	free(j.shard);
+	free(j.got);
+	free(j.ms);
+	free(j.status);
+	return ok;
+}
+
+/* ================= --calibrate: measuring this machine =================
+ * What is measured (docs/profiles.md, "Calibration"): syncc's own matmul
+ * and elementwise kernels through generated operators (CAL_SRC), and
+ * through libsyncrt directly: empty-kernel launches, stream flag
+ * operations, flag hand-offs between spinning kernels of two GPUs, and
+ * every collective of both backends at CAL_SIZES.  Times are medians of
+ * CAL_REPS calls; a collective's call takes the earliest-finishing rank's
+ * time (the others include waiting for it to arrive).  The samples go
+ * beside the profile (PROFILE.samples), the fit is tools/calib.c's. */
+static const char cal_src[] =
+	"// syncrun --calibrate: the operators whose kernels it times\n"
+	"param S1 = 2048, S2 = 4096, S3 = 8192, E = 67108864;\n"
+	"op cal_mm_bf16_s1(a: bf16[S1, S1] @repl, b: bf16[S1, S1] @repl) -> bf16[S1, S1] @repl { return a @ b; }\n"
+	"op cal_mm_bf16_s2(a: bf16[S2, S2] @repl, b: bf16[S2, S2] @repl) -> bf16[S2, S2] @repl { return a @ b; }\n"
+	"op cal_mm_bf16_s3(a: bf16[S3, S3] @repl, b: bf16[S3, S3] @repl) -> bf16[S3, S3] @repl { return a @ b; }\n"
+	"op cal_mm_f16_s2(a: f16[S2, S2] @repl, b: f16[S2, S2] @repl) -> f16[S2, S2] @repl { return a @ b; }\n"
+	"op cal_mm_f16_s3(a: f16[S3, S3] @repl, b: f16[S3, S3] @repl) -> f16[S3, S3] @repl { return a @ b; }\n"
+	"op cal_copy(x: f32[E] @repl) -> f32[E] @repl { return x * 2.0; }\n"
+	"op cal_vector(x: f32[E] @repl) -> f32[E] @repl {\n"
+	"    return tanh(tanh(tanh(tanh(tanh(tanh(tanh(tanh(tanh(tanh(tanh(tanh(tanh(tanh(tanh(tanh(x))))))))))))))));\n"
+	"}\n";
+enum { CAL_VECTOR_DEPTH = 16, CAL_REPS = 7, CAL_WARM = 2, CAL_LAUNCHES = 1000, CAL_STREAMOPS = 500, CAL_ROUNDS = 2000 };
+static const double cal_sizes[] = {65536, 262144, 1048576, 4194304, 16777216, 67108864, 268435456};
+#define CAL_NSIZES ((int)NELEM(cal_sizes))
+/* flags of generated code's range that only calibration touches, after
+ * every generated operator has run, with values above any epoch */
+enum { CAL_FLAG_PP = 13, CAL_FLAG_SO = 14 };
+#define CAL_FLAG_BASE (1ull << 40)
+
+static const char *const cal_collnames[5] = {"all_reduce", "reduce_scatter", "all_gather", "all_to_all", "shift"};
+
+static int
+cmp_us(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+typedef struct CalTimes {
+	double launch[CAL_REPS], streamop[CAL_REPS], flag[CAL_REPS];
+	double comm[2][5][CAL_NSIZES][CAL_REPS]; /* [backend][op][size][rep], us; 0: not run */
+	bool unsupported[2][5];
+} CalTimes;
+
+typedef struct CalJob {
+	int P;
+	CalTimes *t; /* [rank] */
+} CalJob;
+
+/* ms between marks 0 and 1 around what `body` enqueues, inside an op */
+static int
+timed(syn_ctx *c, const char *name, int (*body)(syn_ctx *, void *), void *arg, double *us)
+{
+	uint64_t e;
+	float ms = 0;
+	int st;
+	if ((st = syn_mark(c, 0)) || (st = syn_begin(c, name, &e)) || (st = body(c, arg)) || (st = syn_end(c)) ||
+	    (st = syn_mark(c, 1)) || (st = syn_sync(c)) || (st = syn_mark_ms(c, 0, 1, &ms)))
+		return st;
+	*us = ms * 1e3;
+	return SYN_OK;
+}
+
+static int
+cal_launches(syn_ctx *c, void *arg)
+{
+	static const unsigned one[3] = {1, 1, 1};
+	syn_kernel *k;
+	int st = syn_kernel_get(c, syn_builtin_image(), "rt_cal_empty", &k);
+	(void)arg;
+	for (int i = 0; i < CAL_LAUNCHES && !st; i++)
+		st = syn_launch(c, k, one, one, 0, NULL);
+	return st;
+}
+
+static int
+cal_streamops(syn_ctx *c, void *arg)
+{
+	uint64_t *v = arg;
+	int st = SYN_OK;
+	for (int i = 0; i < CAL_STREAMOPS / 2 && !st; i++) {
+		++*v;
+		if (!(st = syn_raise(c, SYN_COMPUTE, syn_rank(c), CAL_FLAG_SO, *v)))
+			st = syn_wait(c, SYN_COMPUTE, CAL_FLAG_SO, *v, -1);
+	}
+	return st;
+}
+
+typedef struct PingPong {
+	uint64_t mine, peer, out, base, timeout;
+	unsigned rounds, first;
+} PingPong;
+
+static int
+cal_pingpong(syn_ctx *c, void *arg)
+{
+	static const unsigned one[3] = {1, 1, 1};
+	PingPong *p = arg;
+	void *prm[7] = {&p->mine, &p->peer, &p->out, &p->rounds, &p->first, &p->base, &p->timeout};
+	syn_kernel *k;
+	int st = syn_kernel_get(c, syn_builtin_image(), "rt_cal_pingpong", &k);
+	return st ? st : syn_launch(c, k, one, one, 0, prm);
+}
+
+typedef struct CollCall {
+	syn_backend be;
+	CommChunk ch;
+} CollCall;
+
+static int
+cal_coll(syn_ctx *c, void *arg)
+{
+	CollCall *x = arg;
+	return syn_coll(c, x->be, &x->ch);
+}
+
+/* The chunk of one call whose per-rank input is `bytes` of f32. */
+static CommChunk
+cal_chunk(int op, double bytes, int P, void *send, void *recv)
+{
+	CommChunk ch = {(CommOp)op, CD_F32, CR_SUM, send, recv, 0, 0, 0, 0, 0, 0, 0};
+	size_t elems = (size_t)(bytes / 4);
+	ch.count = op == CO_REDUCE_SCATTER || op == CO_ALL_TO_ALL ? elems / (size_t)P : elems;
+	ch.shift = op == CO_SHIFT ? 1 : 0;
+	return ch;
+}
+
+static int
+cal_flags(syn_ctx *c, CalTimes *t, int P)
+{
+	int r = syn_rank(c), st;
+	void *out;
+	uint64_t ns = 0;
+	PingPong pp = {0};
+	if ((st = syn_alloc(c, 8, &out)))
+		return st;
+	pp.out = (uint64_t)(uintptr_t)out;
+	pp.rounds = CAL_ROUNDS;
+	pp.first = r == 0;
+	pp.timeout = syn_timeout_ns(c);
+	pp.mine = syn_flag_addr(c, r, CAL_FLAG_PP);
+	pp.peer = syn_flag_addr(c, 1 - r, CAL_FLAG_PP);
+	if (r > 1 || P < 2)
+		return syn_barrier(c);
+	if (!pp.peer)
+		return SYN_EUNSUPPORTED; /* not mapped: no flag hand-off to time */
+	for (int rep = 0; rep < CAL_REPS && !st; rep++) {
+		double us;
+		pp.base = CAL_FLAG_BASE + (uint64_t)(rep + 1) * 2 * CAL_ROUNDS;
+		if (!(st = timed(c, "cal_flag", cal_pingpong, &pp, &us)) && !(st = syn_download(c, &ns, out, 8)) && !ns)
+			return SYN_ETIMEOUT;
+		t->flag[rep] = (double)ns * 1e-3;
+	}
+	return st ? st : syn_barrier(c);
+}
+
+static int
+cal_comm(syn_ctx *c, CalTimes *t, int P)
+{
+	double big = cal_sizes[CAL_NSIZES - 1];
+	void *send, *recv;
+	int st;
+	if ((st = syn_alloc(c, (size_t)big, &send)) || (st = syn_alloc(c, (size_t)big * (size_t)P, &recv)))
+		return st;
+	for (int be = 0; be < SYN_BACKENDS; be++)
+		for (int op = 0; op < 5; op++)
+			for (int s = 0; s < CAL_NSIZES && !t->unsupported[be][op]; s++)
+				for (int rep = -CAL_WARM; rep < CAL_REPS; rep++) {
+					CollCall x = {(syn_backend)be, cal_chunk(op, cal_sizes[s], P, send, recv)};
+					double us;
+					if ((st = timed(c, "cal_comm", cal_coll, &x, &us)) == SYN_EUNSUPPORTED) {
+						t->unsupported[be][op] = true; /* nothing enqueued: close the op */
+						if ((st = syn_end(c)) || (st = syn_sync(c)))
+							return st;
+						break;
+					}
+					if (st)
+						return st;
+					if (rep >= 0)
+						t->comm[be][op][s][rep] = us;
+				}
+	return SYN_OK;
+}
+
+static int
+cal_rank(syn_ctx *c, void *arg)
+{
+	CalJob *j = arg;
+	CalTimes *t = &j->t[syn_rank(c)];
+	uint64_t v = CAL_FLAG_BASE;
+	int st = SYN_OK;
+	for (int rep = -CAL_WARM; rep < CAL_REPS && !st; rep++) {
+		double a, b;
+		if (!(st = timed(c, "cal_launch", cal_launches, NULL, &a)) && !(st = timed(c, "cal_streamop", cal_streamops, &v, &b)) &&
+		    rep >= 0) {
+			t->launch[rep] = a;
+			t->streamop[rep] = b;
+		}
+	}
+	if (!st && (st = cal_flags(c, t, j->P)) == SYN_EUNSUPPORTED)
+		st = syn_barrier(c);
+	if (!st)
+		st = cal_comm(c, t, j->P);
+	if (st)
+		fprintf(stderr, "syncrun: --calibrate: rank %d: %s: %s\n", syn_rank(c), syn_status_name(st), syn_error(c));
+	return st;
+}
+
+static double
+median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof *v, cmp_us);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Per call: the rank that finished first in time (the last to arrive
+ * waited least); then the median over calls. */
+static void
+cal_comm_samples(CalSamples *cs, const CalJob *j)
+{
+	for (int be = 0; be < SYN_BACKENDS; be++)
+		for (int op = 0; op < 5; op++)
+			for (int s = 0; s < CAL_NSIZES && !j->t[0].unsupported[be][op]; s++) {
+				double v[CAL_REPS], x[2];
+				for (int rep = 0; rep < CAL_REPS; rep++) {
+					v[rep] = j->t[0].comm[be][op][s][rep];
+					for (int q = 1; q < j->P; q++)
+						if (j->t[q].comm[be][op][s][rep] < v[rep])
+							v[rep] = j->t[q].comm[be][op][s][rep];
+				}
+				x[0] = cal_sizes[s];
+				x[1] = median(v, CAL_REPS);
+				cal_add(cs, "comm", sched_backend_names[be], cal_collnames[op], x, 2);
+			}
+}
+
+/* The generated operators: matmul rates and elementwise bandwidth. */
+static bool
+cal_kernels(Driver *d, const Ranks *rk, const char *dir, const char *prefix, CalSamples *cs)
+{
+	char src[4200], o[4200];
+	Buf text = {0}, out = {0};
+	Unit *u = NULL;
+	int i = 0;
+	bool ok = true;
+	snprintf(src, sizeof src, "%s/calibrate.syn", dir);
+	snprintf(o, sizeof o, "%s/%s", dir, prefix);
+	buf_put(&text, cal_src, sizeof cal_src - 1);
+	if (!drv_write(src, &text))
+		return false;
+	buf_free(&text);
+	d->input = src;
+	d->output = o;
+	d->emit = EMIT_CODE;
+	d->serial = true; /* one kernel per op: nothing to overlap */
+	d->bench = CAL_REPS;
+	if (drv_compile(d, &u, &out) != EXIT_OK)
+		return false;
+	for (Func *f = u->funcs; f && ok; f = f->next, i++) {
+		const char *name = sym_str(f->name);
+		const Type *a = &f->ins[f->in[0]].ty;
+		double ms, x[4];
+		if (!(ok = run_func(d, f, d->plans[i], rk, dir, prefix, false, &ms)))
+			break;
+		if (strncmp(name, "cal_mm_", 7) == 0) {
+			x[0] = (double)a->dim[0], x[1] = (double)f->outty[0].dim[1], x[2] = (double)a->dim[1], x[3] = ms * 1e3;
+			cal_add(cs, "matmul", ty_dtypes[a->dt].name, NULL, x, 4);
+		} else if (strcmp(name, "cal_copy") == 0) {
+			x[0] = 2.0 * (double)ty_numel(a) * ty_dtypes[a->dt].size, x[1] = ms * 1e3;
+			cal_add(cs, "copy", NULL, NULL, x, 2);
+		} else if (strcmp(name, "cal_vector") == 0) {
+			x[0] = (double)CAL_VECTOR_DEPTH * (double)ty_numel(a), x[1] = ms * 1e3;
+			cal_add(cs, "vector", NULL, NULL, x, 2);
+		}
+	}
+	unit_free(u);
+	buf_free(&out);
+	return ok;
+}
+
+static int
+calibrate(Driver *d, const Ranks *rk, const char *dir, const char *prefix)
+{
+	CalSamples cs = {0};
+	CalJob j = {rk->P, xcalloc((size_t)rk->P, sizeof *j.t)};
+	char gl[512], path[4200];
+	double v[CAL_REPS], x[2];
+	Buf text = {0};
+	int r = EXIT_INPUT;
+	cs.commsms[BE_NCCL] = syn_free_sms(rk->cs[0]);
+	cs.commsms[BE_CE] = 0;
+	snprintf(cs.name, sizeof cs.name, "calibrated");
+	snprintf(cs.base, sizeof cs.base, "%s", d->profile ? d->profile : "h200-nvlink");
+	gpu_list(d, rk->P, gl, sizeof gl);
+	snprintf(cs.device, sizeof cs.device, "%d local GPUs (%.160s), %d SMs each, one process", rk->P, gl, syn_sms(rk->cs[0]));
+	cs.sms = syn_sms(rk->cs[0]);
+	cs.world = rk->P;
+	printf("calibrating on %s; carrying what is not measured from %s\n", cs.device, cs.base);
+	fflush(stdout);
+	if (!cal_kernels(d, rk, dir, prefix, &cs))
+		goto out;
+	if (syn_run_local(rk->cs, rk->P, cal_rank, &j))
+		goto out;
+	memcpy(v, j.t[0].launch, sizeof v);
+	x[0] = CAL_LAUNCHES, x[1] = median(v, CAL_REPS);
+	cal_add(&cs, "launch", NULL, NULL, x, 2);
+	memcpy(v, j.t[0].streamop, sizeof v);
+	x[0] = CAL_STREAMOPS, x[1] = median(v, CAL_REPS);
+	cal_add(&cs, "streamop", NULL, NULL, x, 2);
+	if (j.t[0].flag[0] > 0) {
+		memcpy(v, j.t[0].flag, sizeof v);
+		x[0] = 2.0 * (CAL_ROUNDS - 1), x[1] = median(v, CAL_REPS);
+		cal_add(&cs, "flag", NULL, NULL, x, 2);
+	}
+	cal_comm_samples(&cs, &j);
+	snprintf(path, sizeof path, "%s.samples", d->calibrate);
+	cal_samples_text(&cs, &text);
+	if (!drv_write(path, &text))
+		goto out;
+	printf("measurements: %s\n", path);
+	r = cal_write(&cs, d->calibrate);
+out:
+	buf_free(&text);
+	cal_free(&cs);
+	free(j.t);
+	return r;
+}
+
 int
 main(int argc, char **argv)
 {
-	static const OptId allowed[] = {
-		OPT_RANKS, OPT_DEFINE, OPT_INCLUDE, OPT_ENTRY, OPT_DIAG, OPT_DUMP, OPT_VERSION, OPT_HELP, OPT_SEED,
-		OPT_NOPASS, OPT_PROFILE, OPT_SERIAL, OPT_EXPLAIN, OPT_EMIT, OPT_TRACE, OPT_SIM, OPT_BENCH, OPT_NOCHECK, OPT_DROPFLAG,
-		OPT_DUMPOUT,
-	};
 	Driver d = {.tool = "syncrun", .seed = 1, .keep_sema = true};
 	Unit *u = NULL;
 	Buf out = {0};
 	char dir[] = "/tmp/syncrun-XXXXXX", prefix[64], predicted[4200];
 	const char *measured = NULL;
-	syn_ctx **cs = NULL;
-	int r, P, nlocal, first;
-	bool all_ok = true, per_process = getenv("RANK") || getenv("OMPI_COMM_WORLD_RANK") || getenv("SLURM_PROCID");
-	syn_opts so = {0};
+	Ranks rk = {0};
+	int r;
+	bool all_ok = true;
 
 	drv_crash_handler();
 	diag_setup(DIAG_TEXT, "syncrun");
@@ -373,10 +878,25 @@ main(int argc, char **argv)
 	d.opt.nranks = 2;
 	if ((r = drv_args(&d, argc, argv, allowed, (int)NELEM(allowed), usage)) >= 0)
 		return r;
+	rk.per_process = getenv("RANK") || getenv("OMPI_COMM_WORLD_RANK") || getenv("SLURM_PROCID");
 	d.need_plans = true;
 	if (!mkdtemp(dir))
 		die("mkdtemp failed");
 	snprintf(prefix, sizeof prefix, "ops");
+	if (d.calibrate) {
+		if (rk.per_process || d.opt.nranks < 2) {
+			diag_usage("--calibrate runs in one process on 2 or more local GPUs (--ranks P or --gpus LIST)");
+			return EXIT_USAGE;
+		}
+		if ((r = start_ranks(&d, false, &rk.cs, &rk.first, &rk.nlocal)) >= 0)
+			return r;
+		rk.P = d.opt.nranks;
+		r = calibrate(&d, &rk, dir, prefix);
+		for (int q = 0; q < rk.nlocal; q++)
+			syn_finalize(rk.cs[q]);
+		drv_free(&d);
+		return r;
+	}
 	{
 		Emit shown = d.emit;
 		char o[4200];
@@ -398,81 +918,24 @@ main(int argc, char **argv)
 				shown == EMIT_PLAN ? sched_print_plan(stdout, d.plans[i]) : sched_timeline(stdout, d.plans[i], d.opt.nranks, 72);
 	}
 	d.trace = measured;
-	P = d.opt.nranks;
-	nranks_of_job = P;
-	so.trace = d.trace != NULL;
-	if (per_process) {
-		cs = xcalloc(1, sizeof *cs);
-		if ((r = syn_init(&cs[0], &so)) || syn_nranks(cs[0]) != P) {
-			fprintf(stderr, "syncrun: init: %s (world %d, --ranks %d)\n", r ? syn_error(cs[0]) : "ok", cs[0] ? syn_nranks(cs[0]) : 0, P);
-			return EXIT_INPUT;
-		}
-		first = syn_rank(cs[0]);
-		nlocal = 1;
-	} else {
-		cs = xcalloc((size_t)P, sizeof *cs);
-		if ((r = syn_init_local(P, cs, &so))) {
-			fprintf(stderr, "syncrun: cannot start %d GPUs: %s\n", P, syn_status_name(r));
-			return EXIT_INPUT;
-		}
-		first = 0;
-		nlocal = P;
-	}
+	rk.P = d.opt.nranks;
+	nranks_of_job = rk.P;
+	if ((r = start_ranks(&d, rk.per_process, &rk.cs, &rk.first, &rk.nlocal)) >= 0)
+		return r;
 	int i = 0;
 	for (Func *f = u->funcs; f; f = f->next, i++) {
-		Job j = {&d, f, d.plans[i], NULL, NULL, NULL, d.bench, !d.nocheck, NULL, NULL, NULL, NULL};
-		uint64_t rng = d.seed ^ 0x5851f42d4c957f2dull;
-		double fl = flops_of(f);
-		j.fn = build_launcher(dir, prefix, sym_str(f->name));
-		j.in = sim_inputs(f->sema, d.seed);
-		j.shard = xcalloc((size_t)P, sizeof *j.shard);
-		j.got = xcalloc((size_t)P, sizeof *j.got);
-		j.ms = xcalloc((size_t)P, sizeof *j.ms);
-		j.status = xcalloc((size_t)P, sizeof *j.status);
-		for (int q = 0; q < P; q++) {
-			j.shard[q] = xcalloc((size_t)f->nin + 1, sizeof **j.shard);
-			j.got[q] = xcalloc((size_t)f->nins + 1, sizeof **j.got);
-		}
-		for (int k = 0; k < f->nin; k++)
-			sim_make_shards(f, &j.in[k], k, j.shard, &rng);
-		printf("%s: %d GPU rank%s (%s), %s plan, seed %llu\n", sym_str(f->name), P, P == 1 ? "" : "s",
-		       per_process ? "one process per GPU" : "one process", j.plan->is_serial ? "serial" : "overlapped",
-		       (unsigned long long)d.seed);
-		fflush(stdout);
-		if (per_process)
-			rank_main(cs[0], &j);
-		else
-			syn_run_local(cs, P, rank_main, &j);
-		for (int q = first; q < first + nlocal; q++)
-			if (j.status[q])
-				all_ok = false;
-		if (all_ok && j.check) {
-			if (fl > 4e11)
-				printf("  reference skipped: %.0f GFLOP is too much for the CPU oracle (check at smaller -D sizes)\n", fl / 1e9);
-			else
-				all_ok = check_outputs(&j, P, first, nlocal) && all_ok;
-		}
-		if (all_ok && d.bench) {
-			double ms = 0;
-			for (int q = first; q < first + nlocal; q++)
-				if (j.ms[q] > ms)
-					ms = j.ms[q];
-			printf("  time %.4f ms (median of %d calls, slowest rank)  %.1f TFLOP/s per rank\n", ms, d.bench,
-			       ms > 0 ? fl / P / (ms * 1e-3) / 1e12 : 0);
-			printf("BENCH {\"op\": \"%s\", \"ranks\": %d, \"ms\": %.5f, \"plan\": \"%s\"}\n", sym_str(f->name), P, ms,
-			       j.plan->is_serial ? "serial" : "overlapped");
-		}
-		fflush(stdout);
+		double ms;
+		all_ok = run_func(&d, f, d.plans[i], &rk, dir, prefix, !d.nocheck, &ms) && all_ok;
 	}
 	if (d.trace && all_ok) { /* collective: every local rank at once */
-		int tr = per_process ? write_trace(cs[0], (void *)d.trace) : syn_run_local(cs, P, write_trace, (void *)d.trace);
+		int tr = rk.per_process ? write_trace(rk.cs[0], (void *)d.trace) : syn_run_local(rk.cs, rk.P, write_trace, (void *)d.trace);
 		if (tr)
 			all_ok = false;
 		else
 			printf("measured trace: %s (predicted: %s)\n", d.trace, predicted);
 	}
-	for (int q = 0; q < nlocal; q++)
-		syn_finalize(cs[q]);
+	for (int q = 0; q < rk.nlocal; q++)
+		syn_finalize(rk.cs[q]);
 	unit_free(u);
 	buf_free(&out);
 	drv_free(&d);

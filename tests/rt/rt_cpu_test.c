@@ -708,9 +708,12 @@ main(int argc, char **argv)
 	else if (!strcmp(what, "ptx")) {
 		fputs(rt_builtin_ptx, stdout);
 		return 0;
+	} else if (!strcmp(what, "tool-ptx")) {
+		fputs(rt_tool_ptx, stdout);
+		return 0;
 	}
 	else {
-		fprintf(stderr, "usage: rt_cpu_test env|boot-ok|boot-errors|boot-dead|check|plan|trace FILE|ptx\n");
+		fprintf(stderr, "usage: rt_cpu_test env|boot-ok|boot-errors|boot-dead|check|plan|trace FILE|ptx|tool-ptx\n");
 		return 2;
 	}
 	printf("%s\n", failures ? "FAILED" : "ok");

@@ -52,8 +52,11 @@ def tests(root, run, Fail):
         if not tool:
             return  # no CUDA toolkit here: nothing to assemble with
         rc, out, err = run([exe, "ptx"])
+        rc2, tools, err2 = run([exe, "tool-ptx"])
+        if rc or rc2 or ".entry rt_ref_matmul" not in tools:
+            raise Fail(" rt_cpu_test ptx / tool-ptx: exit %d %d\n%s%s" % (rc, rc2, err, err2))
         with tempfile.TemporaryDirectory() as d:
-            for name, text in (("builtin.ptx", out), ("rt_test.ptx", None)):
+            for name, text in (("builtin.ptx", out), ("tools.ptx", tools), ("rt_test.ptx", None)):
                 src = os.path.join(d, name)
                 if text is None:
                     src = os.path.join(root, "tests", "gpu", "rt_test.ptx")
