@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define SYNCC_VERSION "0.1.0"
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -114,6 +115,7 @@ void diag_vemit(DiagLevel lv, Span sp, const char *fmt, va_list ap);
 #define diag_warning(sp, ...) diag_emit(DG_WARNING, sp, __VA_ARGS__)
 #define diag_note(sp, ...) diag_emit(DG_NOTE, sp, __VA_ARGS__)
 void diag_usage(const char *fmt, ...) PRINTF(1, 2); /* command-line error, no location */
+void diag_json_str(FILE *f, const char *s);         /* s as a JSON string literal */
 int diag_errors(void);  /* errors so far, a repeat of an earlier one included */
 bool diag_full(void);  /* LIM_ERRORS reached: later errors are dropped */
 void diag_reset(void); /* forget counts and sources between inputs (fuzzer) */

@@ -257,8 +257,9 @@ show_source(Span sp, int line, int col)
 	fputs(dg.colour ? "\033[0m\n" : "\n", stderr);
 }
 
-static void
-json_str(FILE *f, const char *s)
+/* A JSON string literal of s (invalid UTF-8 becomes U+FFFD). */
+void
+diag_json_str(FILE *f, const char *s)
 {
 	size_t n = strlen(s);
 	fputc('"', f);
@@ -291,11 +292,11 @@ emit_json(DiagLevel lv, Span sp, const char *msg)
 		src_linecol(sp.file, sp.lo, &l0, &c0);
 		src_linecol(sp.file, sp.hi > sp.lo ? sp.hi : sp.lo + 1, &l1, &c1);
 		fputs("\"file\":", stdout);
-		json_str(stdout, src_get(sp.file)->path);
+		diag_json_str(stdout, src_get(sp.file)->path);
 		printf(",\"line\":%d,\"column\":%d,\"end_line\":%d,\"end_column\":%d,", l0, c0, l1, c1);
 	}
 	printf("\"level\":\"%s\",\"message\":", levels[lv].word);
-	json_str(stdout, msg);
+	diag_json_str(stdout, msg);
 	fputs("}\n", stdout);
 	fflush(stdout);
 }

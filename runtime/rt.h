@@ -44,7 +44,8 @@ typedef struct RtEnv {
 	RtLauncher launcher;
 	int rank, world, local_rank; /* local_rank -1: not given */
 	char master_addr[256];
-	int master_port;
+	int master_port; /* the bootstrap's: SYNC_BOOT_PORT, else MASTER_PORT */
+	int boot_port;   /* SYNC_BOOT_PORT, 0: not given */
 	int timeout_ms, boot_timeout_ms;
 	int nccl_max_ctas, free_sms, nflags, trace, watchdog_ms;
 	char hostid[RT_NODELEN]; /* NCCL_HOSTID, "" if unset */
@@ -215,6 +216,7 @@ struct syn_ctx {
 	CUstream wd;  /* the watchdog's reads and releases */
 	CUevent fork, join;
 	CUevent mark[8];  /* syn_mark: timing points on the compute lane */
+	CUevent ext_in, ext_out; /* rt_stream.c: the caller's stream in, the op's end out */
 	ncclComm_t comm;
 	int sms, free_sms, max_ctas;
 	CommBackend *be[SYN_BACKENDS];
@@ -299,6 +301,9 @@ CommBackend *rt_nccl_new(syn_ctx *c);
 CommBackend *rt_ce_new(syn_ctx *c);
 ncclDataType_t rt_nccl_dtype(CommDType dt);
 ncclRedOp_t rt_nccl_red(CommRed r);
+
+/* rt_stream.c */
+void rt_stream_free(syn_ctx *c);
 
 /* rt_clock.c */
 int rt_clock_probe(syn_ctx *c, RtClock *out);

@@ -1038,6 +1038,7 @@ free_gpu(syn_ctx *c)
 	for (int i = 0; i < 8; i++)
 		if (c->mark[i])
 			cuEventDestroy(c->mark[i]);
+	rt_stream_free(c);
 }
 
 static void

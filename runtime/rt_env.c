@@ -34,6 +34,7 @@ static const struct {
 	{"SYNC_NFLAGS", offsetof(RtEnv, nflags), 4096, 16, 1 << 22},
 	{"SYNC_TRACE", offsetof(RtEnv, trace), 0, 0, 1},
 	{"SYNC_WATCHDOG_MS", offsetof(RtEnv, watchdog_ms), 20, 1, 60000},
+	{"SYNC_BOOT_PORT", offsetof(RtEnv, boot_port), 0, 0, 65535},
 };
 
 const char *
@@ -161,6 +162,10 @@ rt_env_parse(RtEnv *e, RtGetenv get, void *ud, char *err, size_t n)
 	if ((r = parse_launcher(e, get, ud, err, n)) || (r = parse_master(e, get, ud, err, n)) ||
 	    (r = parse_knobs(e, get, ud, err, n)))
 		return r;
+	/* torch.distributed's store already listens on MASTER_PORT: a process
+	 * that also runs torch gives the bootstrap a port of its own */
+	if (e->boot_port > 0)
+		e->master_port = e->boot_port;
 	h = get("NCCL_HOSTID", ud);
 	if (h && *h)
 		rt_fmt(e->hostid, sizeof e->hostid, "%s", h);

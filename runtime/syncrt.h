@@ -26,7 +26,8 @@
  *
  * and the caller learns how it went from syn_sync(c), which waits with the
  * watchdog (SYNC_TIMEOUT_MS), or from its own synchronisation of
- * syn_stream(c, SYN_COMPUTE) followed by syn_sync.
+ * syn_stream(c, SYN_COMPUTE) followed by syn_sync.  syn_stream_enter and
+ * syn_stream_leave put a call on a stream of the caller's (PyTorch's).
  *
  * Flags are u64 epochs that only grow: a call's flags reach values derived
  * from its epoch (epoch x arrivals per call when several producers add 1 each),
@@ -202,6 +203,16 @@ int syn_sync(syn_ctx *c);
  * have completed (call after syn_sync). */
 int syn_mark(syn_ctx *c, int slot);
 int syn_mark_ms(syn_ctx *c, int from, int to, float *ms);
+
+/* ---- an op on the caller's stream (rt_stream.c) ---- */
+/* For a caller that orders its own work on a CUstream of this context's
+ * device (PyTorch's current stream; NULL is the legacy default stream):
+ *   syn_stream_enter(c, s)   the compute lane waits for what s has enqueued
+ *   syn_<op>(c, ...)         the op, on the lanes
+ *   syn_stream_leave(c, s)   s waits for the compute lane: the whole op
+ * Both only enqueue. */
+int syn_stream_enter(syn_ctx *c, void *stream);
+int syn_stream_leave(syn_ctx *c, void *stream);
 
 /* ---- timeline ---- */
 /* Collective.  Chrome trace JSON: pid = rank, tid = lane (0 "compute",

@@ -63,6 +63,25 @@ def tests(syncc, run, Fail):
         expect(objs and objs[0]["level"] == "error" and objs[0]["line"] == 2 and objs[0]["column"] == 12
                and objs[0]["end_column"] == 13 and "unknown name" in objs[0]["message"], "json fields", out, err)
 
+    def t_signature():
+        rc, out, err = run([syncc, "-", "--ranks", "4", "--emit=signature"], stdin=GOOD)
+        expect(rc == 0 and err == "", "--emit=signature exits 0 quietly", out, err)
+        sig = json.loads(out)
+        op = sig["ops"][0]
+        expect(sig["ranks"] == 4 and op["name"] == "f" and op["ranks"] == 4 and
+               op["args"] == [{"name": "x", "dtype": "f32", "shape": [8, 8], "placement": "split", "dim": 0,
+                               "local": [2, 8], "type": "f32[8, 8] @split(0)"}] and
+               op["results"][0]["name"] == "out0" and op["results"][0]["local"] == [2, 8],
+               "--emit=signature: arguments and results with their local shapes at P=4", out, err)
+        rc, out, err = run([syncc, "examples/row_linear.syn", "--ranks", "2", "-D", "M=64", "-D", "N=32",
+                            "-D", "K=128", "--emit=signature"])
+        op = json.loads(out)["ops"][0]
+        expect(rc == 0 and [a["local"] for a in op["args"]] == [[64, 64], [64, 32]] and
+               op["results"][0]["placement"] == "repl" and op["results"][0]["local"] == [64, 32],
+               "--emit=signature of row_linear: x @split(1), w @split(0), a @repl result", out, err)
+        rc, out, err = run([syncc, "-", "--emit=signature"], stdin=BAD)
+        expect(rc == 1 and out == "" and "<stdin>:2:12: error:" in err, "--emit=signature of a bad file: exit 1", out, err)
+
     def t_json_needs_o():
         rc, out, err = run([syncc, "-", "--diagnostics=json", "--emit=ir"], stdin=GOOD)
         expect(rc == 2 and json.loads(out)["message"] ==
@@ -125,7 +144,7 @@ def tests(syncc, run, Fail):
         usage_error(["a.syn", "b.syn"], None, "more than one input file (a.syn and b.syn)", "two inputs")
         for opt in ("-o", "--ranks", "-D", "-I", "--entry", "--emit", "--diagnostics", "-d"):
             usage_error(["-", opt], GOOD, "option '%s' needs a value" % opt, opt + " without a value")
-        usage_error(["-", "--emit=bin"], GOOD, "--emit=bin: unknown stage 'bin'; choose tokens, ast, ir, blocks, plan, timeline, ptx or host", "--emit")
+        usage_error(["-", "--emit=bin"], GOOD, "--emit=bin: unknown stage 'bin'; choose tokens, ast, ir, signature, blocks, plan, timeline, ptx or host", "--emit")
         usage_error(["-", "--emit", "bin"], GOOD, "--emit bin: unknown stage 'bin'", "--emit VALUE")
         usage_error(["-", "--diagnostics=xml"], GOOD, "--diagnostics=xml: unknown format 'xml'; choose text or json", "--diagnostics")
         usage_error(["-", "-Dfoo"], GOOD, "-Dfoo: write -D NAME=VALUE", "-D without '='")

@@ -61,6 +61,7 @@ static const struct {
 	{"tokens", EMIT_TOKENS},
 	{"ast", EMIT_AST},
 	{"ir", EMIT_IR},
+	{"signature", EMIT_SIGNATURE},
 	{"blocks", EMIT_BLOCKS},
 	{"plan", EMIT_PLAN},
 	{"timeline", EMIT_TIMELINE},
@@ -184,7 +185,7 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 				d->emit = emits[i].emit;
 				return -1;
 			}
-		diag_usage("%s: unknown stage '%s'; choose tokens, ast, ir, blocks, plan, timeline, ptx or host", flag, val);
+		diag_usage("%s: unknown stage '%s'; choose tokens, ast, ir, signature, blocks, plan, timeline, ptx or host", flag, val);
 		return EXIT_USAGE;
 	case OPT_DIAG:
 		if (strcmp(val, "text") && strcmp(val, "json")) {
@@ -642,6 +643,60 @@ drv_free(Driver *d)
 	arena_free(d->mem);
 }
 
+/* One argument or result of --emit=signature: what its launcher takes. */
+static void
+sig_value(FILE *f, const char *name, const Type *t, int nranks)
+{
+	int64_t local[LIM_RANK];
+	Buf b = {0};
+	ty_local_shape(t, nranks, local);
+	fprintf(f, "{\"name\": ");
+	diag_json_str(f, name);
+	fprintf(f, ", \"dtype\": \"%s\", \"shape\": [", ty_dtypes[t->dt].name);
+	for (int i = 0; i < t->rank; i++)
+		fprintf(f, "%s%lld", i ? ", " : "", (long long)t->dim[i]);
+	fprintf(f, "], \"placement\": \"%s\"", t->pl.kind == PL_SPLIT ? "split" : t->pl.kind == PL_REPL ? "repl" : "partial");
+	if (t->pl.kind == PL_SPLIT)
+		fprintf(f, ", \"dim\": %d", t->pl.dim);
+	if (t->pl.kind == PL_PARTIAL)
+		fprintf(f, ", \"reduce\": \"%s\"", pl_rednames[t->pl.red]);
+	fprintf(f, ", \"local\": [");
+	for (int i = 0; i < t->rank; i++)
+		fprintf(f, "%s%lld", i ? ", " : "", (long long)local[i]);
+	ty_print(&b, t);
+	fprintf(f, "], \"type\": ");
+	diag_json_str(f, b.s);
+	fprintf(f, "}");
+	buf_free(&b);
+}
+
+/* --emit=signature: every compiled op as its launcher sees it (arguments in
+ * order, then results out0...), one JSON document; the Python package
+ * checks a call against it before any GPU work. */
+static void
+print_signature(FILE *f, const Unit *u)
+{
+	fprintf(f, "{\"syncc\": \"%s\", \"source\": ", SYNCC_VERSION);
+	diag_json_str(f, src_get(u->modules->file)->path);
+	fprintf(f, ", \"ranks\": %d, \"ops\": [", u->opt.nranks);
+	for (const Func *fn = u->funcs; fn; fn = fn->next) {
+		fprintf(f, "%s\n  {\"name\": \"%s\", \"ranks\": %d, \"args\": [", fn == u->funcs ? "" : ",", sym_str(fn->name), fn->nranks);
+		for (int i = 0; i < fn->nin; i++) {
+			fprintf(f, "%s\n    ", i ? "," : "");
+			sig_value(f, sym_str(fn->ins[fn->in[i]].name), &fn->ins[fn->in[i]].ty, fn->nranks);
+		}
+		fprintf(f, "],\n   \"results\": [");
+		for (int i = 0; i < fn->nout; i++) {
+			char nm[16];
+			snprintf(nm, sizeof nm, "out%d", i);
+			fprintf(f, "%s\n    ", i ? "," : "");
+			sig_value(f, nm, &fn->outty[i], fn->nranks);
+		}
+		fprintf(f, "]}");
+	}
+	fprintf(f, "\n]}\n");
+}
+
 /* The whole pipeline (DESIGN §3), in order:
  *   read + lex + parse (+ uses) -> sema -> graph passes -> blocks -> schedule
  * --emit stops it at the named stage and prints that stage. */
@@ -693,6 +748,8 @@ drv_compile(Driver *d, Unit **unitp, Buf *out)
 		if (d->emit == EMIT_IR || d->emit == EMIT_DEFAULT)
 			ir_print(mem, f);
 	}
+	if (d->emit == EMIT_SIGNATURE)
+		print_signature(mem, u);
 	if (d->need_plans || d->emit >= EMIT_BLOCKS || d->explain || d->trace || d->svg)
 		if ((status = plan_all(d, u, mem)) != EXIT_OK) {
 			fclose(mem);

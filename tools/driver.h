@@ -15,6 +15,7 @@ typedef enum Emit {
 	EMIT_TOKENS,
 	EMIT_AST,
 	EMIT_IR,
+	EMIT_SIGNATURE, /* every op's arguments and results, JSON (for the Python package) */
 	EMIT_BLOCKS,
 	EMIT_PLAN,
 	EMIT_TIMELINE,

@@ -76,6 +76,7 @@ static const EnvCase env_cases[] = {
 	{{"SYNC_NCCL_MAX_CTAS=65", NULL}, SYN_EENV, RL_NONE, 0, 0, 0, "SYNC_NCCL_MAX_CTAS='65'"},
 	{{"RANK=0", "WORLD_SIZE=2", "LOCAL_RANK=-1", "MASTER_ADDR=a", NULL}, SYN_EENV, RL_TORCHRUN, 0, 0, 0,
 	 "LOCAL_RANK='-1'"},
+	{{"SYNC_BOOT_PORT=65536", NULL}, SYN_EENV, RL_NONE, 0, 0, 0, "SYNC_BOOT_PORT='65536'"},
 };
 
 static void
@@ -100,6 +101,9 @@ t_env(void)
 		const char *kv[] = {"SYNC_TIMEOUT_MS=2500", "SYNC_NCCL_MAX_CTAS=8", "NCCL_HOSTID=nodeB", NULL};
 		RtEnv e;
 		char err[256];
+		const char *kp[] = {"RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=a", "MASTER_PORT=29500", "SYNC_BOOT_PORT=40123", NULL};
+		EXPECT(!rt_env_parse(&e, fake_get, kp, err, sizeof err) && e.master_port == 40123,
+		       "SYNC_BOOT_PORT overrides MASTER_PORT for the bootstrap: port %d (%s)", e.master_port, err);
 		EXPECT(!rt_env_parse(&e, fake_get, kv, err, sizeof err), "knobs: %s", err);
 		EXPECT(e.timeout_ms == 2500 && e.nccl_max_ctas == 8 && e.free_sms == 8 && e.nflags == 4096 &&
 		               e.master_port == RT_DEFAULT_PORT && !strcmp(e.hostid, "nodeB"),

@@ -1,0 +1,197 @@
+"""The Python package (python/syncc) without torch or a GPU: signatures from
+syncc, the argument checker on stand-in tensors, the cache key, the cache
+itself, compile errors as exceptions, the ctypes layout of syn_tensor
+against the C header, and (where libsyncrt.so was built) the launcher's
+shared object.  With torch installed, the checker also runs on real (CPU)
+torch tensors.  Found by tests/run."""
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+
+def tests(root, run, Fail):
+    sys.path.insert(0, os.path.join(root, "python"))
+    import syncc
+    from syncc import build, signature, runtime
+
+    example = os.path.join(root, "examples", "row_linear.syn")
+    small = {"M": 64, "N": 32, "K": 128}
+
+    def expect(cond, what):
+        if not cond:
+            raise Fail(" " + what)
+
+    def raises(exc, fn, *want):
+        try:
+            fn()
+        except exc as e:
+            for w in want:
+                if w not in str(e):
+                    raise Fail(" %s raised, but its message lacks %r:\n%s" % (exc.__name__, w, e))
+            return e
+        raise Fail(" expected %s (%s)" % (exc.__name__, " / ".join(want)))
+
+    class Dev:
+        def __init__(self, typ, index):
+            self.type, self.index = typ, index
+
+    class T:
+        """A stand-in tensor: the duck-typed interface the checker reads."""
+
+        def __init__(self, dtype, shape, device="cuda:1", contiguous=True, ptr=4096):
+            self.dtype, self.shape, self.device = dtype, shape, device
+            self._c, self._p = contiguous, ptr
+
+        def is_contiguous(self):
+            return self._c
+
+        def stride(self):
+            return (1, self.shape[0])
+
+        def data_ptr(self):
+            return self._p
+
+    def sig_p2():
+        return build.read_signature(build.find_tools(), example, small, 2).ops["row_linear"]
+
+    def t_signature():
+        op = sig_p2()
+        expect([a.name for a in op.args] == ["x", "w"] and op.ranks == 2, "row_linear's arguments x, w at P=2")
+        expect(op.args[0].shape == (64, 128) and op.args[0].local == (64, 64) and op.args[0].placement == "split"
+               and op.args[0].dim == 1, "x: bf16[64, 128] @split(1), local (64, 64)")
+        expect(op.args[1].local == (64, 32) and op.results[0].local == (64, 32) and op.results[0].placement == "repl",
+               "w local (64, 32); the result @repl (64, 32)")
+        expect(op.args[0].dtype == "bf16" and op.args[0].torch_dtype_name() == "bfloat16", "bf16 is torch.bfloat16")
+
+    def t_checker_accepts():
+        op = sig_p2()
+        for dt in ("torch.bfloat16", "bfloat16", "bf16"):
+            signature.check_call(op, [T(dt, (64, 64)), T(dt, [64, 32], device=Dev("cuda", 1))], 1, 1)
+
+    def t_checker_rejects():
+        op = sig_p2()
+        x, w = T("torch.bfloat16", (64, 64)), T("torch.bfloat16", (64, 32))
+        raises(syncc.ArgumentError, lambda: signature.check_call(op, [x], 1, 1),
+               "row_linear takes 2 arguments (x, w), got 1")
+        raises(syncc.ArgumentError, lambda: signature.check_call(op, [T("torch.float32", (64, 64)), w], 1, 1),
+               "row_linear: argument 0 'x': dtype is torch.float32, expected bf16 (torch.bfloat16)")
+        raises(syncc.ArgumentError, lambda: signature.check_call(op, [T("torch.bfloat16", (64, 128)), w], 1, 1),
+               "row_linear: argument 0 'x': shape is (64, 128), expected (64, 64)",
+               "this rank's piece of bf16[64, 128] @split(1) over 2 ranks (rank 1)",
+               "dim 1 is 128, expected 64 (the whole tensor was passed")
+        raises(syncc.ArgumentError, lambda: signature.check_call(op, [x, T("torch.bfloat16", (64, 32, 1))], 1, 1),
+               "argument 1 'w': shape is (64, 32, 1)", "3 dimensions, expected 2")
+        raises(syncc.ArgumentError, lambda: signature.check_call(op, [x, T("torch.bfloat16", (64, 32), "cpu")], 1, 1),
+               "argument 1 'w': is on cpu, expected cuda:1 (this rank's GPU)")
+        raises(syncc.ArgumentError, lambda: signature.check_call(op, [T("torch.bfloat16", (64, 64), Dev("cuda", 0)), w], 1, 1),
+               "argument 0 'x': is on cuda:0, expected cuda:1")
+        raises(syncc.ArgumentError, lambda: signature.check_call(op, [T("torch.bfloat16", (64, 64), contiguous=False), w], 1, 1),
+               "argument 0 'x': is not contiguous (strides (1, 64))", "x.contiguous()")
+        raises(syncc.ArgumentError, lambda: signature.check_call(op, [x, T("torch.bfloat16", (64, 32), ptr=4098)], 1, 1),
+               "argument 1 'w': its data is not 16-byte aligned")
+        raises(syncc.ArgumentError, lambda: signature.check_call(op, [x, 3], 1, 1),
+               "argument 1 'w': expected a tensor", "got int")
+        raises(syncc.ArgumentError, lambda: signature.check_world(op, 4, 3),
+               "row_linear: compiled for 2 ranks, but this process is rank 3 of WORLD_SIZE=4")
+
+    def t_cache_key():
+        k = build.cache_key(b"op", {"M": 1, "N": 2}, 2, None, "syncc 0.1.0", "t")
+        expect(k == build.cache_key(b"op", {"N": 2, "M": 1}, 2, None, "syncc 0.1.0", "t"), "-D order does not matter")
+        others = [build.cache_key(b"op ", {"M": 1, "N": 2}, 2, None, "syncc 0.1.0", "t"),
+                  build.cache_key(b"op", {"M": 1, "N": 3}, 2, None, "syncc 0.1.0", "t"),
+                  build.cache_key(b"op", {"M": 1, "N": 2}, 4, None, "syncc 0.1.0", "t"),
+                  build.cache_key(b"op", {"M": 1, "N": 2}, 2, "f", "syncc 0.1.0", "t"),
+                  build.cache_key(b"op", {"M": 1, "N": 2}, 2, None, "syncc 0.2.0", "t"),
+                  build.cache_key(b"op", {"M": 1, "N": 2}, 2, None, "syncc 0.1.0", "u")]
+        expect(len(set(others + [k])) == 7, "source, -D, ranks, entry, version and tools each change the key")
+        raises(syncc.SynccError, lambda: build.cache_key(b"op", {"M": [1]}, 2, None, "v"), "M=[1]")
+
+    def t_cache():
+        d = tempfile.mkdtemp(prefix="syncc-pytest-")
+        try:
+            b1 = build.compile_file(example, small, 2, cache=d, link=False)
+            expect(os.path.isfile(os.path.join(b1.dir, "ops.c")) and os.path.isfile(os.path.join(b1.dir, "ops.h")),
+                   "the build holds syncc's launcher")
+            stamp = os.stat(os.path.join(b1.dir, "ops.c")).st_mtime_ns
+            b2 = build.compile_file(example, dict(small), 2, cache=d, link=False)
+            expect(b2.dir == b1.dir and os.stat(os.path.join(b2.dir, "ops.c")).st_mtime_ns == stamp and
+                   b2.sig.ops["row_linear"].args[0].local == (64, 64), "a second load reuses the cached build")
+            b3 = build.compile_file(example, dict(small, M=128), 2, cache=d, link=False)
+            expect(b3.dir != b1.dir and b3.sig.ops["row_linear"].results[0].local == (128, 32), "new -D, new build")
+            left = [f for f in os.listdir(d) if ".tmp" in f]
+            expect(not left, "no temporary build directories left: %s" % left)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+    def t_compile_errors():
+        d = tempfile.mkdtemp(prefix="syncc-pytest-")
+        try:
+            bad = os.path.join(d, "bad.syn")
+            with open(bad, "w") as f:
+                f.write("op f(x: f32[4]) -> f32[4] {\n    return y;\n}\n")
+            e = raises(syncc.CompileError, lambda: build.compile_file(bad, {}, 1, cache=d, link=False),
+                       "%s:2:12: error: unknown name 'y'" % bad, "errors in the input")
+            expect(e.exit_status == 1, "exit status 1 kept")
+            e = raises(syncc.CompileError, lambda: build.compile_file(example, {"Q": 3}, 2, cache=d, link=False),
+                       "no param 'Q'", "bad command line")
+            expect(e.exit_status == 2, "exit status 2 kept")
+            raises(syncc.CompileError, lambda: build.compile_file(os.path.join(d, "none.syn"), {}, 1, cache=d),
+                   "cannot read")
+            raises(syncc.ArgumentError, lambda: syncc.load(example, ranks=4, cache=d, **small),
+                   "ranks=4, but this process is rank 0 of WORLD_SIZE=1")
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+    def t_syn_tensor_layout():
+        """ctypes' syn_tensor against the C compiler's."""
+        d = tempfile.mkdtemp(prefix="syncc-pytest-")
+        try:
+            src = os.path.join(d, "l.c")
+            with open(src, "w") as f:
+                f.write('#include <stdio.h>\n#include <stddef.h>\n#include "syncrt.h"\nint main(void) {\n'
+                        'printf("%zu %zu %zu %zu %zu %zu %d %d %d %d\\n", sizeof(syn_tensor), offsetof(syn_tensor, data),'
+                        ' offsetof(syn_tensor, dtype), offsetof(syn_tensor, rank), offsetof(syn_tensor, dims),'
+                        ' offsetof(syn_tensor, strides), CD_F32, CD_F16, CD_BF16, CD_I32);\nreturn 0;\n}\n')
+            p = subprocess.run([os.environ.get("CC", "cc"), "-std=c11", "-I", os.path.join(root, "runtime"), "-o",
+                                os.path.join(d, "l"), src], capture_output=True, timeout=60)
+            expect(p.returncode == 0, "cc: " + p.stderr.decode()[-500:])
+            got = subprocess.run([os.path.join(d, "l")], capture_output=True, timeout=60).stdout.decode().split()
+            S = runtime.SynTensor
+            mine = [str(x) for x in (runtime.ctypes.sizeof(S), S.data.offset, S.dtype.offset, S.rank.offset,
+                                     S.dims.offset, S.strides.offset)] + \
+                   [str(signature.DTYPES[k][0]) for k in ("f32", "f16", "bf16", "i32")]
+            expect(got == mine, "syn_tensor layout: C %s, ctypes %s" % (got, mine))
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+    out = [("python/" + k[2:], v) for k, v in sorted(locals().items()) if k.startswith("t_")]
+
+    tools = build.find_tools()
+    if tools.libsyncrt and tools.include:
+        def launcher_so():
+            d = tempfile.mkdtemp(prefix="syncc-pytest-")
+            try:
+                b = build.compile_file(example, small, 2, cache=d)
+                with open(b.so, "rb") as f:
+                    data = f.read()
+                expect(data[:4] == b"\x7fELF" and b"syn_row_linear" in data and b"libsyncrt.so" in data,
+                       "ops.so is a shared object with syn_row_linear, linked against libsyncrt.so")
+            finally:
+                shutil.rmtree(d, ignore_errors=True)
+        out.append(("python/launcher-so (links against libsyncrt.so)", launcher_so))
+
+    if importlib.util.find_spec("torch") is not None:
+        def torch_checker():
+            import torch
+            op = sig_p2()
+            x = torch.zeros(64, 64, dtype=torch.bfloat16)
+            w = torch.zeros(64, 32, dtype=torch.bfloat16)
+            raises(syncc.ArgumentError, lambda: signature.check_call(op, [x, w], 0, 0), "is on cpu, expected cuda:0")
+            raises(syncc.ArgumentError, lambda: signature.check_call(op, [x.float(), w], 0, 0), "dtype is torch.float32")
+            raises(syncc.ArgumentError, lambda: signature.check_call(op, [torch.zeros(64, 128, dtype=torch.bfloat16), w], 0, 0),
+                   "shape is (64, 128), expected (64, 64)")
+        out.append(("python/torch-checker (CPU torch tensors)", torch_checker))
+    return out
