@@ -273,7 +273,7 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 		buf_printf(o, "\t\tif ((r = syn_grid_persistent(ctx, st->k[%d], %d, %d, &grid[0])))\n\t\t\treturn r;\n", k, kn->k.threads, kn->k.smem);
 		/* with NCCL running beside the kernel, one CTA per SM left to compute:
 		 * a second CTA per SM would take the SMs NCCL's CTAs need */
-		if (uses_sm_comm(lo)) {
+		if (uses_sm_comm(lo) && lo->p->share_sms) {
 			buf_printf(o, "\t\tif (grid[0] > (unsigned)(syn_sms(ctx) - syn_free_sms(ctx)))\n\t\t\tgrid[0] = (unsigned)(syn_sms(ctx) - syn_free_sms(ctx));\n");
 			/* the plan's own share: the SMs it left the comm backend */
 			buf_printf(o, "\t\tif (grid[0] > %du) /* the plan's compute SMs */\n\t\t\tgrid[0] = %du;\n", lo->p->compute_sms,

@@ -17,6 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Matmul tile rows a block list walks together (L2 reuse; the harness
+ * measured 8 fastest for the mma.sync kernel, 2026-11-29-mma-sync-h200.md). */
+enum { TILE_GROUP = 8 };
+
 typedef struct Low {
 	Lowered *lo;
 	const Func *f;
@@ -343,13 +347,16 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 				int64_t m0 = abs[q].lo[R - 2], m1 = abs[q].hi[R - 2], n0 = abs[q].lo[R - 1], n1 = abs[q].hi[R - 1];
 				if (m0 % t->bm || (m1 % t->bm && m1 != s.m) || n0 % t->bn || (n1 % t->bn && n1 != s.n))
 					return refuse(L, "a band of matmul %%%d is not made of whole %dx%d tiles", a, t->bm, t->bn);
+				/* grouped order: TILE_GROUP tile rows at a time, column by
+				 * column, so a wave of CTAs shares its A rows and B columns in L2 */
 				for (int64_t z = R == 3 ? abs[q].lo[0] : 0; z < (R == 3 ? abs[q].hi[0] : 1); z++)
-					for (int64_t x = m0 / t->bm; x * t->bm < m1; x++)
-						for (int64_t y = n0 / t->bn; y * t->bn < n1; y++) {
-							PtxBlock e = proto;
-							e.x = (uint32_t)x, e.y = (uint32_t)y, e.z = (uint32_t)z;
-							append(k, r, n, &e);
-						}
+					for (int64_t gx = m0 / t->bm; gx * t->bm < m1; gx += TILE_GROUP)
+						for (int64_t y = n0 / t->bn; y * t->bn < n1; y++)
+							for (int64_t x = gx; x < gx + TILE_GROUP && x * t->bm < m1; x++) {
+								PtxBlock e = proto;
+								e.x = (uint32_t)x, e.y = (uint32_t)y, e.z = (uint32_t)z;
+								append(k, r, n, &e);
+							}
 			}
 		}
 		L->entries[bl[i]] = n[0] - before;

@@ -162,6 +162,8 @@ struct Plan {
 	double peak_extra;   /* bytes in flight beyond the serial plan's peak */
 	bool is_serial;
 	int compute_sms;     /* SMs the compute kernels may occupy */
+	bool share_sms;      /* a collective runs beside a compute kernel: the
+	                        kernels leave the backend its SMs (compute_sms) */
 	char why[512];       /* --explain: why this plan */
 	int tried;           /* plans the search scored */
 };
