@@ -273,6 +273,11 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 		buf_printf(o, "\t\tif ((r = syn_grid_persistent(ctx, st->k[%d], %d, %d, &grid[0])))\n\t\t\treturn r;\n", k, kn->k.threads, kn->k.smem);
 		/* with NCCL running beside the kernel, one CTA per SM left to compute:
 		 * a second CTA per SM would take the SMs NCCL's CTAs need */
+		/* syn_grid_persistent leaves the context's free SMs; a plan where no
+		 * collective runs beside a kernel, and no kernel waits for one, takes
+		 * them all (blocks per SM x every SM) */
+		if (!lo->p->share_sms)
+			buf_printf(o, "\t\tgrid[0] = grid[0] / (unsigned)(syn_sms(ctx) - syn_free_sms(ctx)) * (unsigned)syn_sms(ctx);\n");
 		if (uses_sm_comm(lo) && lo->p->share_sms) {
 			buf_printf(o, "\t\tif (grid[0] > (unsigned)(syn_sms(ctx) - syn_free_sms(ctx)))\n\t\t\tgrid[0] = (unsigned)(syn_sms(ctx) - syn_free_sms(ctx));\n");
 			/* the plan's own share: the SMs it left the comm backend */

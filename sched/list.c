@@ -188,15 +188,33 @@ pick(Sim *s, int lane, double t)
 	return best;
 }
 
-static double
-compute_rate(const Sim *s)
+/* Does a compute block wait for a comm block?  Its persistent kernel then
+ * spins on SMs while the collective runs, and the collective needs its own. */
+bool
+sched_comm_feeds_compute(const BlockGraph *g)
 {
-	const Profile *p = s->prof;
-	int c = s->run[LANE_COMM];
-	if (c < 0)
+	for (int i = 0; i < g->n; i++)
+		if (g->b[i].lane == LANE_COMM)
+			for (int j = 0; j < g->b[i].nsucc; j++)
+				if (g->b[g->b[i].succ[j]].lane == LANE_COMPUTE)
+					return true;
+	return false;
+}
+
+/* The rate of compute work relative to the whole GPU.  Where a collective
+ * may run beside a kernel (or a kernel waits for one), the launcher caps
+ * every kernel's grid at the SMs the backends leave (codegen/host.c), for
+ * the kernel's whole life, not only while the collective runs. */
+static double
+compute_rate(const BlockGraph *g, const Profile *p, bool serial)
+{
+	int most = 0;
+	if (serial && !sched_comm_feeds_compute(g))
 		return 1;
-	int sms = p->comm_sms[s->g->choice[s->g->b[c].node].backend];
-	return sms >= p->sms ? 0.05 : (double)(p->sms - sms) / p->sms;
+	for (int i = 0; i < g->n; i++)
+		if (g->b[i].lane == LANE_COMM && p->comm_sms[g->choice[g->b[i].node].backend] > most)
+			most = p->comm_sms[g->choice[g->b[i].node].backend];
+	return most >= p->sms ? 0.05 : (double)(p->sms - most) / p->sms;
 }
 
 static void
@@ -240,7 +258,7 @@ sched_list(BlockGraph *g, Plan *p, const Profile *prof, bool serial)
 {
 	Sim s = {g, prof, groups(g), -1, xcalloc((size_t)g->n + 1, sizeof(double)), xcalloc((size_t)g->n + 1, sizeof(int)),
 	         xcalloc((size_t)g->n + 1, sizeof(bool)), {-1, -1}, {0, 0}};
-	double t = 0;
+	double t = 0, rate = compute_rate(g, prof, serial);
 	int done = 0;
 	sched_levels(g);
 	for (int l = 0; l < NLANES; l++) {
@@ -251,7 +269,7 @@ sched_list(BlockGraph *g, Plan *p, const Profile *prof, bool serial)
 	for (int i = 0; i < g->n; i++)
 		s.left[i] = g->b[i].npred;
 	while (done < g->n) {
-		double next = INFINITY, rate;
+		double next = INFINITY;
 		if (serial) {
 			if (s.run[0] < 0 && s.run[1] < 0) {
 				int i = pick(&s, -1, t);
@@ -266,7 +284,6 @@ sched_list(BlockGraph *g, Plan *p, const Profile *prof, bool serial)
 						start(&s, p, i, t);
 				}
 		}
-		rate = compute_rate(&s);
 		if (s.run[LANE_COMPUTE] >= 0)
 			next = t + s.rem[LANE_COMPUTE] / rate;
 		if (s.run[LANE_COMM] >= 0 && t + s.rem[LANE_COMM] < next)

@@ -171,6 +171,7 @@ struct Plan {
 /* sched/list.c: critical path and list scheduling on the cost model */
 void sched_levels(BlockGraph *g);
 double sched_list(BlockGraph *g, Plan *p, const Profile *prof, bool serial);
+bool sched_comm_feeds_compute(const BlockGraph *g); /* then kernels spin while a collective runs */
 
 /* sched/search.c */
 Plan *sched_plan(const Func *f, const SchedOpts *o);

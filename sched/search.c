@@ -214,19 +214,6 @@ explain_choices(const Func *f, const NodeChoice *ch, Buf *b)
 	}
 }
 
-/* Does a compute block wait for a comm block?  Its persistent kernel then
- * spins on SMs while the collective runs, and the collective needs its own. */
-static bool
-comm_feeds_compute(const BlockGraph *g)
-{
-	for (int i = 0; i < g->n; i++)
-		if (g->b[i].lane == LANE_COMM)
-			for (int j = 0; j < g->b[i].nsucc; j++)
-				if (g->b[g->b[i].succ[j]].lane == LANE_COMPUTE)
-					return true;
-	return false;
-}
-
 static void
 finish_plan(Plan *p, const Func *f, const SchedOpts *o, NodeChoice *ch, bool serial)
 {
@@ -238,7 +225,7 @@ finish_plan(Plan *p, const Func *f, const SchedOpts *o, NodeChoice *ch, bool ser
 		if (p->g->b[i].tlevel + p->g->b[i].blevel > p->crit)
 			p->crit = p->g->b[i].tlevel + p->g->b[i].blevel;
 	p->compute_sms = o->prof->sms;
-	p->share_sms = !serial || comm_feeds_compute(p->g);
+	p->share_sms = !serial || sched_comm_feeds_compute(p->g);
 	if (!p->share_sms)
 		return; /* nothing computes while a collective runs, nothing spins for one */
 	for (Val v = 0; v < f->nins; v++)
