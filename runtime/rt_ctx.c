@@ -11,9 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sched.h>
 #include <unistd.h>
 
+/* settle() polls without sleeping for SETTLE_SPIN_NS: a usleep(50) per
+ * ncclInProgress (~110 us with timer slack) was the ~120 us floor of every
+ * chunk's enqueue that --calibrate measured on 2x H200 (2026-11-30), and the
+ * GPU's comm lane waited for it between short chunks. */
 enum { TRACE_RECORDS = 1 << 16, SETTLE_SLEEP_US = 50 };
+#define SETTLE_SPIN_NS 2000000ull
 
 static const syn_image builtin = {"libsyncrt built-in", rt_builtin_ptx, NULL, 0};
 static const syn_image tools = {"libsyncrt tools", rt_tool_ptx, NULL, 0};
@@ -64,7 +70,7 @@ rt_nccl(syn_ctx *c, ncclResult_t r, const char *what)
 static int
 settle(syn_ctx *c, ncclResult_t r, const char *what, int ms)
 {
-	uint64_t deadline = rt_now_ns() + (uint64_t)ms * 1000000u;
+	uint64_t now = rt_now_ns(), deadline = now + (uint64_t)ms * 1000000u, spin = now + SETTLE_SPIN_NS;
 	ncclResult_t st = r;
 	if (r != ncclSuccess && r != ncclInProgress)
 		return rt_nccl(c, r, what);
@@ -82,7 +88,10 @@ settle(syn_ctx *c, ncclResult_t r, const char *what, int ms)
 		if (c->boot && rt_boot_poll(c->boot, msg, sizeof msg))
 			return rt_seterr(c, SYN_EPEER, "rank %d: %s: stopped because another rank failed: %s",
 			                 c->rank, what, msg);
-		usleep(SETTLE_SLEEP_US);
+		if (rt_now_ns() < spin)
+			sched_yield();
+		else
+			usleep(SETTLE_SLEEP_US);
 	}
 	cuCtxSetCurrent(c->cu); /* NCCL may have switched devices */
 	return rt_nccl(c, st, what);
