@@ -7,11 +7,11 @@
 #include "rt.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sched.h>
 #include <unistd.h>
 
 /* settle() polls without sleeping for SETTLE_SPIN_NS: a usleep(50) per
