@@ -602,11 +602,12 @@ case_mm_batch(void)
 	mm_run("mm_batch_f16", s, 11);
 }
 
-/* bias (row stride 0) + residual, tanh, two outputs of different types. */
-static void
-case_mm_epi(void)
+/* 250x383x512 with ldb 384: tanh(acc + bias (row stride 0)) * 0.5 +
+ * residual -> bf16, and sigmoid(acc) -> f32. */
+static PtxMatmulSpec
+epi_spec(const char *name, const char *tile)
 {
-	PtxMatmulSpec s = mm_spec("mm_epi", DT_BF16, 250, 383, 512, "128x256x32s4", DT_BF16);
+	PtxMatmulSpec s = mm_spec(name, DT_BF16, 250, 383, 512, tile, DT_BF16);
 	s.ldb = 384;
 	s.in[0] = (PtxTensor){DT_BF16, {0, 0, 1}};
 	s.in[1] = (PtxTensor){DT_F32, {0, 383, 1}};
@@ -615,6 +616,14 @@ case_mm_epi(void)
 	s.out[1] = (PtxTensor){DT_F32, {0, 383, 1}};
 	s.nout = 2;
 	prog_or_die(&s.epi, "out0=add(mul(tanh(add(acc,in0)),0.5),in1); out1=sigmoid(acc)");
+	return s;
+}
+
+/* bias (row stride 0) + residual, tanh, two outputs of different types. */
+static void
+case_mm_epi(void)
+{
+	PtxMatmulSpec s = epi_spec("mm_epi", "128x256x32s4");
 	mm_run("mm_epi_bias_res_tanh", s, 7);
 	s = mm_spec("mm_epi2", DT_BF16, 512, 512, 512, NULL, DT_I32);
 	s.in[0] = (PtxTensor){DT_F32, {0, 1, 0}};
@@ -1312,16 +1321,7 @@ case_mm_wgmma(void)
 	s.batch_a = 256 * 192;
 	s.out[0] = (PtxTensor){DT_F32, {256 * 512, 512, 1}};
 	mm_run("wg_batch_shared_b", s, 3);
-	s = mm_spec("wg_epi", DT_BF16, 250, 383, 512, "wg128x256x64s4", DT_BF16);
-	s.ldb = 384;
-	s.in[0] = (PtxTensor){DT_BF16, {0, 0, 1}};
-	s.in[1] = (PtxTensor){DT_F32, {0, 383, 1}};
-	s.nin = 2;
-	s.out[0] = (PtxTensor){DT_BF16, {0, 383, 1}};
-	s.out[1] = (PtxTensor){DT_F32, {0, 383, 1}};
-	s.nout = 2;
-	prog_or_die(&s.epi, "out0=add(mul(tanh(add(acc,in0)),0.5),in1); out1=sigmoid(acc)");
-	mm_run("wg_epi_bias_res_tanh", s, 7);
+	mm_run("wg_epi_bias_res_tanh", epi_spec("wg_epi", "wg128x256x64s4"), 7);
 }
 
 /* Small enough for compute-sanitizer: edges, two tiles per CTA, a flag. */
