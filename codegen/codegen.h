@@ -115,6 +115,7 @@ typedef struct PtxTile {
 	int stages;            /* cp.async / TMA pipeline depth */
 	int min_ctas;          /* .minnctapersm, 0 = none */
 	PtxMmKind kind;
+	bool raiser;           /* wgmma: a producer warp raises the output flags (else a consumer thread) */
 } PtxTile;
 extern const PtxTile ptx_tiles[];
 extern const int ptx_ntiles;

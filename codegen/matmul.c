@@ -25,17 +25,21 @@
 #include <string.h>
 
 const PtxTile ptx_tiles[] = {
-	/* name              bm   bn   bk  wm wn stages minctas kind */
-	{"128x256x32s3",    128, 256, 32, 2, 4, 3, 1, PTX_MMA_SYNC},
-	{"128x256x32s4",    128, 256, 32, 2, 4, 4, 1, PTX_MMA_SYNC},
-	{"256x128x32s4",    256, 128, 32, 4, 2, 4, 1, PTX_MMA_SYNC},
-	{"128x256x64s3",    128, 256, 64, 2, 4, 3, 1, PTX_MMA_SYNC},
-	{"128x128x32s4",    128, 128, 32, 2, 4, 4, 1, PTX_MMA_SYNC},
-	{"128x128x64s3",    128, 128, 64, 2, 4, 3, 1, PTX_MMA_SYNC},
-	/* wgmma: warps_m consumer warpgroups of 64 rows each, one producer */
-	{"wg128x256x64s4",  128, 256, 64, 2, 1, 4, 1, PTX_WGMMA},
-	{"wg128x256x64s3",  128, 256, 64, 2, 1, 3, 1, PTX_WGMMA},
-	{"wg128x128x64s6",  128, 128, 64, 2, 1, 6, 1, PTX_WGMMA},
+	/* name              bm   bn   bk  wm wn stages minctas kind raiser */
+	{"128x256x32s3",    128, 256, 32, 2, 4, 3, 1, PTX_MMA_SYNC, false},
+	{"128x256x32s4",    128, 256, 32, 2, 4, 4, 1, PTX_MMA_SYNC, false},
+	{"256x128x32s4",    256, 128, 32, 4, 2, 4, 1, PTX_MMA_SYNC, false},
+	{"128x256x64s3",    128, 256, 64, 2, 4, 3, 1, PTX_MMA_SYNC, false},
+	{"128x128x32s4",    128, 128, 32, 2, 4, 4, 1, PTX_MMA_SYNC, false},
+	{"128x128x64s3",    128, 128, 64, 2, 4, 3, 1, PTX_MMA_SYNC, false},
+	/* wgmma: warps_m consumer warpgroups of 64 rows each, one producer
+	 * warpgroup; raiser: its second warp raises the output flags */
+	{"wg128x256x64s4",  128, 256, 64, 2, 1, 4, 1, PTX_WGMMA, true},
+	{"wg128x256x64s3",  128, 256, 64, 2, 1, 3, 1, PTX_WGMMA, true},
+	{"wg128x128x64s6",  128, 128, 64, 2, 1, 6, 1, PTX_WGMMA, true},
+	/* the same with a consumer thread raising them (the system-scope
+	 * release stalls its warpgroup): kept to measure the difference */
+	{"wg128x256x64s3c", 128, 256, 64, 2, 1, 3, 1, PTX_WGMMA, false},
 };
 const int ptx_ntiles = NELEM(ptx_tiles);
 

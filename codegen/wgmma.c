@@ -60,7 +60,7 @@ typedef struct Wg {
 	int nwg;              /* consumer warpgroups */
 	int abytes, bbytes;   /* one stage's A and B tiles */
 	int stage;            /* bytes per stage */
-	int bars;             /* offset of the barriers: full[S], empty[S], quit word */
+	int bars;             /* offset of the barriers: full[S], empty[S], done[2], raised[2], quit word */
 	int64_t nkt;          /* k tiles */
 	int64_t lda, ldb;
 	Reg base;             /* 1024-aligned shared base */
@@ -92,7 +92,23 @@ wg_setup(Wg *w, Ptx *p, const PtxMatmulSpec *s)
 static int
 wg_smem(const Wg *w)
 {
-	return w->bars + 16 * w->t->stages + 16 + WG_ALIGN; /* + slack to align the base */
+	return w->bars + 16 * w->t->stages + 32 + 16 + WG_ALIGN; /* + slack to align the base */
+}
+
+/* The barrier rings after the stages, and the quit word after them. */
+enum { BAR_FULL, BAR_EMPTY, BAR_DONE, BAR_RAISED };
+
+static int
+bar_off(const Wg *w, int kind)
+{
+	static const int per_stage[] = {0, 8, 16, 16}, fixed[] = {0, 0, 0, 16};
+	return w->bars + per_stage[kind] * w->t->stages + fixed[kind];
+}
+
+static int
+quit_off(const Wg *w)
+{
+	return w->bars + 16 * w->t->stages + 32;
 }
 
 const char *
@@ -130,13 +146,13 @@ wg_tmaps(const Wg *w, PtxKernel *k)
 	                       .box = {WG_BOXN, WG_BK, 1}};
 }
 
-/* Shared addresses of barrier i of a kind (0 full, 1 empty) and of the quit word. */
+/* Shared address of barrier i of a kind (BAR_*). */
 static void
-bar_addr(Wg *w, Reg d, int kind, Reg stage)
+bar_addr(Wg *w, Reg d, int kind, Reg i)
 {
 	Ptx *p = w->p;
-	ptx_emit(p, "mad.lo.u32 %s, %s, 8, %s;", R(d), R(stage), R(w->base));
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(d), R(d), w->bars + kind * 8 * w->t->stages);
+	ptx_emit(p, "mad.lo.u32 %s, %s, 8, %s;", R(d), R(i), R(w->base));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(d), R(d), bar_off(w, kind));
 }
 
 /* Spin on an mbarrier phase: try_wait suspends in hardware for a while. */
@@ -202,10 +218,10 @@ wg_producer(Wg *w, Reg stage, Reg phase)
 	ptx_emit(p, "mov.u32 %s, %s;", R(zb), s->batch_b ? R(p->z) : "0");
 	ptx_emit(p, "mov.u32 %s, 0;", R(kt));
 	ptx_place(p, kloop);
-	bar_addr(w, empty, 1, stage);
+	bar_addr(w, empty, BAR_EMPTY, stage);
 	ptx_emit(p, "xor.b32 %s, %s, 1;", R(ph1), R(phase)); /* a fresh barrier counts as released */
 	bar_wait(w, empty, ph1);
-	bar_addr(w, full, 0, stage);
+	bar_addr(w, full, BAR_FULL, stage);
 	ptx_emit(p, "mbarrier.arrive.expect_tx.shared::cta.b64 %s, [%s], %d;", R(st), R(full), w->stage);
 	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(dst), R(stage), w->stage, R(w->base));
 	ptx_emit(p, "shl.b32 %s, %s, 6;", R(kc), R(kt)); /* k of the tile: kt * 64 */
@@ -227,12 +243,12 @@ wg_producer(Wg *w, Reg stage, Reg phase)
 	/* A wait timed out: tell the consumers, through the next full barrier,
 	 * once they have emptied it (a parity wait sees only one phase ahead). */
 	ptx_place(p, quit_l);
-	bar_addr(w, empty, 1, stage);
+	bar_addr(w, empty, BAR_EMPTY, stage);
 	ptx_emit(p, "xor.b32 %s, %s, 1;", R(ph1), R(phase));
 	bar_wait(w, empty, ph1);
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(qa), R(w->base), w->bars + 16 * w->t->stages);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(qa), R(w->base), quit_off(w));
 	ptx_emit(p, "st.shared.u32 [%s], 1;", R(qa));
-	bar_addr(w, full, 0, stage);
+	bar_addr(w, full, BAR_FULL, stage);
 	ptx_emit(p, "mbarrier.arrive.shared::cta.b64 %s, [%s];", R(st), R(full));
 	ptx_place(p, done);
 	ptx_emit(p, "ret;");
@@ -263,14 +279,83 @@ wg_mma(Wg *w, Reg da, Reg db, Reg scale)
 	buf_free(&regs);
 }
 
+/* Tile tc of this CTA is stored: each consumer warp's lane 0 (after the
+ * warp's stores, bar.warp.sync) arrives on done[tc % 2], first waiting
+ * until the raiser has finished with that slot's previous use, so neither
+ * ring runs two phases ahead of its waiter. */
+static void
+tile_done(Wg *w, Reg tc, Reg lane0)
+{
+	Ptx *p = w->p;
+	int skip = ptx_label(p), fresh = ptx_label(p);
+	Reg slot = ptx_reg(p, RC_B32), use = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED);
+	Reg st = ptx_reg(p, RC_B64);
+
+	ptx_emit(p, "bar.warp.sync -1;");
+	ptx_emit(p, "@!%s bra $L%d;", R(lane0), skip);
+	ptx_emit(p, "and.b32 %s, %s, 1;", R(slot), R(tc));
+	ptx_emit(p, "shr.u32 %s, %s, 1;", R(use), R(tc));
+	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(q), R(use));
+	ptx_emit(p, "@%s bra $L%d;", R(q), fresh);
+	ptx_emit(p, "sub.u32 %s, %s, 1;", R(use), R(use));
+	ptx_emit(p, "and.b32 %s, %s, 1;", R(use), R(use));
+	bar_addr(w, a, BAR_RAISED, slot);
+	bar_wait(w, a, use);
+	ptx_place(p, fresh);
+	bar_addr(w, a, BAR_DONE, slot);
+	ptx_emit(p, "mbarrier.arrive.shared::cta.b64 %s, [%s];", R(st), R(a));
+	ptx_place(p, skip);
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(tc), R(tc));
+}
+
+/* Thread 32 (the producer warpgroup's second warp): per entry of the CTA,
+ * waits until the consumers have stored the tile, then raises its output
+ * flag -- so the system-scope release (MEMBAR.SYS: it waits for the tile's
+ * stores to reach memory) never stalls a consumer warpgroup. */
+static void
+wg_raiser(Wg *w)
+{
+	Ptx *p = w->p;
+	int loop = ptx_label(p), done = ptx_label(p);
+	Reg q = ptx_reg(p, RC_PRED), yes = ptx_reg(p, RC_PRED), n = ptx_reg(p, RC_B32), tc = ptx_reg(p, RC_B32);
+	Reg slot = ptx_reg(p, RC_B32), par = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B32), v = ptx_reg(p, RC_B32);
+	Reg st = ptx_reg(p, RC_B64);
+
+	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(yes), R(p->tid), R(p->tid));
+	ptx_emit(p, "mov.u32 %s, 0;", R(tc));
+	ptx_place(p, loop);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(p->blk), R(p->param[1]));
+	ptx_emit(p, "@%s bra $L%d;", R(q), done);
+	ptx_emit(p, "mad.wide.u32 %s, %s, %d, %s;", R(p->entry), R(p->blk), (int)sizeof(PtxBlock), R(p->param[0]));
+	ptx_emit(p, "and.b32 %s, %s, 1;", R(slot), R(tc));
+	ptx_emit(p, "shr.u32 %s, %s, 1;", R(par), R(tc));
+	ptx_emit(p, "and.b32 %s, %s, 1;", R(par), R(par));
+	bar_addr(w, a, BAR_DONE, slot);
+	bar_wait(w, a, par);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w->base), quit_off(w));
+	ptx_emit(p, "ld.shared.u32 %s, [%s];", R(v), R(a));
+	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(v));
+	ptx_emit(p, "@%s bra $L%d;", R(q), done);
+	ptx_flag_raise(p, yes);
+	bar_addr(w, a, BAR_RAISED, slot);
+	ptx_emit(p, "mbarrier.arrive.shared::cta.b64 %s, [%s];", R(st), R(a));
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(tc), R(tc));
+	ptx_emit(p, "mov.u32 %s, %%nctaid.x;", R(n));
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(p->blk), R(p->blk), R(n));
+	ptx_emit(p, "bra $L%d;", loop);
+	ptx_place(p, done);
+	ptx_emit(p, "ret;");
+}
+
 /* A consumer warpgroup: the k loop of each tile, the epilogue, the flag. */
 static void
 wg_consumer(Wg *w, Reg stage, Reg phase)
 {
 	Ptx *p = w->p;
 	int loop = ptx_label(p), done = ptx_label(p), kloop = ptx_label(p), first = ptx_label(p);
-	int go = ptx_label(p);
+	int go = ptx_label(p), quitting = ptx_label(p);
 	Reg q = ptx_reg(p, RC_PRED), n = ptx_reg(p, RC_B32), ct = ptx_reg(p, RC_B32), g = ptx_reg(p, RC_B32);
+	Reg tc = ptx_reg(p, RC_B32);
 	Reg lane = ptx_reg(p, RC_B32), wid = ptx_reg(p, RC_B32), t = ptx_reg(p, RC_B32);
 	Reg a0 = ptx_reg(p, RC_B32), da0 = ptx_reg(p, RC_B64), db0 = ptx_reg(p, RC_B64);
 	Reg da = ptx_reg(p, RC_B64), db = ptx_reg(p, RC_B64), so = ptx_reg(p, RC_B64);
@@ -288,6 +373,7 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(lane0), R(lane));
 	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(raiser), R(ct));
 	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(yes), R(ct), R(ct));
+	ptx_emit(p, "mov.u32 %s, 0;", R(tc));
 	/* descriptors of stage 0: A rows 64 g.., B from its first box */
 	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(a0), R(g), 64 * WG_BK * 2, R(w->base));
 	desc_of(w, da0, a0, 16, 1024);
@@ -298,7 +384,7 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	ptx_emit(p, "shl.b32 %s, %s, 1;", R(c0), R(t));
 	ptx_emit(p, "shr.u32 %s, %s, 2;", R(t), R(lane));
 	ptx_emit(p, "mad.lo.u32 %s, %s, 16, %s;", R(r0), R(wid), R(t)); /* 64 g + 16 (warp in g) */
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(qa), R(w->base), w->bars + 16 * w->t->stages);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(qa), R(w->base), quit_off(w));
 
 	ptx_place(p, loop);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(p->blk), R(p->param[1]));
@@ -307,14 +393,14 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	ptx_emit(p, "mov.u32 %s, 0;", R(kt));
 	/* the first k tile, peeled: only there may the producer have given up
 	 * (and off the k loop's back edge, ptxas need not drain the MMAs) */
-	bar_addr(w, full, 0, stage);
+	bar_addr(w, full, BAR_FULL, stage);
 	bar_wait(w, full, phase);
 	ptx_emit(p, "ld.shared.u32 %s, [%s];", R(qv), R(qa));
 	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(qv));
-	ptx_emit(p, "@%s bra $L%d;", R(q), done);
+	ptx_emit(p, "@%s bra $L%d;", R(q), quitting);
 	ptx_emit(p, "bra $L%d;", go);
 	ptx_place(p, kloop);
-	bar_addr(w, full, 0, stage);
+	bar_addr(w, full, BAR_FULL, stage);
 	bar_wait(w, full, phase);
 	ptx_place(p, go);
 	ptx_emit(p, "mul.wide.u32 %s, %s, %d;", R(so), R(stage), w->stage >> 4);
@@ -334,7 +420,7 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 1;");
 	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(q), R(kt));
 	ptx_emit(p, "@%s bra $L%d;", R(q), first);
-	bar_addr(w, empty, 1, prev);
+	bar_addr(w, empty, BAR_EMPTY, prev);
 	ptx_emit(p, "@%s mbarrier.arrive.shared::cta.b64 %s, [%s];", R(lane0), R(st), R(empty));
 	ptx_place(p, first);
 	ptx_emit(p, "mov.u32 %s, %s;", R(prev), R(stage));
@@ -343,7 +429,7 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(q), R(kt), (long long)w->nkt);
 	ptx_emit(p, "@%s bra $L%d;", R(q), kloop);
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;");
-	bar_addr(w, empty, 1, prev);
+	bar_addr(w, empty, BAR_EMPTY, prev);
 	ptx_emit(p, "@%s mbarrier.arrive.shared::cta.b64 %s, [%s];", R(lane0), R(st), R(empty));
 
 	/* epilogue: absolute row and column of this thread's fragment */
@@ -352,11 +438,19 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(rr), R(p->x), w->t->bm, R(r0));
 	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(cc), R(p->y), w->t->bn, R(c0));
 	ptx_mm_epilogue(p, w->s, &f);
-	ptx_emit(p, "bar.sync 1, %d;", WG_THREADS * w->nwg);
-	ptx_flag_raise(p, raiser);
+	if (w->t->raiser) {
+		tile_done(w, tc, lane0);
+	} else {
+		ptx_emit(p, "bar.sync 1, %d;", WG_THREADS * w->nwg);
+		ptx_flag_raise(p, raiser);
+	}
 	ptx_emit(p, "mov.u32 %s, %%nctaid.x;", R(n));
 	ptx_emit(p, "add.u32 %s, %s, %s;", R(p->blk), R(p->blk), R(n));
 	ptx_emit(p, "bra $L%d;", loop);
+	/* the producer gave up: wake the raiser, which then sees the quit word */
+	ptx_place(p, quitting);
+	if (w->t->raiser)
+		tile_done(w, tc, lane0);
 	ptx_place(p, done);
 	ptx_emit(p, "ret;");
 }
@@ -397,12 +491,18 @@ ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 		int skip = ptx_label(p);
 		ptx_emit(p, "@!%s bra $L%d;", R(p->is_t0), skip);
 		for (int i = 0; i < w.t->stages; i++) {
-			ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), w.bars + 8 * i);
+			ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), bar_off(&w, BAR_FULL) + 8 * i);
 			ptx_emit(p, "mbarrier.init.shared::cta.b64 [%s], 1;", R(a));
-			ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), w.bars + 8 * (w.t->stages + i));
+			ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), bar_off(&w, BAR_EMPTY) + 8 * i);
 			ptx_emit(p, "mbarrier.init.shared::cta.b64 [%s], %d;", R(a), 4 * w.nwg);
 		}
-		ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), w.bars + 16 * w.t->stages);
+		for (int i = 0; i < 2; i++) {
+			ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), bar_off(&w, BAR_DONE) + 8 * i);
+			ptx_emit(p, "mbarrier.init.shared::cta.b64 [%s], %d;", R(a), 4 * w.nwg);
+			ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), bar_off(&w, BAR_RAISED) + 8 * i);
+			ptx_emit(p, "mbarrier.init.shared::cta.b64 [%s], 1;", R(a));
+		}
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), quit_off(&w));
 		ptx_emit(p, "st.shared.u32 [%s], 0;", R(a));
 		ptx_emit(p, "fence.mbarrier_init.release.cluster;");
 		ptx_place(p, skip);
@@ -415,9 +515,15 @@ ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 	ptx_emit(p, "@%s bra $L%d;", R(q), consumer);
 	ptx_emit(p, "setmaxnreg.dec.sync.aligned.u32 %d;", WG_PRODUCER_REGS);
 	{
-		int out = ptx_label(p);
-		ptx_emit(p, "@!%s bra $L%d;", R(p->is_t0), out);
+		int out = ptx_label(p), notp = ptx_label(p);
+		ptx_emit(p, "@!%s bra $L%d;", R(p->is_t0), notp);
 		wg_producer(&w, stage, phase);
+		ptx_place(p, notp);
+		if (w.t->raiser) {
+			ptx_emit(p, "setp.ne.u32 %s, %s, 32;", R(q), R(p->tid));
+			ptx_emit(p, "@%s bra $L%d;", R(q), out);
+			wg_raiser(&w);
+		}
 		ptx_place(p, out);
 		ptx_emit(p, "ret;");
 	}

@@ -7,6 +7,7 @@
  *                             each in its own process, so a fault in one
  *                             cannot take the others' context with it)
  *   gpu-kernels perf [TILE]   matmul throughput at 4096^3 and 8192^3 bf16
+ *   gpu-kernels perf-flags    the cost of per-tile flag raises, wgmma
  *
  * Every check draws fresh random inputs (never zeros), poisons outputs with
  * NaN first, and prints one line per output:
@@ -1195,7 +1196,7 @@ cmp_float(const void *a, const void *b)
 /* Median of 25 timed runs after 3 warm-ups; a sampled f64 check of the
  * last output (1024 random elements). */
 static void
-perf_one(int tile, int64_t m, int64_t n, int64_t k, Tens *a, Tens *b, Tens *cc, int group)
+perf_one(int tile, int64_t m, int64_t n, int64_t k, Tens *a, Tens *b, Tens *cc, int group, bool raise)
 {
 	PtxMatmulSpec s = mm_spec("perf_mm", DT_BF16, m, n, k, ptx_tiles[tile].name, DT_BF16);
 	Buf bu = {0};
@@ -1209,10 +1210,17 @@ perf_one(int tile, int64_t m, int64_t n, int64_t k, Tens *a, Tens *b, Tens *cc, 
 	Kern kr = kern_load(&bu, &kk);
 	PtxBlock *bl = calloc((size_t)kk.nblocks, sizeof *bl);
 	ptx_matmul_blocks(&s, group, bl);
+	if (raise) /* every tile adds 1 to flag 0, as a plan's band does */
+		for (int64_t i = 0; i < kk.nblocks; i++)
+			bl[i].out_flag = 0, bl[i].out_op = PTX_RAISE_ADD, bl[i].out_value = 1;
 	l.blocks = upload_blocks(bl, kk.nblocks);
 	l.nblocks = (uint32_t)kk.nblocks;
 	l.grid = nsm;
 	l.s = stream[0];
+	if (raise) {
+		CU(cuMemAlloc(&l.flags, 8));
+		CU(cuMemsetD8(l.flags, 0, 8));
+	}
 	l.t[0] = a->d;
 	l.t[1] = b->d;
 	l.t[2] = cc->d;
@@ -1243,10 +1251,16 @@ perf_one(int tile, int64_t m, int64_t n, int64_t k, Tens *a, Tens *b, Tens *cc, 
 	}
 	double rel = sqrt(num / den), tf = 2.0 * m * n * k / (t[12] * 1e-3) / 1e12;
 	bool ok = rel < 1e-2;
-	printf("PERF tile=%s m=%lld n=%lld k=%lld group=%d grid=%d median_ms=%.4f min_ms=%.4f max_ms=%.4f tflops=%.1f "
-	       "regs=%d local=%d sampled_rel=%.2e %s\n",
-	       ptx_tiles[tile].name, (long long)m, (long long)n, (long long)k, group, nsm, t[12], t[0], t[24], tf,
-	       kr.regs, kr.local, rel, ok ? "PASS" : "FAIL");
+	uint64_t raised = 0;
+	if (raise) { /* 28 launches, each tile adding 1 */
+		CU(cuMemcpyDtoH(&raised, l.flags, 8));
+		ok = ok && raised == 28 * (uint64_t)kk.nblocks;
+		CU(cuMemFree(l.flags));
+	}
+	printf("PERF tile=%s m=%lld n=%lld k=%lld group=%d grid=%d flags=%s median_ms=%.4f min_ms=%.4f max_ms=%.4f "
+	       "tflops=%.1f regs=%d local=%d sampled_rel=%.2e raised=%llu %s\n",
+	       ptx_tiles[tile].name, (long long)m, (long long)n, (long long)k, group, nsm, raise ? "per-tile" : "none",
+	       t[12], t[0], t[24], tf, kr.regs, kr.local, rel, (unsigned long long)raised, ok ? "PASS" : "FAIL");
 	fflush(stdout);
 	if (!ok)
 		failures++;
@@ -1275,7 +1289,29 @@ perf(const char *only)
 		for (int t = 0; t < ptx_ntiles; t++)
 			if (!only || !strcmp(only, ptx_tiles[t].name) ||
 			    (!strcmp(only, "wgmma") && (ptx_tiles[t].kind == PTX_WGMMA || !strcmp(ptx_tiles[t].name, PTX_SYNC_TILE))))
-				perf_one(t, m, n, k, &a, &b, &c, 8);
+				perf_one(t, m, n, k, &a, &b, &c, 8, false);
+		tens_free(&a);
+		tens_free(&b);
+		tens_free(&c);
+	}
+}
+
+/* What raising a flag after every tile costs, with a consumer thread
+ * raising it (wg...c) and with the producer's raiser warp: 8192^3 and the
+ * ffn shapes, each tile kind with and without flags. */
+static void
+perf_flags(void)
+{
+	static const int64_t shapes[][3] = {{8192, 8192, 8192}, {8192, 8192, 14336}, {8192, 14336, 8192}};
+	static const char *const tiles[] = {"wg128x256x64s3", "wg128x256x64s3c"};
+	for (size_t si = 0; si < NELEM(shapes); si++) {
+		int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+		Tens a = tens_new(DT_BF16, m * k), b = tens_new(DT_BF16, k * n), c = tens_new(DT_BF16, m * n);
+		tens_random(&a, 1.0);
+		tens_random(&b, 1.0);
+		for (size_t t = 0; t < NELEM(tiles); t++)
+			for (int raise = 0; raise < 2; raise++)
+				perf_one(ptx_tile_byname(tiles[t]), m, n, k, &a, &b, &c, 8, raise);
 		tens_free(&a);
 		tens_free(&b);
 		tens_free(&c);
@@ -1289,6 +1325,7 @@ case_flags_late(void)
 {
 	flags_late("128x256x32s4");
 	flags_late("wg128x256x64s4");
+	flags_late("wg128x256x64s3c");
 }
 
 static void
@@ -1296,6 +1333,7 @@ case_flags_timeout(void)
 {
 	flags_timeout("128x256x32s4");
 	flags_timeout("wg128x256x64s4");
+	flags_timeout("wg128x256x64s3c");
 }
 
 /* The wgmma + TMA kernel: ragged edges everywhere (TMA's zero fill and the
@@ -1360,6 +1398,10 @@ main(int argc, char **argv)
 	}
 	rng ^= (uint64_t)time(NULL) * 0x2545F4914F6CDD1Dull ^ (uint64_t)getpid();
 	gpu_init();
+	if (!strcmp(argv[1], "perf-flags")) {
+		perf_flags();
+		return failures ? 1 : 0;
+	}
 	if (!strcmp(argv[1], "perf")) {
 		perf(argc > 2 ? argv[2] : NULL);
 		return failures ? 1 : 0;
