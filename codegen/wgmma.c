@@ -496,7 +496,7 @@ ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 			ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), bar_off(&w, BAR_EMPTY) + 8 * i);
 			ptx_emit(p, "mbarrier.init.shared::cta.b64 [%s], %d;", R(a), 4 * w.nwg);
 		}
-		for (int i = 0; i < 2; i++) {
+		for (int i = 0; i < 2 && w.t->raiser; i++) {
 			ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), bar_off(&w, BAR_DONE) + 8 * i);
 			ptx_emit(p, "mbarrier.init.shared::cta.b64 [%s], %d;", R(a), 4 * w.nwg);
 			ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), bar_off(&w, BAR_RAISED) + 8 * i);

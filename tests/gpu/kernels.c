@@ -1297,13 +1297,13 @@ perf(const char *only)
 }
 
 /* What raising a flag after every tile costs, with a consumer thread
- * raising it (wg...c) and with the producer's raiser warp: 8192^3 and the
+ * raising it and with the producer's raiser warp (wg...r): 8192^3 and the
  * ffn shapes, each tile kind with and without flags. */
 static void
 perf_flags(void)
 {
 	static const int64_t shapes[][3] = {{8192, 8192, 8192}, {8192, 8192, 14336}, {8192, 14336, 8192}};
-	static const char *const tiles[] = {"wg128x256x64s3", "wg128x256x64s3c"};
+	static const char *const tiles[] = {"wg128x256x64s3", "wg128x256x64s3r"};
 	for (size_t si = 0; si < NELEM(shapes); si++) {
 		int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
 		Tens a = tens_new(DT_BF16, m * k), b = tens_new(DT_BF16, k * n), c = tens_new(DT_BF16, m * n);
@@ -1325,7 +1325,7 @@ case_flags_late(void)
 {
 	flags_late("128x256x32s4");
 	flags_late("wg128x256x64s4");
-	flags_late("wg128x256x64s3c");
+	flags_late("wg128x256x64s3r");
 }
 
 static void
@@ -1333,7 +1333,7 @@ case_flags_timeout(void)
 {
 	flags_timeout("128x256x32s4");
 	flags_timeout("wg128x256x64s4");
-	flags_timeout("wg128x256x64s3c");
+	flags_timeout("wg128x256x64s3r");
 }
 
 /* The wgmma + TMA kernel: ragged edges everywhere (TMA's zero fill and the
