@@ -274,9 +274,9 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 		/* with NCCL running beside the kernel, one CTA per SM left to compute:
 		 * a second CTA per SM would take the SMs NCCL's CTAs need */
 		/* syn_grid_persistent leaves the context's free SMs; a plan where no
-		 * collective runs beside a kernel, and no kernel waits for one, takes
-		 * them all (blocks per SM x every SM) */
-		if (!lo->p->share_sms)
+		 * collective on SMs runs beside a kernel, and no kernel waits for one,
+		 * takes them all (blocks per SM x every SM): copy engines need none */
+		if (!lo->p->share_sms || !uses_sm_comm(lo))
 			buf_printf(o, "\t\tgrid[0] = grid[0] / (unsigned)(syn_sms(ctx) - syn_free_sms(ctx)) * (unsigned)syn_sms(ctx);\n");
 		if (uses_sm_comm(lo) && lo->p->share_sms) {
 			buf_printf(o, "\t\tif (grid[0] > (unsigned)(syn_sms(ctx) - syn_free_sms(ctx)))\n\t\t\tgrid[0] = (unsigned)(syn_sms(ctx) - syn_free_sms(ctx));\n");

@@ -35,9 +35,11 @@
  * Edges need no code: TMA fills the parts of a box outside the tensor
  * (rows beyond m, columns beyond n, k beyond k) with zeros, and the
  * epilogue's stores are predicated.  A flag wait that times out makes the
- * producer raise a quit word in shared memory and arrive on the next
- * `full` barrier without data; the consumers see it at the start of their
- * next tile and leave, so a CTA never hangs on its own barriers. */
+ * producer write the entry's number (+1) into a quit word in shared memory
+ * and arrive on the next `full` barrier without data; the consumers reach
+ * that entry, see their own number and leave, so a CTA never hangs on its
+ * own barriers (and nobody busy with an earlier entry mistakes it for
+ * theirs: review of 2026-11-30). */
 #include "codegen.h"
 
 #include <stdio.h>
@@ -191,8 +193,9 @@ wg_producer(Wg *w, Reg stage, Reg phase)
 	Reg full = ptx_reg(p, RC_B32), empty = ptx_reg(p, RC_B32), dst = ptx_reg(p, RC_B32);
 	Reg kc = ptx_reg(p, RC_B32), m0 = ptx_reg(p, RC_B32), n0 = ptx_reg(p, RC_B32), c = ptx_reg(p, RC_B32);
 	Reg za = ptx_reg(p, RC_B32), zb = ptx_reg(p, RC_B32), ph1 = ptx_reg(p, RC_B32), st = ptx_reg(p, RC_B64);
-	Reg qa = ptx_reg(p, RC_B32);
+	Reg qa = ptx_reg(p, RC_B32), pc = ptx_reg(p, RC_B32);
 
+	ptx_emit(p, "mov.u32 %s, 0;", R(pc)); /* this CTA's entries so far */
 	ptx_emit(p, "mov.b64 %s, tm0;", R(tma));
 	ptx_emit(p, "cvta.param.u64 %s, %s;", R(tma), R(tma));
 	ptx_emit(p, "mov.b64 %s, tm1;", R(tmb));
@@ -237,17 +240,22 @@ wg_producer(Wg *w, Reg stage, Reg phase)
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(kt), R(kt));
 	ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(q), R(kt), (long long)w->nkt);
 	ptx_emit(p, "@%s bra $L%d;", R(q), kloop);
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(pc), R(pc));
 	ptx_emit(p, "mov.u32 %s, %%nctaid.x;", R(n));
 	ptx_emit(p, "add.u32 %s, %s, %s;", R(p->blk), R(p->blk), R(n));
 	ptx_emit(p, "bra $L%d;", loop);
 	/* A wait timed out: tell the consumers, through the next full barrier,
-	 * once they have emptied it (a parity wait sees only one phase ahead). */
+	 * once they have emptied it (a parity wait sees only one phase ahead).
+	 * The quit word names the entry (its number in this CTA's list + 1), so
+	 * a consumer or the raiser still busy with an earlier entry, reading it
+	 * at any moment, never takes it for its own. */
 	ptx_place(p, quit_l);
 	bar_addr(w, empty, BAR_EMPTY, stage);
 	ptx_emit(p, "xor.b32 %s, %s, 1;", R(ph1), R(phase));
 	bar_wait(w, empty, ph1);
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(qa), R(w->base), quit_off(w));
-	ptx_emit(p, "st.shared.u32 [%s], 1;", R(qa));
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(pc), R(pc));
+	ptx_emit(p, "st.shared.u32 [%s], %s;", R(qa), R(pc));
 	bar_addr(w, full, BAR_FULL, stage);
 	ptx_emit(p, "mbarrier.arrive.shared::cta.b64 %s, [%s];", R(st), R(full));
 	ptx_place(p, done);
@@ -305,7 +313,6 @@ tile_done(Wg *w, Reg tc, Reg lane0)
 	bar_addr(w, a, BAR_DONE, slot);
 	ptx_emit(p, "mbarrier.arrive.shared::cta.b64 %s, [%s];", R(st), R(a));
 	ptx_place(p, skip);
-	ptx_emit(p, "add.u32 %s, %s, 1;", R(tc), R(tc));
 }
 
 /* Thread 32 (the producer warpgroup's second warp): per entry of the CTA,
@@ -334,7 +341,8 @@ wg_raiser(Wg *w)
 	bar_wait(w, a, par);
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w->base), quit_off(w));
 	ptx_emit(p, "ld.shared.u32 %s, [%s];", R(v), R(a));
-	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(v));
+	ptx_emit(p, "sub.u32 %s, %s, 1;", R(v), R(v)); /* the entry the producer gave up on */
+	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(q), R(v), R(tc));
 	ptx_emit(p, "@%s bra $L%d;", R(q), done);
 	ptx_flag_raise(p, yes);
 	bar_addr(w, a, BAR_RAISED, slot);
@@ -396,7 +404,8 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	bar_addr(w, full, BAR_FULL, stage);
 	bar_wait(w, full, phase);
 	ptx_emit(p, "ld.shared.u32 %s, [%s];", R(qv), R(qa));
-	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(qv));
+	ptx_emit(p, "sub.u32 %s, %s, 1;", R(qv), R(qv)); /* the entry the producer gave up on */
+	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(q), R(qv), R(tc));
 	ptx_emit(p, "@%s bra $L%d;", R(q), quitting);
 	ptx_emit(p, "bra $L%d;", go);
 	ptx_place(p, kloop);
@@ -444,6 +453,7 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 		ptx_emit(p, "bar.sync 1, %d;", WG_THREADS * w->nwg);
 		ptx_flag_raise(p, raiser);
 	}
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(tc), R(tc));
 	ptx_emit(p, "mov.u32 %s, %%nctaid.x;", R(n));
 	ptx_emit(p, "add.u32 %s, %s, %s;", R(p->blk), R(p->blk), R(n));
 	ptx_emit(p, "bra $L%d;", loop);

@@ -643,11 +643,12 @@ typedef struct CollCall {
 	CommChunk ch;
 } CollCall;
 
-/* CAL_BATCH calls back to back in one timed op: a plan's chunks follow one
- * another on the comm lane while the host has long enqueued them, so the
- * curve is the per-call cost in a stream of calls, not the host's enqueue
- * and the op's fork and join (~130 us a call when timed alone, measured on
- * 2x H200, 2026-11-30). */
+/* CAL_BATCH calls back to back in one timed op: the op's fork and join are
+ * paid once per batch instead of once per call.  The comm lane is not gated,
+ * so where one call's host enqueue (with NCCL's settle) takes longer than the
+ * call on the GPU -- small sizes -- the curve is the host's enqueue rate: an
+ * upper bound of what a chunk in a plan costs.  (Timed alone, a call cost
+ * ~130 us; batched, 70-80 us at 64 KiB-4 MiB on 2x H200, 2026-11-30.) */
 static int
 cal_coll(syn_ctx *c, void *arg)
 {
