@@ -138,21 +138,31 @@ prof_load(Profile *p, const char *path, char *err, size_t n)
 
 /* A name is looked up as profiles/NAME.prof beside the binary, then in
  * the share dir (share_dir()); anything with a '/' or ending in .prof is
- * a path. */
+ * a path.  Writes the file's path to `path` (the first place tried when
+ * none exists, so a later read names it). */
+bool
+prof_locate(const char *name, char *path, size_t n)
+{
+	const char *exe = exe_dir();
+	if (strchr(name, '/') || (strlen(name) > 5 && strcmp(name + strlen(name) - 5, ".prof") == 0)) {
+		snprintf(path, n, "%s", name);
+		return access(path, R_OK) == 0;
+	}
+	if (exe) {
+		snprintf(path, n, "%s/profiles/%s.prof", exe, name);
+		if (access(path, R_OK) == 0)
+			return true;
+	}
+	snprintf(path, n, "%s/profiles/%s.prof", share_dir(), name);
+	return access(path, R_OK) == 0;
+}
+
 bool
 prof_find(Profile *p, const char *name, char *err, size_t n)
 {
 	char path[8400];
-	const char *exe = exe_dir();
-	if (strchr(name, '/') || (strlen(name) > 5 && strcmp(name + strlen(name) - 5, ".prof") == 0))
-		return prof_load(p, name, err, n);
-	if (exe) {
-		snprintf(path, sizeof path, "%s/profiles/%s.prof", exe, name);
-		if (access(path, R_OK) == 0)
-			return prof_load(p, path, err, n);
-	}
-	snprintf(path, sizeof path, "%s/profiles/%s.prof", share_dir(), name);
-	if (access(path, R_OK) == 0)
+	bool named = strchr(name, '/') || (strlen(name) > 5 && strcmp(name + strlen(name) - 5, ".prof") == 0);
+	if (prof_locate(name, path, sizeof path) || named)
 		return prof_load(p, path, err, n);
 	snprintf(err, n, "no profile '%s' (looked in profiles/ beside the binary and in %s/profiles)", name, share_dir());
 	return false;

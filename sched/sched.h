@@ -114,6 +114,7 @@ typedef struct Profile {
 /* sched/cost.c */
 bool prof_load(Profile *p, const char *path, char *err, size_t n);
 bool prof_find(Profile *p, const char *name_or_path, char *err, size_t n);
+bool prof_locate(const char *name_or_path, char *path, size_t n); /* false: no such file */
 double prof_comm_us(const Profile *p, CommBackendKind be, int op, double bytes, int nranks);
 
 

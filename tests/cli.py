@@ -82,6 +82,35 @@ def tests(syncc, run, Fail):
         rc, out, err = run([syncc, "-", "--emit=signature"], stdin=BAD)
         expect(rc == 1 and out == "" and "<stdin>:2:12: error:" in err, "--emit=signature of a bad file: exit 1", out, err)
 
+    def t_signature_files():
+        """--emit=signature names every source file read (absolute, in the
+        order read) and the cost profile, so a build cache can hash them."""
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        with tempfile.TemporaryDirectory(prefix="syncc-cli-") as d:
+            inc = os.path.join(d, "inc")
+            os.mkdir(inc)
+            files = {"main.syn": "use near;\nuse far;\nuse nn;\nparam N = 64;\n"
+                                 "op f(x: f32[N] @repl) -> f32[N] @repl { return twice(thrice(x)); }\n",
+                     "near.syn": "kernel twice(x) = x * 2.0;\n",
+                     "inc/far.syn": "kernel thrice(x) = x * 3.0;\n"}
+            for name, text in files.items():
+                with open(os.path.join(d, name), "w") as f:
+                    f.write(text)
+            rel = os.path.relpath(os.path.join(d, "main.syn"), here)  # the runner runs syncc in the root
+            rc, out, err = run([syncc, rel, "-I", inc, "--emit=signature"])
+            expect(rc == 0, "--emit=signature of a file with uses", out, err)
+            sig = json.loads(out)
+            want = [os.path.realpath(os.path.join(d, n)) for n in ("main.syn", "near.syn", "inc/far.syn")] + \
+                   [os.path.realpath(os.path.join(here, "stdlib", "nn.syn"))]
+            expect(sig["files"] == want and sig["source"] == rel,
+                   "files: the main file, then each use (beside it, -I, stdlib) in order, absolute", out, err)
+            expect(sig["profile"] == os.path.realpath(os.path.join(here, "profiles", "h200-nvlink.prof")),
+                   "profile: the default one, absolute", out, err)
+            rc, out, err = run([syncc, rel, "-I", inc, "--profile", "sim", "--emit=signature"])
+            expect(rc == 0 and json.loads(out)["profile"].endswith("/profiles/sim.prof"), "profile: --profile sim", out, err)
+        rc, out, err = run([syncc, "-", "--emit=signature"], stdin=GOOD)
+        expect(rc == 0 and json.loads(out)["files"] == [], "files: standard input is not a file", out, err)
+
     def t_json_needs_o():
         rc, out, err = run([syncc, "-", "--diagnostics=json", "--emit=ir"], stdin=GOOD)
         expect(rc == 2 and json.loads(out)["message"] ==

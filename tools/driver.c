@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -569,6 +570,14 @@ out:
 	return status;
 }
 
+/* The profile the scheduler costs plans with: --profile, else the
+ * simulator's or the H200's. */
+static const char *
+profile_name(const Driver *d)
+{
+	return d->profile ? d->profile : d->sim ? "sim" : "h200-nvlink";
+}
+
 /* Scheduling: a plan per op on the chosen profile, printed as asked. */
 static int
 plan_all(Driver *d, Unit *u, FILE *mem)
@@ -576,7 +585,7 @@ plan_all(Driver *d, Unit *u, FILE *mem)
 	char err[600];
 	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, d->drop_edge, NULL, NULL};
 	int n = 0;
-	if (!prof_find(&d->prof, d->profile ? d->profile : d->sim ? "sim" : "h200-nvlink", err, sizeof err)) {
+	if (!prof_find(&d->prof, profile_name(d), err, sizeof err)) {
 		diag_usage("%s", err);
 		return EXIT_USAGE;
 	}
@@ -670,14 +679,41 @@ sig_value(FILE *f, const char *name, const Type *t, int nranks)
 	buf_free(&b);
 }
 
+/* A path as an absolute one where it resolves (the caller's cache keys
+ * on these), else as given. */
+static void
+json_abs_path(FILE *f, const char *path)
+{
+	char real[PATH_MAX];
+	diag_json_str(f, realpath(path, real) ? real : path);
+}
+
 /* --emit=signature: every compiled op as its launcher sees it (arguments in
  * order, then results out0...), one JSON document; the Python package
- * checks a call against it before any GPU work. */
+ * checks a call against it before any GPU work.  "files" (every source
+ * file read, the main one first, then each `use` in the order read) and
+ * "profile" (the cost profile a build would plan with) are what the
+ * package's build cache keys on besides the command line. */
 static void
-print_signature(FILE *f, const Unit *u)
+print_signature(FILE *f, const Driver *d, const Unit *u)
 {
+	char prof[8400];
+	int nfiles = 0;
 	fprintf(f, "{\"syncc\": \"%s\", \"source\": ", SYNCC_VERSION);
 	diag_json_str(f, src_get(u->modules->file)->path);
+	fprintf(f, ", \"files\": [");
+	for (const Module *m = u->modules; m; m = m->next) {
+		const char *path = src_get(m->file)->path;
+		if (strcmp(path, "<stdin>") == 0)
+			continue; /* not a file: nothing to read again */
+		fprintf(f, "%s", nfiles++ ? ", " : "");
+		json_abs_path(f, path);
+	}
+	fprintf(f, "], \"profile\": ");
+	if (prof_locate(profile_name(d), prof, sizeof prof))
+		json_abs_path(f, prof);
+	else
+		fprintf(f, "null");
 	fprintf(f, ", \"ranks\": %d, \"ops\": [", u->opt.nranks);
 	for (const Func *fn = u->funcs; fn; fn = fn->next) {
 		fprintf(f, "%s\n  {\"name\": \"%s\", \"ranks\": %d, \"args\": [", fn == u->funcs ? "" : ",", sym_str(fn->name), fn->nranks);
@@ -749,7 +785,7 @@ drv_compile(Driver *d, Unit **unitp, Buf *out)
 			ir_print(mem, f);
 	}
 	if (d->emit == EMIT_SIGNATURE)
-		print_signature(mem, u);
+		print_signature(mem, d, u);
 	if (d->need_plans || d->emit >= EMIT_BLOCKS || d->explain || d->trace || d->svg)
 		if ((status = plan_all(d, u, mem)) != EXIT_OK) {
 			fclose(mem);

@@ -52,8 +52,18 @@ def find_tools():
     return Tools(syncc, lib and os.path.abspath(lib), inc and os.path.abspath(inc))
 
 
-def version(tools):
-    p = subprocess.run([tools.syncc, "--version"], capture_output=True, timeout=60)
+VERSION_TIMEOUT_S = 60
+
+
+def version(tools, timeout=VERSION_TIMEOUT_S):
+    try:
+        p = subprocess.run([tools.syncc, "--version"], capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise SynccError("%s --version did not answer within %g s (set SYNCC=/path/to/syncc to use another)" % (
+            tools.syncc, timeout))
+    except OSError as e:
+        raise SynccError("cannot run %s: %s (set SYNCC=/path/to/syncc to use another)" % (
+            tools.syncc, e.strerror or e))
     if p.returncode != 0:
         raise SynccError("%s --version failed: %s" % (tools.syncc, p.stderr.decode("utf-8", "replace").strip()))
     return p.stdout.decode().strip()
@@ -70,14 +80,30 @@ def define_args(defines):
     return out
 
 
-def cache_key(source_bytes, defines, ranks, entry, syncc_version, tool_id=""):
-    """A hex digest of everything a build depends on: the source text, the
-    -D values, the rank count, --entry, syncc's version and the identity of
-    the binaries (tool_id: their sizes and times, so a rebuilt syncc or
-    libsyncrt is a new key)."""
+def inputs_digest(sig):
+    """A digest of the contents of every file syncc read for this build, as
+    its signature lists them: the main file, each module reached through
+    `use` (beside it, via -I or in the stdlib), in the order read, and the
+    cost profile the scheduler plans with.  Contents, not times: an edit to
+    a used module is a new build, a touched but unchanged file is not."""
+    h = hashlib.sha256()
+    for path in list(sig.files) + ([sig.profile] if sig.profile else []):
+        try:
+            with open(path, "rb") as f:
+                h.update(hashlib.sha256(f.read()).digest())
+        except OSError as e:
+            raise CompileError("cannot read %s: %s" % (path, e.strerror or e))
+    return h.hexdigest().encode()
+
+
+def cache_key(sources, defines, ranks, entry, syncc_version, tool_id=""):
+    """A hex digest of everything a build depends on: the source files
+    (sources: their inputs_digest), the -D values, the rank count, --entry,
+    syncc's version and the identity of the binaries (tool_id: their sizes
+    and times, so a rebuilt syncc or libsyncrt is a new key)."""
     h = hashlib.sha256()
     h.update(json.dumps({
-        "source": hashlib.sha256(source_bytes).hexdigest(),
+        "source": hashlib.sha256(sources).hexdigest(),
         "defines": define_args(defines),
         "ranks": int(ranks),
         "entry": entry or "",
@@ -109,6 +135,8 @@ def _syncc(tools, args, what):
         p = subprocess.run([tools.syncc] + args, capture_output=True, timeout=COMPILE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         raise CompileError("%s: syncc took longer than %d s" % (what, COMPILE_TIMEOUT_S))
+    except OSError as e:
+        raise SynccError("%s: cannot run %s: %s" % (what, tools.syncc, e.strerror or e))
     err = p.stderr.decode("utf-8", "replace")
     if p.returncode != 0:
         kinds = {1: "errors in the input", 2: "bad command line", 3: "internal compiler error"}
@@ -151,26 +179,38 @@ class Build:
         self.sig = sig
 
 
+def _cache_error(root, e):
+    where = "the cache directory %s" % root
+    how = ("set SYNCC_CACHE to a writable directory" if os.environ.get("SYNCC_CACHE") != root
+           else "SYNCC_CACHE names it: point it at a writable directory")
+    return SynccError("%s: %s (%s)" % (where, e.strerror or e, how))
+
+
 def compile_file(path, defines, ranks, entry=None, tools=None, cache=None, link=True):
     """The build of `path` at these -D values and rank count, made if the
-    cache does not hold it.  link=False stops after syncc (no C compiler,
+    cache does not hold it.  syncc's signature names every file the build
+    reads, so each load asks syncc for it (no plans, no code: quick) and the
+    key hashes their contents.  link=False stops after syncc (no C compiler,
     no libsyncrt: for tests)."""
     tools = tools or find_tools()
     try:
-        with open(path, "rb") as f:
-            src = f.read()
+        with open(path, "rb"):
+            pass
     except OSError as e:
         raise CompileError("cannot read %s: %s" % (path, e.strerror))
-    key = cache_key(src, defines, ranks, entry, version(tools), tool_id(tools) + ("" if link else ";syncc only"))
+    sig = read_signature(tools, path, defines, ranks, entry)
+    digest = inputs_digest(sig)
+    key = cache_key(digest, defines, ranks, entry, version(tools), tool_id(tools) + ("" if link else ";syncc only"))
     root = cache or cache_root()
     final = os.path.join(root, key)
     done = os.path.join(final, "ops.so" if link else "ops.c")
     if os.path.exists(done) and os.path.exists(os.path.join(final, "signature.json")):
-        with open(os.path.join(final, "signature.json")) as f:
-            return Build(final, signature.parse(f.read()))
-    sig = read_signature(tools, path, defines, ranks, entry)
-    os.makedirs(root, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=key + ".tmp", dir=root)
+        return Build(final, sig)
+    try:
+        os.makedirs(root, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=key + ".tmp", dir=root)
+    except OSError as e:
+        raise _cache_error(root, e)
     try:
         args = [path, "--ranks", str(ranks), "-o", os.path.join(tmp, "ops")] + define_args(defines)
         if entry:
@@ -178,8 +218,13 @@ def compile_file(path, defines, ranks, entry=None, tools=None, cache=None, link=
         _syncc(tools, args, path)
         if link:
             _cc(tools, tmp, path)
-        with open(os.path.join(tmp, "signature.json"), "w") as f:
-            json.dump(_sig_json(sig), f)
+        if inputs_digest(sig) != digest:
+            raise CompileError("%s: a source file changed while it was compiled; load it again" % path)
+        try:
+            with open(os.path.join(tmp, "signature.json"), "w") as f:
+                json.dump(_sig_json(sig), f)
+        except OSError as e:
+            raise _cache_error(root, e)
         try:
             os.rename(tmp, final)
         except OSError:  # another rank (or run) finished first: theirs is the same build
@@ -198,6 +243,7 @@ def _sig_json(sig):
         if v.dim is not None:
             d["dim"] = v.dim
         return d
-    return {"syncc": sig.syncc, "source": sig.source, "ranks": sig.ranks,
+    return {"syncc": sig.syncc, "source": sig.source, "files": list(sig.files), "profile": sig.profile,
+            "ranks": sig.ranks,
             "ops": [{"name": o.name, "ranks": o.ranks, "args": [val(a) for a in o.args],
                      "results": [val(r) for r in o.results]} for o in sig.ops.values()]}

@@ -71,23 +71,48 @@ def _free_port():
 
 _loads = 0  # contexts made so far; every rank makes them in the same order
 
+# Ports the fallback may pick: above the privileged ones, at most 65535.
+PORT_LO, PORT_HI = 1024, 65535
+
+
+def _env_port(name, default=None):
+    v = os.environ.get(name, default)
+    try:
+        p = int(v)
+    except (TypeError, ValueError):
+        p = 0
+    if not 1 <= p <= PORT_HI:
+        raise SynccError("%s=%s is not a TCP port (1 to %d)" % (name, v, PORT_HI))
+    return p
+
+
+def _torch_dist():
+    """torch.distributed when torch is installed and it is initialised."""
+    try:
+        import torch.distributed as dist
+    except ImportError:
+        return None
+    return dist if dist.is_available() and dist.is_initialized() else None
+
 
 def boot_port():
     """The port of libsyncrt's TCP bootstrap for the next context.  torchrun's
     store (or torch.distributed's) already listens on MASTER_PORT, so not
     that one: with torch.distributed initialised, rank 0 picks a free port
     and broadcasts it; else SYNC_BOOT_PORT if set, else MASTER_PORT + 1 + the
-    number of contexts made before (the same on every rank)."""
+    number of contexts made before (the same on every rank), wrapped back to
+    PORT_LO past 65535."""
     global _loads
     _loads += 1
-    import torch.distributed as dist
-    if dist.is_available() and dist.is_initialized():
+    dist = _torch_dist()
+    if dist is not None:
         box = [_free_port() if dist.get_rank() == 0 else None]
         dist.broadcast_object_list(box, src=0)
         return int(box[0])
     if os.environ.get("SYNC_BOOT_PORT"):
-        return int(os.environ["SYNC_BOOT_PORT"])
-    return int(os.environ.get("MASTER_PORT", "29500")) + _loads
+        return _env_port("SYNC_BOOT_PORT")
+    p = _env_port("MASTER_PORT", "29500") + _loads
+    return p if p <= PORT_HI else PORT_LO + (p - PORT_LO) % (PORT_HI + 1 - PORT_LO)
 
 
 class Context:
@@ -174,7 +199,10 @@ class Launcher:
         if r:
             ctx.fail(op.name, r)
         r = self.fn(ctx.ptr, *[ctypes.byref(a) for a in args])
-        # the stream waits for whatever was enqueued, also after a failure
+        # After a failure libsyncrt stops (syn_stream_leave returns at once
+        # once the context has failed), so torch's stream does not wait for
+        # work already enqueued: the caller must synchronise the device or
+        # end the process before reusing the tensors (docs/python.md).
         r2 = lib.syn_stream_leave(ctx.ptr, stream)
         if r or r2:
             ctx.fail(op.name, r or r2)

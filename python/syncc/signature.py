@@ -61,6 +61,8 @@ class Signature:
     def __init__(self, d):
         self.syncc = d["syncc"]
         self.source = d["source"]
+        self.files = [str(f) for f in d["files"]]  # every source file syncc read, absolute
+        self.profile = d.get("profile")  # the cost profile a build plans with (None: none found)
         self.ranks = d["ranks"]
         self.ops = {o["name"]: OpSig(o) for o in d["ops"]}
 

@@ -126,6 +126,82 @@ def tests(root, run, Fail):
         finally:
             shutil.rmtree(d, ignore_errors=True)
 
+    def t_cache_uses():
+        """A module reached through `use` is part of the key: editing it is a new build."""
+        d = tempfile.mkdtemp(prefix="syncc-pytest-")
+        try:
+            lib, main, cache = os.path.join(d, "mylib.syn"), os.path.join(d, "main.syn"), os.path.join(d, "cache")
+            with open(lib, "w") as f:
+                f.write("kernel act(x) = x * 2.0;\n")
+            with open(main, "w") as f:
+                f.write("use mylib;\nparam N = 1024;\nop f(x: f32[N] @repl) -> f32[N] @repl { return act(x); }\n")
+            b1 = build.compile_file(main, {}, 2, cache=cache, link=False)
+            with open(lib, "w") as f:
+                f.write("kernel act(x) = x * 3.0;\n")
+            b2 = build.compile_file(main, {}, 2, cache=cache, link=False)
+            with open(os.path.join(b2.dir, "ops.ptx")) as f:
+                ptx = f.read()
+            expect(b2.dir != b1.dir, "an edited used module is a new build (same cache dir %s)" % b2.dir)
+            expect("0f40400000" in ptx and "0f40000000" not in ptx, "the new build multiplies by 3.0, not 2.0")
+            expect(b2.sig.files == [os.path.realpath(main), os.path.realpath(lib)],
+                   "the signature lists main.syn and mylib.syn: %s" % b2.sig.files)
+            with open(lib, "w") as f:
+                f.write("kernel act(x) = x * 2.0;\n")
+            b3 = build.compile_file(main, {}, 2, cache=cache, link=False)
+            expect(b3.dir == b1.dir, "the old text again is the old build")
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+    def t_cache_dir_errors():
+        d = tempfile.mkdtemp(prefix="syncc-pytest-")
+        try:
+            raises(syncc.SynccError, lambda: build.compile_file(example, small, 2, cache="/proc/nope", link=False),
+                   "cache directory /proc/nope", "SYNCC_CACHE")
+            plain = os.path.join(d, "plain")
+            with open(plain, "w") as f:
+                f.write("not a directory\n")
+            raises(syncc.SynccError, lambda: build.compile_file(example, small, 2, cache=plain, link=False),
+                   "cache directory %s" % plain, "SYNCC_CACHE")
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+    def t_syncc_cannot_run():
+        d = tempfile.mkdtemp(prefix="syncc-pytest-")
+        try:
+            missing = os.path.join(d, "no-syncc")
+            raises(syncc.SynccError, lambda: build.version(build.Tools(missing, None, None)), "cannot run " + missing)
+            raises(syncc.SynccError, lambda: build.compile_file(example, small, 2, cache=d, link=False,
+                                                                tools=build.Tools(missing, None, None)),
+                   "cannot run " + missing)
+            slow = os.path.join(d, "slow-syncc")
+            with open(slow, "w") as f:
+                f.write("#!/bin/sh\nexec sleep 5\n")
+            os.chmod(slow, 0o755)
+            raises(syncc.SynccError, lambda: build.version(build.Tools(slow, None, None), timeout=0.3),
+                   slow + " --version did not answer within 0.3 s")
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+    def t_boot_port():
+        """The fallback port without torch.distributed (torch hidden, so the
+        same with torch installed): MASTER_PORT + n, wrapped below 65536; a
+        MASTER_PORT that is not a port is a SynccError."""
+        prog = ("import sys; sys.modules['torch'] = None; sys.path.insert(0, %r)\n"
+                "from syncc import runtime\n"
+                "print(' '.join(str(runtime.boot_port()) for _ in range(3)))\n") % os.path.join(root, "python")
+        env = {k: v for k, v in os.environ.items() if k not in ("SYNC_BOOT_PORT", "MASTER_PORT")}
+        for port, want in (("29500", "29501 29502 29503"), ("65534", "65535 1024 1025")):
+            p = subprocess.run([sys.executable, "-c", prog], capture_output=True, timeout=60,
+                               env=dict(env, MASTER_PORT=port))
+            got = p.stdout.decode().strip()
+            expect(p.returncode == 0 and got == want, "MASTER_PORT=%s: ports %r, expected %r; stderr:\n%s" % (
+                port, got, want, p.stderr.decode()[-2000:]))
+        p = subprocess.run([sys.executable, "-c", prog], capture_output=True, timeout=60,
+                           env=dict(env, MASTER_PORT="http"))
+        err = p.stderr.decode()
+        expect(p.returncode != 0 and "SynccError: MASTER_PORT=http is not a TCP port" in err,
+               "a bad MASTER_PORT is a SynccError: " + err[-2000:])
+
     def t_compile_errors():
         d = tempfile.mkdtemp(prefix="syncc-pytest-")
         try:
