@@ -447,6 +447,14 @@ def tests(syncc, run, Fail):
         rc, out, err = run([syncrun, ex, "--gpus", "0,1", "--topo", "2x1"])
         expect(rc == 2 and "cannot go with --topo" in err, "--gpus with a multi-node --topo", out, err)
 
+    def t_gpus_vs_topo():
+        for argv in (["--topo", "1x4", "--gpus", "0,1"], ["--gpus", "0,1", "--topo", "1x4"], ["--topo", "1x2", "--gpus", "3"]):
+            rc, out, err = run([syncrun, ex] + argv)
+            expect(rc == 2 and "but --topo 1x" in err and "(one rank per GPU)" in err,
+                   "%s: the GPU count against --topo, exit 2 (not a run of another shape)" % " ".join(argv), out, err)
+        rc, out, err = run([syncrun, ex, "--topo", "1x2", "--gpus", "1,0"])
+        expect(rc != 2, "--gpus naming as many GPUs as --topo 1x2 is a good command line", out, err)
+
     def t_gpus_need_gpus():
         rc, out, err = run([syncrun, "--sim", ex, "--gpus", "0,1"])
         expect(rc == 2 and "--gpus needs GPUs; it has no meaning with --sim" in err, "--gpus with --sim", out, err)
@@ -496,7 +504,7 @@ def tests(syncc, run, Fail):
                          "streamop 2 # measured", "flag 1.5 # measured", "commsms nccl 12 #",
                          "inter 25 15 # carried from h200-nvlink",
                          "alpha 10 us, beta 100 GB/s, rms relative residual 0.0% over 4 sizes",
-                         "alpha 8 us, beta 200 GB/s", "comm nccl all_reduce 65536 10.66\n",
+                         "alpha 8 us, beta 200 GB/s", "comm nccl all_reduce 65536 10.6554\n",
                          "# comm ce all_gather: carried from h200-nvlink",
                          "# comm ce shift: measured at 1 size\n# one size only: no fit"):
                 expect(want in flat, "the profile holds %r" % want, text)
@@ -531,6 +539,68 @@ def tests(syncc, run, Fail):
         expect(rc == 1 and "cannot write" in e, "an unwritable profile path: exit 1", o, e)
         rc, o, e = run([syncrun, "--calibrate-from-samples", "s.txt"])
         expect(rc == 2 and "needs --calibrate PROFILE" in e, "--calibrate-from-samples alone: exit 2", o, e)
+
+    # Numbers the parser took but the profile could not hold once reached
+    # "internal error: the written profile does not load"; now each is the
+    # samples file's error, at its line.
+    def t_calibrate_unrepresentable():
+        import shutil
+        for extra, want in (("comm nccl all_gather 0.3 5\n", "whole numbers"),
+                            ("comm nccl all_gather 1.2 5\ncomm nccl all_gather 1.4 6\n", "whole numbers"),
+                            ("matmul f16 1e300 1e300 1e300 1\n", "below 2^53"),
+                            ("matmul f16 8192 8192 8192 1e-300\n", "out of any profile's range"),
+                            ("copy 1e308 1e-300\n", "below 2^53"),
+                            ("copy 1 1e300\n", "out of any profile's range"),
+                            ("launch 1e-300 1e300\n", "whole numbers"),
+                            ("launch 1 1e-305\n", "out of any profile's range"),
+                            ("comm nccl shift 64 1e-305\n", "out of any profile's range"),
+                            ("sms 1e12\n", "sms must be a whole number"),
+                            ("sms 2.5\n", "sms must be a whole number"),
+                            ("world 4294967298\n", "world must be a whole number"),
+                            ("commsms nccl 99999999999\n", "commsms must be a whole number"),
+                            ("commsms nccl 7.5\n", "commsms must be a whole number"),
+                            ("commsms ce -1\n", "commsms must be a whole number"),
+                            ("commsms nccl 101\n", "commsms nccl 101 is more SMs than the device's 100")):
+            d, out, rc, o, e = calibrate_from(samples(extra=extra))
+            try:
+                expect(rc == 1 and "s.txt:31: " in e and want in e and "internal error" not in e
+                       and not os.path.exists(out), "samples %r: exit 1, %r at its line, nothing written" % (extra, want), o, e)
+            finally:
+                shutil.rmtree(d)
+
+    # What the samples hold is what the profile holds: commsms as written
+    # (not atoi's reading of 1e2), comm times below 0.01 us not printed as 0.
+    def t_calibrate_written_as_given():
+        import re
+        import shutil
+        for extra, want in (("commsms nccl 1e2\n", "commsms nccl 100 #"), ("commsms nccl 7.5e1\n", "commsms nccl 75 #"),
+                            ("comm nccl all_gather 1024 0.001\n", "comm nccl all_gather 1024 0.001\n"),
+                            ("comm nccl all_gather 1e6 5\n", "comm nccl all_gather 1000000 5\n")):
+            d, out, rc, o, e = calibrate_from(samples(extra=extra))
+            try:
+                flat = re.sub(r"[ \t]+", " ", open(out).read()) if os.path.exists(out) else ""
+                expect(rc == 0 and want in flat, "samples %r: the profile holds %r" % (extra, want), o + flat, e)
+                rc, o, e = run([syncc, "--profile", out, ex, "--ranks", "2", "--emit=plan"])
+                expect(rc == 0, "syncc --profile loads it", o, e)
+            finally:
+                shutil.rmtree(d)
+
+    # --calibrate measures for minutes before it writes: a PROFILE whose
+    # directory cannot take files is said first, GPUs or not, and the check
+    # leaves nothing behind.
+    def t_calibrate_unwritable_first():
+        import shutil
+        rc, o, e = run([syncrun, "--calibrate", "/nonexistent-syncc-dir/x.prof"])
+        expect(rc == 1 and "cannot write /nonexistent-syncc-dir/x.prof" in e and "nothing measured" in e
+               and "needs GPUs" not in e, "--calibrate into a missing directory: said before anything, exit 1", o, e)
+        if os.path.exists("/dev/nvidia0"):
+            return  # a good directory would calibrate for real
+        d = tempfile.mkdtemp()
+        try:
+            rc, o, e = run([syncrun, "--calibrate", os.path.join(d, "x.prof")])
+            expect(rc == 1 and "needs GPUs" in e and not os.listdir(d), "the check leaves no file behind", o, e + str(os.listdir(d)))
+        finally:
+            shutil.rmtree(d)
         rc, o, e = run([syncrun, "--calibrate", "x.prof", "--calibrate-from-samples", "/nonexistent/s.txt"])
         expect(rc == 2 and "cannot read samples /nonexistent/s.txt" in e, "unreadable samples: exit 2", o, e)
 

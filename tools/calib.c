@@ -9,6 +9,8 @@
 #include "driver.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +78,43 @@ positive(const char *s, double *out)
 	return *s && !*end && errno == 0 && isfinite(*out) && *out > 0;
 }
 
+/* An integer in [lo, hi]: a count, a size in bytes, an SM count.  Read
+ * with strtod so 1e6 is allowed, but a fraction, or a number past hi
+ * (2^53 for sizes: beyond it doubles skip integers), is not. */
+static bool
+integer(const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	errno = 0;
+	*out = strtod(s, &end);
+	return *s && !*end && errno == 0 && *out == floor(*out) && *out >= lo && *out <= hi;
+}
+
+/* A number the profile can hold: "%.6g" of it reads back (prof_load) as a
+ * positive finite number.  Far wider than any machine's, so it only
+ * keeps out values no measurement gives. */
+static bool
+printable(double v)
+{
+	return isfinite(v) && v >= 1e-300 && v <= 1e300;
+}
+
+#define MAX_EXACT 9007199254740992.0 /* 2^53 */
+
+/* What the fit derives from one sample (the rate or per-item time the
+ * profile holds): it must be printable() too. */
+static double
+derived(const char *key, const double *x)
+{
+	if (strcmp(key, "matmul") == 0)
+		return 2 * x[0] * x[1] * x[2] / x[3] * 1e-6;
+	if (strcmp(key, "copy") == 0 || strcmp(key, "vector") == 0)
+		return x[0] / x[1] * 1e-3;
+	if (strcmp(key, "comm") == 0)
+		return x[1];
+	return x[1] / x[0]; /* launch, streamop, flag: us per item */
+}
+
 static bool
 bad(char *err, size_t n, const char *path, int line, const char *what, const char *form)
 {
@@ -100,9 +139,17 @@ parse_sample(CalSamples *c, char **w, int nw, const char *path, int ln, char *er
 			return bad(err, n, path, ln, "unknown backend (nccl or ce)", NULL);
 		if (kinds[k].words == 3 && find(collnames, COLL_KINDS, w[2]) < 0)
 			return bad(err, n, path, ln, "unknown collective", NULL);
-		for (int i = 0; i < kinds[k].nums; i++)
+		for (int i = 0; i < kinds[k].nums; i++) {
+			bool last = i == kinds[k].nums - 1;
 			if (!positive(w[kinds[k].words + i], &x[i]))
 				return bad(err, n, path, ln, "sizes, counts and times must be positive numbers", kinds[k].form);
+			if (!last && !integer(w[kinds[k].words + i], 1, MAX_EXACT, &x[i]))
+				return bad(err, n, path, ln, "sizes and counts must be whole numbers below 2^53", kinds[k].form);
+		}
+		if (!printable(derived(w[0], x)))
+			return bad(err, n, path, ln, k == 0 ? "the TFLOP/s these numbers give is out of any profile's range"
+			                            : "the rate or time these numbers give is out of any profile's range",
+			           kinds[k].form);
 		cal_add(c, w[0], kinds[k].words > 1 ? w[1] : NULL, kinds[k].words > 2 ? w[2] : NULL, x, kinds[k].nums);
 		c->s[c->n - 1].line = ln;
 		return true;
@@ -121,14 +168,20 @@ parse_line(CalSamples *c, char **w, int nw, char *rest, const char *path, int ln
 		snprintf(c->base, sizeof c->base, "%s", w[1]);
 	else if (strcmp(w[0], "device") == 0)
 		snprintf(c->device, sizeof c->device, "%s", rest);
-	else if (strcmp(w[0], "sms") == 0 && nw == 2 && positive(w[1], &x) && x == floor(x))
+	else if (strcmp(w[0], "sms") == 0 && nw == 2) {
+		if (!integer(w[1], 1, INT_MAX, &x))
+			return bad(err, n, path, ln, "sms must be a whole number of multiprocessors, 1 or more", "sms N");
 		c->sms = (int)x;
-	else if (strcmp(w[0], "world") == 0 && nw == 2 && positive(w[1], &x) && x == floor(x) && x >= 2)
+	} else if (strcmp(w[0], "world") == 0 && nw == 2) {
+		if (!integer(w[1], 2, INT_MAX, &x))
+			return bad(err, n, path, ln, "world must be a whole number of ranks, 2 or more", "world P");
 		c->world = (int)x;
-	else if (strcmp(w[0], "commsms") == 0 && nw == 3 && (be = find(sched_backend_names, BE_COUNT, w[1])) >= 0 &&
-	         (strcmp(w[2], "0") == 0 || (positive(w[2], &x) && x == floor(x))))
-		c->commsms[be] = atoi(w[2]);
-	else if (strcmp(w[0], "name") == 0 || strcmp(w[0], "base") == 0 || strcmp(w[0], "sms") == 0 ||
+	} else if (strcmp(w[0], "commsms") == 0 && nw == 3 && (be = find(sched_backend_names, BE_COUNT, w[1])) >= 0) {
+		if (!integer(w[2], 0, INT_MAX, &x))
+			return bad(err, n, path, ln, "commsms must be a whole number of SMs, 0 or more", "commsms BACKEND N");
+		c->commsms[be] = (int)x;
+		c->commsms_line[be] = ln;
+	} else if (strcmp(w[0], "name") == 0 || strcmp(w[0], "base") == 0 || strcmp(w[0], "sms") == 0 ||
 	         strcmp(w[0], "world") == 0 || strcmp(w[0], "commsms") == 0)
 		return bad(err, n, path, ln, "malformed line", "name NAME, base PROFILE, sms N, world P (>= 2), commsms BACKEND N");
 	else
@@ -167,6 +220,13 @@ cal_parse(CalSamples *c, const char *text, const char *path, char *err, size_t n
 		}
 	}
 	free(copy);
+	/* after the loop: `sms` may come after the commsms lines */
+	for (int be = 0; be < BE_COUNT && ok; be++)
+		if (c->sms && c->commsms[be] > c->sms) {
+			snprintf(err, n, "%s:%d: commsms %s %d is more SMs than the device's %d (the sms line)", path,
+			         c->commsms_line[be], sched_backend_names[be], c->commsms[be], c->sms);
+			ok = false;
+		}
 	return ok;
 }
 
@@ -317,13 +377,13 @@ write_comm(const CalSamples *c, const Profile *base, Buf *out, char *err, size_t
 				           cv.n == 1 ? "" : "s");
 				fit_comment(&cv, out);
 				for (int i = 0; i < cv.n; i++)
-					buf_printf(out, "comm %s %-14s %12.0f %10.2f\n", sched_backend_names[be], collnames[op], cv.p[i].bytes,
+					buf_printf(out, "comm %s %-14s %12.0f %10.6g\n", sched_backend_names[be], collnames[op], cv.p[i].bytes,
 					           cv.p[i].us);
 			} else if (base->npts[be][op]) {
 				buf_printf(out, "# comm %s %s: carried from %s (not measured here)\n", sched_backend_names[be],
 				           collnames[op], base->name);
 				for (int i = 0; i < base->npts[be][op]; i++)
-					buf_printf(out, "comm %s %-14s %12.0f %10.2f\n", sched_backend_names[be], collnames[op],
+					buf_printf(out, "comm %s %-14s %12.0f %10.6g\n", sched_backend_names[be], collnames[op],
 					           base->curve[be][op][i].bytes, base->curve[be][op][i].us);
 			}
 		}
@@ -498,4 +558,48 @@ cal_from_samples(const char *samples, const char *out)
 	r = cal_write(&c, out);
 	cal_free(&c);
 	return r;
+}
+
+/* Before minutes of measuring: PROFILE's directory must take new files.
+ * The probe is the very temporary drv_write makes for PROFILE.samples. */
+int
+cal_check_dest(const char *profile)
+{
+	Buf probe = {0};
+	const char *slash = strrchr(profile, '/');
+	int fd, r = EXIT_OK;
+	buf_printf(&probe, "%s.samples.tmp%ld", profile, (long)getpid());
+	fd = open(probe.s, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "syncrun: --calibrate: cannot write %s: cannot create a file in %s%.*s (%s); nothing measured\n",
+		        profile, slash ? "the directory " : "the current directory", slash ? (int)(slash - profile + 1) : 0,
+		        profile, strerror(errno));
+		r = EXIT_INPUT;
+	} else {
+		close(fd);
+		remove(probe.s);
+	}
+	buf_free(&probe);
+	return r;
+}
+
+/* PROFILE.samples, written whole or not at all (drv_write); `partial`:
+ * what a measurement that failed partway had gathered, for the record. */
+bool
+cal_write_samples(const CalSamples *c, const char *profile, bool partial)
+{
+	Buf path = {0}, text = {0};
+	bool ok;
+	buf_printf(&path, "%s.samples", profile);
+	cal_samples_text(c, &text);
+	if ((ok = drv_write(path.s, &text))) {
+		if (partial)
+			printf("the measurements made before the failure (%d sample%s, no profile written): %s\n", c->n,
+			       c->n == 1 ? "" : "s", path.s);
+		else
+			printf("measurements: %s\n", path.s);
+	}
+	buf_free(&path);
+	buf_free(&text);
+	return ok;
 }

@@ -390,6 +390,7 @@ drv_args(Driver *d, int argc, char **argv, const OptId *allowed, int nallowed, c
 		if ((r = take(d, opts[k].id, as_written(d, a, val, attached), val)) >= 0)
 			return r;
 	}
+	bool topo_given = d->topo.nodes > 0;
 	if (d->topo.nodes) {
 		if (ranks_given && d->opt.nranks != d->topo.nodes * d->topo.gpus) {
 			diag_usage("--topo %dx%d has %d ranks, but --ranks says %d", d->topo.nodes, d->topo.gpus,
@@ -400,14 +401,21 @@ drv_args(Driver *d, int argc, char **argv, const OptId *allowed, int nallowed, c
 	} else {
 		d->topo = (Topo){1, d->opt.nranks};
 	}
+	if (d->ngpus && d->topo.nodes > 1) {
+		diag_usage("--gpus chooses the GPUs of one process on one node; it cannot go with --topo %dx%d", d->topo.nodes,
+		           d->topo.gpus);
+		return EXIT_USAGE;
+	}
 	if (d->ngpus && ranks_given && d->ngpus != d->opt.nranks) {
 		diag_usage("--gpus names %d GPU%s, but --ranks says %d (one rank per GPU)", d->ngpus, d->ngpus == 1 ? "" : "s",
 		           d->opt.nranks);
 		return EXIT_USAGE;
 	}
-	if (d->ngpus && d->topo.nodes > 1) {
-		diag_usage("--gpus chooses the GPUs of one process on one node; it cannot go with --topo %dx%d", d->topo.nodes,
-		           d->topo.gpus);
+	/* a --topo without --ranks fixes the rank count too: --gpus must
+	 * name that many, or the run would quietly have another shape */
+	if (d->ngpus && topo_given && d->ngpus != d->topo.gpus) {
+		diag_usage("--gpus names %d GPU%s, but --topo %dx%d has %d ranks (one rank per GPU)", d->ngpus,
+		           d->ngpus == 1 ? "" : "s", d->topo.nodes, d->topo.gpus, d->topo.gpus);
 		return EXIT_USAGE;
 	}
 	if (d->ngpus && !ranks_given)

@@ -101,6 +101,7 @@ typedef struct CalSamples {
 	char name[64], base[512], device[256];
 	int sms, world;
 	int commsms[BE_COUNT]; /* -1: not given */
+	int commsms_line[BE_COUNT];
 	CalSample *s;
 	int n, cap;
 } CalSamples;
@@ -111,5 +112,7 @@ bool cal_profile(const CalSamples *c, const Profile *base, Buf *out, char *err, 
 int cal_write(const CalSamples *c, const char *out); /* an exit status */
 void cal_free(CalSamples *c);
 int cal_from_samples(const char *samples, const char *out);
+int cal_check_dest(const char *profile); /* an exit status: EXIT_OK if PROFILE's directory takes files */
+bool cal_write_samples(const CalSamples *c, const char *profile, bool partial);
 
 #endif

@@ -159,6 +159,10 @@ main(int argc, char **argv)
 		diag_usage("--break %s: unknown lowering '%s'", d.breaks, bad);
 		return EXIT_USAGE;
 	}
+	/* an unwritable PROFILE is said now, GPUs or not: syncrun-gpu
+	 * would otherwise find it out only after minutes of measuring */
+	if (d.calibrate && (r = cal_check_dest(d.calibrate)) != EXIT_OK)
+		return r;
 	if (!d.sim) {
 		/* GPUs and the GPU build present: syncrun-gpu runs it; else the simulator, saying so */
 		char gpu[4096];

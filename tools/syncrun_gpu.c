@@ -11,6 +11,7 @@
 
 #include <dlfcn.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -444,6 +445,13 @@ start_ranks(Driver *d, bool per_process, syn_ctx ***csp, int *first, int *nlocal
 	return -1;
 }
 
+/* The GPU local rank q runs on, as --gpus numbers it. */
+static int
+gpu_of(const Driver *d, int q)
+{
+	return d->ngpus ? d->gpus[q] : q;
+}
+
 /* Which GPU each local rank runs on, for the header line. */
 static void
 gpu_list(const Driver *d, int P, char *out, size_t n)
@@ -451,7 +459,7 @@ gpu_list(const Driver *d, int P, char *out, size_t n)
 	size_t k = 0;
 	out[0] = 0;
 	for (int q = 0; q < P && k + 12 < n; q++)
-		k += (size_t)snprintf(out + k, n - k, "%s%d", q ? "," : "", d->ngpus ? d->gpus[q] : q);
+		k += (size_t)snprintf(out + k, n - k, "%s%d", q ? "," : "", gpu_of(d, q));
 }
 
 typedef struct Ranks {
@@ -576,11 +584,13 @@ typedef struct CalTimes {
 	double launch[CAL_REPS], streamop[CAL_REPS], flag[CAL_REPS];
 	double comm[2][5][CAL_NSIZES][CAL_REPS]; /* [backend][op][size][rep], us; 0: not run */
 	bool unsupported[2][5];
+	char why[256]; /* what failed, where libsyncrt's syn_error has nothing to say */
 } CalTimes;
 
 typedef struct CalJob {
 	int P;
 	CalTimes *t; /* [rank] */
+	const Driver *d;
 } CalJob;
 
 /* ms between marks 0 and 1 around what `body` enqueues, inside an op */
@@ -670,9 +680,23 @@ cal_chunk(int op, double bytes, int P, void *send, void *recv)
 	return ch;
 }
 
+/* The ping-pong kernel gives up at its deadline and reports 0 hand-offs:
+ * libsyncrt saw nothing wrong, so the words are ours. */
 static int
-cal_flags(syn_ctx *c, CalTimes *t, int P)
+cal_flags_timeout(syn_ctx *c, const CalJob *j, CalTimes *t)
 {
+	int r = syn_rank(c);
+	snprintf(t->why, sizeof t->why,
+	         "the flag hand-off between GPU %d (rank %d) and GPU %d (rank %d) timed out: the ping-pong kernel on "
+	         "GPU %d saw no answer within its deadline of %.0f ms (--timeout-ms)",
+	         gpu_of(j->d, r), r, gpu_of(j->d, 1 - r), 1 - r, gpu_of(j->d, r), (double)syn_timeout_ns(c) * 1e-6);
+	return SYN_ETIMEOUT;
+}
+
+static int
+cal_flags(syn_ctx *c, const CalJob *j, CalTimes *t)
+{
+	int P = j->P;
 	int r = syn_rank(c), st;
 	void *out;
 	uint64_t ns = 0;
@@ -693,7 +717,7 @@ cal_flags(syn_ctx *c, CalTimes *t, int P)
 		double us;
 		pp.base = CAL_FLAG_BASE + (uint64_t)(rep + 1) * 2 * CAL_ROUNDS;
 		if (!(st = timed(c, "cal_flag", cal_pingpong, &pp, &us)) && !(st = syn_download(c, &ns, out, 8)) && !ns)
-			return SYN_ETIMEOUT;
+			return cal_flags_timeout(c, j, t);
 		t->flag[rep] = (double)ns * 1e-3;
 	}
 	return st ? st : syn_barrier(c);
@@ -742,12 +766,13 @@ cal_rank(syn_ctx *c, void *arg)
 			t->streamop[rep] = b;
 		}
 	}
-	if (!st && (st = cal_flags(c, t, j->P)) == SYN_EUNSUPPORTED)
+	if (!st && (st = cal_flags(c, j, t)) == SYN_EUNSUPPORTED)
 		st = syn_barrier(c);
 	if (!st)
 		st = cal_comm(c, t, j->P);
 	if (st)
-		fprintf(stderr, "syncrun: --calibrate: rank %d: %s: %s\n", syn_rank(c), syn_status_name(st), syn_error(c));
+		fprintf(stderr, "syncrun: --calibrate: rank %d: %s: %s\n", syn_rank(c), syn_status_name(st),
+		        t->why[0] ? t->why : syn_error(c));
 	return st;
 }
 
@@ -756,6 +781,17 @@ median(double *v, int n)
 {
 	qsort(v, (size_t)n, sizeof *v, cmp_us);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Whether every repetition ran: a time of 0 is one that did not (the
+ * measurement failed first), and a sample is only made of whole sets. */
+static bool
+all_ran(const double *v, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!(v[i] > 0))
+			return false;
+	return true;
 }
 
 /* Per call: the rank that finished first in time (the last to arrive
@@ -767,6 +803,11 @@ cal_comm_samples(CalSamples *cs, const CalJob *j)
 		for (int op = 0; op < 5; op++)
 			for (int s = 0; s < CAL_NSIZES && !j->t[0].unsupported[be][op]; s++) {
 				double v[CAL_REPS], x[2];
+				bool whole = true;
+				for (int q = 0; q < j->P; q++)
+					whole = whole && all_ran(j->t[q].comm[be][op][s], CAL_REPS);
+				if (!whole)
+					continue;
 				for (int rep = 0; rep < CAL_REPS; rep++) {
 					v[rep] = j->t[0].comm[be][op][s][rep];
 					for (int q = 1; q < j->P; q++)
@@ -823,14 +864,38 @@ cal_kernels(Driver *d, const Ranks *rk, const char *dir, const char *prefix, Cal
 	return ok;
 }
 
+/* libsyncrt's samples (rank 0's launch, stream op and flag times; every
+ * rank's comm times): those whose repetitions all ran. */
+static void
+cal_runtime_samples(CalSamples *cs, const CalJob *j)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+		double count;
+	} per[] = {
+		{"launch", offsetof(CalTimes, launch), CAL_LAUNCHES},
+		{"streamop", offsetof(CalTimes, streamop), CAL_STREAMOPS},
+		{"flag", offsetof(CalTimes, flag), 2.0 * (CAL_ROUNDS - 1)},
+	};
+	for (size_t k = 0; k < NELEM(per); k++) {
+		double v[CAL_REPS], x[2];
+		memcpy(v, (const char *)&j->t[0] + per[k].off, sizeof v);
+		if (!all_ran(v, CAL_REPS))
+			continue;
+		x[0] = per[k].count, x[1] = median(v, CAL_REPS);
+		cal_add(cs, per[k].key, NULL, NULL, x, 2);
+	}
+	cal_comm_samples(cs, j);
+}
+
 static int
 calibrate(Driver *d, const Ranks *rk, const char *dir, const char *prefix)
 {
 	CalSamples cs = {0};
-	CalJob j = {rk->P, xcalloc((size_t)rk->P, sizeof *j.t)};
-	char gl[512], path[4200];
-	double v[CAL_REPS], x[2];
-	Buf text = {0};
+	CalJob j = {rk->P, xcalloc((size_t)rk->P, sizeof *j.t), d};
+	char gl[512];
+	bool measured;
 	int r = EXIT_INPUT;
 	cs.commsms[BE_NCCL] = syn_free_sms(rk->cs[0]);
 	cs.commsms[BE_CE] = 0;
@@ -842,30 +907,18 @@ calibrate(Driver *d, const Ranks *rk, const char *dir, const char *prefix)
 	cs.world = rk->P;
 	printf("calibrating on %s; carrying what is not measured from %s\n", cs.device, cs.base);
 	fflush(stdout);
-	if (!cal_kernels(d, rk, dir, prefix, &cs))
+	measured = cal_kernels(d, rk, dir, prefix, &cs) && syn_run_local(rk->cs, rk->P, cal_rank, &j) == SYN_OK;
+	cal_runtime_samples(&cs, &j);
+	if (!measured) { /* what was measured is kept; the fit waits for a whole set */
+		if (cs.n)
+			cal_write_samples(&cs, d->calibrate, true);
+		else
+			fprintf(stderr, "syncrun: --calibrate: the measurement failed before any sample was complete\n");
 		goto out;
-	if (syn_run_local(rk->cs, rk->P, cal_rank, &j))
-		goto out;
-	memcpy(v, j.t[0].launch, sizeof v);
-	x[0] = CAL_LAUNCHES, x[1] = median(v, CAL_REPS);
-	cal_add(&cs, "launch", NULL, NULL, x, 2);
-	memcpy(v, j.t[0].streamop, sizeof v);
-	x[0] = CAL_STREAMOPS, x[1] = median(v, CAL_REPS);
-	cal_add(&cs, "streamop", NULL, NULL, x, 2);
-	if (j.t[0].flag[0] > 0) {
-		memcpy(v, j.t[0].flag, sizeof v);
-		x[0] = 2.0 * (CAL_ROUNDS - 1), x[1] = median(v, CAL_REPS);
-		cal_add(&cs, "flag", NULL, NULL, x, 2);
 	}
-	cal_comm_samples(&cs, &j);
-	snprintf(path, sizeof path, "%s.samples", d->calibrate);
-	cal_samples_text(&cs, &text);
-	if (!drv_write(path, &text))
-		goto out;
-	printf("measurements: %s\n", path);
-	r = cal_write(&cs, d->calibrate);
+	if (cal_write_samples(&cs, d->calibrate, false))
+		r = cal_write(&cs, d->calibrate);
 out:
-	buf_free(&text);
 	cal_free(&cs);
 	free(j.t);
 	return r;
@@ -899,6 +952,9 @@ main(int argc, char **argv)
 			diag_usage("--calibrate runs in one process on 2 or more local GPUs (--ranks P or --gpus LIST)");
 			return EXIT_USAGE;
 		}
+		/* before the GPUs start and minutes of measuring: PROFILE can be written */
+		if ((r = cal_check_dest(d.calibrate)) != EXIT_OK)
+			return r;
 		if ((r = start_ranks(&d, false, &rk.cs, &rk.first, &rk.nlocal)) >= 0)
 			return r;
 		rk.P = d.opt.nranks;
