@@ -86,6 +86,20 @@ typedef struct Prog {
 	Val anchor;    /* read as PTX_OP_ACC (matmul, reduction), or -1 */
 } Prog;
 
+/* An empty program into g for group `anchor`'s members (anchor -1: none). */
+static void
+prog_begin(const Func *f, Prog *pr, PtxEwProg *g, Val anchor)
+{
+	memset(pr, 0, sizeof *pr);
+	pr->g = g;
+	pr->at = xmalloc((size_t)(f->nins + 1) * sizeof(int));
+	pr->inputs = xmalloc((PTX_MAX_TENSORS + 1) * sizeof(Val));
+	pr->anchor = anchor;
+	for (Val v = 0; v < f->nins; v++)
+		pr->at[v] = -1;
+}
+
+
 static int
 emit_ins(Low *L, Prog *pr, PtxIns in)
 {
@@ -142,6 +156,20 @@ static LArg
 arg(Val v, int64_t off, int64_t roff)
 {
 	return (LArg){v, off, roff};
+}
+
+/* The group's materialized members become the kernel's output arguments,
+ * after its inputs; frees the program's tables.  False if lowering failed. */
+static bool
+prog_end(Low *L, LKernel *k, Val group, Prog *pr)
+{
+	const Func *f = L->f;
+	for (Val m = group; m < f->nins; m++)
+		if (f->ins[m].group == group && !f->ins[m].internal)
+			k->arg[k->narg++] = arg(m, 0, 0);
+	free(pr->at);
+	free(pr->inputs);
+	return !L->failed;
 }
 
 /* The offset of the block of a sliced @repl operand: rank times its
@@ -289,13 +317,7 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 	k->arg[k->narg++] = arg(A, 0, slice_roff(L, A, sl[0]));
 	k->arg[k->narg++] = arg(B, 0, slice_roff(L, B, sl[1]));
 	/* the epilogue: every other member, reading the accumulator */
-	memset(&pr, 0, sizeof pr);
-	pr.g = &s.epi;
-	pr.at = xmalloc((size_t)(f->nins + 1) * sizeof(int));
-	pr.inputs = xmalloc((PTX_MAX_TENSORS + 1) * sizeof(Val));
-	pr.anchor = a;
-	for (Val v = 0; v < f->nins; v++)
-		pr.at[v] = -1;
+	prog_begin(f, &pr, &s.epi, a);
 	for (Val m = a; m < f->nins && !L->failed; m++)
 		if (f->ins[m].group == a) {
 			int r = m == a ? operand(L, &pr, a) : member(L, &pr, m);
@@ -318,12 +340,7 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 		k->arg[k->narg++] = arg(pr.inputs[i], 0, slice_roff(L, pr.inputs[i], ew_slice_of(L, a, pr.inputs[i])));
 	}
 	s.nin = pr.nin;
-	for (Val m = a; m < f->nins; m++)
-		if (f->ins[m].group == a && !f->ins[m].internal)
-			k->arg[k->narg++] = arg(m, 0, 0);
-	free(pr.at);
-	free(pr.inputs);
-	if (L->failed)
+	if (!prog_end(L, k, a, &pr))
 		return false;
 	if (s.epi.nout == 1 && s.epi.nins == 1) /* only the accumulator: no program */
 		s.epi.nins = s.epi.nout = 0;
@@ -460,13 +477,7 @@ lower_ew(Low *L, Val a, const int *bl, int nb)
 		s.dim[i] = t->rank ? d[i] : 1;
 	for (int i = 1; i < R; i++)
 		inner *= s.dim[i];
-	memset(&pr, 0, sizeof pr);
-	pr.g = &s.prog;
-	pr.at = xmalloc((size_t)(f->nins + 1) * sizeof(int));
-	pr.inputs = xmalloc((PTX_MAX_TENSORS + 1) * sizeof(Val));
-	pr.anchor = -1;
-	for (Val v = 0; v < f->nins; v++)
-		pr.at[v] = -1;
+	prog_begin(f, &pr, &s.prog, -1);
 	for (Val m = a; m < f->nins && !L->failed; m++)
 		if (f->ins[m].group == a) {
 			int r = member(L, &pr, m);
@@ -485,12 +496,7 @@ lower_ew(Low *L, Val a, const int *bl, int nb)
 		k->arg[k->narg++] = arg(pr.inputs[i], 0, slice_roff(L, pr.inputs[i], ew_slice_of(L, a, pr.inputs[i])));
 	}
 	s.nin = pr.nin;
-	for (Val m = a; m < f->nins; m++)
-		if (f->ins[m].group == a && !f->ins[m].internal)
-			k->arg[k->narg++] = arg(m, 0, 0);
-	free(pr.at);
-	free(pr.inputs);
-	if (L->failed)
+	if (!prog_end(L, k, a, &pr))
 		return false;
 	s.block_elems = unit_for(L, a, bl, nb, inner);
 	{
@@ -646,13 +652,7 @@ lower_rows(Low *L, Val a, const int *bl, int nb)
 	st->red = rd->op == OP_MEAN ? OP_SUM : rd->op;
 	st->out = -1;
 	/* the post program: the members after the reduction, per row */
-	memset(&pr, 0, sizeof pr);
-	pr.g = &st->post;
-	pr.at = xmalloc((size_t)(f->nins + 1) * sizeof(int));
-	pr.inputs = xmalloc((PTX_MAX_TENSORS + 1) * sizeof(Val));
-	pr.anchor = a;
-	for (Val v = 0; v < f->nins; v++)
-		pr.at[v] = -1;
+	prog_begin(f, &pr, &st->post, a);
 	pr.nin = 0;
 	pr.inputs[pr.nin++] = x; /* in[0] is the rows */
 	{
@@ -690,12 +690,7 @@ lower_rows(Low *L, Val a, const int *bl, int nb)
 	s.nin = pr.nin;
 	if (st->post.nout == 1 && st->post.nins == 1)
 		st->post.nins = st->post.nout = 0;
-	for (Val m = a; m < f->nins; m++)
-		if (f->ins[m].group == a && !f->ins[m].internal)
-			k->arg[k->narg++] = arg(m, 0, 0);
-	free(pr.at);
-	free(pr.inputs);
-	if (L->failed)
+	if (!prog_end(L, k, a, &pr))
 		return false;
 	{
 		int64_t g = band_gcd(L, a, bl, nb); /* output elements = rows */

@@ -633,6 +633,24 @@ case_mm_epi(void)
 	mm_run("mm_epi_rowscale_i32", s, nsm);
 }
 
+/* Fetches every output, compares it with its reference, frees it all. */
+static void
+check_and_free(const char *name, Tens *in, int nin, Tens *out, double **ref, int nout)
+{
+	char what[128];
+	for (int j = 0; j < nout; j++) {
+		tens_fetch(&out[j]);
+		snprintf(what, sizeof what, "%s/out%d", name, j);
+		compare(what, &out[j], ref[j]);
+	}
+	for (int i = 0; i < nin; i++)
+		tens_free(&in[i]);
+	for (int j = 0; j < nout; j++) {
+		tens_free(&out[j]);
+		free(ref[j]);
+	}
+}
+
 /* ---- elementwise ---- */
 
 typedef struct EwCase {
@@ -687,7 +705,6 @@ ew_run(const char *name, PtxEwSpec s, int grid)
 	PtxKernel k;
 	Launch l = {0};
 	int64_t total = 1;
-	char what[128];
 
 	printf("--- %s: elementwise rank %d, grid %d\n", name, s.rank, grid);
 	ptx_emit_ew(&b, &c.s, &k);
@@ -712,17 +729,7 @@ ew_run(const char *name, PtxEwSpec s, int grid)
 	launch(&kr, &l);
 	CU(cuStreamSynchronize(l.s));
 	par_for(total, ew_ref_elem, &c);
-	for (int j = 0; j < s.nout; j++) {
-		tens_fetch(&c.out[j]);
-		snprintf(what, sizeof what, "%s/out%d", name, j);
-		compare(what, &c.out[j], c.ref[j]);
-	}
-	for (int i = 0; i < s.nin; i++)
-		tens_free(&c.in[i]);
-	for (int j = 0; j < s.nout; j++) {
-		tens_free(&c.out[j]);
-		free(c.ref[j]);
-	}
+	check_and_free(name, c.in, s.nin, c.out, c.ref, s.nout);
 	CU(cuMemFree(l.blocks));
 	CU(cuModuleUnload(kr.mod));
 	buf_free(&b);
@@ -854,7 +861,6 @@ rows_run(const char *name, PtxRowsSpec s, int grid)
 	Buf b = {0};
 	PtxKernel k;
 	Launch l = {0};
-	char what[128];
 
 	printf("--- %s: rows %lld x %lld, %d stages, grid %d\n", name, (long long)s.rows, (long long)s.len, s.nstage,
 	       grid);
@@ -880,17 +886,7 @@ rows_run(const char *name, PtxRowsSpec s, int grid)
 	launch(&kr, &l);
 	CU(cuStreamSynchronize(l.s));
 	par_for(s.rows, rows_ref_row, &c);
-	for (int j = 0; j < s.nout; j++) {
-		tens_fetch(&c.out[j]);
-		snprintf(what, sizeof what, "%s/out%d", name, j);
-		compare(what, &c.out[j], c.ref[j]);
-	}
-	for (int i = 0; i < s.nin; i++)
-		tens_free(&c.in[i]);
-	for (int j = 0; j < s.nout; j++) {
-		tens_free(&c.out[j]);
-		free(c.ref[j]);
-	}
+	check_and_free(name, c.in, s.nin, c.out, c.ref, s.nout);
 	CU(cuMemFree(l.blocks));
 	CU(cuModuleUnload(kr.mod));
 	buf_free(&b);
