@@ -31,7 +31,7 @@ LIB_SRC := base/util.c base/diag.c \
            ir/type.c ir/ir.c ir/unit.c ir/sema.c ir/call.c ir/rules.c ir/pass.c \
            sched/blocks.c sched/cost.c sched/list.c sched/search.c sched/flags.c sched/print.c \
            runtime/sim_tensor.c runtime/sim_comm.c runtime/sim_run.c runtime/sim_plan.c \
-           codegen/ptx.c codegen/prog.c codegen/matmul.c codegen/wgmma.c codegen/ew.c codegen/rows.c codegen/lower.c \
+           codegen/ptx.c codegen/prog.c codegen/matmul.c codegen/wgmma.c codegen/simt.c codegen/ew.c codegen/rows.c codegen/lower.c \
            codegen/host.c codegen/cubin.c \
            tools/driver.c tools/calib.c
 GEN_SRC := lexer/lexer.c parser/parser.c

@@ -99,12 +99,13 @@ typedef struct PtxEwProg {
 
 /* ---- matmul: out = epilogue(A @ B) ----
  * A [m, k] and B [k, n] row-major with leading dimensions (chunks of bigger
- * tensors work), optional batch strides; bf16 or f16 operands, f32
- * accumulation via mma.sync.m16n8k16 fed by ldmatrix from a cp.async
- * pipeline.  Any m, n, k: edges load zeros and store under predicates. */
+ * tensors work), optional batch strides; bf16 or f16 operands on the
+ * tensor cores (mma.sync or wgmma, f32 accumulation), f32 operands with
+ * FFMA.  Any m, n, k: edges load zeros and store under predicates. */
 typedef enum PtxMmKind {
 	PTX_MMA_SYNC, /* codegen/matmul.c: mma.sync fed by ldmatrix from cp.async (sm_80 style) */
 	PTX_WGMMA,    /* codegen/wgmma.c: wgmma fed by TMA, warp-specialised (sm_90a) */
+	PTX_SIMT,     /* codegen/simt.c: f32 FFMA fed by 4-byte cp.async (f32 operands) */
 } PtxMmKind;
 
 typedef struct PtxTile {
@@ -123,7 +124,7 @@ extern const int ptx_ntiles;
 typedef struct PtxMatmulSpec {
 	const char *name;
 	int site;                      /* number in the module, for errors and traces */
-	DType ab;                      /* DT_BF16 or DT_F16, A and B */
+	DType ab;                      /* DT_BF16 or DT_F16 (tensor cores), DT_F32 (FFMA) */
 	int64_t m, n, k, batch;        /* batch >= 1 */
 	int64_t lda, ldb;              /* elements between rows; 0 = k, n */
 	int64_t batch_a, batch_b;      /* elements between batches (0 = shared) */
@@ -213,6 +214,7 @@ void ptx_emit_matmul(Buf *b, const PtxMatmulSpec *s, PtxKernel *k); /* either ki
 int ptx_tile_byname(const char *name); /* -1 if none */
 #define PTX_DEFAULT_TILE "wg128x256x64s3"
 #define PTX_SYNC_TILE "128x256x32s4" /* the default where TMA cannot be used */
+#define PTX_F32_TILE "ffma128x128x8s3" /* the default for f32 operands */
 int ptx_matmul_default_tile(const PtxMatmulSpec *s); /* the tile to use when none is asked for */
 /* Fills all tiles (when out is not NULL) in grouped order: `group` tile rows
  * at a time, column by column, for L2 reuse; returns the number of tiles. */
@@ -324,6 +326,9 @@ void ptx_mm_epilogue(Ptx *p, const PtxMatmulSpec *s, const PtxMmFrag *f);
 /* codegen/wgmma.c */
 const char *ptx_wgmma_check(const PtxMatmulSpec *s);
 void ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k);
+/* codegen/simt.c */
+const char *ptx_simt_check(const PtxMatmulSpec *s);
+void ptx_emit_simt(Buf *b, const PtxMatmulSpec *s, PtxKernel *k);
 
 /* ---- lowering a plan to kernels and comm steps (codegen/lower.c) ----
  * Each fused group of the plan becomes one persistent kernel (a copy
@@ -350,6 +355,16 @@ typedef struct LKernel {
 
 enum { LSTEP_MAXWAIT = 32 };
 
+/* One side of an all_to_all whose P blocks are not contiguous: block q
+ * starts q * stride elements into the value and is `rows` runs of `width`
+ * elements, `pitch` apart.  The launcher packs them into a staging buffer
+ * (block q at q * rows * width) with 2-D copies on the comm lane before
+ * the collective (send side), or unpacks after it (recv side), because
+ * NCCL and the copy engine move contiguous blocks.  rows == 0: none. */
+typedef struct LPack {
+	int64_t rows, width, pitch, stride;
+} LPack;
+
 typedef struct LStep {
 	int blk;                    /* the plan's block */
 	CommChunk ch;               /* send and recv are NULL: see send, recv */
@@ -359,6 +374,7 @@ typedef struct LStep {
 	int wait_flag[LSTEP_MAXWAIT];
 	uint64_t wait_mult[LSTEP_MAXWAIT]; /* waits for flags[f] >= mult * epoch */
 	int raise;                  /* flag it stores the epoch into, -1 none */
+	LPack pack, unpack;         /* all_to_all: send side before, recv side after */
 } LStep;
 
 typedef struct Lowered {

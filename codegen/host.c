@@ -31,6 +31,7 @@ typedef struct Bufs {
 	BufKind *kind;
 	int *index;  /* argument, result or scratch number */
 	int nscratch;
+	int *stage;  /* per comm step, 2 each: scratch of its packed send, recv (-1 none) */
 } Bufs;
 
 static bool
@@ -52,7 +53,7 @@ static Bufs
 buffers(const Lowered *lo)
 {
 	const Func *f = lo->f;
-	Bufs b = {xcalloc((size_t)f->nins + 1, sizeof(BufKind)), xcalloc((size_t)f->nins + 1, sizeof(int)), 0};
+	Bufs b = {xcalloc((size_t)f->nins + 1, sizeof(BufKind)), xcalloc((size_t)f->nins + 1, sizeof(int)), 0, NULL};
 	for (int i = 0; i < f->nin; i++)
 		b.kind[f->in[i]] = BK_IN, b.index[f->in[i]] = i;
 	for (int i = 0; i < f->nout; i++)
@@ -61,6 +62,11 @@ buffers(const Lowered *lo)
 	for (Val v = 0; v < f->nins; v++)
 		if (b.kind[v] == BK_NONE && used(lo, v))
 			b.kind[v] = BK_SCRATCH, b.index[v] = b.nscratch++;
+	b.stage = xmalloc((size_t)(2 * lo->nstep + 1) * sizeof(int));
+	for (int i = 0; i < lo->nstep; i++) {
+		b.stage[2 * i] = lo->step[i].pack.rows ? b.nscratch++ : -1;
+		b.stage[2 * i + 1] = lo->step[i].unpack.rows ? b.nscratch++ : -1;
+	}
 	return b;
 }
 
@@ -183,6 +189,26 @@ tmap_encode(Buf *o, const LKernel *kn, int m)
 	           m, kn->name, "AB"[m < 2 ? m : 0], t->tensor, cdtype[t->dt]);
 }
 
+/* The 2-D copies of one side of an all_to_all (LPack), a block at a time:
+ * the send side's blocks into the packed staging scratch `pk` before the
+ * collective, the packed blocks of `upk` out into the recv side's after. */
+static void
+emit_pack(Buf *o, const CommChunk *c, int P, const LPack *pk, bool send)
+{
+	long long es = ty_dtypes[c->dt].size, blk = (long long)pk->rows * pk->width * es;
+	buf_printf(o, "\t\tfor (int q = 0; q < %d; q++) /* %s block q: %lld runs of %lld elements, %lld apart */\n", P,
+	           send ? "send" : "recv", (long long)pk->rows, (long long)pk->width, (long long)pk->pitch);
+	if (send)
+		buf_printf(o, "\t\t\tif ((r = syn_copy2d(ctx, SYN_COMM, %s, pk + (size_t)q * %lldu, %lldu, send + (size_t)q * %lldu, %lldu, %lldu, %lldu, %d)))\n",
+		           cdtype[c->dt], blk, (long long)pk->width, (long long)pk->stride * es, (long long)pk->pitch,
+		           (long long)pk->width, (long long)pk->rows, c->id);
+	else
+		buf_printf(o, "\t\t\tif ((r = syn_copy2d(ctx, SYN_COMM, %s, recv + (size_t)q * %lldu, %lldu, upk + (size_t)q * %lldu, %lldu, %lldu, %lldu, %d)))\n",
+		           cdtype[c->dt], (long long)pk->stride * es, (long long)pk->pitch, blk, (long long)pk->width,
+		           (long long)pk->width, (long long)pk->rows, c->id);
+	buf_printf(o, "\t\t\t\treturn r;\n");
+}
+
 static bool
 uses_sm_comm(const Lowered *lo)
 {
@@ -218,6 +244,10 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 		if (b.kind[v] == BK_SCRATCH)
 			buf_printf(o, "%lluu, ", (unsigned long long)(ty_local_numel(&f->ins[v].ty, f->nranks) *
 			                                             ty_dtypes[f->ins[v].ty.dt].size));
+	for (int i = 0; i < 2 * lo->nstep; i++)
+		if (b.stage[i] >= 0) /* P packed blocks of the chunk */
+			buf_printf(o, "%lluu, ", (unsigned long long)(lo->step[i / 2].ch.count * (size_t)f->nranks *
+			                                             ty_dtypes[lo->step[i / 2].ch.dt].size));
 	buf_printf(o, "%s};\n\n", b.nscratch ? "" : "0");
 	buf_printf(o, "typedef struct {\n\tuint64_t calls;\n\tsyn_kernel *k[%d];\n\tvoid *blocks[%d];\n\tvoid *scratch[%d];\n} %s_state;\n\n",
 	           lo->nkern ? lo->nkern : 1, lo->nkern ? lo->nkern : 1, b.nscratch ? b.nscratch : 1, op);
@@ -294,12 +324,23 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 		for (int w = 0; w < s->nwait; w++)
 			buf_printf(o, "\t\tif ((r = syn_wait(ctx, SYN_COMM, %d, %lluu * e, %d)))\n\t\t\treturn r;\n", base + s->wait_flag[w],
 			           (unsigned long long)s->wait_mult[w], c->id);
-		buf_printf(o, "\t\tCommChunk ch = {%s, %s, %s, ", cop[c->op], cdtype[c->dt], cred[c->red]);
+		buf_printf(o, "\t\tchar *send = ");
 		address(o, lo, &b, s->send);
-		buf_printf(o, ",\n\t\t                ");
+		buf_printf(o, ";\n\t\tchar *recv = ");
 		address(o, lo, &b, s->recv);
-		buf_printf(o, ", %zuu, %zuu, %zuu, %d, %d, 0, 0};\n", c->count, c->send_stride, c->recv_stride, c->shift, c->id);
+		buf_printf(o, ";\n");
+		if (s->pack.rows) {
+			buf_printf(o, "\t\tchar *pk = (char *)st->scratch[%d]; /* the packed send blocks */\n", b.stage[2 * i]);
+			emit_pack(o, c, f->nranks, &s->pack, true);
+		}
+		if (s->unpack.rows)
+			buf_printf(o, "\t\tchar *upk = (char *)st->scratch[%d]; /* the packed recv blocks */\n", b.stage[2 * i + 1]);
+		buf_printf(o, "\t\tCommChunk ch = {%s, %s, %s, %s, %s, %zuu, %zuu, %zuu, %d, %d, 0, 0};\n", cop[c->op],
+		           cdtype[c->dt], cred[c->red], s->pack.rows ? "pk" : "send", s->unpack.rows ? "upk" : "recv", c->count,
+		           c->send_stride, c->recv_stride, c->shift, c->id);
 		buf_printf(o, "\t\tif ((r = syn_coll(ctx, %s, &ch)))\n\t\t\treturn r;\n", s->be == BE_CE ? "SYN_CE" : "SYN_NCCL");
+		if (s->unpack.rows)
+			emit_pack(o, c, f->nranks, &s->unpack, false);
 		if (s->raise >= 0)
 			buf_printf(o, "\t\tif ((r = syn_raise(ctx, SYN_COMM, rank, %d, e)))\n\t\t\treturn r;\n", base + s->raise);
 		buf_printf(o, "\t}\n");
@@ -307,6 +348,7 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 	buf_printf(o, "\t(void)flags;\n\t(void)errw;\n\t(void)timeout;\n\treturn syn_end(ctx);\n}\n");
 	free(b.kind);
 	free(b.index);
+	free(b.stage);
 }
 
 /* The launcher (.c) and header (.h) of a file's ops; `ptx` is the module

@@ -761,6 +761,29 @@ contiguous(Low *L, Val v, const Box *b, int64_t *off, int64_t *count)
 	return true;
 }
 
+/* The P blocks of a local value along dim d: each is `outer` runs of
+ * width = (dims[d] / P) * st[d] elements, st[d - 1] apart, block q at
+ * q * width.  Contiguous (one run, or P = 1): pk->rows = 0 and the
+ * blocks' stride in pk->stride.  Returns the value's element count. */
+static int64_t
+a2a_side(Low *L, const int64_t *dims, const int64_t *st, int rank, int d, LPack *pk)
+{
+	int64_t outer = 1, n = 1;
+	for (int i = 0; i < rank; i++) {
+		n *= dims[i];
+		if (i < d)
+			outer *= dims[i];
+	}
+	*pk = (LPack){0};
+	pk->width = dims[d] / L->P * st[d];
+	pk->stride = pk->width;
+	if (outer > 1 && st[d - 1] != pk->width) { /* P > 1: the runs do not touch */
+		pk->rows = outer;
+		pk->pitch = st[d - 1];
+	}
+	return n;
+}
+
 static bool
 lower_step(Low *L, int bi)
 {
@@ -776,8 +799,6 @@ lower_step(Low *L, int bi)
 		return refuse(L, "multi-node phases of %s %%%d are not lowered to GPUs yet", ir_ops[in->op].name, v);
 	if (in->op == OP_RESHARD)
 		return refuse(L, "reshard %%%d: run the autocomm pass before code generation", v);
-	if (in->op == OP_ALL_TO_ALL)
-		return refuse(L, "all_to_all %%%d needs a packing copy the PTX backend does not emit yet", v);
 	lo->step = xrealloc(lo->step, (size_t)(lo->nstep + 1) * sizeof *lo->step);
 	s = &lo->step[lo->nstep++];
 	memset(s, 0, sizeof *s);
@@ -835,6 +856,25 @@ lower_step(Low *L, int bi)
 		s->recv = arg(v, off, 0);
 		s->ch.recv_stride = (size_t)(xd[e] * yst[e]);
 		s->ch.count = (size_t)cnt;
+		return true;
+	}
+	case OP_ALL_TO_ALL: {
+		/* one chunk (the search never cuts an all_to_all): send blocks
+		 * along axis2 of x, receive blocks along axis of the result */
+		blk_abs_boxes(f, &b->in[0], 0, bx);
+		for (int i = 0; i < f->ins[x].ty.rank; i++)
+			if (bx[0].lo[i] != 0 || bx[0].hi[i] != xd[i])
+				return refuse(L, "all_to_all %%%d is cut into chunks; the PTX backend moves it whole", v);
+		s->send = arg(x, 0, 0);
+		s->recv = arg(v, 0, 0);
+		s->ch.count = (size_t)(a2a_side(L, xd, xst, f->ins[x].ty.rank, in->axis2, &s->pack) / L->P);
+		a2a_side(L, yd, yst, in->ty.rank, in->axis, &s->unpack);
+		s->ch.send_stride = s->pack.rows ? 0 : (size_t)s->pack.stride;
+		s->ch.recv_stride = s->unpack.rows ? 0 : (size_t)s->unpack.stride;
+		if (!s->pack.rows)
+			s->pack.stride = 0;
+		if (!s->unpack.rows)
+			s->unpack.stride = 0;
 		return true;
 	}
 	default:

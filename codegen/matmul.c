@@ -41,6 +41,9 @@ const PtxTile ptx_tiles[] = {
 	 * system-scope release never stalls a consumer warpgroup.  Assembled
 	 * by ptxas in the tests but not yet run on a GPU: not a default. */
 	{"wg128x256x64s3r", 128, 256, 64, 2, 1, 3, 1, PTX_WGMMA, true},
+	/* f32 operands: FFMA on the CUDA cores (codegen/simt.c) */
+	{"ffma128x128x8s3", 128, 128,  8, 2, 4, 3, 0, PTX_SIMT, false},
+	{"ffma64x64x8s3",    64,  64,  8, 2, 2, 3, 0, PTX_SIMT, false},
 };
 const int ptx_ntiles = NELEM(ptx_tiles);
 
@@ -98,6 +101,8 @@ ptx_matmul_default_tile(const PtxMatmulSpec *s)
 	int64_t lda = s->lda ? s->lda : s->k, ldb = s->ldb ? s->ldb : s->n;
 	bool vec = lda % 8 == 0 && ldb % 8 == 0 && s->batch_a % 8 == 0 && s->batch_b % 8 == 0;
 	PtxMatmulSpec w = *s;
+	if (s->ab == DT_F32)
+		return ptx_tile_byname(PTX_F32_TILE);
 	w.tile = ptx_tile_byname(PTX_DEFAULT_TILE);
 	if (!ptx_matmul_check(&w))
 		return w.tile;
@@ -192,8 +197,8 @@ ptx_matmul_check(const PtxMatmulSpec *s)
 {
 	const char *why;
 	Mm m;
-	if (s->ab != DT_BF16 && s->ab != DT_F16)
-		return "matmul: A and B must be bf16 or f16";
+	if (s->ab != DT_BF16 && s->ab != DT_F16 && s->ab != DT_F32)
+		return "matmul: A and B must be bf16, f16 or f32";
 	if (s->m < 1 || s->n < 1 || s->k < 1 || s->batch < 1)
 		return "matmul: m, n, k and batch must be >= 1";
 	if (s->m >= (1 << 30) || s->n >= (1 << 30) || s->k >= (1 << 30))
@@ -210,6 +215,10 @@ ptx_matmul_check(const PtxMatmulSpec *s)
 		return why;
 	if (ptx_tiles[s->tile].kind == PTX_WGMMA)
 		return ptx_wgmma_check(s);
+	if (ptx_tiles[s->tile].kind == PTX_SIMT)
+		return ptx_simt_check(s);
+	if (s->ab == DT_F32)
+		return "matmul: f32 operands need an FFMA tile (ffma...)";
 	if ((why = tile_check(&ptx_tiles[s->tile])))
 		return why;
 	mm_setup(&m, NULL, s);
@@ -812,6 +821,10 @@ ptx_emit_matmul(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 		die("ptx_emit_matmul: %s", why);
 	if (ptx_tiles[s->tile].kind == PTX_WGMMA) {
 		ptx_emit_wgmma(b, s, k);
+		return;
+	}
+	if (ptx_tiles[s->tile].kind == PTX_SIMT) {
+		ptx_emit_simt(b, s, k);
 		return;
 	}
 	mm_setup(&m, p, s);

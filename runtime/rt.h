@@ -92,6 +92,16 @@ int rt_trace_write_json(const RtTrace *t, const RtTraceMeta *m, const char *path
 
 /* ---- rt_check.c: arguments and chunks ---- */
 int rt_chunk_check(const CommChunk *ch, int rank, int nranks, char *err, size_t n);
+/* syn_copy2d's arguments (counts in elements) */
+typedef struct RtCopy2d {
+	CommDType dt;
+	void *dst;
+	size_t dpitch;
+	const void *src;
+	size_t spitch, width, rows;
+	int chunk;
+} RtCopy2d;
+int rt_copy2d_check(const RtCopy2d *k, int rank, char *err, size_t n);
 
 /* ---- rt_plan.c: what each backend does for one chunk ---- */
 typedef enum RtXferKind {

@@ -150,3 +150,22 @@ rt_chunk_check(const CommChunk *ch, int rank, int nranks, char *err, size_t n)
 	       ch->count, what);
 	return SYN_EARG;
 }
+
+int
+rt_copy2d_check(const RtCopy2d *k, int rank, char *err, size_t n)
+{
+	const char *what = NULL;
+	if (!k->dst || !k->src)
+		what = "dst or src is NULL";
+	else if (!rt_dtype_size(k->dt) || (unsigned)k->dt > CD_I32)
+		what = "unknown dtype";
+	else if (!k->width || !k->rows)
+		what = "width or rows is 0";
+	else if (k->spitch < k->width || k->dpitch < k->width)
+		what = "a pitch is smaller than the width (runs would overlap)";
+	if (!what)
+		return SYN_OK;
+	rt_fmt(err, n, "rank %d: chunk %d: 2-D copy of %zu runs of %zu (pitches %zu -> %zu): %s", rank, k->chunk, k->rows,
+	       k->width, k->spitch, k->dpitch, what);
+	return SYN_EARG;
+}

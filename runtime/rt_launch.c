@@ -334,6 +334,37 @@ syn_coll(syn_ctx *c, syn_backend be, const CommChunk *ch)
 }
 
 int
+syn_copy2d(syn_ctx *c, syn_lane lane, CommDType dt, void *dst, size_t dpitch, const void *src, size_t spitch,
+           size_t width, size_t rows, int chunk)
+{
+	RtCopy2d k = {dt, dst, dpitch, src, spitch, width, rows, chunk};
+	CUDA_MEMCPY2D m;
+	char err[RT_ERRLEN], what[48];
+	size_t es = rt_dtype_size(dt);
+	int r;
+	if ((r = rt_entry(c)))
+		return r;
+	if ((unsigned)lane >= SYN_LANES)
+		return rt_seterr(c, SYN_EARG, "rank %d: syn_copy2d: no lane %d", c->rank, (int)lane);
+	if ((r = rt_copy2d_check(&k, c->rank, err, sizeof err)))
+		return rt_seterr(c, r, "%s", err);
+	memset(&m, 0, sizeof m);
+	m.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+	m.srcDevice = (CUdeviceptr)(uintptr_t)src;
+	m.srcPitch = spitch * es;
+	m.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+	m.dstDevice = (CUdeviceptr)(uintptr_t)dst;
+	m.dstPitch = dpitch * es;
+	m.WidthInBytes = width * es;
+	m.Height = rows;
+	if ((r = rt_cu(c, cuMemcpy2DAsync(&m, c->lane[lane]), "cuMemcpy2DAsync (all_to_all packing)")))
+		return r;
+	/* a comm-lane item like a collective: the watchdog and trace name it */
+	rt_fmt(what, sizeof what, "copy pack2d %s x%zu", rt_dtype_name(dt), width * rows);
+	return rt_log(c, IK_COLL, lane, -1, -1, chunk, width * rows, what);
+}
+
+int
 syn_end(syn_ctx *c)
 {
 	int r;

@@ -21,6 +21,7 @@
  *   syn_launch(c, k, grid, block, smem, prm)   a kernel on the compute lane
  *   syn_wait(c, SYN_COMM, f, e, chunk)         the comm lane waits for flag f >= e
  *   syn_coll(c, SYN_NCCL, &chunk)              a chunk collective on the comm lane
+ *   syn_copy2d(c, SYN_COMM, ...)               packing around it, where needed
  *   syn_raise(c, SYN_COMM, rank, f, e)         then raises flag f of `rank` to e
  *   syn_end(c)                                 the compute lane joins the comm lane
  *
@@ -196,6 +197,12 @@ int syn_launch(syn_ctx *c, syn_kernel *k, const unsigned grid[3], const unsigned
 int syn_wait(syn_ctx *c, syn_lane lane, int flag, uint64_t value, int chunk);
 int syn_raise(syn_ctx *c, syn_lane lane, int rank, int flag, uint64_t value);
 int syn_coll(syn_ctx *c, syn_backend be, const CommChunk *ch);
+/* A 2-D copy within this rank's memory on a lane (counts in elements):
+ * rows runs of width elements, spitch apart in src, dpitch apart in dst.
+ * The packing around an all_to_all whose blocks are not contiguous;
+ * `chunk` names the chunk it serves in errors and traces. */
+int syn_copy2d(syn_ctx *c, syn_lane lane, CommDType dt, void *dst, size_t dpitch, const void *src, size_t spitch,
+               size_t width, size_t rows, int chunk);
 int syn_end(syn_ctx *c);
 int syn_sync(syn_ctx *c);
 /* Timing: an event recorded on the compute lane in slot 0..7 (after

@@ -573,8 +573,9 @@ case_mm_tiles(void)
 {
 	for (int t = 0; t < ptx_ntiles; t++) {
 		char name[64];
+		DType ab = ptx_tiles[t].kind == PTX_SIMT ? DT_F32 : DT_BF16;
 		snprintf(name, sizeof name, "mm_tile_%s", ptx_tiles[t].name);
-		mm_run(name, mm_spec("mm_tile", DT_BF16, 520, 776, 392, ptx_tiles[t].name, DT_F32), 17);
+		mm_run(name, mm_spec("mm_tile", ab, 520, 776, 392, ptx_tiles[t].name, DT_F32), 17);
 	}
 }
 
@@ -958,6 +959,14 @@ case_rows_reduce(void)
 
 /* ---- flags ---- */
 
+/* The operand type a tile takes: f32 for the FFMA tiles, else bf16. */
+static DType
+ab_of(const char *tile)
+{
+	int t = ptx_tile_byname(tile);
+	return t >= 0 && ptx_tiles[t].kind == PTX_SIMT ? DT_F32 : DT_BF16;
+}
+
 /* A matmul whose tiles wait for "row block i of A arrived" flags that a
  * second stream writes 20 ms after launch, and an elementwise consumer on a
  * third stream whose blocks wait on the matmul's per-row-block counters. */
@@ -965,7 +974,7 @@ static void
 flags_late(const char *tile)
 {
 	const int64_t M = 1024, N = 1024, K = 1024;
-	PtxMatmulSpec s = mm_spec("flag_mm", DT_BF16, M, N, K, tile, DT_BF16);
+	PtxMatmulSpec s = mm_spec("flag_mm", ab_of(tile), M, N, K, tile, DT_BF16);
 	PtxEwSpec e = {.name = "flag_ew", .rank = 2, .dim = {M, N}, .nin = 1, .nout = 1, .block_elems = 128 * N};
 	MmCase c = {.s = s};
 	Buf b1 = {0}, b2 = {0};
@@ -973,7 +982,7 @@ flags_late(const char *tile)
 	Launch l1 = {0}, l2 = {0};
 	CUdeviceptr flags, err, trace;
 	uint64_t base = 1000 + (rng % 1000), fl[64], errw = 0, tr[4 * 64];
-	int ntm = (int)(M / 128), ntn = (int)(N / 256);
+	int ntm = (int)(M / ptx_tiles[s.tile].bm), ntn = (int)(N / ptx_tiles[s.tile].bn);
 	Tens d;
 	double *dref;
 
@@ -1091,7 +1100,7 @@ static void
 flags_timeout(const char *tile)
 {
 	PtxEwSpec e = {.name = "to_ew", .rank = 1, .dim = {64 * 1024}, .nin = 1, .nout = 1, .block_elems = 1024};
-	PtxMatmulSpec s = mm_spec("to_mm", DT_BF16, 512, 512, 256, tile, DT_BF16);
+	PtxMatmulSpec s = mm_spec("to_mm", ab_of(tile), 512, 512, 256, tile, DT_BF16);
 	Buf b1 = {0}, b2 = {0};
 	PtxKernel k1, k2;
 	Launch l = {0};
@@ -1194,7 +1203,8 @@ cmp_float(const void *a, const void *b)
 static void
 perf_one(int tile, int64_t m, int64_t n, int64_t k, Tens *a, Tens *b, Tens *cc, int group, bool raise)
 {
-	PtxMatmulSpec s = mm_spec("perf_mm", DT_BF16, m, n, k, ptx_tiles[tile].name, DT_BF16);
+	DType dt = a->dt; /* bf16, or f32 for the FFMA tiles; C has A's type */
+	PtxMatmulSpec s = mm_spec("perf_mm", dt, m, n, k, ptx_tiles[tile].name, dt);
 	Buf bu = {0};
 	PtxKernel kk;
 	Launch l = {0};
@@ -1233,20 +1243,20 @@ perf_one(int tile, int64_t m, int64_t n, int64_t k, Tens *a, Tens *b, Tens *cc, 
 		CU(cuEventElapsedTime(&t[i], e0, e1));
 	}
 	qsort(t, 25, sizeof t[0], cmp_float);
-	CU(cuMemcpyDtoH(cc->h, cc->d, (size_t)(m * n) * 2));
+	CU(cuMemcpyDtoH(cc->h, cc->d, (size_t)(m * n) * (size_t)ty_dtypes[dt].size));
 	for (int i = 0; i < 1024; i++) {
 		int64_t r = (int64_t)((urand() + 1) / 2 * m), c = (int64_t)((urand() + 1) / 2 * n);
 		double acc = 0;
 		r = r < m ? r : m - 1;
 		c = c < n ? c : n - 1;
 		for (int64_t q = 0; q < k; q++)
-			acc += ptx_load(DT_BF16, a->h, r * k + q) * ptx_load(DT_BF16, b->h, q * n + c);
-		double g = ptx_load(DT_BF16, cc->h, r * n + c);
+			acc += ptx_load(dt, a->h, r * k + q) * ptx_load(dt, b->h, q * n + c);
+		double g = ptx_load(dt, cc->h, r * n + c);
 		num += (g - acc) * (g - acc);
 		den += acc * acc;
 	}
 	double rel = sqrt(num / den), tf = 2.0 * m * n * k / (t[12] * 1e-3) / 1e12;
-	bool ok = rel < 1e-2;
+	bool ok = rel < (dt == DT_F32 ? 1e-5 : 1e-2);
 	uint64_t raised = 0;
 	if (raise) { /* 28 launches, each tile adding 1 */
 		CU(cuMemcpyDtoH(&raised, l.flags, 8));
@@ -1273,23 +1283,42 @@ static const int64_t perf_shapes[][3] = {
 	{8192, 5120, 8192}, {8192, 14336, 8192}, {2048, 8192, 4096},
 };
 
-/* `only`: a tile name, "wgmma" (every wgmma tile), or NULL (every tile). */
+static bool
+perf_wants(const char *only, int t)
+{
+	const PtxTile *p = &ptx_tiles[t];
+	if (!only || !strcmp(only, p->name))
+		return true;
+	if (!strcmp(only, "wgmma"))
+		return p->kind == PTX_WGMMA || !strcmp(p->name, PTX_SYNC_TILE);
+	return !strcmp(only, "f32") && p->kind == PTX_SIMT;
+}
+
+/* `only`: a tile name, "wgmma" (every wgmma tile and the mma.sync
+ * default), "f32" (the FFMA tiles, on f32 operands), or NULL (every tile:
+ * the tensor-core ones on bf16, the FFMA ones on f32). */
 static void
 perf(const char *only)
 {
-	for (size_t si = 0; si < NELEM(perf_shapes); si++) {
-		int64_t m = perf_shapes[si][0], n = perf_shapes[si][1], k = perf_shapes[si][2];
-		Tens a = tens_new(DT_BF16, m * k), b = tens_new(DT_BF16, k * n), c = tens_new(DT_BF16, m * n);
-		tens_random(&a, 1.0);
-		tens_random(&b, 1.0);
-		for (int t = 0; t < ptx_ntiles; t++)
-			if (!only || !strcmp(only, ptx_tiles[t].name) ||
-			    (!strcmp(only, "wgmma") && (ptx_tiles[t].kind == PTX_WGMMA || !strcmp(ptx_tiles[t].name, PTX_SYNC_TILE))))
-				perf_one(t, m, n, k, &a, &b, &c, 8, false);
-		tens_free(&a);
-		tens_free(&b);
-		tens_free(&c);
-	}
+	for (size_t si = 0; si < NELEM(perf_shapes); si++)
+		for (int f32 = 0; f32 < 2; f32++) {
+			int64_t m = perf_shapes[si][0], n = perf_shapes[si][1], k = perf_shapes[si][2];
+			DType dt = f32 ? DT_F32 : DT_BF16;
+			bool any = false;
+			for (int t = 0; t < ptx_ntiles; t++)
+				any = any || (perf_wants(only, t) && (ptx_tiles[t].kind == PTX_SIMT) == f32);
+			if (!any)
+				continue;
+			Tens a = tens_new(dt, m * k), b = tens_new(dt, k * n), c = tens_new(dt, m * n);
+			tens_random(&a, 1.0);
+			tens_random(&b, 1.0);
+			for (int t = 0; t < ptx_ntiles; t++)
+				if (perf_wants(only, t) && (ptx_tiles[t].kind == PTX_SIMT) == f32)
+					perf_one(t, m, n, k, &a, &b, &c, 8, false);
+			tens_free(&a);
+			tens_free(&b);
+			tens_free(&c);
+		}
 }
 
 /* What raising a flag after every tile costs, with a consumer thread
@@ -1322,6 +1351,7 @@ case_flags_late(void)
 	flags_late("128x256x32s4");
 	flags_late("wg128x256x64s4");
 	flags_late("wg128x256x64s3r");
+	flags_late("ffma128x128x8s3");
 }
 
 static void
@@ -1330,6 +1360,7 @@ case_flags_timeout(void)
 	flags_timeout("128x256x32s4");
 	flags_timeout("wg128x256x64s4");
 	flags_timeout("wg128x256x64s3r");
+	flags_timeout("ffma128x128x8s3");
 }
 
 /* The wgmma + TMA kernel: ragged edges everywhere (TMA's zero fill and the
@@ -1358,6 +1389,37 @@ case_mm_wgmma(void)
 	mm_run("wg_epi_bias_res_tanh", epi_spec("wg_epi", "wg128x256x64s4"), 7);
 }
 
+/* The f32 (FFMA) kernel: ragged edges and odd leading dimensions (its
+ * 4-byte copies take any), several tiles per CTA, both tiles, batches with
+ * a shared B and chunks of bigger tensors, f32 and bf16 outputs, a fused
+ * epilogue, the examples' tiny shapes. */
+static void
+case_mm_f32(void)
+{
+	PtxMatmulSpec s;
+	mm_run("f32_1000", mm_spec("f32_1000", DT_F32, 1000, 1000, 1000, NULL, DT_F32), 5);
+	mm_run("f32_4x4x4", mm_spec("f32_tiny", DT_F32, 4, 4, 4, NULL, DT_F32), 1);
+	mm_run("f32_1x8x8", mm_spec("f32_1x8", DT_F32, 1, 8, 8, "ffma64x64x8s3", DT_F32), 1);
+	mm_run("f32_4097x511x263", mm_spec("f32_rag", DT_F32, 4097, 511, 263, NULL, DT_F32), nsm);
+	mm_run("f32_130x72x27_bf16out", mm_spec("f32_bf", DT_F32, 130, 72, 27, "ffma64x64x8s3", DT_BF16), 3);
+	s = mm_spec("f32_batch", DT_F32, 300, 200, 137, NULL, DT_F32);
+	s.batch = 3;
+	s.lda = 141;
+	s.ldb = 203;
+	s.batch_a = 300 * 141 + 5;
+	s.batch_b = 137 * 203;
+	s.out[0] = (PtxTensor){DT_F32, {300 * 209, 209, 1}};
+	mm_run("f32_batch_odd_ld", s, 11);
+	s = mm_spec("f32_bshared", DT_F32, 256, 512, 192, NULL, DT_F32);
+	s.batch = 2;
+	s.batch_a = 256 * 192;
+	s.out[0] = (PtxTensor){DT_F32, {256 * 512, 512, 1}};
+	mm_run("f32_batch_shared_b", s, 3);
+	s = epi_spec("f32_epi", "ffma128x128x8s3");
+	s.ab = DT_F32;
+	mm_run("f32_epi_bias_res_tanh", s, 7);
+}
+
 /* Small enough for compute-sanitizer: edges, two tiles per CTA, a flag. */
 static void
 case_mm_wgmma_small(void)
@@ -1377,7 +1439,7 @@ static const struct {
 	{"ew_strided", case_ew_strided},   {"rows_softmax", case_rows_softmax},
 	{"rows_layernorm", case_rows_layernorm}, {"rows_rmsnorm", case_rows_rmsnorm},
 	{"rows_reduce", case_rows_reduce}, {"flags_late", case_flags_late},
-	{"flags_timeout", case_flags_timeout},
+	{"flags_timeout", case_flags_timeout}, {"mm_f32", case_mm_f32},
 };
 
 int

@@ -425,6 +425,25 @@ t_check(void)
 		EXPECT(rt_chunk_check(&ch, 1, 2, msg, sizeof msg) == SYN_EARG && strstr(msg, "count is 0"),
 		       "count: %s", msg);
 	}
+	{
+		/* syn_copy2d's arguments: the all_to_all packing copies */
+		float a[64], b[64];
+		RtCopy2d k = {CD_F32, b, 8, a, 16, 8, 4, 3};
+		EXPECT(rt_copy2d_check(&k, 1, msg, sizeof msg) == SYN_OK, "good copy: %s", msg);
+		k.dpitch = 4;
+		EXPECT(rt_copy2d_check(&k, 1, msg, sizeof msg) == SYN_EARG && strstr(msg, "rank 1: chunk 3") &&
+		               strstr(msg, "pitch is smaller than the width"),
+		       "pitch: %s", msg);
+		k.dpitch = 8;
+		k.rows = 0;
+		EXPECT(rt_copy2d_check(&k, 1, msg, sizeof msg) == SYN_EARG && strstr(msg, "width or rows is 0"), "rows: %s", msg);
+		k.rows = 4;
+		k.src = NULL;
+		EXPECT(rt_copy2d_check(&k, 1, msg, sizeof msg) == SYN_EARG && strstr(msg, "NULL"), "null: %s", msg);
+		k.src = a;
+		k.dt = (CommDType)9;
+		EXPECT(rt_copy2d_check(&k, 1, msg, sizeof msg) == SYN_EARG && strstr(msg, "unknown dtype"), "dtype: %s", msg);
+	}
 	EXPECT(!strcmp(syn_status_name(SYN_ETIMEOUT), "timeout") && !strcmp(syn_status_name(5), "unknown status"),
 	       "status names");
 	printf("check: argument and chunk messages\n");

@@ -1,0 +1,355 @@
+/* codegen/simt.c -- the f32 matmul: out = epilogue(A @ B) with FFMA.
+ *
+ * Tensor cores take f32 operands only as tf32 (10-bit mantissa), which
+ * would not give the f32 answer a user who wrote f32 asked for; this
+ * kernel multiplies in f32 on the CUDA cores instead.  Same persistent
+ * block loop, flags and fused epilogue as the tensor-core kernels.
+ *
+ * A CTA of warps_m x warps_n warps computes a bm x bn tile; each k tile
+ * of bk is copied through a `stages`-deep ring of 4-byte cp.async copies
+ * (the zero fill of a 0-byte source covers every edge, and any leading
+ * dimension works: no alignment beyond the element's).  A is stored
+ * transposed, k-major with a pitch of bm + 4 floats, so the copies of one
+ * warp (8 consecutive k of 4 rows) land on 32 distinct banks; B keeps its
+ * k x n layout.  Each thread owns the accumulators of the mma.sync
+ * fragment layout (rows lane/4 + 8 h + 16 i, columns 2 (lane%4) + e + 8 j
+ * of its warp tile) so that ptx_mm_epilogue serves it unchanged; per k it
+ * reads 2 mi values of A (broadcast within quads) and nj pairs of B. */
+#include "codegen.h"
+
+#include <stdio.h>
+
+enum { SIMT_PAD = 4, SIMT_MAX_MI = 4, SIMT_MAX_NJ = 4, SIMT_MAX_COPIES = 8 };
+
+typedef struct Simt {
+	Ptx *p;
+	const PtxMatmulSpec *s;
+	const PtxTile *t;
+	int nt;                  /* threads */
+	int wtm, wtn, mi, nj;    /* warp tile, m16 and n8 pieces per warp */
+	int pa;                  /* floats per k row of the transposed A tile */
+	int abytes, stage;       /* bytes of the A tile, of one stage */
+	int la, lb;              /* copies per thread per k tile, of A and of B */
+	int rsa, ksb;            /* rows of A, k rows of B between one thread's copies */
+	int64_t lda, ldb, nkt;
+	Reg smem, send, ws, rs, kt, tload;
+	Reg rowa, ka, colb, kb;  /* this thread's first copy: A (row, k), B (k, col) */
+	Reg sa, sb;              /* its shared offsets within a stage */
+	Reg ga, gb;              /* its global addresses for the next k tile */
+	Reg rema, remn, kla, klb; /* rows / columns / k left from its first copy */
+	Reg aoff, boff;          /* shared offsets of this thread's reads */
+	Reg wm, wn, lane;
+	Reg acc[SIMT_MAX_MI][SIMT_MAX_NJ][4];
+} Simt;
+
+#define R(r) ptx_rn(p, r)
+
+const char *
+ptx_simt_check(const PtxMatmulSpec *s)
+{
+	const PtxTile *t = &ptx_tiles[s->tile];
+	int nt = 32 * t->warps_m * t->warps_n;
+	int64_t lda = s->lda ? s->lda : s->k, ldb = s->ldb ? s->ldb : s->n;
+
+	if (s->ab != DT_F32)
+		return "matmul: the FFMA tiles take f32 operands";
+	if (t->bm % (16 * t->warps_m) || t->bn % (8 * t->warps_n) || t->bm / t->warps_m / 16 > SIMT_MAX_MI ||
+	    t->bn / t->warps_n / 8 > SIMT_MAX_NJ)
+		return "tile: FFMA warp tiles must be 16..64 x 8..32";
+	if (nt % t->bk || nt % t->bn || (t->bm * t->bk) % nt || (t->bk * t->bn) % nt ||
+	    t->bm * t->bk / nt > SIMT_MAX_COPIES || t->bk * t->bn / nt > SIMT_MAX_COPIES)
+		return "tile: FFMA copies do not divide among the threads";
+	if (t->stages < 2)
+		return "tile: needs >= 2 stages";
+	/* copies address their elements as base + immediate */
+	if (lda * 4 * t->bm >= (int64_t)1 << 31 || ldb * 4 * t->bk >= (int64_t)1 << 31)
+		return "matmul: leading dimensions too large";
+	return NULL;
+}
+
+static void
+simt_setup(Simt *m, Ptx *p, const PtxMatmulSpec *s)
+{
+	const PtxTile *t = &ptx_tiles[s->tile];
+	*m = (Simt){.p = p, .s = s, .t = t};
+	m->nt = 32 * t->warps_m * t->warps_n;
+	m->wtm = t->bm / t->warps_m;
+	m->wtn = t->bn / t->warps_n;
+	m->mi = m->wtm / 16;
+	m->nj = m->wtn / 8;
+	m->pa = t->bm + SIMT_PAD;
+	m->abytes = t->bk * m->pa * 4;
+	m->stage = m->abytes + t->bk * t->bn * 4;
+	m->la = t->bm * t->bk / m->nt;
+	m->lb = t->bk * t->bn / m->nt;
+	m->rsa = m->nt / t->bk;
+	m->ksb = m->nt / t->bn;
+	m->lda = s->lda ? s->lda : s->k;
+	m->ldb = s->ldb ? s->ldb : s->n;
+	m->nkt = (s->k + t->bk - 1) / t->bk;
+}
+
+/* d = idx * scale + base, 64-bit; scale is a byte count below 2^31. */
+static void
+wide_mad(Ptx *p, Reg d, Reg idx, int64_t scale, Reg base)
+{
+	if (scale < ((int64_t)1 << 32)) {
+		ptx_emit(p, "mad.wide.u32 %s, %s, %lld, %s;", R(d), R(idx), (long long)scale, R(base));
+		return;
+	}
+	Reg w = ptx_reg(p, RC_B64);
+	ptx_emit(p, "cvt.u64.u32 %s, %s;", R(w), R(idx));
+	ptx_emit(p, "mad.lo.u64 %s, %s, %lld, %s;", R(d), R(w), (long long)scale, R(base));
+}
+
+/* Per thread, for every block: which elements it copies, where they go,
+ * and where its reads of a stage start. */
+static void
+simt_thread_setup(Simt *m)
+{
+	Ptx *p = m->p;
+	const PtxTile *t = m->t;
+	Reg warp = ptx_reg(p, RC_B32), u = ptx_reg(p, RC_B32);
+
+	m->smem = ptx_reg(p, RC_B32);
+	m->send = ptx_reg(p, RC_B32);
+	ptx_emit(p, "mov.u32 %s, ptx_smem;", R(m->smem));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(m->send), R(m->smem), t->stages * m->stage);
+	m->lane = ptx_reg(p, RC_B32);
+	m->wm = ptx_reg(p, RC_B32);
+	m->wn = ptx_reg(p, RC_B32);
+	ptx_emit(p, "and.b32 %s, %s, 31;", R(m->lane), R(p->tid));
+	ptx_emit(p, "shr.u32 %s, %s, 5;", R(warp), R(p->tid));
+	ptx_emit(p, "div.u32 %s, %s, %d;", R(m->wm), R(warp), t->warps_n);
+	ptx_emit(p, "rem.u32 %s, %s, %d;", R(m->wn), R(warp), t->warps_n);
+
+	/* A: thread t copies k = t % bk of rows t / bk + i * rsa, into
+	 * As[k][row]; B: column t % bn of k rows t / bn + i * ksb. */
+	m->rowa = ptx_reg(p, RC_B32);
+	m->ka = ptx_reg(p, RC_B32);
+	m->colb = ptx_reg(p, RC_B32);
+	m->kb = ptx_reg(p, RC_B32);
+	m->sa = ptx_reg(p, RC_B32);
+	m->sb = ptx_reg(p, RC_B32);
+	ptx_emit(p, "div.u32 %s, %s, %d;", R(m->rowa), R(p->tid), t->bk);
+	ptx_emit(p, "rem.u32 %s, %s, %d;", R(m->ka), R(p->tid), t->bk);
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(m->sa), R(m->ka), m->pa, R(m->rowa));
+	ptx_emit(p, "shl.b32 %s, %s, 2;", R(m->sa), R(m->sa));
+	ptx_emit(p, "div.u32 %s, %s, %d;", R(m->kb), R(p->tid), t->bn);
+	ptx_emit(p, "rem.u32 %s, %s, %d;", R(m->colb), R(p->tid), t->bn);
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(m->sb), R(m->kb), t->bn, R(m->colb));
+	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %d;", R(m->sb), R(m->sb), m->abytes);
+
+	/* reads: A at As[k][wm * wtm + lane / 4], B at Bs[k][wn * wtn + 2 (lane % 4)] */
+	m->aoff = ptx_reg(p, RC_B32);
+	m->boff = ptx_reg(p, RC_B32);
+	ptx_emit(p, "shr.u32 %s, %s, 2;", R(u), R(m->lane));
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(m->aoff), R(m->wm), m->wtm, R(u));
+	ptx_emit(p, "shl.b32 %s, %s, 2;", R(m->aoff), R(m->aoff));
+	ptx_emit(p, "and.b32 %s, %s, 3;", R(u), R(m->lane));
+	ptx_emit(p, "shl.b32 %s, %s, 1;", R(u), R(u));
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(m->boff), R(m->wn), m->wtn, R(u));
+	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %d;", R(m->boff), R(m->boff), m->abytes);
+}
+
+/* Per block: the global addresses of this thread's first copies and how
+ * much of the matrix lies beyond them; zeroed accumulators. */
+static void
+simt_tile_setup(Simt *m)
+{
+	Ptx *p = m->p;
+	const PtxMatmulSpec *s = m->s;
+	Reg m0 = ptx_reg(p, RC_B32), n0 = ptx_reg(p, RC_B32), u = ptx_reg(p, RC_B32);
+
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(m0), R(p->x), m->t->bm);
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(n0), R(p->y), m->t->bn);
+	m->ga = ptx_reg(p, RC_B64);
+	m->gb = ptx_reg(p, RC_B64);
+	m->rema = ptx_reg(p, RC_B32);
+	m->remn = ptx_reg(p, RC_B32);
+	m->kla = ptx_reg(p, RC_B32);
+	m->klb = ptx_reg(p, RC_B32);
+	wide_mad(p, m->ga, p->z, s->batch_a * 4, p->tensor[0]);
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(u), R(m0), R(m->rowa));
+	ptx_emit(p, "sub.s32 %s, %lld, %s;", R(m->rema), (long long)s->m, R(u));
+	wide_mad(p, m->ga, u, m->lda * 4, m->ga);
+	wide_mad(p, m->ga, m->ka, 4, m->ga);
+	wide_mad(p, m->gb, p->z, s->batch_b * 4, p->tensor[1]);
+	wide_mad(p, m->gb, m->kb, m->ldb * 4, m->gb);
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(u), R(n0), R(m->colb));
+	ptx_emit(p, "sub.s32 %s, %lld, %s;", R(m->remn), (long long)s->n, R(u));
+	wide_mad(p, m->gb, u, 4, m->gb);
+	ptx_emit(p, "sub.s32 %s, %lld, %s;", R(m->kla), (long long)s->k, R(m->ka));
+	ptx_emit(p, "sub.s32 %s, %lld, %s;", R(m->klb), (long long)s->k, R(m->kb));
+	for (int i = 0; i < m->mi; i++)
+		for (int j = 0; j < m->nj; j++)
+			for (int e = 0; e < 4; e++)
+				ptx_emit(p, "mov.f32 %s, 0f00000000;", R(m->acc[i][j][e]));
+}
+
+/* Copies the next k tile into the stage at ws (4 bytes where the element
+ * is inside the matrix, else a zero fill) and steps past it. */
+static void
+simt_copy_tile(Simt *m)
+{
+	Ptx *p = m->p;
+	Reg wa = ptx_reg(p, RC_B32), wb = ptx_reg(p, RC_B32), n = ptx_reg(p, RC_B32);
+	Reg q = ptx_reg(p, RC_PRED), qk = ptx_reg(p, RC_PRED);
+
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(wa), R(m->ws), R(m->sa));
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(wb), R(m->ws), R(m->sb));
+	ptx_emit(p, "setp.gt.s32 %s, %s, 0;", R(qk), R(m->kla));
+	for (int i = 0; i < m->la; i++) {
+		ptx_emit(p, "setp.gt.and.s32 %s, %s, %d, %s;", R(q), R(m->rema), i * m->rsa, R(qk));
+		ptx_emit(p, "selp.u32 %s, 4, 0, %s;", R(n), R(q));
+		ptx_emit(p, "cp.async.ca.shared.global [%s+%d], [%s+%lld], 4, %s;", R(wa), i * m->rsa * 4, R(m->ga),
+		         (long long)(i * m->rsa * m->lda * 4), R(n));
+	}
+	ptx_emit(p, "setp.gt.s32 %s, %s, 0;", R(qk), R(m->remn));
+	for (int i = 0; i < m->lb; i++) {
+		ptx_emit(p, "setp.gt.and.s32 %s, %s, %d, %s;", R(q), R(m->klb), i * m->ksb, R(qk));
+		ptx_emit(p, "selp.u32 %s, 4, 0, %s;", R(n), R(q));
+		ptx_emit(p, "cp.async.ca.shared.global [%s+%d], [%s+%lld], 4, %s;", R(wb), i * m->ksb * m->t->bn * 4,
+		         R(m->gb), (long long)(i * m->ksb * m->ldb * 4), R(n));
+	}
+	ptx_emit(p, "add.u64 %s, %s, %d;", R(m->ga), R(m->ga), m->t->bk * 4);
+	ptx_emit(p, "add.u64 %s, %s, %lld;", R(m->gb), R(m->gb), (long long)(m->t->bk * m->ldb * 4));
+	ptx_emit(p, "sub.s32 %s, %s, %d;", R(m->kla), R(m->kla), m->t->bk);
+	ptx_emit(p, "sub.s32 %s, %s, %d;", R(m->klb), R(m->klb), m->t->bk);
+}
+
+/* stage base += one stage, wrapping around the ring. */
+static void
+simt_advance(Simt *m, Reg r)
+{
+	Ptx *p = m->p;
+	Reg q = ptx_reg(p, RC_PRED);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(r), R(r), m->stage);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(r), R(m->send));
+	ptx_emit(p, "@%s sub.u32 %s, %s, %d;", R(q), R(r), R(r), m->t->stages * m->stage);
+}
+
+/* One k tile of FFMA from the stage at rs. */
+static void
+simt_compute(Simt *m)
+{
+	Ptx *p = m->p;
+	Reg a[SIMT_MAX_MI][2], b[SIMT_MAX_NJ][2], ra = ptx_reg(p, RC_B32), rb = ptx_reg(p, RC_B32);
+
+	for (int i = 0; i < m->mi; i++)
+		a[i][0] = ptx_reg(p, RC_F32), a[i][1] = ptx_reg(p, RC_F32);
+	for (int j = 0; j < m->nj; j++)
+		b[j][0] = ptx_reg(p, RC_F32), b[j][1] = ptx_reg(p, RC_F32);
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(ra), R(m->rs), R(m->aoff));
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(rb), R(m->rs), R(m->boff));
+	for (int k = 0; k < m->t->bk; k++) {
+		for (int i = 0; i < m->mi; i++)
+			for (int h = 0; h < 2; h++)
+				ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(a[i][h]), R(ra), (k * m->pa + 16 * i + 8 * h) * 4);
+		for (int j = 0; j < m->nj; j++)
+			ptx_emit(p, "ld.shared.v2.f32 {%s, %s}, [%s+%d];", R(b[j][0]), R(b[j][1]), R(rb),
+			         (k * m->t->bn + 8 * j) * 4);
+		for (int i = 0; i < m->mi; i++)
+			for (int j = 0; j < m->nj; j++)
+				for (int e = 0; e < 4; e++) {
+					Reg c = m->acc[i][j][e];
+					ptx_emit(p, "fma.rn.f32 %s, %s, %s, %s;", R(c), R(a[i][e >> 1]), R(b[j][e & 1]), R(c));
+				}
+	}
+}
+
+/* The ring of the mma.sync kernel (codegen/matmul.c): S - 1 tiles in
+ * flight, one barrier per k tile; the copy of tile kt + S - 1 goes into
+ * the stage every thread finished reading before that barrier. */
+static void
+simt_mainloop(Simt *m)
+{
+	Ptx *p = m->p;
+	int S = m->t->stages, loop = ptx_label(p), skip = ptx_label(p);
+	Reg q = ptx_reg(p, RC_PRED);
+
+	m->ws = ptx_reg(p, RC_B32);
+	m->rs = ptx_reg(p, RC_B32);
+	m->kt = ptx_reg(p, RC_B32);
+	m->tload = ptx_reg(p, RC_B32);
+	ptx_emit(p, "mov.u32 %s, %s;", R(m->ws), R(m->smem));
+	ptx_emit(p, "mov.u32 %s, %s;", R(m->rs), R(m->smem));
+	for (int s = 0; s < S - 1; s++) {
+		if (s < m->nkt)
+			simt_copy_tile(m);
+		ptx_emit(p, "cp.async.commit_group;");
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(m->ws), R(m->ws), m->stage);
+	}
+	ptx_emit(p, "mov.u32 %s, 0;", R(m->kt));
+	ptx_emit(p, "mov.u32 %s, %d;", R(m->tload), S - 1);
+	ptx_place(p, loop);
+	ptx_emit(p, "cp.async.wait_group %d;", S - 2);
+	ptx_emit(p, "bar.sync 0;");
+	ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(m->tload), (long long)m->nkt);
+	ptx_emit(p, "@%s bra $L%d;", R(q), skip);
+	simt_copy_tile(m);
+	ptx_place(p, skip);
+	ptx_emit(p, "cp.async.commit_group;");
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(m->tload), R(m->tload));
+	simt_advance(m, m->ws);
+	simt_compute(m);
+	simt_advance(m, m->rs);
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(m->kt), R(m->kt));
+	ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(q), R(m->kt), (long long)m->nkt);
+	ptx_emit(p, "@%s bra $L%d;", R(q), loop);
+	ptx_emit(p, "cp.async.wait_group 0;");
+}
+
+static void
+simt_epilogue(Simt *m)
+{
+	Ptx *p = m->p;
+	Reg r0 = ptx_reg(p, RC_B32), c0 = ptx_reg(p, RC_B32), u = ptx_reg(p, RC_B32);
+	Reg acc[SIMT_MAX_MI * SIMT_MAX_NJ * 4];
+	PtxMmFrag f = {.r0 = r0, .c0 = c0, .mi = m->mi, .nj = m->nj, .acc = acc};
+
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(r0), R(p->x), m->t->bm);
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(r0), R(m->wm), m->wtm, R(r0));
+	ptx_emit(p, "shr.u32 %s, %s, 2;", R(u), R(m->lane));
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(r0), R(r0), R(u));
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(c0), R(p->y), m->t->bn);
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(c0), R(m->wn), m->wtn, R(c0));
+	ptx_emit(p, "and.b32 %s, %s, 3;", R(u), R(m->lane));
+	ptx_emit(p, "mad.lo.u32 %s, %s, 2, %s;", R(c0), R(u), R(c0));
+	for (int i = 0; i < m->mi; i++)
+		for (int j = 0; j < m->nj; j++)
+			for (int e = 0; e < 4; e++)
+				acc[(i * m->nj + j) * 4 + e] = m->acc[i][j][e];
+	ptx_mm_epilogue(p, m->s, &f);
+}
+
+void
+ptx_emit_simt(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
+{
+	Ptx px, *p = &px;
+	Simt m;
+
+	simt_setup(&m, p, s);
+	ptx_kernel_begin(p, b, s->name, 2 + s->nin + s->nout, m.nt, m.t->min_ctas);
+	p->site = s->site;
+	buf_printf(&p->head, "// matmul f32 %lldx%lldx%lld batch %lld, tile %s (FFMA)\n", (long long)s->m,
+	           (long long)s->n, (long long)s->k, (long long)s->batch, m.t->name);
+	for (int i = 0; i < m.mi; i++)
+		for (int j = 0; j < m.nj; j++)
+			for (int e = 0; e < 4; e++)
+				m.acc[i][j][e] = ptx_reg(p, RC_F32);
+	ptx_params(p, 2 + s->nin + s->nout);
+	simt_thread_setup(&m);
+	ptx_loop_begin(p);
+	simt_tile_setup(&m);
+	simt_mainloop(&m);
+	simt_epilogue(&m);
+	ptx_loop_end(p);
+	ptx_kernel_end(p);
+	*k = (PtxKernel){0};
+	snprintf(k->name, sizeof k->name, "%s", s->name);
+	k->threads = m.nt;
+	k->smem = m.t->stages * m.stage;
+	k->ntensors = 2 + s->nin + s->nout;
+	k->nblocks = ptx_matmul_blocks(s, 0, NULL);
+}
