@@ -147,6 +147,9 @@ typedef struct SchedOpts {
 	/* tests: called with every candidate the search scores */
 	void (*each)(void *ctx, const NodeChoice *choice);
 	void *each_ctx;
+	int backend;         /* 0: the search picks; 1 + CommBackendKind: that one
+	                        wherever it can (the copy engine cannot reduce or
+	                        cross nodes: nccl there) -- --comm-backend */
 } SchedOpts;
 
 typedef struct Plan Plan;

@@ -157,6 +157,31 @@ fits(const SchedOpts *o, double peak, double serial_peak)
 	return budget < 0 || extra <= budget;
 }
 
+/* May collective `in` run on backend `be` under these options?  The copy
+ * engine moves data: it cannot reduce, nor reach another node. */
+static bool
+backend_ok(const SchedOpts *o, const Ins *in, int be)
+{
+	bool ce_can = !(in->op == OP_ALL_REDUCE || in->op == OP_REDUCE_SCATTER || in->op == OP_RESHARD ||
+	                o->topo.nodes > 1);
+	int want = o->backend - 1;
+	if (be == BE_CE && !ce_can)
+		return false;
+	if (!o->backend)
+		return true;
+	return be == (want == BE_CE && !ce_can ? BE_NCCL : want);
+}
+
+/* The default choices with a requested backend where it applies. */
+static void
+default_choice(const Func *f, const SchedOpts *o, NodeChoice *ch)
+{
+	blk_default_choice(f, ch);
+	for (Val v = 0; v < f->nins; v++)
+		if (is_comm(&f->ins[v]) && !backend_ok(o, &f->ins[v], ch[v].backend))
+			ch[v].backend = BE_CE; /* nccl refused: a copy-engine request where it can */
+}
+
 /* Coordinate descent: each collective's options in turn, the others
  * held, two sweeps. */
 static int
@@ -173,9 +198,8 @@ search(const Func *f, const SchedOpts *o, NodeChoice *best, double *best_t, doub
 				for (int be = 0; be < BE_COUNT; be++)
 					for (int self = 0; self < 2; self++) {
 						double t, peak;
-						if (be == BE_CE && (in->op == OP_ALL_REDUCE || in->op == OP_REDUCE_SCATTER ||
-						                    in->op == OP_RESHARD || o->topo.nodes > 1))
-							continue; /* the copy engine moves data; it does not add */
+						if (!backend_ok(o, in, be))
+							continue;
 						if (self && !(in->op == OP_ALL_GATHER && feeds_matmul_rows(f, v)))
 							continue;
 						if (chunk_options[c] > 1 && (in->op == OP_ALL_TO_ALL || in->op == OP_RESHARD))
@@ -268,7 +292,7 @@ sched_plan(const Func *f, const SchedOpts *o)
 	char check[512];
 
 	p->f = f;
-	blk_default_choice(f, serial_ch);
+	default_choice(f, o, serial_ch);
 	p->serial = score(f, o, serial_ch, true, &serial_peak);
 	memcpy(best, serial_ch, (size_t)f->nins * sizeof *best);
 	best_t = score(f, o, best, false, NULL);

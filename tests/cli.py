@@ -3,6 +3,7 @@ diagnostics, outputs never half-written.  Each test is a function; tests()
 hands them to tests/run."""
 import json
 import os
+import re
 import tempfile
 
 GOOD = b"param M = 8;\nop f(x: f32[M, M] @split(0)) -> f32[M, M] @split(0) {\n    return x * 2.0;\n}\n"
@@ -465,6 +466,18 @@ def tests(syncc, run, Fail):
         rc, out, err = run([syncrun, ex, "--gpus", "0,1"])
         expect(rc == 1 and "--gpus needs GPUs" in err and "running on the simulator" not in err,
                "--gpus without GPUs: said, exit 1, no silent simulator run", out, err)
+
+    def t_comm_backend():
+        a2a = os.path.join(os.path.dirname(ex), "a2a_matmul.syn")
+        for be, want in (("nccl", ["SYN_NCCL", "SYN_NCCL"]), ("ce", ["SYN_CE", "SYN_NCCL"])):
+            rc, out, err = run([syncc, a2a, "--ranks", "2", "--comm-backend", be, "--emit=host"])
+            got = re.findall(r"syn_coll\(ctx, (SYN_[A-Z]+)", out)
+            expect(rc == 0 and got == want,
+                   "--comm-backend %s: the all_to_all on %s, the reduce_scatter on nccl (the copy engine cannot add): %s"
+                   % (be, want[0], got), out, err)
+        for tool in (syncc, syncrun):
+            rc, out, err = run([tool, a2a, "--ranks", "2", "--comm-backend", "nvlink"])
+            expect(rc == 2 and "--comm-backend" in err and "write nccl or ce" in err, "a bad --comm-backend, exit 2", out, err)
 
     # Synthetic measurements: each collective exactly alpha + bytes/beta,
     # so the fit must give them back with no residual.

@@ -53,6 +53,7 @@ static const struct {
 	{OPT_GPUS, "gpus", 0, true},
 	{OPT_CALIBRATE, "calibrate", 0, true},
 	{OPT_CALSAMPLES, "calibrate-from-samples", 0, true},
+	{OPT_COMMBE, "comm-backend", 0, true},
 };
 
 static const struct {
@@ -253,6 +254,15 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 		return -1;
 	case OPT_SERIAL:
 		d->serial = true;
+		return -1;
+	case OPT_COMMBE:
+		for (int b = 0; b < BE_COUNT; b++)
+			if (!strcmp(val, sched_backend_names[b]))
+				d->backend = 1 + b;
+		if (!d->backend) {
+			diag_usage("%s: write nccl or ce", flag);
+			return EXIT_USAGE;
+		}
 		return -1;
 	case OPT_DROPEDGE:
 		d->drop_edge = val;
@@ -591,7 +601,7 @@ static int
 plan_all(Driver *d, Unit *u, FILE *mem)
 {
 	char err[600];
-	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, d->drop_edge, NULL, NULL};
+	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, d->drop_edge, NULL, NULL, d->backend};
 	int n = 0;
 	if (!prof_find(&d->prof, profile_name(d), err, sizeof err)) {
 		diag_usage("%s", err);

@@ -44,6 +44,7 @@ typedef struct Driver {
 	double mem_pct;      /* --mem-budget PCT% */
 	Topo topo;           /* --topo NODESxGPUS */
 	bool explain, serial, need_plans;
+	int backend;            /* --comm-backend: 0 any, 1 + CommBackendKind */
 	const char *drop_edge;
 	const char *trace, *svg; /* --trace FILE.json, --timeline-svg FILE.svg */
 	Profile prof;
@@ -75,7 +76,7 @@ typedef enum OptId {
 	OPT_SIM, OPT_SEED, OPT_NOPASS, OPT_F64, OPT_BREAK, OPT_TIMEOUT,
 	OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_DROPEDGE, OPT_TRACE, OPT_SVG,
 	OPT_INTERP, OPT_ALLPLANS, OPT_S, OPT_BENCH, OPT_NOCHECK, OPT_DROPFLAG, OPT_DUMPOUT,
-	OPT_GPUS, OPT_CALIBRATE, OPT_CALSAMPLES,
+	OPT_GPUS, OPT_CALIBRATE, OPT_CALSAMPLES, OPT_COMMBE,
 } OptId;
 
 /* tools/driver.c */

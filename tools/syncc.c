@@ -24,6 +24,8 @@ static const char usage[] =
 	"  --topo NODESxGPUS       ranks in nodes of GPUs (sets --ranks); all_reduce in phases\n"
 	"  --mem-budget B|PCT%     extra memory in flight the plan may use\n"
 	"  --serial                emit the serial plan (no overlap)\n"
+	"  --comm-backend nccl|ce  collectives on this backend wherever it can (the copy\n"
+	"                          engine cannot reduce or cross nodes: nccl there)\n"
 	"  --trace FILE.json       the predicted timeline as a Chrome trace (Perfetto)\n"
 	"  --timeline-svg FILE     the predicted timeline as a picture\n"
 	"  -d PASSES               print the IR to stderr after each named pass\n"
@@ -42,7 +44,7 @@ static const char usage[] =
 static const OptId allowed[] = {
 	OPT_OUT, OPT_RANKS, OPT_DEFINE, OPT_INCLUDE, OPT_ENTRY, OPT_EMIT, OPT_DIAG,
 	OPT_AUTOCOMM, OPT_NOAUTOCOMM, OPT_DUMP, OPT_VERSION, OPT_HELP, OPT_NOPASS,
-	OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_DROPEDGE, OPT_TRACE, OPT_SVG, OPT_S,
+	OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_COMMBE, OPT_DROPEDGE, OPT_TRACE, OPT_SVG, OPT_S,
 };
 
 int

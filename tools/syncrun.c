@@ -22,7 +22,8 @@ static const char usage[] =
 	"  --f64                   compare with an f64 oracle (no rounding), for error analysis\n"
 	"  --no-pass=LIST          skip these graph passes (comma-separated)\n"
 	"  --emit=plan|timeline|blocks  print the plan (the timeline is PREDICTED) before running\n"
-	"  --explain, --profile NAME, --topo NxG, --mem-budget B, --serial: as for syncc\n"
+	"  --explain, --profile NAME, --topo NxG, --mem-budget B, --serial,\n"
+	"  --comm-backend nccl|ce: as for syncc\n"
 	"  --trace FILE.json, --timeline-svg FILE.svg: the predicted timeline\n"
 	"  --interp                run the IR op by op instead of the plan\n"
 	"  --all-plans             run every candidate plan the search scored (tests)\n"
@@ -42,7 +43,7 @@ static const char usage[] =
 static const OptId allowed[] = {
 	OPT_RANKS, OPT_DEFINE, OPT_INCLUDE, OPT_ENTRY, OPT_DIAG, OPT_AUTOCOMM, OPT_NOAUTOCOMM, OPT_DUMP,
 	OPT_VERSION, OPT_HELP, OPT_SIM, OPT_SEED, OPT_NOPASS, OPT_F64, OPT_BREAK, OPT_TIMEOUT,
-	OPT_EMIT, OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_DROPEDGE, OPT_TRACE, OPT_SVG,
+	OPT_EMIT, OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_COMMBE, OPT_DROPEDGE, OPT_TRACE, OPT_SVG,
 	OPT_INTERP, OPT_ALLPLANS, OPT_GPUS, OPT_CALIBRATE, OPT_CALSAMPLES, OPT_BENCH, OPT_NOCHECK,
 };
 
@@ -74,7 +75,7 @@ keep_candidate(void *ctx, const NodeChoice *ch)
 static bool
 run_all_plans(Driver *d, Func *f)
 {
-	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, false, NULL, keep_candidate, NULL};
+	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, false, NULL, keep_candidate, NULL, d->backend};
 	SimOpts so = {SIM_GPU, d->seed, d->timeout_ms, d->breaks};
 	Cands c = {NULL, 0, f->nins};
 	bool all = true;
