@@ -214,7 +214,8 @@ void ptx_emit_matmul(Buf *b, const PtxMatmulSpec *s, PtxKernel *k); /* either ki
 int ptx_tile_byname(const char *name); /* -1 if none */
 #define PTX_DEFAULT_TILE "wg128x256x64s3"
 #define PTX_SYNC_TILE "128x256x32s4" /* the default where TMA cannot be used */
-#define PTX_F32_TILE "ffma128x128x8s3" /* the default for f32 operands */
+#define PTX_F32_TILE "ffma128x128x8s3"      /* the default for f32 operands (2 CTAs per SM) */
+#define PTX_F32_TILE_WIDE "ffma128x128x8s4" /* with epilogue inputs (1 CTA per SM, no spills) */
 int ptx_matmul_default_tile(const PtxMatmulSpec *s); /* the tile to use when none is asked for */
 /* Fills all tiles (when out is not NULL) in grouped order: `group` tile rows
  * at a time, column by column, for L2 reuse; returns the number of tiles. */

@@ -198,12 +198,15 @@ emit_pack(Buf *o, const CommChunk *c, int P, const LPack *pk, bool send)
 	long long es = ty_dtypes[c->dt].size, blk = (long long)pk->rows * pk->width * es;
 	buf_printf(o, "\t\tfor (int q = 0; q < %d; q++) /* %s block q: %lld runs of %lld elements, %lld apart */\n", P,
 	           send ? "send" : "recv", (long long)pk->rows, (long long)pk->width, (long long)pk->pitch);
+	/* dst, dst pitch, src, src pitch (bytes of the block's start, elements) */
 	if (send)
-		buf_printf(o, "\t\t\tif ((r = syn_copy2d(ctx, SYN_COMM, %s, pk + (size_t)q * %lldu, %lldu, send + (size_t)q * %lldu, %lldu, %lldu, %lldu, %d)))\n",
+		buf_printf(o, "\t\t\tif ((r = syn_copy2d(ctx, SYN_COMM, %s, pk + (size_t)q * %lldu, %lldu,\n"
+		              "\t\t\t                    send + (size_t)q * %lldu, %lldu, %lldu, %lldu, %d)))\n",
 		           cdtype[c->dt], blk, (long long)pk->width, (long long)pk->stride * es, (long long)pk->pitch,
 		           (long long)pk->width, (long long)pk->rows, c->id);
 	else
-		buf_printf(o, "\t\t\tif ((r = syn_copy2d(ctx, SYN_COMM, %s, recv + (size_t)q * %lldu, %lldu, upk + (size_t)q * %lldu, %lldu, %lldu, %lldu, %d)))\n",
+		buf_printf(o, "\t\t\tif ((r = syn_copy2d(ctx, SYN_COMM, %s, recv + (size_t)q * %lldu, %lldu,\n"
+		              "\t\t\t                    upk + (size_t)q * %lldu, %lldu, %lldu, %lldu, %d)))\n",
 		           cdtype[c->dt], (long long)pk->stride * es, (long long)pk->pitch, blk, (long long)pk->width,
 		           (long long)pk->width, (long long)pk->rows, c->id);
 	buf_printf(o, "\t\t\t\treturn r;\n");

@@ -42,7 +42,8 @@ const PtxTile ptx_tiles[] = {
 	 * by ptxas in the tests but not yet run on a GPU: not a default. */
 	{"wg128x256x64s3r", 128, 256, 64, 2, 1, 3, 1, PTX_WGMMA, true},
 	/* f32 operands: FFMA on the CUDA cores (codegen/simt.c) */
-	{"ffma128x128x8s3", 128, 128,  8, 2, 4, 3, 0, PTX_SIMT, false},
+	{"ffma128x128x8s3", 128, 128,  8, 2, 4, 3, 2, PTX_SIMT, false},
+	{"ffma128x128x8s4", 128, 128,  8, 2, 4, 4, 0, PTX_SIMT, false}, /* 1 CTA/SM: room for epilogue inputs */
 	{"ffma64x64x8s3",    64,  64,  8, 2, 2, 3, 0, PTX_SIMT, false},
 };
 const int ptx_ntiles = NELEM(ptx_tiles);
@@ -101,8 +102,8 @@ ptx_matmul_default_tile(const PtxMatmulSpec *s)
 	int64_t lda = s->lda ? s->lda : s->k, ldb = s->ldb ? s->ldb : s->n;
 	bool vec = lda % 8 == 0 && ldb % 8 == 0 && s->batch_a % 8 == 0 && s->batch_b % 8 == 0;
 	PtxMatmulSpec w = *s;
-	if (s->ab == DT_F32)
-		return ptx_tile_byname(PTX_F32_TILE);
+	if (s->ab == DT_F32) /* epilogue inputs need more than the 128 registers of 2 CTAs per SM */
+		return ptx_tile_byname(s->nin ? PTX_F32_TILE_WIDE : PTX_F32_TILE);
 	w.tile = ptx_tile_byname(PTX_DEFAULT_TILE);
 	if (!ptx_matmul_check(&w))
 		return w.tile;
@@ -213,12 +214,13 @@ ptx_matmul_check(const PtxMatmulSpec *s)
 		return why;
 	if (s->epi.nins && (why = ptx_prog_check(&s->epi, s->nin, s->nout, true, 0)))
 		return why;
+	/* tensor cores would round f32 operands to tf32: FFMA tiles only */
+	if (s->ab == DT_F32 && ptx_tiles[s->tile].kind != PTX_SIMT)
+		return "matmul: f32 operands need an FFMA tile (ffma...)";
 	if (ptx_tiles[s->tile].kind == PTX_WGMMA)
 		return ptx_wgmma_check(s);
 	if (ptx_tiles[s->tile].kind == PTX_SIMT)
 		return ptx_simt_check(s);
-	if (s->ab == DT_F32)
-		return "matmul: f32 operands need an FFMA tile (ffma...)";
 	if ((why = tile_check(&ptx_tiles[s->tile])))
 		return why;
 	mm_setup(&m, NULL, s);

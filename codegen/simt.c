@@ -9,12 +9,14 @@
  * of bk is copied through a `stages`-deep ring of 4-byte cp.async copies
  * (the zero fill of a 0-byte source covers every edge, and any leading
  * dimension works: no alignment beyond the element's).  A is stored
- * transposed, k-major with a pitch of bm + 4 floats, so the copies of one
- * warp (8 consecutive k of 4 rows) land on 32 distinct banks; B keeps its
- * k x n layout.  Each thread owns the accumulators of the mma.sync
- * fragment layout (rows lane/4 + 8 h + 16 i, columns 2 (lane%4) + e + 8 j
- * of its warp tile) so that ptx_mm_epilogue serves it unchanged; per k it
- * reads 2 mi values of A (broadcast within quads) and nj pairs of B. */
+ * transposed, k-major with a pitch of bm + 4 floats; B keeps its k x n
+ * layout.  Each thread owns the accumulators of the mma.sync fragment
+ * layout (rows lane/4 + 8 s, s < 2 mi, columns 2 (lane%4) + 8 j + e of its
+ * warp tile) so that ptx_mm_epilogue serves it unchanged.  So that one
+ * thread's values of a k step are contiguous and come in 16-byte loads,
+ * the copies permute rows within each warp tile (row 8 s + t goes to
+ * t * 2 mi + s) and columns (8 j + 2 q + e goes to q * 2 nj + 2 j + e):
+ * per k, 2 mi / 4 + nj / 2 ld.shared.v4 feed 8 mi nj FFMA. */
 #include "codegen.h"
 
 #include <stdio.h>
@@ -61,6 +63,10 @@ ptx_simt_check(const PtxMatmulSpec *s)
 		return "tile: FFMA copies do not divide among the threads";
 	if (t->stages < 2)
 		return "tile: needs >= 2 stages";
+	/* 16-byte fragment loads; each copy's permuted row a constant away */
+	if ((t->bm / t->warps_m / 16) % 2 || (t->bn / t->warps_n / 8) % 2 || (nt / t->bk) % 8 ||
+	    ((t->bm / t->warps_m) % (nt / t->bk) && (nt / t->bk) % (t->bm / t->warps_m)))
+		return "tile: FFMA warp tiles need an even number of 16-row and 8-column pieces";
 	/* copies address their elements as base + immediate */
 	if (lda * 4 * t->bm >= (int64_t)1 << 31 || ldb * 4 * t->bk >= (int64_t)1 << 31)
 		return "matmul: leading dimensions too large";
@@ -89,7 +95,7 @@ simt_setup(Simt *m, Ptx *p, const PtxMatmulSpec *s)
 	m->nkt = (s->k + t->bk - 1) / t->bk;
 }
 
-/* d = idx * scale + base, 64-bit; scale is a byte count below 2^31. */
+/* d = idx * scale + base, 64-bit (scale in bytes, any size). */
 static void
 wide_mad(Ptx *p, Reg d, Reg idx, int64_t scale, Reg base)
 {
@@ -100,6 +106,33 @@ wide_mad(Ptx *p, Reg d, Reg idx, int64_t scale, Reg base)
 	Reg w = ptx_reg(p, RC_B64);
 	ptx_emit(p, "cvt.u64.u32 %s, %s;", R(w), R(idx));
 	ptx_emit(p, "mad.lo.u64 %s, %s, %lld, %s;", R(d), R(w), (long long)scale, R(base));
+}
+
+/* d = where index x of a tile goes in shared memory: within its warp
+ * tile of w, x = 8 g + c goes to (c / pair) * stride + g * pair + c % pair.
+ * Rows of A: pair 1, stride 2 mi; columns of B: pair 2, stride 2 nj. */
+static void
+perm_emit(Ptx *p, Reg d, Reg x, int w, int pair, int stride)
+{
+	Reg r = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B32), b = ptx_reg(p, RC_B32);
+	ptx_emit(p, "rem.u32 %s, %s, %d;", R(r), R(x), w);
+	ptx_emit(p, "sub.u32 %s, %s, %s;", R(d), R(x), R(r)); /* the warp tile's start */
+	ptx_emit(p, "and.b32 %s, %s, 7;", R(a), R(r));
+	ptx_emit(p, "div.u32 %s, %s, %d;", R(a), R(a), pair);
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(d), R(a), stride, R(d));
+	ptx_emit(p, "shr.u32 %s, %s, 3;", R(b), R(r));
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(d), R(b), pair, R(d));
+	ptx_emit(p, "rem.u32 %s, %s, %d;", R(b), R(r), pair);
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(d), R(d), R(b));
+}
+
+/* The permuted offset (elements) of A copy i from the thread's first:
+ * rows rsa apart, which divides a warp tile or is a multiple of one. */
+static int
+perm_off_a(const Simt *m, int i)
+{
+	int d = i * m->rsa;
+	return d / m->wtm * m->wtm + (d % m->wtm) / 8;
 }
 
 /* Per thread, for every block: which elements it copies, where they go,
@@ -133,21 +166,25 @@ simt_thread_setup(Simt *m)
 	m->sb = ptx_reg(p, RC_B32);
 	ptx_emit(p, "div.u32 %s, %s, %d;", R(m->rowa), R(p->tid), t->bk);
 	ptx_emit(p, "rem.u32 %s, %s, %d;", R(m->ka), R(p->tid), t->bk);
-	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(m->sa), R(m->ka), m->pa, R(m->rowa));
+	perm_emit(p, u, m->rowa, m->wtm, 1, 2 * m->mi);
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(m->sa), R(m->ka), m->pa, R(u));
 	ptx_emit(p, "shl.b32 %s, %s, 2;", R(m->sa), R(m->sa));
 	ptx_emit(p, "div.u32 %s, %s, %d;", R(m->kb), R(p->tid), t->bn);
 	ptx_emit(p, "rem.u32 %s, %s, %d;", R(m->colb), R(p->tid), t->bn);
-	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(m->sb), R(m->kb), t->bn, R(m->colb));
+	perm_emit(p, u, m->colb, m->wtn, 2, 2 * m->nj);
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(m->sb), R(m->kb), t->bn, R(u));
 	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %d;", R(m->sb), R(m->sb), m->abytes);
 
-	/* reads: A at As[k][wm * wtm + lane / 4], B at Bs[k][wn * wtn + 2 (lane % 4)] */
+	/* reads: the 2 mi rows of lane / 4 at As[k][wm * wtm + (lane / 4) 2 mi],
+	 * the 2 nj columns of lane % 4 at Bs[k][wn * wtn + (lane % 4) 2 nj] */
 	m->aoff = ptx_reg(p, RC_B32);
 	m->boff = ptx_reg(p, RC_B32);
 	ptx_emit(p, "shr.u32 %s, %s, 2;", R(u), R(m->lane));
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(u), R(u), 2 * m->mi);
 	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(m->aoff), R(m->wm), m->wtm, R(u));
 	ptx_emit(p, "shl.b32 %s, %s, 2;", R(m->aoff), R(m->aoff));
 	ptx_emit(p, "and.b32 %s, %s, 3;", R(u), R(m->lane));
-	ptx_emit(p, "shl.b32 %s, %s, 1;", R(u), R(u));
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(u), R(u), 2 * m->nj);
 	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(m->boff), R(m->wn), m->wtn, R(u));
 	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %d;", R(m->boff), R(m->boff), m->abytes);
 }
@@ -202,7 +239,7 @@ simt_copy_tile(Simt *m)
 	for (int i = 0; i < m->la; i++) {
 		ptx_emit(p, "setp.gt.and.s32 %s, %s, %d, %s;", R(q), R(m->rema), i * m->rsa, R(qk));
 		ptx_emit(p, "selp.u32 %s, 4, 0, %s;", R(n), R(q));
-		ptx_emit(p, "cp.async.ca.shared.global [%s+%d], [%s+%lld], 4, %s;", R(wa), i * m->rsa * 4, R(m->ga),
+		ptx_emit(p, "cp.async.ca.shared.global [%s+%d], [%s+%lld], 4, %s;", R(wa), perm_off_a(m, i) * 4, R(m->ga),
 		         (long long)(i * m->rsa * m->lda * 4), R(n));
 	}
 	ptx_emit(p, "setp.gt.s32 %s, %s, 0;", R(qk), R(m->remn));
@@ -229,31 +266,34 @@ simt_advance(Simt *m, Reg r)
 	ptx_emit(p, "@%s sub.u32 %s, %s, %d;", R(q), R(r), R(r), m->t->stages * m->stage);
 }
 
-/* One k tile of FFMA from the stage at rs. */
+/* One k tile of FFMA from the stage at rs: per k step the thread's 2 mi
+ * values of A (a[s]: row 8 s + lane / 4) and 2 nj of B (b[2 j + e]:
+ * column 8 j + 2 (lane % 4) + e), 16 bytes at a time. */
 static void
 simt_compute(Simt *m)
 {
 	Ptx *p = m->p;
-	Reg a[SIMT_MAX_MI][2], b[SIMT_MAX_NJ][2], ra = ptx_reg(p, RC_B32), rb = ptx_reg(p, RC_B32);
+	Reg a[2 * SIMT_MAX_MI], b[2 * SIMT_MAX_NJ], ra = ptx_reg(p, RC_B32), rb = ptx_reg(p, RC_B32);
 
-	for (int i = 0; i < m->mi; i++)
-		a[i][0] = ptx_reg(p, RC_F32), a[i][1] = ptx_reg(p, RC_F32);
-	for (int j = 0; j < m->nj; j++)
-		b[j][0] = ptx_reg(p, RC_F32), b[j][1] = ptx_reg(p, RC_F32);
+	for (int i = 0; i < 2 * m->mi; i++)
+		a[i] = ptx_reg(p, RC_F32);
+	for (int j = 0; j < 2 * m->nj; j++)
+		b[j] = ptx_reg(p, RC_F32);
 	ptx_emit(p, "add.u32 %s, %s, %s;", R(ra), R(m->rs), R(m->aoff));
 	ptx_emit(p, "add.u32 %s, %s, %s;", R(rb), R(m->rs), R(m->boff));
 	for (int k = 0; k < m->t->bk; k++) {
-		for (int i = 0; i < m->mi; i++)
-			for (int h = 0; h < 2; h++)
-				ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(a[i][h]), R(ra), (k * m->pa + 16 * i + 8 * h) * 4);
-		for (int j = 0; j < m->nj; j++)
-			ptx_emit(p, "ld.shared.v2.f32 {%s, %s}, [%s+%d];", R(b[j][0]), R(b[j][1]), R(rb),
-			         (k * m->t->bn + 8 * j) * 4);
+		for (int v = 0; v < 2 * m->mi; v += 4)
+			ptx_emit(p, "ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d];", R(a[v]), R(a[v + 1]), R(a[v + 2]),
+			         R(a[v + 3]), R(ra), (k * m->pa + v) * 4);
+		for (int v = 0; v < 2 * m->nj; v += 4)
+			ptx_emit(p, "ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d];", R(b[v]), R(b[v + 1]), R(b[v + 2]),
+			         R(b[v + 3]), R(rb), (k * m->t->bn + v) * 4);
 		for (int i = 0; i < m->mi; i++)
 			for (int j = 0; j < m->nj; j++)
 				for (int e = 0; e < 4; e++) {
 					Reg c = m->acc[i][j][e];
-					ptx_emit(p, "fma.rn.f32 %s, %s, %s, %s;", R(c), R(a[i][e >> 1]), R(b[j][e & 1]), R(c));
+					ptx_emit(p, "fma.rn.f32 %s, %s, %s, %s;", R(c), R(a[2 * i + (e >> 1)]), R(b[2 * j + (e & 1)]),
+					         R(c));
 				}
 	}
 }

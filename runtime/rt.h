@@ -142,14 +142,14 @@ extern const char rt_tool_ptx[]; /* rt_cal_*, rt_ref_matmul */
 
 /* One thing enqueued on a lane, with the event recorded after it: the
  * watchdog finds where a lane is stuck, the trace finds when it happened. */
-typedef enum RtItemKind { IK_BEGIN, IK_LAUNCH, IK_WAIT, IK_RAISE, IK_COLL, IK_END } RtItemKind;
+typedef enum RtItemKind { IK_BEGIN, IK_LAUNCH, IK_WAIT, IK_RAISE, IK_COLL, IK_COPY, IK_END } RtItemKind;
 typedef struct RtItem {
 	RtItemKind kind;
 	int lane;
 	int op;      /* index into ctx->ops */
 	int flag;    /* IK_WAIT, IK_RAISE */
 	int peer;    /* IK_RAISE: whose flag */
-	int chunk;   /* IK_WAIT (the chunk it gates, -1), IK_COLL */
+	int chunk;   /* IK_WAIT (the chunk it gates, -1), IK_COLL, IK_COPY (the chunk it packs for) */
 	uint64_t value;
 	char what[48];
 	CUevent done;

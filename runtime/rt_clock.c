@@ -151,6 +151,11 @@ harvest_item(syn_ctx *c, const RtItem *it)
 		rt_fmt(e.args, sizeof e.args, "{\"flag\":%d,\"value\":%llu,\"chunk\":%d}", it->flag,
 		       (unsigned long long)it->value, it->chunk);
 		break;
+	case IK_COPY:
+		rt_fmt(e.name, sizeof e.name, "chunk %d packing", it->chunk);
+		rt_fmt(e.cat, sizeof e.cat, "copy");
+		rt_fmt(e.args, sizeof e.args, "{\"what\":\"%s\",\"op\":\"%s\"}", it->what, op->name);
+		break;
 	default: /* IK_COLL: what = "backend op dtype xN" */
 		sscanf(it->what, "%*s %23s", opname);
 		rt_fmt(e.name, sizeof e.name, "chunk %d %s", it->chunk, opname);

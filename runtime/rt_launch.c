@@ -357,11 +357,20 @@ syn_copy2d(syn_ctx *c, syn_lane lane, CommDType dt, void *dst, size_t dpitch, co
 	m.dstPitch = dpitch * es;
 	m.WidthInBytes = width * es;
 	m.Height = rows;
-	if ((r = rt_cu(c, cuMemcpy2DAsync(&m, c->lane[lane]), "cuMemcpy2DAsync (all_to_all packing)")))
+	CUresult e = cuMemcpy2DAsync(&m, c->lane[lane]);
+	/* The driver may refuse device pitches cuMemAllocPitch did not make
+	 * (its documentation says so); then one plain copy per run, which
+	 * takes any alignment.  Nothing was enqueued by the refusal. */
+	if (e == CUDA_ERROR_INVALID_VALUE) {
+		e = CUDA_SUCCESS;
+		for (size_t i = 0; i < rows && e == CUDA_SUCCESS; i++)
+			e = cuMemcpyDtoDAsync(m.dstDevice + i * m.dstPitch, m.srcDevice + i * m.srcPitch, m.WidthInBytes,
+			                      c->lane[lane]);
+	}
+	if ((r = rt_cu(c, e, "cuMemcpy2DAsync (all_to_all packing)")))
 		return r;
-	/* a comm-lane item like a collective: the watchdog and trace name it */
-	rt_fmt(what, sizeof what, "copy pack2d %s x%zu", rt_dtype_name(dt), width * rows);
-	return rt_log(c, IK_COLL, lane, -1, -1, chunk, width * rows, what);
+	rt_fmt(what, sizeof what, "2-D copy of %zu x %zu %s", rows, width, rt_dtype_name(dt));
+	return rt_log(c, IK_COPY, lane, -1, -1, chunk, width * rows, what);
 }
 
 int

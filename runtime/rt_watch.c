@@ -104,6 +104,8 @@ describe(const syn_ctx *c, const RtItem *it, int flags_ok, char *out, size_t n)
 	case IK_COLL:
 		return k + rt_fmt(out + k, n - k, "is inside chunk %d (%s): a peer never joined or its data never came",
 		                  it->chunk, it->what);
+	case IK_COPY:
+		return k + rt_fmt(out + k, n - k, "is in the packing of chunk %d (%s), a local copy", it->chunk, it->what);
 	case IK_LAUNCH:
 		return k + rt_fmt(out + k, n - k, "is running kernel %s", it->what);
 	case IK_RAISE:

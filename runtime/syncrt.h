@@ -223,7 +223,8 @@ int syn_stream_leave(syn_ctx *c, void *stream);
 
 /* ---- timeline ---- */
 /* Collective.  Chrome trace JSON: pid = rank, tid = lane (0 "compute",
- * 1 "comm"), names "blk N" / "kernel K" / "chunk N op" / "wait flag F",
+ * 1 "comm"), names "blk N" / "kernel K" / "chunk N op" / "chunk N packing" /
+ * "wait flag F",
  * ts in microseconds on rank 0's host clock, each GPU's %globaltimer aligned
  * by measured round trips.  Rank 0 writes the file. */
 int syn_trace_write(syn_ctx *c, const char *path);

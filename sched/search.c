@@ -178,8 +178,8 @@ default_choice(const Func *f, const SchedOpts *o, NodeChoice *ch)
 {
 	blk_default_choice(f, ch);
 	for (Val v = 0; v < f->nins; v++)
-		if (is_comm(&f->ins[v]) && !backend_ok(o, &f->ins[v], ch[v].backend))
-			ch[v].backend = BE_CE; /* nccl refused: a copy-engine request where it can */
+		if (is_comm(&f->ins[v]) && o->backend && backend_ok(o, &f->ins[v], o->backend - 1))
+			ch[v].backend = (CommBackendKind)(o->backend - 1);
 }
 
 /* Coordinate descent: each collective's options in turn, the others

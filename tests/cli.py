@@ -476,8 +476,10 @@ def tests(syncc, run, Fail):
                    "--comm-backend %s: the all_to_all on %s, the reduce_scatter on nccl (the copy engine cannot add): %s"
                    % (be, want[0], got), out, err)
         for tool in (syncc, syncrun):
-            rc, out, err = run([tool, a2a, "--ranks", "2", "--comm-backend", "nvlink"])
-            expect(rc == 2 and "--comm-backend" in err and "write nccl or ce" in err, "a bad --comm-backend, exit 2", out, err)
+            for argv in (["--comm-backend", "nvlink"], ["--comm-backend", "ce", "--comm-backend", "bogus"]):
+                rc, out, err = run([tool, a2a, "--ranks", "2"] + argv)
+                expect(rc == 2 and "--comm-backend" in err and "write nccl or ce" in err,
+                       "%s: a bad --comm-backend, exit 2" % " ".join(argv), out, err)
 
     # Synthetic measurements: each collective exactly alpha + bytes/beta,
     # so the fit must give them back with no residual.

@@ -255,15 +255,18 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 	case OPT_SERIAL:
 		d->serial = true;
 		return -1;
-	case OPT_COMMBE:
+	case OPT_COMMBE: {
+		int be = 0;
 		for (int b = 0; b < BE_COUNT; b++)
 			if (!strcmp(val, sched_backend_names[b]))
-				d->backend = 1 + b;
-		if (!d->backend) {
+				be = 1 + b;
+		if (!be) {
 			diag_usage("%s: write nccl or ce", flag);
 			return EXIT_USAGE;
 		}
+		d->backend = be; /* the last one given wins, like every option */
 		return -1;
+	}
 	case OPT_DROPEDGE:
 		d->drop_edge = val;
 		return -1;

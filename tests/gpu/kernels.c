@@ -65,6 +65,7 @@ typedef struct Kern {
 	CUfunction fn;
 	PtxKernel k;
 	int regs, local;
+	int per_sm; /* CTAs per SM the occupancy calculator allows */
 } Kern;
 
 /* Loads one kernel's PTX (module header + body) with the JIT logs. */
@@ -92,6 +93,7 @@ kern_load(const Buf *body, const PtxKernel *k)
 	CU(cuFuncSetAttribute(r.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k->smem));
 	CU(cuFuncGetAttribute(&r.regs, CU_FUNC_ATTRIBUTE_NUM_REGS, r.fn));
 	CU(cuFuncGetAttribute(&r.local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, r.fn));
+	CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&r.per_sm, r.fn, k->threads, (size_t)k->smem));
 	printf("  kernel %s: %d threads, %d B smem, %d registers, %d B local (JIT)\n", k->name, k->threads, k->smem,
 	       r.regs, r.local);
 	for (char *line = strtok(ilog, "\n"); line; line = strtok(NULL, "\n"))
@@ -1221,7 +1223,7 @@ perf_one(int tile, int64_t m, int64_t n, int64_t k, Tens *a, Tens *b, Tens *cc, 
 			bl[i].out_flag = 0, bl[i].out_op = PTX_RAISE_ADD, bl[i].out_value = 1;
 	l.blocks = upload_blocks(bl, kk.nblocks);
 	l.nblocks = (uint32_t)kk.nblocks;
-	l.grid = nsm;
+	l.grid = nsm * (kr.per_sm > 0 ? kr.per_sm : 1); /* as syn_grid_persistent sizes it */
 	l.s = stream[0];
 	if (raise) {
 		CU(cuMemAlloc(&l.flags, 8));
@@ -1263,9 +1265,9 @@ perf_one(int tile, int64_t m, int64_t n, int64_t k, Tens *a, Tens *b, Tens *cc, 
 		ok = ok && raised == 28 * (uint64_t)kk.nblocks;
 		CU(cuMemFree(l.flags));
 	}
-	printf("PERF tile=%s m=%lld n=%lld k=%lld group=%d grid=%d flags=%s median_ms=%.4f min_ms=%.4f max_ms=%.4f "
+	printf("PERF tile=%s m=%lld n=%lld k=%lld group=%d grid=%u flags=%s median_ms=%.4f min_ms=%.4f max_ms=%.4f "
 	       "tflops=%.1f regs=%d local=%d sampled_rel=%.2e raised=%llu %s\n",
-	       ptx_tiles[tile].name, (long long)m, (long long)n, (long long)k, group, nsm, raise ? "per-tile" : "none",
+	       ptx_tiles[tile].name, (long long)m, (long long)n, (long long)k, group, (unsigned)l.grid, raise ? "per-tile" : "none",
 	       t[12], t[0], t[24], tf, kr.regs, kr.local, rel, (unsigned long long)raised, ok ? "PASS" : "FAIL");
 	fflush(stdout);
 	if (!ok)
@@ -1415,7 +1417,7 @@ case_mm_f32(void)
 	s.batch_a = 256 * 192;
 	s.out[0] = (PtxTensor){DT_F32, {256 * 512, 512, 1}};
 	mm_run("f32_batch_shared_b", s, 3);
-	s = epi_spec("f32_epi", "ffma128x128x8s3");
+	s = epi_spec("f32_epi", PTX_F32_TILE_WIDE);
 	s.ab = DT_F32;
 	mm_run("f32_epi_bias_res_tanh", s, 7);
 }
