@@ -694,7 +694,8 @@ lower_rows(Low *L, Val a, const int *bl, int nb)
 		return false;
 	{
 		int64_t g = band_gcd(L, a, bl, nb); /* output elements = rows */
-		s.rows_per_block = 8;
+		/* strided rows (a first-dim reduction): a row per lane, up to 32 */
+		s.rows_per_block = s.in[0].stride[1] > 1 && s.in[0].stride[0] == 1 ? 32 : 8;
 		while (s.rows_per_block > 1 && g % s.rows_per_block)
 			s.rows_per_block--;
 	}

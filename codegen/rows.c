@@ -1,4 +1,5 @@
-/* codegen/rows.c -- row reductions over the last dim, any length.
+/* codegen/rows.c -- row reductions over the last dim, any length; and
+ * over the first (column mode, below).
  *
  * One warp per row (rows of a block are spread over the CTA's 8 warps), so
  * a reduction is a strided loop per lane and five shfl.sync.bfly steps: no
@@ -15,13 +16,22 @@
  *   rmsnorm:   stage0 = mean(x * x) with post rsqrt(acc + eps);
  *              map: out0 = x * stage0 * g
  *   row sums for a later kernel: a stage with `out` set and no map.
- * tests/gpu/kernels.c builds exactly these. */
+ * tests/gpu/kernels.c builds exactly these.
+ *
+ * Column mode: when the reduced elements of a row are strided and the rows
+ * are adjacent (a reduction over the first dim: in0 strides {1, rows}), a
+ * warp per row would read one element per 32-byte sector.  There each lane
+ * takes a row (a block is up to 32 rows) and the COL_WARPS warps of the CTA
+ * split the reduced dim, COL_UNROLL loads in flight per thread; the warps'
+ * partial results meet in shared memory, warp 0 finishes the row (mean,
+ * post program, store) and hands the result back to every warp through
+ * shared memory for the later stages and the map. */
 #include "codegen.h"
 
 #include <math.h>
 #include <stdio.h>
 
-enum { ROW_WARPS = 8, ROW_DEFAULT_BLOCK = 8 };
+enum { ROW_WARPS = 8, ROW_DEFAULT_BLOCK = 8, COL_WARPS = 16, COL_UNROLL = 4, COL_MAX_BLOCK = 32 };
 
 static const struct {
 	int op;
@@ -45,6 +55,13 @@ red_index(int op)
 	return -1;
 }
 
+/* Is this a reduction over strided elements of adjacent rows? */
+static bool
+rows_colmode(const PtxRowsSpec *s)
+{
+	return s->in[0].stride[1] > 1 && s->in[0].stride[0] == 1;
+}
+
 const char *
 ptx_rows_check(const PtxRowsSpec *s)
 {
@@ -55,6 +72,8 @@ ptx_rows_check(const PtxRowsSpec *s)
 		return "rows: needs 1 to 8 inputs and 1 to 8 outputs";
 	if (s->nstage < 0 || s->nstage > PTX_MAX_STAGES || s->rows_per_block < 0)
 		return "rows: 0 to 4 stages";
+	if (rows_colmode(s) && s->rows_per_block > COL_MAX_BLOCK)
+		return "rows: strided rows take at most 32 rows per block (a row per lane)";
 	for (int i = 0; i < s->nin + s->nout; i++) {
 		const PtxTensor *t = i < s->nin ? &s->in[i] : &s->out[i - s->nin];
 		if ((int)t->dt < 0 || t->dt >= DT_COUNT || t->stride[0] < 0 || t->stride[1] < 0 ||
@@ -81,7 +100,10 @@ typedef struct Rows {
 	Ptx *p;
 	const PtxRowsSpec *s;
 	int vec;
+	bool cols;        /* column mode */
 	Reg lane, row;
+	Reg warp, active; /* column mode: the slice of the reduced dim; the lane has a row */
+	Reg smem;         /* column mode: the shared partials */
 	Reg inrow[PTX_MAX_TENSORS], outrow[PTX_MAX_TENSORS]; /* row base pointers */
 	Reg res[PTX_MAX_STAGES];
 	PtxEwProg pre[PTX_MAX_STAGES], post[PTX_MAX_STAGES];
@@ -253,6 +275,172 @@ rows_map(Rows *r)
 	col_loop_end(r, col, loop, done);
 }
 
+/* Column mode: shared memory is COL_WARPS x 32 partial results, then 32
+ * finished rows. */
+static int
+col_smem(void)
+{
+	return (COL_WARPS + 1) * 32 * 4;
+}
+
+/* for (c = warp; c < len; c += COL_WARPS * COL_UNROLL): this thread's
+ * slice of the reduced dim, COL_UNROLL columns per step (each guarded). */
+static void
+col_slice(Rows *r, const PtxEwProg *g, int ri, Reg *acc)
+{
+	Ptx *p = r->p;
+	Reg col = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED), val[PTX_MAX_INS];
+	ValClass vc[PTX_MAX_INS];
+	int loop = ptx_label(p), done = ptx_label(p);
+
+	ptx_emit(p, "mov.u32 %s, %s;", R(col), R(r->warp));
+	ptx_place(p, loop);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(col), (long long)r->s->len);
+	ptx_emit(p, "@%s bra $L%d;", R(q), done);
+	for (int u = 0; u < COL_UNROLL; u++) {
+		Reg c = ptx_reg(p, RC_B32), in[PTX_MAX_TENSORS][8];
+		int skip = ptx_label(p);
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(c), R(col), u * COL_WARPS);
+		ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(c), (long long)r->s->len);
+		ptx_emit(p, "@%s bra $L%d;", R(q), skip);
+		load_inputs(r, g, c, in);
+		PtxEnv env = env_for(r, in, 0);
+		ptx_prog_emit(p, g, &env, val, vc);
+		ptx_expand(p, reds[ri].combine, acc[u], acc[u], ptx_convert(p, val[g->out[0].val], vc[g->out[0].val], VC_F32));
+		ptx_place(p, skip);
+	}
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(col), R(col), COL_WARPS * COL_UNROLL);
+	ptx_emit(p, "bra $L%d;", loop);
+	ptx_place(p, done);
+}
+
+static void
+rows_col_stage(Rows *r, int k)
+{
+	Ptx *p = r->p;
+	const PtxRowStage *st = &r->s->stage[k];
+	int ri = red_index(st->red), skip = ptx_label(p), fin = ptx_label(p);
+	Reg acc[COL_UNROLL], a = ptx_reg(p, RC_B32), t = ptx_reg(p, RC_F32), q = ptx_reg(p, RC_PRED);
+	Reg val[PTX_MAX_INS];
+	ValClass vc[PTX_MAX_INS];
+
+	for (int u = 0; u < COL_UNROLL; u++) {
+		acc[u] = ptx_reg(p, RC_F32);
+		ptx_emit(p, "mov.f32 %s, 0f%08X;", R(acc[u]), reds[ri].identity);
+	}
+	ptx_emit(p, "@!%s bra $L%d;", R(r->active), skip);
+	col_slice(r, &r->pre[k], ri, acc);
+	ptx_place(p, skip);
+	for (int u = 1; u < COL_UNROLL; u++)
+		ptx_expand(p, reds[ri].combine, acc[0], acc[0], acc[u]);
+	/* partial[warp][lane], then warp 0 combines the warps' partials */
+	ptx_emit(p, "mad.lo.u32 %s, %s, 32, %s;", R(a), R(r->warp), R(r->lane));
+	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(a), R(r->smem));
+	ptx_emit(p, "st.shared.f32 [%s], %s;", R(a), R(acc[0]));
+	ptx_emit(p, "bar.sync 0;");
+	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(r->warp));
+	ptx_emit(p, "@%s bra $L%d;", R(q), fin);
+	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(r->lane), R(r->smem));
+	for (int w = 1; w < COL_WARPS; w++) {
+		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(t), R(a), w * 128);
+		ptx_expand(p, reds[ri].combine, acc[0], acc[0], t);
+	}
+	if (st->red == OP_MEAN) {
+		Reg inv = ptx_imm_f32(p, 1.0 / (double)r->s->len);
+		ptx_emit(p, "mul.f32 %s, %s, %s;", R(acc[0]), R(acc[0]), R(inv));
+	}
+	{
+		Reg pin[PTX_MAX_TENSORS][8];
+		int nostore = ptx_label(p);
+		for (int i = 0; i < r->s->nin; i++)
+			pin[i][0] = -1;
+		ptx_emit(p, "@!%s bra $L%d;", R(r->active), nostore); /* rows past the end read nothing */
+		for (int i = 0; i < r->s->nin; i++)
+			if (ptx_prog_uses(&r->post[k], OP_PARAM, i))
+				pin[i][0] = ptx_load_val(p, r->s->in[i].dt, r->inrow[i], "global");
+		ptx_place(p, nostore);
+		PtxEnv env = env_for(r, pin, 0);
+		env.acc = acc[0];
+		ptx_prog_emit(p, &r->post[k], &env, val, vc);
+		t = ptx_convert(p, val[r->post[k].out[0].val], vc[r->post[k].out[0].val], VC_F32);
+	}
+	ptx_emit(p, "st.shared.f32 [%s+%d], %s;", R(a), COL_WARPS * 128, R(t));
+	if (st->out >= 0) {
+		int nostore = ptx_label(p);
+		ptx_emit(p, "@!%s bra $L%d;", R(r->active), nostore);
+		ptx_store_val(p, r->s->out[st->out].dt, r->outrow[st->out], t, VC_F32);
+		ptx_place(p, nostore);
+	}
+	ptx_place(p, fin);
+	ptx_emit(p, "bar.sync 0;");
+	/* every warp takes its lane's finished row */
+	r->res[k] = ptx_reg(p, RC_F32);
+	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(r->lane), R(r->smem));
+	ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(r->res[k]), R(a), COL_WARPS * 128);
+}
+
+/* Column mode's map: this thread's row, its slice of the columns. */
+static void
+rows_col_map(Rows *r)
+{
+	Ptx *p = r->p;
+	const PtxRowsSpec *s = r->s;
+	Reg col = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED), in[PTX_MAX_TENSORS][8], val[PTX_MAX_INS];
+	ValClass vc[PTX_MAX_INS];
+	int loop = ptx_label(p), done = ptx_label(p);
+
+	ptx_emit(p, "@!%s bra $L%d;", R(r->active), done);
+	ptx_emit(p, "mov.u32 %s, %s;", R(col), R(r->warp));
+	ptx_place(p, loop);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(col), (long long)s->len);
+	ptx_emit(p, "@%s bra $L%d;", R(q), done);
+	load_inputs(r, &s->map, col, in);
+	PtxEnv env = env_for(r, in, 0);
+	ptx_prog_emit(p, &s->map, &env, val, vc);
+	for (int o = 0; o < s->map.nout; o++) {
+		const PtxOut *po = &s->map.out[o];
+		const PtxTensor *t = &s->out[po->tensor];
+		Reg a = col_addr(p, t, r->outrow[po->tensor], col);
+		ptx_store_val(p, t->dt, a, ptx_convert(p, val[po->val], vc[po->val], ptx_dtypes[t->dt].vc),
+		              ptx_dtypes[t->dt].vc);
+	}
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(col), R(col), COL_WARPS);
+	ptx_emit(p, "bra $L%d;", loop);
+	ptx_place(p, done);
+}
+
+/* Column mode: one pass per block, a row per lane. */
+static void
+rows_col_body(Rows *r)
+{
+	Ptx *p = r->p;
+	const PtxRowsSpec *s = r->s;
+	int rb = s->rows_per_block ? s->rows_per_block : COL_MAX_BLOCK;
+	r->smem = ptx_reg(p, RC_B32);
+	ptx_emit(p, "mov.u32 %s, ptx_smem;", R(r->smem));
+	r->lane = ptx_reg(p, RC_B32);
+	r->warp = ptx_reg(p, RC_B32);
+	r->row = ptx_reg(p, RC_B32);
+	r->active = ptx_reg(p, RC_PRED);
+	ptx_emit(p, "and.b32 %s, %s, 31;", R(r->lane), R(p->tid));
+	ptx_emit(p, "shr.u32 %s, %s, 5;", R(r->warp), R(p->tid));
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(r->row), R(p->x), rb, R(r->lane));
+	ptx_emit(p, "setp.lt.u32 %s, %s, %d;", R(r->active), R(r->lane), rb);
+	ptx_emit(p, "setp.lt.and.u32 %s, %s, %lld, %s;", R(r->active), R(r->row), (long long)s->rows, R(r->active));
+	ptx_emit(p, "@!%s mov.u32 %s, 0;", R(r->active), R(r->row)); /* keep idle lanes' addresses in range */
+	for (int i = 0; i < s->nin + s->nout; i++) {
+		const PtxTensor *tt = i < s->nin ? &s->in[i] : &s->out[i - s->nin];
+		Reg *rp = i < s->nin ? &r->inrow[i] : &r->outrow[i - s->nin];
+		*rp = ptx_reg(p, RC_B64);
+		ptx_emit(p, "mad.wide.u32 %s, %s, %lld, %s;", R(*rp), R(r->row),
+		         (long long)(tt->stride[0] * ptx_dtypes[tt->dt].size), R(p->tensor[i]));
+	}
+	for (int k = 0; k < s->nstage; k++)
+		rows_col_stage(r, k);
+	if (s->map.nout)
+		rows_col_map(r);
+}
+
 static void
 rows_body(Rows *r)
 {
@@ -318,20 +506,30 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 		default_prog(&r.pre[i], &s->stage[i].pre, OP_PARAM);
 		default_prog(&r.post[i], &s->stage[i].post, PTX_OP_ACC);
 	}
-	r.vec = rows_vec(s);
-	ptx_kernel_begin(p, b, s->name, s->nin + s->nout, 32 * ROW_WARPS, 0);
+	r.cols = rows_colmode(s);
+	r.vec = r.cols ? 1 : rows_vec(s);
+	if (r.cols)
+		rb = s->rows_per_block ? s->rows_per_block : COL_MAX_BLOCK;
+	ptx_kernel_begin(p, b, s->name, s->nin + s->nout, 32 * (r.cols ? COL_WARPS : ROW_WARPS), 0);
 	p->site = s->site;
-	buf_printf(&p->head, "// rows %lld x %lld, %d stages, %d elements per lane step\n", (long long)s->rows,
-	           (long long)s->len, s->nstage, r.vec);
+	if (r.cols)
+		buf_printf(&p->head, "// rows %lld x %lld (strided: a row per lane, %d warps split the length), %d stages\n",
+		           (long long)s->rows, (long long)s->len, COL_WARPS, s->nstage);
+	else
+		buf_printf(&p->head, "// rows %lld x %lld, %d stages, %d elements per lane step\n", (long long)s->rows,
+		           (long long)s->len, s->nstage, r.vec);
 	ptx_params(p, s->nin + s->nout);
 	ptx_loop_begin(p);
-	rows_body(&r);
+	if (r.cols)
+		rows_col_body(&r);
+	else
+		rows_body(&r);
 	ptx_loop_end(p);
 	ptx_kernel_end(p);
 	*k = (PtxKernel){0}; /* no tensor maps, whatever the caller left */
 	snprintf(k->name, sizeof k->name, "%s", s->name);
-	k->threads = 32 * ROW_WARPS;
-	k->smem = 0;
+	k->threads = 32 * (r.cols ? COL_WARPS : ROW_WARPS);
+	k->smem = r.cols ? col_smem() : 0;
 	k->ntensors = s->nin + s->nout;
 	k->nblocks = (s->rows + rb - 1) / rb;
 }

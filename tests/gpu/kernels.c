@@ -959,6 +959,30 @@ case_rows_reduce(void)
 	rows_run("rows_sum_min_f32", s, 40);
 }
 
+/* Column mode (reductions over the first dim: rows adjacent, the reduced
+ * elements `rows` apart): softmax over dim 0 with its map, and two stages
+ * with per-row outputs and a per-row input on 4100 rows (not a multiple of
+ * a block's 32). */
+static void
+case_rows_cols(void)
+{
+	PtxRowsSpec s = {.name = "colsoftmax", .rows = 300, .len = 1000, .nin = 1, .nout = 1, .nstage = 2};
+	s.in[0] = (PtxTensor){DT_BF16, {1, 300}};
+	s.out[0] = (PtxTensor){DT_BF16, {1, 300}};
+	s.stage[0] = stage_of(OP_AMAX, NULL, NULL, -1);
+	s.stage[1] = stage_of(OP_SUM, "exp(sub(in0,stage0))", NULL, -1);
+	prog_or_die(&s.map, "div(exp(sub(in0,stage0)),stage1)");
+	rows_run("rows_cols_softmax_bf16", s, 7);
+	s = (PtxRowsSpec){.name = "colmean", .rows = 4100, .len = 257, .nin = 2, .nout = 2, .nstage = 2};
+	s.in[0] = (PtxTensor){DT_F32, {1, 4100}};
+	s.in[1] = (PtxTensor){DT_F32, {1, 0}};
+	s.out[0] = (PtxTensor){DT_F32, {1, 0}};
+	s.out[1] = (PtxTensor){DT_F32, {1, 0}};
+	s.stage[0] = stage_of(OP_MEAN, NULL, "add(acc,in1)", 0);
+	s.stage[1] = stage_of(OP_AMIN, "sub(in0,stage0)", NULL, 1);
+	rows_run("rows_cols_mean_min_f32", s, 50);
+}
+
 /* ---- flags ---- */
 
 /* The operand type a tile takes: f32 for the FFMA tiles, else bf16. */
@@ -1442,6 +1466,7 @@ static const struct {
 	{"rows_layernorm", case_rows_layernorm}, {"rows_rmsnorm", case_rows_rmsnorm},
 	{"rows_reduce", case_rows_reduce}, {"flags_late", case_flags_late},
 	{"flags_timeout", case_flags_timeout}, {"mm_f32", case_mm_f32},
+	{"rows_cols", case_rows_cols},
 };
 
 int
