@@ -694,10 +694,20 @@ lower_rows(Low *L, Val a, const int *bl, int nb)
 		return false;
 	{
 		int64_t g = band_gcd(L, a, bl, nb); /* output elements = rows */
-		/* strided rows (a first-dim reduction): a row per lane, up to 32 */
-		s.rows_per_block = s.in[0].stride[1] > 1 && s.in[0].stride[0] == 1 ? 32 : 8;
-		while (s.rows_per_block > 1 && g % s.rows_per_block)
-			s.rows_per_block--;
+		if (s.in[0].stride[1] > 1 && s.in[0].stride[0] == 1) {
+			/* strided rows (a first-dim reduction): 32, 16 or 8 rows per
+			 * block, fewer where that leaves under 256 blocks; a power of
+			 * two dividing the bands */
+			s.rows_per_block = 32;
+			while (s.rows_per_block > 8 && rows / s.rows_per_block < 256)
+				s.rows_per_block /= 2;
+			while (s.rows_per_block > 1 && g % s.rows_per_block)
+				s.rows_per_block /= 2;
+		} else {
+			s.rows_per_block = 8;
+			while (s.rows_per_block > 1 && g % s.rows_per_block)
+				s.rows_per_block--;
+		}
 	}
 	{
 		const char *why = ptx_rows_check(&s);

@@ -20,12 +20,13 @@
  *
  * Column mode: when the reduced elements of a row are strided and the rows
  * are adjacent (a reduction over the first dim: in0 strides {1, rows}), a
- * warp per row would read one element per 32-byte sector.  There each lane
- * takes a row (a block is up to 32 rows) and the COL_WARPS warps of the CTA
- * split the reduced dim, COL_UNROLL loads in flight per thread; the warps'
- * partial results meet in shared memory, warp 0 finishes the row (mean,
- * post program, store) and hands the result back to every warp through
- * shared memory for the later stages and the map. */
+ * warp per row would read one element per 32-byte sector.  There a block is
+ * rb adjacent rows (rb divides 32): lane l takes row l % rb, and the CTA's
+ * 32 / rb x COL_WARPS slices split the reduced dim, COL_UNROLL loads in
+ * flight per thread; the slices' partial results meet in shared memory,
+ * lanes < rb of warp 0 finish the rows (mean, post program, store) and hand
+ * them back to every thread through shared memory for the later stages and
+ * the map.  Smaller blocks when the rows are few keep every SM busy. */
 #include "codegen.h"
 
 #include <math.h>
@@ -72,8 +73,8 @@ ptx_rows_check(const PtxRowsSpec *s)
 		return "rows: needs 1 to 8 inputs and 1 to 8 outputs";
 	if (s->nstage < 0 || s->nstage > PTX_MAX_STAGES || s->rows_per_block < 0)
 		return "rows: 0 to 4 stages";
-	if (rows_colmode(s) && s->rows_per_block > COL_MAX_BLOCK)
-		return "rows: strided rows take at most 32 rows per block (a row per lane)";
+	if (rows_colmode(s) && (s->rows_per_block > COL_MAX_BLOCK || (s->rows_per_block & (s->rows_per_block - 1))))
+		return "rows: strided rows take 1, 2, 4, 8, 16 or 32 rows per block";
 	for (int i = 0; i < s->nin + s->nout; i++) {
 		const PtxTensor *t = i < s->nin ? &s->in[i] : &s->out[i - s->nin];
 		if ((int)t->dt < 0 || t->dt >= DT_COUNT || t->stride[0] < 0 || t->stride[1] < 0 ||
@@ -104,6 +105,8 @@ typedef struct Rows {
 	Reg lane, row;
 	Reg warp, active; /* column mode: the slice of the reduced dim; the lane has a row */
 	Reg smem;         /* column mode: the shared partials */
+	Reg rin, slice;   /* column mode: this thread's row in the block, its slice of the length */
+	int rb, nsl;      /* column mode: rows per block, slices per CTA */
 	Reg inrow[PTX_MAX_TENSORS], outrow[PTX_MAX_TENSORS]; /* row base pointers */
 	Reg res[PTX_MAX_STAGES];
 	PtxEwProg pre[PTX_MAX_STAGES], post[PTX_MAX_STAGES];
@@ -275,6 +278,15 @@ rows_map(Rows *r)
 	col_loop_end(r, col, loop, done);
 }
 
+static int
+ilog2_exact(int x)
+{
+	int n = 0;
+	while ((1 << n) < x)
+		n++;
+	return n;
+}
+
 /* Column mode: shared memory is COL_WARPS x 32 partial results, then 32
  * finished rows. */
 static int
@@ -283,8 +295,8 @@ col_smem(void)
 	return (COL_WARPS + 1) * 32 * 4;
 }
 
-/* for (c = warp; c < len; c += COL_WARPS * COL_UNROLL): this thread's
- * slice of the reduced dim, COL_UNROLL columns per step (each guarded). */
+/* for (c = slice; c < len; c += nsl * COL_UNROLL): this thread's slice
+ * of the reduced dim, COL_UNROLL columns per step (each guarded). */
 static void
 col_slice(Rows *r, const PtxEwProg *g, int ri, Reg *acc)
 {
@@ -293,14 +305,14 @@ col_slice(Rows *r, const PtxEwProg *g, int ri, Reg *acc)
 	ValClass vc[PTX_MAX_INS];
 	int loop = ptx_label(p), done = ptx_label(p);
 
-	ptx_emit(p, "mov.u32 %s, %s;", R(col), R(r->warp));
+	ptx_emit(p, "mov.u32 %s, %s;", R(col), R(r->slice));
 	ptx_place(p, loop);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(col), (long long)r->s->len);
 	ptx_emit(p, "@%s bra $L%d;", R(q), done);
 	for (int u = 0; u < COL_UNROLL; u++) {
 		Reg c = ptx_reg(p, RC_B32), in[PTX_MAX_TENSORS][8];
 		int skip = ptx_label(p);
-		ptx_emit(p, "add.u32 %s, %s, %d;", R(c), R(col), u * COL_WARPS);
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(c), R(col), u * r->nsl);
 		ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(c), (long long)r->s->len);
 		ptx_emit(p, "@%s bra $L%d;", R(q), skip);
 		load_inputs(r, g, c, in);
@@ -309,7 +321,7 @@ col_slice(Rows *r, const PtxEwProg *g, int ri, Reg *acc)
 		ptx_expand(p, reds[ri].combine, acc[u], acc[u], ptx_convert(p, val[g->out[0].val], vc[g->out[0].val], VC_F32));
 		ptx_place(p, skip);
 	}
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(col), R(col), COL_WARPS * COL_UNROLL);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(col), R(col), r->nsl * COL_UNROLL);
 	ptx_emit(p, "bra $L%d;", loop);
 	ptx_place(p, done);
 }
@@ -333,16 +345,15 @@ rows_col_stage(Rows *r, int k)
 	ptx_place(p, skip);
 	for (int u = 1; u < COL_UNROLL; u++)
 		ptx_expand(p, reds[ri].combine, acc[0], acc[0], acc[u]);
-	/* partial[warp][lane], then warp 0 combines the warps' partials */
-	ptx_emit(p, "mad.lo.u32 %s, %s, 32, %s;", R(a), R(r->warp), R(r->lane));
-	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(a), R(r->smem));
+	/* partial[tid]; then thread tid < rb (row tid of the block) combines
+	 * the partials of its row: tid + rb j for every j < nsl */
+	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(p->tid), R(r->smem));
 	ptx_emit(p, "st.shared.f32 [%s], %s;", R(a), R(acc[0]));
 	ptx_emit(p, "bar.sync 0;");
-	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(r->warp));
+	ptx_emit(p, "setp.ge.u32 %s, %s, %d;", R(q), R(p->tid), r->rb);
 	ptx_emit(p, "@%s bra $L%d;", R(q), fin);
-	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(r->lane), R(r->smem));
-	for (int w = 1; w < COL_WARPS; w++) {
-		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(t), R(a), w * 128);
+	for (int j = 1; j < r->nsl; j++) {
+		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(t), R(a), j * r->rb * 4);
 		ptx_expand(p, reds[ri].combine, acc[0], acc[0], t);
 	}
 	if (st->red == OP_MEAN) {
@@ -375,7 +386,7 @@ rows_col_stage(Rows *r, int k)
 	ptx_emit(p, "bar.sync 0;");
 	/* every warp takes its lane's finished row */
 	r->res[k] = ptx_reg(p, RC_F32);
-	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(r->lane), R(r->smem));
+	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(r->rin), R(r->smem));
 	ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(r->res[k]), R(a), COL_WARPS * 128);
 }
 
@@ -390,7 +401,7 @@ rows_col_map(Rows *r)
 	int loop = ptx_label(p), done = ptx_label(p);
 
 	ptx_emit(p, "@!%s bra $L%d;", R(r->active), done);
-	ptx_emit(p, "mov.u32 %s, %s;", R(col), R(r->warp));
+	ptx_emit(p, "mov.u32 %s, %s;", R(col), R(r->slice));
 	ptx_place(p, loop);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(col), (long long)s->len);
 	ptx_emit(p, "@%s bra $L%d;", R(q), done);
@@ -404,29 +415,34 @@ rows_col_map(Rows *r)
 		ptx_store_val(p, t->dt, a, ptx_convert(p, val[po->val], vc[po->val], ptx_dtypes[t->dt].vc),
 		              ptx_dtypes[t->dt].vc);
 	}
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(col), R(col), COL_WARPS);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(col), R(col), r->nsl);
 	ptx_emit(p, "bra $L%d;", loop);
 	ptx_place(p, done);
 }
 
-/* Column mode: one pass per block, a row per lane. */
+/* Column mode: one pass per block; lane l on row l % rb. */
 static void
 rows_col_body(Rows *r)
 {
 	Ptx *p = r->p;
 	const PtxRowsSpec *s = r->s;
-	int rb = s->rows_per_block ? s->rows_per_block : COL_MAX_BLOCK;
+	int rb = r->rb;
+	Reg t = ptx_reg(p, RC_B32);
 	r->smem = ptx_reg(p, RC_B32);
 	ptx_emit(p, "mov.u32 %s, ptx_smem;", R(r->smem));
 	r->lane = ptx_reg(p, RC_B32);
 	r->warp = ptx_reg(p, RC_B32);
 	r->row = ptx_reg(p, RC_B32);
 	r->active = ptx_reg(p, RC_PRED);
+	r->rin = ptx_reg(p, RC_B32);
+	r->slice = ptx_reg(p, RC_B32);
 	ptx_emit(p, "and.b32 %s, %s, 31;", R(r->lane), R(p->tid));
 	ptx_emit(p, "shr.u32 %s, %s, 5;", R(r->warp), R(p->tid));
-	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(r->row), R(p->x), rb, R(r->lane));
-	ptx_emit(p, "setp.lt.u32 %s, %s, %d;", R(r->active), R(r->lane), rb);
-	ptx_emit(p, "setp.lt.and.u32 %s, %s, %lld, %s;", R(r->active), R(r->row), (long long)s->rows, R(r->active));
+	ptx_emit(p, "and.b32 %s, %s, %d;", R(r->rin), R(r->lane), rb - 1);
+	ptx_emit(p, "shr.u32 %s, %s, %d;", R(t), R(r->lane), ilog2_exact(rb));
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(r->slice), R(r->warp), 32 / rb, R(t));
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(r->row), R(p->x), rb, R(r->rin));
+	ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(r->active), R(r->row), (long long)s->rows);
 	ptx_emit(p, "@!%s mov.u32 %s, 0;", R(r->active), R(r->row)); /* keep idle lanes' addresses in range */
 	for (int i = 0; i < s->nin + s->nout; i++) {
 		const PtxTensor *tt = i < s->nin ? &s->in[i] : &s->out[i - s->nin];
@@ -508,13 +524,15 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	}
 	r.cols = rows_colmode(s);
 	r.vec = r.cols ? 1 : rows_vec(s);
-	if (r.cols)
-		rb = s->rows_per_block ? s->rows_per_block : COL_MAX_BLOCK;
+	if (r.cols) {
+		rb = r.rb = s->rows_per_block ? s->rows_per_block : COL_MAX_BLOCK;
+		r.nsl = COL_WARPS * (32 / rb);
+	}
 	ptx_kernel_begin(p, b, s->name, s->nin + s->nout, 32 * (r.cols ? COL_WARPS : ROW_WARPS), 0);
 	p->site = s->site;
 	if (r.cols)
-		buf_printf(&p->head, "// rows %lld x %lld (strided: a row per lane, %d warps split the length), %d stages\n",
-		           (long long)s->rows, (long long)s->len, COL_WARPS, s->nstage);
+		buf_printf(&p->head, "// rows %lld x %lld (strided: %d rows per block, %d slices split the length), %d stages\n",
+		           (long long)s->rows, (long long)s->len, r.rb, r.nsl, s->nstage);
 	else
 		buf_printf(&p->head, "// rows %lld x %lld, %d stages, %d elements per lane step\n", (long long)s->rows,
 		           (long long)s->len, s->nstage, r.vec);

@@ -981,6 +981,10 @@ case_rows_cols(void)
 	s.stage[0] = stage_of(OP_MEAN, NULL, "add(acc,in1)", 0);
 	s.stage[1] = stage_of(OP_AMIN, "sub(in0,stage0)", NULL, 1);
 	rows_run("rows_cols_mean_min_f32", s, 50);
+	s.rows_per_block = 8; /* 4 slices per warp, 64 per CTA; a partial last block */
+	rows_run("rows_cols_mean_min_f32_rb8", s, 50);
+	s.rows_per_block = 1;
+	rows_run("rows_cols_mean_min_f32_rb1", s, 50);
 }
 
 /* ---- flags ---- */
