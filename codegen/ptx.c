@@ -20,7 +20,8 @@ static_assert(offsetof(PtxBlock, out_value) == 32, "out_value at 32");
 enum {
 	SPIN_FIRST_NS = 32,  /* first nanosleep of a flag wait */
 	SPIN_CAP_NS = 1024,  /* back-off cap: a released flag is seen within ~1 us */
-	SPIN_ERR_MASK = 63,  /* the error word and the clock every 64th spin (~64 us) */
+	SPIN_CLOCK_MASK = 63,  /* the clock every 64th spin (~64 us) */
+	SPIN_ERR_MASK = 4095,  /* the error word every 4096th (~4 ms): see ptx_flag_wait */
 };
 
 const char *const ptx_param_names[PTX_NPARAM] = {
@@ -190,13 +191,17 @@ ptx_kernel_end(Ptx *p)
  * engine, or another GPU), nanosleep back-off doubling to ~1 us, and a
  * %globaltimer timeout that records the error word and makes the whole CTA
  * leave through bar.red.or.pred -- never trap, which kills the context.
- * The error word is pinned host memory: every waiting CTA reading it each
- * microsecond is a stream of PCIe reads beside the collective it waits
- * for, so it (and the clock) is looked at only every SPIN_ERR_MASK+1 spins. */
+ * The error word is pinned host memory: every waiting CTA reading it is a
+ * stream of PCIe reads beside the collective it waits for.  Read every
+ * 64 us by 256 waiting CTAs it made a copy-engine all_to_all beside them
+ * 9x slower (ulysses 8192x4096 on 2xH200: 3.0 ms, 0.33 ms at every 64 ms;
+ * bench/results/2026-11-30-gpu-check-2xH200-b.md), so the clock is read
+ * every SPIN_CLOCK_MASK+1 spins and the error word every SPIN_ERR_MASK+1:
+ * a failure elsewhere is noticed within ~4 ms, a timeout within 64 us. */
 void
 ptx_flag_wait(Ptx *p, Reg quit)
 {
-	int waited = ptx_label(p), spin = ptx_label(p), giveup = ptx_label(p);
+	int waited = ptx_label(p), spin = ptx_label(p), giveup = ptx_label(p), clock = ptx_label(p);
 	Reg fi = ptx_reg(p, RC_B32), ep = ptx_reg(p, RC_B64), fa = ptx_reg(p, RC_B64);
 	Reg v = ptx_reg(p, RC_B64), start = ptx_reg(p, RC_B64), ns = ptx_reg(p, RC_B32);
 	Reg q = ptx_reg(p, RC_PRED), e = ptx_reg(p, RC_B64), old = ptx_reg(p, RC_B32);
@@ -229,13 +234,17 @@ ptx_flag_wait(Ptx *p, Reg quit)
 	ptx_emit(p, "setp.eq.u64 %s, %s, 0;", R(q), R(timeout));
 	ptx_emit(p, "@%s bra $L%d;", R(q), spin);
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(n), R(n));
-	ptx_emit(p, "and.b32 %s, %s, %d;", R(low), R(n), SPIN_ERR_MASK);
+	ptx_emit(p, "and.b32 %s, %s, %d;", R(low), R(n), SPIN_CLOCK_MASK);
 	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(low));
 	ptx_emit(p, "@%s bra $L%d;", R(q), spin);
 	/* Another CTA already failed: what we wait for may never come. */
+	ptx_emit(p, "and.b32 %s, %s, %d;", R(low), R(n), SPIN_ERR_MASK);
+	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(low));
+	ptx_emit(p, "@%s bra $L%d;", R(q), clock);
 	ptx_emit(p, "ld.relaxed.sys.global.u64 %s, [%s];", R(e), R(err));
 	ptx_emit(p, "setp.ne.u64 %s, %s, 0;", R(q), R(e));
 	ptx_emit(p, "@%s bra $L%d;", R(q), giveup);
+	ptx_place(p, clock);
 	ptx_emit(p, "mov.u64 %s, %%globaltimer;", R(v));
 	ptx_emit(p, "sub.u64 %s, %s, %s;", R(v), R(v), R(start));
 	ptx_emit(p, "setp.lt.u64 %s, %s, %s;", R(q), R(v), R(timeout));
