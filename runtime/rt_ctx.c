@@ -666,14 +666,9 @@ process_defaults(void)
 	setenv("NCCL_RUNTIME_CONNECT", "0", 0);
 }
 
-/* A tiny all_reduce, a send and a receive of WARM_P2P bytes with every
- * peer, and an all_to_all of as much, waited for: p2p channels connect at
- * their first use whatever NCCL_RUNTIME_CONNECT says (and bigger messages
- * use more of them), and ncclAlltoAll's first call sets up what it needs;
- * both must happen here, not next to a persistent kernel inside an
- * operator (2xH200: an all_to_all's first call there never finished
- * enqueueing). */
-enum { WARM_P2P = 4 << 20 };
+/* A tiny all_reduce and a send and a receive with every peer, waited for:
+ * p2p channels connect at their first use whatever NCCL_RUNTIME_CONNECT
+ * says, so that first use happens here, not inside an operator. */
 static int
 nccl_warmup(syn_ctx **cs, int n)
 {
@@ -685,8 +680,8 @@ nccl_warmup(syn_ctx **cs, int n)
 		return rt_seterr(cs[0], SYN_ENOMEM, "rank %d: out of host memory", cs[0]->rank);
 	for (int i = 0; i < n && !r; i++) {
 		cuCtxSetCurrent(cs[i]->cu);
-		if (!(r = rt_cu(cs[i], cuMemAlloc(&buf[i], 2 * (size_t)P * WARM_P2P), "cuMemAlloc (warm-up)")))
-			r = rt_cu(cs[i], cuMemsetD8(buf[i], 0, 2 * (size_t)P * WARM_P2P), "cuMemsetD8 (warm-up)");
+		if (!(r = rt_cu(cs[i], cuMemAlloc(&buf[i], 16 + 4 * (size_t)P), "cuMemAlloc (warm-up)")))
+			r = rt_cu(cs[i], cuMemsetD8(buf[i], 0, 16 + 4 * (size_t)P), "cuMemsetD8 (warm-up)");
 	}
 	if (!r) {
 		ncclGroupStart();
@@ -696,23 +691,13 @@ nccl_warmup(syn_ctx **cs, int n)
 			ncclAllReduce((void *)(uintptr_t)buf[i], (void *)(uintptr_t)buf[i], 1, ncclFloat32, ncclSum, c->comm, s);
 			for (int p = 0; p < P; p++)
 				if (p != c->rank) {
-					ncclSend((void *)(uintptr_t)buf[i], WARM_P2P, ncclUint8, p, c->comm, s);
-					ncclRecv((void *)(uintptr_t)(buf[i] + (CUdeviceptr)(P + p) * WARM_P2P), WARM_P2P, ncclUint8, p,
-					         c->comm, s);
+					ncclSend((void *)(uintptr_t)(buf[i] + 8), 1, ncclFloat32, p, c->comm, s);
+					ncclRecv((void *)(uintptr_t)(buf[i] + 16 + 4 * (CUdeviceptr)p), 1, ncclFloat32, p, c->comm, s);
 				}
 		}
 		g = ncclGroupEnd();
 		for (int i = 0; i < n && !r; i++)
 			r = settle(cs[i], g, "NCCL warm-up (connections)", cs[i]->env.boot_timeout_ms);
-		if (!r) {
-			ncclGroupStart();
-			for (int i = 0; i < n; i++)
-				ncclAlltoAll((void *)(uintptr_t)buf[i], (void *)(uintptr_t)(buf[i] + (CUdeviceptr)P * WARM_P2P),
-				             WARM_P2P, ncclUint8, cs[i]->comm, cs[i]->lane[SYN_COMM]);
-			g = ncclGroupEnd();
-			for (int i = 0; i < n && !r; i++)
-				r = settle(cs[i], g, "NCCL warm-up (all_to_all)", cs[i]->env.boot_timeout_ms);
-		}
 	}
 	deadline = rt_now_ns() + (uint64_t)cs[0]->env.boot_timeout_ms * 1000000u;
 	for (int i = 0; i < n && !r; i++) {

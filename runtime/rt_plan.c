@@ -5,8 +5,8 @@
  *
  * nccl: the packed collective when the blocks are packed; otherwise what
  * NCCL can do on strided blocks inside one group: a reduce per block rooted
- * at its owner for reduce_scatter, send/recv pairs for all_gather,
- * all_to_all and shift (own block by a local copy).
+ * at its owner for reduce_scatter, send/recv pairs for all_gather and
+ * shift; all_to_all is always send/recv pairs (own block by a local copy).
  * ce: copies only (no reductions), pushed into the peers' recv at the same
  * offset of the same symmetric allocation. */
 #include "rt.h"
@@ -87,8 +87,11 @@ rt_plan_nccl(const CommChunk *ch, int rank, int nranks, RtXfer *x, int cap)
 			return add(x, &n, cap, XK_ALL_GATHER, 0, ch->send, ch->recv, ch->count) ? -1 : n;
 		return exchange(ch, rank, nranks, 0, x, cap);
 	case CO_ALL_TO_ALL:
-		if (packed_send && packed_recv)
-			return add(x, &n, cap, XK_ALL_TO_ALL, 0, ch->send, ch->recv, ch->count) ? -1 : n;
+		/* always the group of sends and receives, over the p2p channels
+		 * the context's warm-up connected: a first ncclAlltoAll next to a
+		 * persistent kernel never finished enqueueing on 2xH200, and with
+		 * one in the warm-up the benchmark's copy-engine all_gathers at
+		 * M = 8192 timed out (bench/results/2026-11-30-gpu-check-2xH200-b.md) */
 		return exchange(ch, rank, nranks, 1, x, cap);
 	case CO_SHIFT:
 		if (add(x, &n, cap, XK_SEND, dst, ch->send, NULL, ch->count) ||
