@@ -286,6 +286,32 @@ inter_us(const Profile *p, int op, double bytes, int nodes)
 	return p->inter_us + volume(op, nodes) * bytes / (gbps * 1e3);
 }
 
+/* Are the P blocks along dim `dim` of a local shape not contiguous (a dim
+ * before it holds more than one element)? */
+static bool
+blocks_strided(const Type *t, int nranks, int dim)
+{
+	int64_t d[LIM_RANK], outer = 1;
+	ty_local_shape(t, nranks, d);
+	for (int i = 0; i < dim; i++)
+		outer *= d[i];
+	return outer > 1;
+}
+
+/* An all_to_all whose blocks are not contiguous is packed before and
+ * unpacked after by 2-D copies on the comm lane (codegen/host.c): a read
+ * and a write of the rank's data per side that needs it. */
+static double
+a2a_pack_us(const Profile *p, const Func *f, const Ins *in, double bytes)
+{
+	int sides = 0;
+	if (f->nranks == 1)
+		return 0;
+	sides += blocks_strided(&f->ins[in->arg[0]].ty, f->nranks, in->axis2); /* send: along b */
+	sides += blocks_strided(&in->ty, f->nranks, in->axis);                /* recv: along a */
+	return sides * 2 * bytes / (p->hbm_gbps * 1e3);
+}
+
 static double
 comm_us(const Profile *p, const BlockGraph *g, Blk *b, const Topo *topo)
 {
@@ -310,9 +336,10 @@ comm_us(const Profile *p, const BlockGraph *g, Blk *b, const Topo *topo)
 			return inter_us(p, CO_ALL_REDUCE, bytes / gpus, nodes);
 		return prof_comm_us(p, be, CO_ALL_GATHER, bytes / gpus, gpus);
 	}
+	double pack = in->op == OP_ALL_TO_ALL ? a2a_pack_us(p, f, in, bytes) : 0;
 	if (topo && topo->nodes > 1) /* the ring crosses the network */
-		return inter_us(p, op, bytes, nranks) + p->streamop_us;
-	return prof_comm_us(p, be, op, bytes, nranks) + p->streamop_us;
+		return inter_us(p, op, bytes, nranks) + p->streamop_us + pack;
+	return prof_comm_us(p, be, op, bytes, nranks) + p->streamop_us + pack;
 }
 
 void
