@@ -667,6 +667,15 @@ t_plan(void)
 		ch.send_stride = 32;
 		EXPECT(rt_plan_nccl(&ch, 0, 2, x, 16) == 2 && x[1].kind == XK_REDUCE && x[1].peer == 1,
 		       "strided reduce_scatter");
+		/* all_to_all, even packed: sends and receives, never ncclAlltoAll
+		 * (its first call set up what the warm-up had not) */
+		CommChunk a2a = {CO_ALL_TO_ALL, CD_F32, CR_SUM, b, b + 64, 16, 0, 0, 0, 0, 0, 0};
+		int n = rt_plan_nccl(&a2a, 1, 4, x, 16), sends = 0, kinds_ok = 1;
+		for (int i = 0; i < n; i++) {
+			sends += x[i].kind == XK_SEND;
+			kinds_ok &= x[i].kind == XK_SEND || x[i].kind == XK_RECV || x[i].kind == XK_COPY;
+		}
+		EXPECT(n == 7 && sends == 3 && kinds_ok, "packed all_to_all at P = 4: 3 sends, 3 receives, 1 copy (got %d)", n);
 	}
 	printf("plan: %d cases on simulated ranks\n", cases);
 }
