@@ -294,6 +294,8 @@ void ptx_loop_end(Ptx *p);
 void ptx_flag_wait(Ptx *p, Reg quit);  /* thread is_t0 waits for p->entry's input flag */
 void ptx_flag_raise(Ptx *p, Reg who);  /* thread `who` raises p->entry's output flag */
 void ptx_trace_stamp(Ptx *p, int which);
+int ptx_ilog2(int x);                                            /* smallest n with 2^n >= x */
+void ptx_mad_wide(Ptx *p, Reg d, Reg idx, int64_t scale, Reg base); /* d = idx * scale + base, 64-bit */
 Reg ptx_imm_f32(Ptx *p, double c);
 void ptx_expand(Ptx *p, const char *tpl, Reg d, Reg a, Reg b); /* a table's template */
 Reg ptx_convert(Ptx *p, Reg v, ValClass from, ValClass to);
@@ -324,6 +326,11 @@ typedef struct PtxMmFrag {
 	const Reg *acc;
 } PtxMmFrag;
 void ptx_mm_epilogue(Ptx *p, const PtxMatmulSpec *s, const PtxMmFrag *f);
+/* The m16n8 fragment layout's first row and column of this thread (warp
+ * (wm, wn) of tile t, lane), for the mma.sync and FFMA kernels. */
+void ptx_mm_frag_origin(Ptx *p, const PtxTile *t, Reg wm, Reg wn, Reg lane, Reg *r0, Reg *c0);
+/* A shared-memory ring's stage base r += stage, wrapping at end by ring bytes. */
+void ptx_ring_advance(Ptx *p, Reg r, int stage, Reg end, int ring);
 /* codegen/wgmma.c */
 const char *ptx_wgmma_check(const PtxMatmulSpec *s);
 void ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k);

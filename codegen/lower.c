@@ -882,10 +882,6 @@ lower_step(Low *L, int bi)
 		a2a_side(L, yd, yst, in->ty.rank, in->axis, &s->unpack);
 		s->ch.send_stride = s->pack.rows ? 0 : (size_t)s->pack.stride;
 		s->ch.recv_stride = s->unpack.rows ? 0 : (size_t)s->unpack.stride;
-		if (!s->pack.rows)
-			s->pack.stride = 0;
-		if (!s->unpack.rows)
-			s->unpack.stride = 0;
 		return true;
 	}
 	default:

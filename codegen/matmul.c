@@ -77,15 +77,6 @@ typedef struct Mm {
 
 #define R(r) ptx_rn(p, r)
 
-static int
-ilog2(int x)
-{
-	int n = 0;
-	while ((1 << n) < x)
-		n++;
-	return n;
-}
-
 static int64_t
 ceil_div(int64_t a, int64_t b)
 {
@@ -234,19 +225,6 @@ ptx_matmul_check(const PtxMatmulSpec *s)
 	return NULL;
 }
 
-/* d = idx * scale + base, 64-bit. */
-static void
-addr_mad(Ptx *p, Reg d, Reg idx, int64_t scale, Reg base)
-{
-	if (scale >= 0 && scale < ((int64_t)1 << 32)) {
-		ptx_emit(p, "mad.wide.u32 %s, %s, %lld, %s;", R(d), R(idx), (long long)scale, R(base));
-	} else {
-		Reg w = ptx_reg(p, RC_B64);
-		ptx_emit(p, "cvt.u64.u32 %s, %s;", R(w), R(idx));
-		ptx_emit(p, "mad.lo.u64 %s, %s, %lld, %s;", R(d), R(w), (long long)scale, R(base));
-	}
-}
-
 /* d = byte offset of 16-byte chunk c of row r in a tile of `pitch`-byte rows. */
 static void
 swz_emit(Ptx *p, Reg d, Reg r, Reg c, int pitch)
@@ -265,9 +243,9 @@ swz_emit(Ptx *p, Reg d, Reg r, Reg c, int pitch)
 	}
 	/* Several rows share a 128-byte line. */
 	int rpl = 128 / pitch;
-	ptx_emit(p, "shr.u32 %s, %s, %d;", R(l), R(r), ilog2(rpl));
+	ptx_emit(p, "shr.u32 %s, %s, %d;", R(l), R(r), ptx_ilog2(rpl));
 	ptx_emit(p, "and.b32 %s, %s, %d;", R(a), R(r), rpl - 1);
-	ptx_emit(p, "shl.b32 %s, %s, %d;", R(a), R(a), ilog2(pitch / 16));
+	ptx_emit(p, "shl.b32 %s, %s, %d;", R(a), R(a), ptx_ilog2(pitch / 16));
 	ptx_emit(p, "add.u32 %s, %s, %s;", R(a), R(a), R(c));
 	ptx_emit(p, "and.b32 %s, %s, 7;", R(b), R(l));
 	ptx_emit(p, "xor.b32 %s, %s, %s;", R(a), R(a), R(b));
@@ -356,16 +334,16 @@ mm_tile_setup(Mm *m)
 	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(n0), R(p->y), m->t->bn);
 	m->ga = ptx_reg(p, RC_B64);
 	m->gb = ptx_reg(p, RC_B64);
-	addr_mad(p, m->ga, p->z, s->batch_a * 2, p->tensor[0]);
+	ptx_mad_wide(p, m->ga, p->z, s->batch_a * 2, p->tensor[0]);
 	ptx_emit(p, "add.u32 %s, %s, %s;", R(t), R(m0), R(m->rowa0));
-	addr_mad(p, m->ga, t, m->lda * 2, m->ga);
+	ptx_mad_wide(p, m->ga, t, m->lda * 2, m->ga);
 	ptx_emit(p, "shl.b32 %s, %s, 4;", R(t), R(m->ca0));
-	addr_mad(p, m->ga, t, 1, m->ga);
-	addr_mad(p, m->gb, p->z, s->batch_b * 2, p->tensor[1]);
-	addr_mad(p, m->gb, m->rowb0, m->ldb * 2, m->gb);
+	ptx_mad_wide(p, m->ga, t, 1, m->ga);
+	ptx_mad_wide(p, m->gb, p->z, s->batch_b * 2, p->tensor[1]);
+	ptx_mad_wide(p, m->gb, m->rowb0, m->ldb * 2, m->gb);
 	ptx_emit(p, "shl.b32 %s, %s, 3;", R(t), R(m->cb0));
 	ptx_emit(p, "add.u32 %s, %s, %s;", R(t), R(t), R(n0));
-	addr_mad(p, m->gb, t, 2, m->gb);
+	ptx_mad_wide(p, m->gb, t, 2, m->gb);
 
 	/* Rows of A left below this thread's first row; columns of B left. */
 	m->rema = ptx_reg(p, RC_B32);
@@ -497,15 +475,20 @@ mm_copy_tile(Mm *m, bool tail, Reg ktr, int64_t ckt)
 	ptx_emit(p, "add.u64 %s, %s, %lld;", R(m->gb), R(m->gb), (long long)(m->t->bk * m->ldb * 2));
 }
 
+void
+ptx_ring_advance(Ptx *p, Reg r, int stage, Reg end, int ring)
+{
+	Reg q = ptx_reg(p, RC_PRED);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(r), R(r), stage);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(r), R(end));
+	ptx_emit(p, "@%s sub.u32 %s, %s, %d;", R(q), R(r), R(r), ring);
+}
+
 /* stage base += one stage, wrapping around the ring. */
 static void
 advance(Mm *m, Reg r)
 {
-	Ptx *p = m->p;
-	Reg q = ptx_reg(p, RC_PRED);
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(r), R(r), m->stage);
-	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(r), R(m->send));
-	ptx_emit(p, "@%s sub.u32 %s, %s, %d;", R(q), R(r), R(r), m->t->stages * m->stage);
+	ptx_ring_advance(m->p, r, m->stage, m->send, m->t->stages * m->stage);
 }
 
 /* The copy issued inside the main loop: tile m->tload if it exists. */
@@ -638,9 +621,9 @@ tensor_ptr(Ptx *p, const PtxTensor *t, Reg base, Reg z, Reg r, Reg c)
 {
 	int es = ptx_dtypes[t->dt].size;
 	Reg d = ptx_reg(p, RC_B64);
-	addr_mad(p, d, z, t->stride[0] * es, base);
-	addr_mad(p, d, r, t->stride[1] * es, d);
-	addr_mad(p, d, c, t->stride[2] * es, d);
+	ptx_mad_wide(p, d, z, t->stride[0] * es, base);
+	ptx_mad_wide(p, d, r, t->stride[1] * es, d);
+	ptx_mad_wide(p, d, c, t->stride[2] * es, d);
 	return d;
 }
 
@@ -788,28 +771,35 @@ ptx_mm_epilogue(Ptx *p, const PtxMatmulSpec *s, const PtxMmFrag *f)
 		}
 }
 
-/* This thread's first row and column of the tile. */
+void
+ptx_mm_frag_origin(Ptx *p, const PtxTile *t, Reg wm, Reg wn, Reg lane, Reg *r0, Reg *c0)
+{
+	Reg u;
+	*r0 = ptx_reg(p, RC_B32);
+	*c0 = ptx_reg(p, RC_B32);
+	u = ptx_reg(p, RC_B32);
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(*r0), R(p->x), t->bm);
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(*r0), R(wm), t->bm / t->warps_m, R(*r0));
+	ptx_emit(p, "shr.u32 %s, %s, 2;", R(u), R(lane));
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(*r0), R(*r0), R(u));
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(*c0), R(p->y), t->bn);
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(*c0), R(wn), t->bn / t->warps_n, R(*c0));
+	ptx_emit(p, "and.b32 %s, %s, 3;", R(u), R(lane));
+	ptx_emit(p, "mad.lo.u32 %s, %s, 2, %s;", R(*c0), R(u), R(*c0));
+}
+
 static void
 mm_epilogue(Mm *m)
 {
-	Ptx *p = m->p;
-	Reg r0 = ptx_reg(p, RC_B32), c0 = ptx_reg(p, RC_B32), t = ptx_reg(p, RC_B32);
 	Reg acc[MAX_MI * MAX_NJ * 4];
-	PtxMmFrag f = {.r0 = r0, .c0 = c0, .mi = m->mi, .nj = m->nj, .acc = acc};
+	PtxMmFrag f = {.mi = m->mi, .nj = m->nj, .acc = acc};
 
-	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(r0), R(p->x), m->t->bm);
-	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(r0), R(m->wm), m->wtm, R(r0));
-	ptx_emit(p, "shr.u32 %s, %s, 2;", R(t), R(m->lane));
-	ptx_emit(p, "add.u32 %s, %s, %s;", R(r0), R(r0), R(t));
-	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(c0), R(p->y), m->t->bn);
-	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(c0), R(m->wn), m->wtn, R(c0));
-	ptx_emit(p, "and.b32 %s, %s, 3;", R(t), R(m->lane));
-	ptx_emit(p, "mad.lo.u32 %s, %s, 2, %s;", R(c0), R(t), R(c0));
+	ptx_mm_frag_origin(m->p, m->t, m->wm, m->wn, m->lane, &f.r0, &f.c0);
 	for (int i = 0; i < m->mi; i++)
 		for (int j = 0; j < m->nj; j++)
 			for (int e = 0; e < 4; e++)
 				acc[(i * m->nj + j) * 4 + e] = m->acc[i][j][e];
-	ptx_mm_epilogue(p, m->s, &f);
+	ptx_mm_epilogue(m->p, m->s, &f);
 }
 
 void

@@ -384,6 +384,30 @@ ptx_loop_end(Ptx *p)
 	ptx_emit(p, "ret;");
 }
 
+/* ---- small shared pieces ---- */
+
+int
+ptx_ilog2(int x)
+{
+	int n = 0;
+	while ((1 << n) < x)
+		n++;
+	return n;
+}
+
+/* d = idx * scale + base, 64-bit; scale in bytes, any size >= 0. */
+void
+ptx_mad_wide(Ptx *p, Reg d, Reg idx, int64_t scale, Reg base)
+{
+	if (scale >= 0 && scale < ((int64_t)1 << 32)) {
+		ptx_emit(p, "mad.wide.u32 %s, %s, %lld, %s;", R(d), R(idx), (long long)scale, R(base));
+	} else {
+		Reg w = ptx_reg(p, RC_B64);
+		ptx_emit(p, "cvt.u64.u32 %s, %s;", R(w), R(idx));
+		ptx_emit(p, "mad.lo.u64 %s, %s, %lld, %s;", R(d), R(w), (long long)scale, R(base));
+	}
+}
+
 /* ---- values and programs ---- */
 
 Reg

@@ -278,13 +278,19 @@ rows_map(Rows *r)
 	col_loop_end(r, col, loop, done);
 }
 
-static int
-ilog2_exact(int x)
+/* Every tensor's pointer at this thread's row r->row. */
+static void
+row_pointers(Rows *r)
 {
-	int n = 0;
-	while ((1 << n) < x)
-		n++;
-	return n;
+	Ptx *p = r->p;
+	const PtxRowsSpec *s = r->s;
+	for (int i = 0; i < s->nin + s->nout; i++) {
+		const PtxTensor *tt = i < s->nin ? &s->in[i] : &s->out[i - s->nin];
+		Reg *rp = i < s->nin ? &r->inrow[i] : &r->outrow[i - s->nin];
+		*rp = ptx_reg(p, RC_B64);
+		ptx_emit(p, "mad.wide.u32 %s, %s, %lld, %s;", R(*rp), R(r->row),
+		         (long long)(tt->stride[0] * ptx_dtypes[tt->dt].size), R(p->tensor[i]));
+	}
 }
 
 /* Column mode: shared memory is COL_WARPS x 32 partial results, then 32
@@ -439,18 +445,12 @@ rows_col_body(Rows *r)
 	ptx_emit(p, "and.b32 %s, %s, 31;", R(r->lane), R(p->tid));
 	ptx_emit(p, "shr.u32 %s, %s, 5;", R(r->warp), R(p->tid));
 	ptx_emit(p, "and.b32 %s, %s, %d;", R(r->rin), R(r->lane), rb - 1);
-	ptx_emit(p, "shr.u32 %s, %s, %d;", R(t), R(r->lane), ilog2_exact(rb));
+	ptx_emit(p, "shr.u32 %s, %s, %d;", R(t), R(r->lane), ptx_ilog2(rb));
 	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(r->slice), R(r->warp), 32 / rb, R(t));
 	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(r->row), R(p->x), rb, R(r->rin));
 	ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(r->active), R(r->row), (long long)s->rows);
 	ptx_emit(p, "@!%s mov.u32 %s, 0;", R(r->active), R(r->row)); /* keep idle lanes' addresses in range */
-	for (int i = 0; i < s->nin + s->nout; i++) {
-		const PtxTensor *tt = i < s->nin ? &s->in[i] : &s->out[i - s->nin];
-		Reg *rp = i < s->nin ? &r->inrow[i] : &r->outrow[i - s->nin];
-		*rp = ptx_reg(p, RC_B64);
-		ptx_emit(p, "mad.wide.u32 %s, %s, %lld, %s;", R(*rp), R(r->row),
-		         (long long)(tt->stride[0] * ptx_dtypes[tt->dt].size), R(p->tensor[i]));
-	}
+	row_pointers(r);
 	for (int k = 0; k < s->nstage; k++)
 		rows_col_stage(r, k);
 	if (s->map.nout)
@@ -477,13 +477,7 @@ rows_body(Rows *r)
 	ptx_place(p, loop);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(r->row), R(end));
 	ptx_emit(p, "@%s bra $L%d;", R(q), done);
-	for (int i = 0; i < s->nin + s->nout; i++) {
-		const PtxTensor *tt = i < s->nin ? &s->in[i] : &s->out[i - s->nin];
-		Reg *rp = i < s->nin ? &r->inrow[i] : &r->outrow[i - s->nin];
-		*rp = ptx_reg(p, RC_B64);
-		ptx_emit(p, "mad.wide.u32 %s, %s, %lld, %s;", R(*rp), R(r->row),
-		         (long long)(tt->stride[0] * ptx_dtypes[tt->dt].size), R(p->tensor[i]));
-	}
+	row_pointers(r);
 	for (int k = 0; k < s->nstage; k++)
 		rows_stage(r, k);
 	if (s->map.nout)

@@ -95,19 +95,6 @@ simt_setup(Simt *m, Ptx *p, const PtxMatmulSpec *s)
 	m->nkt = (s->k + t->bk - 1) / t->bk;
 }
 
-/* d = idx * scale + base, 64-bit (scale in bytes, any size). */
-static void
-wide_mad(Ptx *p, Reg d, Reg idx, int64_t scale, Reg base)
-{
-	if (scale < ((int64_t)1 << 32)) {
-		ptx_emit(p, "mad.wide.u32 %s, %s, %lld, %s;", R(d), R(idx), (long long)scale, R(base));
-		return;
-	}
-	Reg w = ptx_reg(p, RC_B64);
-	ptx_emit(p, "cvt.u64.u32 %s, %s;", R(w), R(idx));
-	ptx_emit(p, "mad.lo.u64 %s, %s, %lld, %s;", R(d), R(w), (long long)scale, R(base));
-}
-
 /* d = where index x of a tile goes in shared memory: within its warp
  * tile of w, x = 8 g + c goes to (c / pair) * stride + g * pair + c % pair.
  * Rows of A: pair 1, stride 2 mi; columns of B: pair 2, stride 2 nj. */
@@ -206,16 +193,16 @@ simt_tile_setup(Simt *m)
 	m->remn = ptx_reg(p, RC_B32);
 	m->kla = ptx_reg(p, RC_B32);
 	m->klb = ptx_reg(p, RC_B32);
-	wide_mad(p, m->ga, p->z, s->batch_a * 4, p->tensor[0]);
+	ptx_mad_wide(p, m->ga, p->z, s->batch_a * 4, p->tensor[0]);
 	ptx_emit(p, "add.u32 %s, %s, %s;", R(u), R(m0), R(m->rowa));
 	ptx_emit(p, "sub.s32 %s, %lld, %s;", R(m->rema), (long long)s->m, R(u));
-	wide_mad(p, m->ga, u, m->lda * 4, m->ga);
-	wide_mad(p, m->ga, m->ka, 4, m->ga);
-	wide_mad(p, m->gb, p->z, s->batch_b * 4, p->tensor[1]);
-	wide_mad(p, m->gb, m->kb, m->ldb * 4, m->gb);
+	ptx_mad_wide(p, m->ga, u, m->lda * 4, m->ga);
+	ptx_mad_wide(p, m->ga, m->ka, 4, m->ga);
+	ptx_mad_wide(p, m->gb, p->z, s->batch_b * 4, p->tensor[1]);
+	ptx_mad_wide(p, m->gb, m->kb, m->ldb * 4, m->gb);
 	ptx_emit(p, "add.u32 %s, %s, %s;", R(u), R(n0), R(m->colb));
 	ptx_emit(p, "sub.s32 %s, %lld, %s;", R(m->remn), (long long)s->n, R(u));
-	wide_mad(p, m->gb, u, 4, m->gb);
+	ptx_mad_wide(p, m->gb, u, 4, m->gb);
 	ptx_emit(p, "sub.s32 %s, %lld, %s;", R(m->kla), (long long)s->k, R(m->ka));
 	ptx_emit(p, "sub.s32 %s, %lld, %s;", R(m->klb), (long long)s->k, R(m->kb));
 	for (int i = 0; i < m->mi; i++)
@@ -259,11 +246,7 @@ simt_copy_tile(Simt *m)
 static void
 simt_advance(Simt *m, Reg r)
 {
-	Ptx *p = m->p;
-	Reg q = ptx_reg(p, RC_PRED);
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(r), R(r), m->stage);
-	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(r), R(m->send));
-	ptx_emit(p, "@%s sub.u32 %s, %s, %d;", R(q), R(r), R(r), m->t->stages * m->stage);
+	ptx_ring_advance(m->p, r, m->stage, m->send, m->t->stages * m->stage);
 }
 
 /* One k tile of FFMA from the stage at rs: per k step the thread's 2 mi
@@ -343,24 +326,15 @@ simt_mainloop(Simt *m)
 static void
 simt_epilogue(Simt *m)
 {
-	Ptx *p = m->p;
-	Reg r0 = ptx_reg(p, RC_B32), c0 = ptx_reg(p, RC_B32), u = ptx_reg(p, RC_B32);
 	Reg acc[SIMT_MAX_MI * SIMT_MAX_NJ * 4];
-	PtxMmFrag f = {.r0 = r0, .c0 = c0, .mi = m->mi, .nj = m->nj, .acc = acc};
+	PtxMmFrag f = {.mi = m->mi, .nj = m->nj, .acc = acc};
 
-	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(r0), R(p->x), m->t->bm);
-	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(r0), R(m->wm), m->wtm, R(r0));
-	ptx_emit(p, "shr.u32 %s, %s, 2;", R(u), R(m->lane));
-	ptx_emit(p, "add.u32 %s, %s, %s;", R(r0), R(r0), R(u));
-	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(c0), R(p->y), m->t->bn);
-	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(c0), R(m->wn), m->wtn, R(c0));
-	ptx_emit(p, "and.b32 %s, %s, 3;", R(u), R(m->lane));
-	ptx_emit(p, "mad.lo.u32 %s, %s, 2, %s;", R(c0), R(u), R(c0));
+	ptx_mm_frag_origin(m->p, m->t, m->wm, m->wn, m->lane, &f.r0, &f.c0);
 	for (int i = 0; i < m->mi; i++)
 		for (int j = 0; j < m->nj; j++)
 			for (int e = 0; e < 4; e++)
 				acc[(i * m->nj + j) * 4 + e] = m->acc[i][j][e];
-	ptx_mm_epilogue(p, m->s, &f);
+	ptx_mm_epilogue(m->p, m->s, &f);
 }
 
 void

@@ -108,7 +108,6 @@ typedef enum RtXferKind {
 	XK_ALL_REDUCE,     /* ncclAllReduce(src, dst, count) */
 	XK_REDUCE_SCATTER, /* ncclReduceScatter(src, dst, count) */
 	XK_ALL_GATHER,     /* ncclAllGather(src, dst, count) */
-	XK_ALL_TO_ALL,     /* ncclAlltoAll(src, dst, count) */
 	XK_REDUCE,         /* ncclReduce(src, dst, count, root = peer) */
 	XK_SEND,           /* ncclSend(src, count, peer) */
 	XK_RECV,           /* ncclRecv(dst, count, peer) */

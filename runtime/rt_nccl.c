@@ -40,8 +40,6 @@ issue(syn_ctx *c, const RtXfer *x, const CommChunk *ch, CUstream s, int *cuerr)
 		return ncclReduceScatter(x->src, x->dst, x->count, dt, red, c->comm, s);
 	case XK_ALL_GATHER:
 		return ncclAllGather(x->src, x->dst, x->count, dt, c->comm, s);
-	case XK_ALL_TO_ALL:
-		return ncclAlltoAll(x->src, x->dst, x->count, dt, c->comm, s);
 	case XK_REDUCE:
 		return ncclReduce(x->src, x->dst, x->count, dt, red, x->peer, c->comm, s);
 	case XK_SEND:

@@ -528,12 +528,6 @@ sim_nccl(int P)
 				for (int q = 0; q < P; q++)
 					memcpy(dst + (size_t)q * x->count, sim[q].x[i].src, x->count * 4);
 				break;
-			case XK_ALL_TO_ALL:
-				for (int q = 0; q < P; q++)
-					memcpy(dst + (size_t)q * x->count,
-					       (const float *)(const void *)sim[q].x[i].src + (size_t)r * x->count,
-					       x->count * 4);
-				break;
 			}
 		}
 	return 0;
