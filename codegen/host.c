@@ -221,6 +221,23 @@ uses_sm_comm(const Lowered *lo)
 	return false;
 }
 
+/* Beside copy-engine collectives only, the kernel leaves the profile's
+ * `commsms ce` SMs (at least one).  The driver's peer copies run on SMs:
+ * given every SM, qkv_AG's waiting matmul timed out at its first call with
+ * its all_gather never done; with 1, 2, 8 and 16 SMs left it took 2.31,
+ * 1.47, 1.07 and 1.13 ms (2xH200, 2026-11-30,
+ * bench/results/2026-11-30-gpu-check-2xH200-c.md). */
+static void
+emit_ce_share(Buf *o, const Lowered *lo)
+{
+	int leave = lo->p->sms - lo->p->compute_sms;
+	if (leave < 1)
+		leave = 1;
+	buf_printf(o, "\t\tif (syn_sms(ctx) > %d) /* the SMs the copies need */\n", leave);
+	buf_printf(o, "\t\t\tgrid[0] = grid[0] / (unsigned)(syn_sms(ctx) - syn_free_sms(ctx)) * (unsigned)(syn_sms(ctx) - %d);\n",
+	           leave);
+}
+
 /* Flags of op `op` start at `base` in the context's flag array. */
 static void
 emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
@@ -304,13 +321,15 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 			buf_printf(o, ", &tm%d", m);
 		buf_printf(o, "};\n\t\tunsigned grid[3] = {1, 1, 1}, block[3] = {%d, 1, 1};\n", kn->k.threads);
 		buf_printf(o, "\t\tif ((r = syn_grid_persistent(ctx, st->k[%d], %d, %d, &grid[0])))\n\t\t\treturn r;\n", k, kn->k.threads, kn->k.smem);
+		/* syn_grid_persistent leaves the context's free SMs; a plan where no
+		 * collective runs beside a kernel, and no kernel waits for one, takes
+		 * them all (blocks per SM x every SM) */
+		if (!lo->p->share_sms)
+			buf_printf(o, "\t\tgrid[0] = grid[0] / (unsigned)(syn_sms(ctx) - syn_free_sms(ctx)) * (unsigned)syn_sms(ctx);\n");
+		else if (!uses_sm_comm(lo))
+			emit_ce_share(o, lo);
 		/* with NCCL running beside the kernel, one CTA per SM left to compute:
 		 * a second CTA per SM would take the SMs NCCL's CTAs need */
-		/* syn_grid_persistent leaves the context's free SMs; a plan where no
-		 * collective on SMs runs beside a kernel, and no kernel waits for one,
-		 * takes them all (blocks per SM x every SM): copy engines need none */
-		if (!lo->p->share_sms || !uses_sm_comm(lo))
-			buf_printf(o, "\t\tgrid[0] = grid[0] / (unsigned)(syn_sms(ctx) - syn_free_sms(ctx)) * (unsigned)syn_sms(ctx);\n");
 		if (uses_sm_comm(lo) && lo->p->share_sms) {
 			buf_printf(o, "\t\tif (grid[0] > (unsigned)(syn_sms(ctx) - syn_free_sms(ctx)))\n\t\t\tgrid[0] = (unsigned)(syn_sms(ctx) - syn_free_sms(ctx));\n");
 			/* the plan's own share: the SMs it left the comm backend */

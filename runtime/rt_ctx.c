@@ -434,6 +434,23 @@ module_for(syn_ctx *c, const syn_image *img)
 	return &v[c->nmods++];
 }
 
+/* The context's per-thread local memory grown now, while the op is being
+ * set up, to what this kernel needs: grown at a launch instead, the driver
+ * waits for the device to go idle first, and beside a kernel spinning for
+ * a collective that is a hang (process_defaults). */
+static int
+reserve_stack(syn_ctx *c, CUfunction f, const char *entry)
+{
+	int local = 0;
+	size_t have = 0;
+	char what[96];
+	if (cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f) != CUDA_SUCCESS || local <= 0 ||
+	    cuCtxGetLimit(&have, CU_LIMIT_STACK_SIZE) != CUDA_SUCCESS || (size_t)local <= have)
+		return SYN_OK;
+	rt_fmt(what, sizeof what, "cuCtxSetLimit(STACK_SIZE, %d) for kernel %s", local, entry);
+	return rt_cu(c, cuCtxSetLimit(CU_LIMIT_STACK_SIZE, (size_t)local), what);
+}
+
 int
 syn_kernel_get(syn_ctx *c, const syn_image *img, const char *entry, syn_kernel **out)
 {
@@ -453,6 +470,8 @@ syn_kernel_get(syn_ctx *c, const syn_image *img, const char *entry, syn_kernel *
 		}
 	if (cuModuleGetFunction(&f, m->mod, entry) != CUDA_SUCCESS)
 		return rt_seterr(c, SYN_EARG, "rank %d: module %s has no kernel '%s'", c->rank, img->name, entry);
+	if ((r = reserve_stack(c, f, entry)))
+		return r;
 	k = calloc(1, sizeof *k);
 	v = realloc(m->k, sizeof *v * (size_t)(m->nk + 1));
 	if (!k || !v) {
@@ -658,12 +677,19 @@ ctx_finish(syn_ctx *c)
  * connects channels, with allocations and synchronisations on NCCL's own
  * short-lived streams, and with 8 hardware queues those land behind our
  * stream waits.  So: more hardware queues, and rings and trees connected at
- * init (a user's own setting of either wins). */
+ * init.  And a kernel that needs more local memory per thread than the
+ * context has reserved makes its launch wait for the whole device to go
+ * idle: an NCCL send/recv kernel launched beside a kernel spinning for its
+ * data stopped inside cuLaunchKernelEx until the spinner timed out (2xH200,
+ * 2026-11-30, cuda-gdb stacks).  NCCL_SET_STACK_SIZE=1 has NCCL reserve its
+ * kernels' largest frame at init; reserve_stack() does the same for ours.
+ * A user's own setting of any of these wins. */
 static void
 process_defaults(void)
 {
 	setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
 	setenv("NCCL_RUNTIME_CONNECT", "0", 0);
+	setenv("NCCL_SET_STACK_SIZE", "1", 0);
 }
 
 /* A tiny all_reduce and a send and a receive with every peer, waited for:

@@ -87,11 +87,9 @@ rt_plan_nccl(const CommChunk *ch, int rank, int nranks, RtXfer *x, int cap)
 			return add(x, &n, cap, XK_ALL_GATHER, 0, ch->send, ch->recv, ch->count) ? -1 : n;
 		return exchange(ch, rank, nranks, 0, x, cap);
 	case CO_ALL_TO_ALL:
-		/* always the group of sends and receives, over the p2p channels
-		 * the context's warm-up connected: a first ncclAlltoAll next to a
-		 * persistent kernel never finished enqueueing on 2xH200, and with
-		 * one in the warm-up the benchmark's copy-engine all_gathers at
-		 * M = 8192 timed out (bench/results/2026-11-30-gpu-check-2xH200-b.md) */
+		/* always the group of sends and receives (what ncclAlltoAll does
+		 * inside), over the p2p channels the context's warm-up connected;
+		 * one form whether or not the blocks are packed */
 		return exchange(ch, rank, nranks, 1, x, cap);
 	case CO_SHIFT:
 		if (add(x, &n, cap, XK_SEND, dst, ch->send, NULL, ch->count) ||

@@ -165,6 +165,7 @@ struct Plan {
 	double crit;         /* critical path length */
 	double peak_extra;   /* bytes in flight beyond the serial plan's peak */
 	bool is_serial;
+	int sms;             /* the profile's SMs */
 	int compute_sms;     /* SMs the compute kernels may occupy */
 	bool share_sms;      /* a collective runs beside a compute kernel: the
 	                        kernels leave the backend its SMs (compute_sms) */

@@ -248,7 +248,7 @@ finish_plan(Plan *p, const Func *f, const SchedOpts *o, NodeChoice *ch, bool ser
 	for (int i = 0; i < p->g->n; i++)
 		if (p->g->b[i].tlevel + p->g->b[i].blevel > p->crit)
 			p->crit = p->g->b[i].tlevel + p->g->b[i].blevel;
-	p->compute_sms = o->prof->sms;
+	p->sms = p->compute_sms = o->prof->sms;
 	p->share_sms = !serial || sched_comm_feeds_compute(p->g);
 	if (!p->share_sms)
 		return; /* nothing computes while a collective runs, nothing spins for one */

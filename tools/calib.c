@@ -472,7 +472,7 @@ cal_profile(const CalSamples *c, const Profile *basep, Buf *out, char *err, size
 		if (c->commsms[be] >= 0)
 			buf_printf(out, "commsms   %s %-7d # %s\n", sched_backend_names[be], c->commsms[be],
 			           be == BE_NCCL ? "libsyncrt's setting: SMs kept free for NCCL (SYNC_FREE_SMS, by default its maxCTAs)"
-			                         : "copy engines use no SMs");
+			                         : "SMs a kernel leaves the copy engine's copies beside it");
 		else
 			buf_printf(out, "commsms   %s %-7d # carried from %s\n", sched_backend_names[be], base.comm_sms[be], base.name);
 	buf_printf(out, "inter     %g %g       # carried from %s: one node cannot measure the network between nodes\n",

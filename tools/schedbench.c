@@ -98,7 +98,7 @@ bench_time(int n)
 		p.g = g;
 		sched_list(g, &p, &prof, false);
 		sched_assign_flags(&p);
-		p.compute_sms = 132;
+		p.sms = p.compute_sms = 132;
 		if (!sched_check_flags(&p, &prof, why, sizeof why))
 			die("a random plan failed the flag check: %s", why);
 		t[r] = now_ms() - t0;

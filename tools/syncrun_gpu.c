@@ -898,7 +898,7 @@ calibrate(Driver *d, const Ranks *rk, const char *dir, const char *prefix)
 	bool measured;
 	int r = EXIT_INPUT;
 	cs.commsms[BE_NCCL] = syn_free_sms(rk->cs[0]);
-	cs.commsms[BE_CE] = 0;
+	cs.commsms[BE_CE] = -1; /* not measured: the base profile's share, carried */
 	snprintf(cs.name, sizeof cs.name, "calibrated");
 	snprintf(cs.base, sizeof cs.base, "%s", d->profile ? d->profile : "h200-nvlink");
 	gpu_list(d, rk->P, gl, sizeof gl);

@@ -15,10 +15,12 @@ from . import build, signature
 
 __all__ = ["load", "Module", "SynccError", "CompileError", "ArgumentError", "RuntimeFailure"]
 
-# libsyncrt wants 32 hardware queues (runtime/README.md); the setting only
-# counts if it is there before the process's CUDA context is made, which
-# torch makes, so it is set here, at import.
+# libsyncrt wants 32 hardware queues and NCCL's kernel stacks reserved at
+# init (runtime/README.md); the settings only count if they are there before
+# the process's CUDA context is made and NCCL first reads its settings, both
+# of which torch may do first, so they are set here, at import.
 os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", "32")
+os.environ.setdefault("NCCL_SET_STACK_SIZE", "1")
 
 
 def _preload():
