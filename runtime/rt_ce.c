@@ -1,7 +1,10 @@
 /* runtime/rt_ce.c -- the `ce` backend: all_gather, all_to_all and shift by
- * the copy engine over peer access, no SMs used.  Each rank pushes its
- * blocks into the peers' recv (the same offset of the same symmetric
- * allocation there), between two flag handshakes on the comm stream:
+ * driver copies over peer access.  They need SMs after all: on 2xH200 they
+ * did not finish while a kernel held every SM, and slowed with fewer than 8
+ * left, so kernels beside them leave some (codegen/host.c, emit_ce_share).
+ * Each rank pushes its blocks into the peers' recv (the same offset of the
+ * same symmetric allocation there), between two flag handshakes on the
+ * comm stream:
  *
  *   1. tell each rank that writes into me that I have arrived (my recv is
  *      free: my comm lane has passed everything before this chunk);
