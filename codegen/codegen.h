@@ -220,6 +220,9 @@ int ptx_matmul_default_tile(const PtxMatmulSpec *s); /* the tile to use when non
 /* Fills all tiles (when out is not NULL) in grouped order: `group` tile rows
  * at a time, column by column, for L2 reuse; returns the number of tiles. */
 int64_t ptx_matmul_blocks(const PtxMatmulSpec *s, int group, PtxBlock *out);
+/* A matmul kernel's description (name, block, shared memory, tensors,
+ * blocks), for the three matmul emitters; tensor maps are the caller's. */
+void ptx_matmul_kernel(PtxKernel *k, const PtxMatmulSpec *s, int threads, int smem);
 
 /* codegen/ew.c */
 const char *ptx_ew_check(const PtxEwSpec *s);

@@ -847,9 +847,15 @@ ptx_emit_matmul(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 	ptx_loop_end(p);
 	ptx_kernel_end(p);
 	*k = (PtxKernel){0}; /* no tensor maps, whatever the caller left */
+	ptx_matmul_kernel(k, s, m.nt, m.t->stages * m.stage);
+}
+
+void
+ptx_matmul_kernel(PtxKernel *k, const PtxMatmulSpec *s, int threads, int smem)
+{
 	snprintf(k->name, sizeof k->name, "%s", s->name);
-	k->threads = m.nt;
-	k->smem = m.t->stages * m.stage;
+	k->threads = threads;
+	k->smem = smem;
 	k->ntensors = 2 + s->nin + s->nout;
 	k->nblocks = ptx_matmul_blocks(s, 0, NULL);
 }

@@ -19,7 +19,6 @@
  * per k, 2 mi / 4 + nj / 2 ld.shared.v4 feed 8 mi nj FFMA. */
 #include "codegen.h"
 
-#include <stdio.h>
 
 enum { SIMT_PAD = 4, SIMT_MAX_MI = 4, SIMT_MAX_NJ = 4, SIMT_MAX_COPIES = 8 };
 
@@ -360,10 +359,6 @@ ptx_emit_simt(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 	simt_epilogue(&m);
 	ptx_loop_end(p);
 	ptx_kernel_end(p);
-	*k = (PtxKernel){0};
-	snprintf(k->name, sizeof k->name, "%s", s->name);
-	k->threads = m.nt;
-	k->smem = m.t->stages * m.stage;
-	k->ntensors = 2 + s->nin + s->nout;
-	k->nblocks = ptx_matmul_blocks(s, 0, NULL);
+	*k = (PtxKernel){0}; /* no tensor maps, whatever the caller left */
+	ptx_matmul_kernel(k, s, m.nt, m.t->stages * m.stage);
 }

@@ -42,7 +42,6 @@
  * theirs: review of 2026-11-30). */
 #include "codegen.h"
 
-#include <stdio.h>
 #include <string.h>
 
 enum {
@@ -541,9 +540,5 @@ ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 	ptx_emit(p, "setmaxnreg.inc.sync.aligned.u32 %d;", WG_CONSUMER_REGS);
 	wg_consumer(&w, stage, phase);
 	ptx_kernel_end(p);
-	snprintf(k->name, sizeof k->name, "%s", s->name);
-	k->threads = WG_THREADS * (1 + w.nwg);
-	k->smem = wg_smem(&w);
-	k->ntensors = 2 + s->nin + s->nout;
-	k->nblocks = ptx_matmul_blocks(s, 0, NULL);
+	ptx_matmul_kernel(k, s, WG_THREADS * (1 + w.nwg), wg_smem(&w));
 }
