@@ -16,6 +16,7 @@ enum {
 	PTX_MAX_TENSORS = 8, /* inputs, or outputs, of one kernel */
 	PTX_MAX_INS = 64,    /* instructions of one elementwise program */
 	PTX_MAX_STAGES = 4,  /* reductions chained in one row kernel */
+	PTX_ROWS_CTA_LEN = 2048, /* rows this long get a CTA each (codegen/rows.c) */
 	PTX_MAX_DIMS = 8,    /* dims of an elementwise iteration space (LIM_RANK) */
 	PTX_NPARAM = 7,      /* parameters every kernel has before its tensors */
 };
@@ -305,6 +306,8 @@ Reg ptx_convert(Ptx *p, Reg v, ValClass from, ValClass to);
 Reg ptx_load_val(Ptx *p, DType dt, Reg addr, const char *space);
 void ptx_store_val(Ptx *p, DType dt, Reg addr, Reg v, ValClass vc);
 void ptx_load_vec(Ptx *p, DType dt, Reg addr, int64_t cs, int v, Reg *val);
+int ptx_load_words(Ptx *p, DType dt, Reg addr, int v, Reg *w);  /* a vector load, raw words */
+void ptx_unpack_word(Ptx *p, DType dt, Reg w, Reg *val);          /* a word as 1 or 2 values */
 void ptx_store_vec(Ptx *p, DType dt, Reg addr, int v, const Reg *val);
 
 /* Programs in PTX: the caller loads the leaves the program uses into
@@ -315,6 +318,8 @@ typedef struct PtxEnv {
 	Reg acc;
 	ValClass acc_vc;
 	Reg stage[PTX_MAX_STAGES];
+	Reg stage_rcp[PTX_MAX_STAGES]; /* 1 / stage[k] where the caller made it once (0: not made):
+	                                  x / stage k is then x times it */
 } PtxEnv;
 void ptx_prog_classes(const PtxEwProg *g, const ValClass *in_vc, ValClass acc_vc, ValClass *vc);
 void ptx_prog_emit(Ptx *p, const PtxEwProg *g, const PtxEnv *env, Reg *val, ValClass *vc);

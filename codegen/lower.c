@@ -611,114 +611,303 @@ lower_shape(Low *L, Val a, const int *bl, int nb)
 	}
 }
 
+/* ---- row groups: a reduction with the work before and after it ----
+ * (ir/fuse.c).  Stage k's pre program computes the value reduced, per
+ * element; its post program the per-row work that follows, up to the
+ * stage's result; the map every stored per-element member.  A member read
+ * in several programs is computed in each (values before a reduction are
+ * recomputed, never stored). */
+
+typedef struct RowLow {
+	Low *L;
+	Val a;
+	const RowGroup *rg;
+	const int *stage_of;
+	Val in[PTX_MAX_TENSORS]; /* the kernel's inputs, in order */
+	int nin;
+	PtxEwProg *g;            /* the program being built */
+	int *at;                 /* value -> its instruction in g, -1 */
+	int post;                /* g is stage `post`'s post program, else -1 */
+} RowLow;
+
+static int
+rl_ins(RowLow *r, PtxIns x)
+{
+	if (r->g->nins == PTX_MAX_INS)
+		return refuse(r->L, "a fused row kernel of %s needs more than %d instructions", sym_str(r->L->f->name),
+		              PTX_MAX_INS), -1;
+	r->g->ins[r->g->nins] = x;
+	return r->g->nins++;
+}
+
+static int
+rl_input(RowLow *r, Val u)
+{
+	for (int i = 0; i < r->nin; i++)
+		if (r->in[i] == u)
+			return rl_ins(r, (PtxIns){OP_PARAM, i, 0, 0, DT_F32});
+	return refuse(r->L, "row group %%%d reads %%%d, which is not among its inputs", r->a, u), -1;
+}
+
+/* Value v in the program being built. */
+static int
+rl_value(RowLow *r, Val v)
+{
+	const Func *f = r->L->f;
+	const Ins *in = &f->ins[v];
+	int k = in->group == r->a ? r->stage_of[v] : -1, x;
+	if (r->at[v] >= 0 || r->L->failed)
+		return r->at[v];
+	if (in->op == OP_CONST)
+		return r->at[v] = rl_ins(r, (PtxIns){OP_CONST, 0, 0, in->c, in->ty.dt == DT_I32 ? DT_I32 : DT_F32});
+	if (in->group != r->a)
+		return r->at[v] = rl_input(r, v);
+	if (k >= 0 && k != r->post && r->rg->res[k] == v) /* a finished stage */
+		return r->at[v] = rl_ins(r, (PtxIns){PTX_OP_STAGE, k, 0, 0, DT_F32});
+	if (ir_ops[in->op].cls == OC_REDUCE) {
+		int acc = rl_ins(r, (PtxIns){PTX_OP_ACC, 0, 0, 0, DT_F32}), c;
+		if (k != r->post)
+			return refuse(r->L, "row group %%%d reads reduction %%%d before it is done", r->a, v), -1;
+		if (in->op != OP_MEAN)
+			return r->at[v] = acc;
+		/* the global length: the rows kernel sums */
+		c = rl_ins(r, (PtxIns){OP_CONST, 0, 0, 1.0 / (double)f->ins[in->arg[0]].ty.dim[in->axis], DT_F32});
+		return r->at[v] = rl_ins(r, (PtxIns){OP_MUL, acc, c, 0, DT_F32});
+	}
+	if (in->op == OP_BROADCAST)
+		return r->at[v] = rl_value(r, in->arg[0]);
+	{
+		PtxIns p = {in->op, -1, -1, 0, in->ty.dt};
+		if (in->narg > 0)
+			p.a = rl_value(r, in->arg[0]);
+		if (in->narg > 1)
+			p.b = rl_value(r, in->arg[1]);
+		if (r->L->failed)
+			return -1;
+		x = rl_ins(r, p);
+	}
+	/* a stored 16-bit member is rounded before later members read it, as
+	 * the simulator stores it */
+	if (!in->internal && in->op != OP_CAST && (in->ty.dt == DT_BF16 || in->ty.dt == DT_F16))
+		x = rl_ins(r, (PtxIns){OP_CAST, x, -1, 0, in->ty.dt});
+	return r->at[v] = x;
+}
+
+/* Starts program g (post: the stage whose post program it is, or -1). */
+static void
+rl_begin(RowLow *r, PtxEwProg *g, int post)
+{
+	memset(g, 0, sizeof *g);
+	r->g = g;
+	r->post = post;
+	for (Val v = 0; v < r->L->f->nins; v++)
+		r->at[v] = -1;
+}
+
+/* The kernel's inputs: a tensor with whole rows first (it tells the rows
+ * kernel how rows lie), then the others in the order members read them. */
+static bool
+rl_inputs(RowLow *r, PtxRowsSpec *s)
+{
+	const Func *f = r->L->f;
+	int R = f->ins[r->rg->space].ty.rank, first = -1;
+	for (Val m = r->a; m < f->nins; m++)
+		for (int i = 0; f->ins[m].group == r->a && i < f->ins[m].narg; i++) {
+			Val u = f->ins[m].arg[i];
+			bool seen = f->ins[u].group == r->a || f->ins[u].op == OP_CONST;
+			for (int j = 0; j < r->nin && !seen; j++)
+				seen = r->in[j] == u;
+			if (seen)
+				continue;
+			if (r->nin == PTX_MAX_TENSORS)
+				return refuse(r->L, "row group %%%d reads more than %d tensors", r->a, PTX_MAX_TENSORS);
+			if (!ir_row_strides(f, r->rg, u, s->in[r->nin].stride))
+				return refuse(r->L, "row group %%%d reads %%%d in a layout its rows cannot index", r->a, u);
+			s->in[r->nin].dt = f->ins[u].ty.dt;
+			if (first < 0 && (r->rg->axis == R - 1 ? s->in[r->nin].stride[1] == 1 && s->in[r->nin].stride[0] > 0
+			                                       : s->in[r->nin].stride[0] == 1 && s->in[r->nin].stride[1] > 1))
+				first = r->nin;
+			r->in[r->nin++] = u;
+		}
+	if (first < 0)
+		return refuse(r->L, "row group %%%d reads no whole rows", r->a);
+	if (first > 0) { /* whole rows to the front */
+		PtxTensor t = s->in[first];
+		Val u = r->in[first];
+		memmove(&s->in[1], &s->in[0], (size_t)first * sizeof s->in[0]);
+		memmove(&r->in[1], &r->in[0], (size_t)first * sizeof r->in[0]);
+		s->in[0] = t;
+		r->in[0] = u;
+	}
+	s->nin = r->nin;
+	return true;
+}
+
+/* The stored members as output tensors (in value order, as prog_end
+ * passes them) and the programs that compute them. */
+static bool
+rl_programs(RowLow *r, PtxRowsSpec *s)
+{
+	const Func *f = r->L->f;
+	for (int k = 0; k < r->rg->nstage; k++) {
+		PtxRowStage *st = &s->stage[s->nstage++];
+		const Ins *rd = &f->ins[r->rg->stage[k]];
+		st->red = rd->op == OP_MEAN ? OP_SUM : rd->op;
+		st->out = -1;
+		rl_begin(r, &st->pre, -1);
+		st->pre.out[st->pre.nout++] = (PtxOut){rl_value(r, rd->arg[0]), 0};
+		if (st->pre.nins == 1 && st->pre.ins[0].op == OP_PARAM && st->pre.ins[0].a == 0)
+			st->pre.nins = st->pre.nout = 0; /* reduces in[0] */
+		rl_begin(r, &st->post, k);
+		st->post.out[st->post.nout++] = (PtxOut){rl_value(r, r->rg->res[k]), 0};
+		if (st->post.nins == 1 && st->post.ins[0].op == PTX_OP_ACC)
+			st->post.nins = st->post.nout = 0; /* the reduction itself */
+	}
+	rl_begin(r, &s->map, -1);
+	for (Val m = r->a; m < f->nins && !r->L->failed; m++) {
+		const Ins *in = &f->ins[m];
+		int k = r->stage_of[m];
+		if (in->group != r->a || in->internal)
+			continue;
+		if (s->nout == PTX_MAX_TENSORS)
+			return refuse(r->L, "row group %%%d stores more than %d tensors", r->a, PTX_MAX_TENSORS);
+		s->out[s->nout].dt = in->ty.dt;
+		if (k >= 0) { /* per row: the stage's result, stored by the stage */
+			if (r->rg->res[k] != m)
+				return refuse(r->L, "row group %%%d stores %%%d, which is not a stage's result", r->a, m);
+			s->stage[k].out = s->nout;
+			s->out[s->nout].stride[0] = 1;
+			s->out[s->nout].stride[1] = 0;
+		} else {
+			ir_row_strides(f, r->rg, m, s->out[s->nout].stride);
+			s->map.out[s->map.nout++] = (PtxOut){rl_value(r, m), s->nout};
+		}
+		s->nout++;
+	}
+	if (!s->map.nout)
+		s->map.nins = 0;
+	return !r->L->failed;
+}
+
+/* Block-list entries of a row kernel: the rows of every band, `rb` a
+ * block (bands cut the dim rows are laid out by, so each is one run). */
+static void
+row_entries(Low *L, LKernel *k, const RowGroup *rg, const int *bl, int nb, int rb, int *n, int64_t *gcd_out)
+{
+	const Func *f = L->f;
+	const Type *ts = &f->ins[rg->space].ty;
+	int64_t g = 0, sd[LIM_RANK];
+	ty_local_shape(ts, L->P, sd);
+	for (int i = 0; i < nb; i++) {
+		const Blk *b = &L->g->b[bl[i]];
+		PtxBlock proto = {0};
+		int before = n[0];
+		band_flags(L, bl[i], &proto);
+		for (int r = 0; r < L->P; r++) {
+			Box abs[2 * MAXBOX];
+			int nbox = blk_abs_boxes(f, &b->out[0], r, abs);
+			for (int q = 0; q < nbox; q++) {
+				Box sb = blk_space_box(f, rg->space, b->out[0].v, &abs[q]);
+				int64_t lo = 0, len = 1, mult = 1;
+				for (int d = ts->rank - 1; d >= 0; d--)
+					if (d != rg->axis) {
+						lo += sb.lo[d] * mult;
+						len *= sb.hi[d] - sb.lo[d];
+						mult *= sd[d];
+					}
+				if (gcd_out) {
+					g = gcd(g, lo);
+					continue;
+				}
+				for (int64_t x = lo / rb; x * rb < lo + len; x++) {
+					PtxBlock e = proto;
+					e.x = (uint32_t)x;
+					append(k, r, n, &e);
+				}
+			}
+		}
+		L->entries[bl[i]] = n[0] - before;
+	}
+	if (gcd_out)
+		*gcd_out = g;
+}
+
+/* Rows per block-list entry: a divisor of every band's first row; strided
+ * rows (a first-dim reduction) 32, 16 or 8, fewer where that leaves under
+ * 256 blocks, a power of two; else up to 8. */
+static int
+rows_per_block(const PtxRowsSpec *s, int64_t g)
+{
+	int rb;
+	g = gcd(g, s->rows);
+	if (s->in[0].stride[1] > 1 && s->in[0].stride[0] == 1) {
+		rb = 32;
+		while (rb > 8 && s->rows / rb < 256)
+			rb /= 2;
+		while (rb > 1 && g % rb)
+			rb /= 2;
+		return rb;
+	}
+	/* a CTA per row: entries of one row until there are 2048 of them, so
+	 * every CTA of the persistent grid has rows to take */
+	for (rb = 8; s->len >= PTX_ROWS_CTA_LEN && rb > 1 && s->rows / rb < 2048;)
+		rb /= 2;
+	while (rb > 1 && g % rb)
+		rb--;
+	return rb;
+}
+
 static bool
 lower_rows(Low *L, Val a, const int *bl, int nb)
 {
 	const Func *f = L->f;
-	const Ins *rd = &f->ins[a];
-	Val x = rd->arg[0];
-	const Type *tx = &f->ins[x].ty;
-	int64_t xd[LIM_RANK], rows = 1;
-	int *n = xcalloc((size_t)L->P, sizeof(int)), stored = 0;
+	int *stage_of = xmalloc(((size_t)f->nins + 1) * sizeof *stage_of);
+	int *n = xcalloc((size_t)L->P, sizeof(int)), R;
+	int64_t sd[LIM_RANK], g = 0;
+	const char *why;
+	RowGroup rg;
 	PtxRowsSpec s;
-	PtxRowStage *st;
-	Prog pr;
 	LKernel *k;
-	local_dims(L, x, xd);
-	/* the last dim (rows of contiguous elements), or the first: then each
-	 * output element is a "row" and the reduced elements are `rows` apart */
-	if (rd->axis != tx->rank - 1 && rd->axis != 0) {
-		bool lead = true;
-		for (int i = 0; i < rd->axis; i++)
-			lead = lead && xd[i] == 1;
-		if (!lead)
-			return refuse(L, "%s %%%d reduces a middle dim (%d); the PTX backend reduces the first or last",
-			              ir_ops[rd->op].name, a, rd->axis);
-	}
-	for (int i = 0; i < tx->rank; i++)
-		rows *= i == rd->axis ? 1 : xd[i];
-	k = new_kernel(L, a);
+	RowLow r = {L, a, &rg, stage_of, {0}, 0, NULL, xmalloc(((size_t)f->nins + 1) * sizeof(int)), -1};
+	bool ok = false;
 	memset(&s, 0, sizeof s);
+	if (ir_rowgroup(f, a, &rg, stage_of, &why) <= 0) {
+		refuse(L, "row reduction %%%d: %s", a, why ? why : "no reduction");
+		goto out;
+	}
+	R = f->ins[rg.space].ty.rank;
+	ty_local_shape(&f->ins[rg.space].ty, L->P, sd);
+	k = new_kernel(L, a);
 	s.name = k->name;
 	s.site = L->site++;
-	s.rows = rows;
-	s.len = xd[rd->axis];
-	s.nin = 1;
-	s.in[0].dt = tx->dt;
-	s.in[0].stride[0] = rd->axis == tx->rank - 1 ? s.len : 1;
-	s.in[0].stride[1] = rd->axis == tx->rank - 1 ? 1 : rows;
-	k->arg[k->narg++] = arg(x, 0, 0);
-	st = &s.stage[s.nstage++];
-	st->red = rd->op == OP_MEAN ? OP_SUM : rd->op;
-	st->out = -1;
-	/* the post program: the members after the reduction, per row */
-	prog_begin(f, &pr, &st->post, a);
-	pr.nin = 0;
-	pr.inputs[pr.nin++] = x; /* in[0] is the rows */
+	s.len = sd[rg.axis];
+	s.rows = 1;
+	for (int d = 0; d < R; d++)
+		s.rows *= d == rg.axis ? 1 : sd[d];
+	if (!rl_inputs(&r, &s) || !rl_programs(&r, &s))
+		goto out;
+	for (int i = 0; i < r.nin; i++)
+		k->arg[k->narg++] = arg(r.in[i], 0, slice_roff(L, r.in[i], ew_slice_of(L, a, r.in[i])));
+	for (Val m = a; m < f->nins; m++)
+		if (f->ins[m].group == a && !f->ins[m].internal)
+			k->arg[k->narg++] = arg(m, 0, 0);
+	row_entries(L, k, &rg, bl, nb, 1, n, &g);
+	s.rows_per_block = rows_per_block(&s, g);
 	{
-		int acc = operand(L, &pr, a);
-		if (rd->op == OP_MEAN) { /* the global length: a split dim's partial mean */
-			int c = emit_ins(L, &pr, (PtxIns){OP_CONST, 0, 0, 1.0 / (double)tx->dim[rd->axis], DT_F32});
-			pr.at[a] = emit_ins(L, &pr, (PtxIns){OP_MUL, acc, c, 0, DT_F32});
+		const char *bad = ptx_rows_check(&s);
+		if (bad) {
+			refuse(L, "row reduction %%%d: %s", a, bad);
+			goto out;
 		}
 	}
-	for (Val m = a; m < f->nins && !L->failed; m++)
-		if (f->ins[m].group == a) {
-			int r = m == a ? pr.at[a] : member(L, &pr, m);
-			if (!f->ins[m].internal) {
-				if (stored++)
-					return refuse(L, "row reduction %%%d stores more than one per-row value", a);
-				st->post.out[st->post.nout++] = (PtxOut){r, 0};
-				st->out = 0;
-				s.out[0].dt = f->ins[m].ty.dt;
-				s.out[0].stride[0] = 1;
-				s.out[0].stride[1] = 0;
-				s.nout = 1;
-			}
-		}
-	for (int i = 1; i < pr.nin; i++) {
-		Val u = pr.inputs[i];
-		const Type *tu = &f->ins[u].ty;
-		int64_t un = ty_local_numel(tu, L->P);
-		s.in[i].dt = tu->dt;
-		s.in[i].stride[0] = un == rows ? 1 : 0; /* per row, or one value for all */
-		s.in[i].stride[1] = 0;
-		if (un != rows && un != 1)
-			return refuse(L, "row reduction %%%d reads %%%d, which is neither per row nor one value", a, u);
-		k->arg[k->narg++] = arg(u, 0, 0);
-	}
-	s.nin = pr.nin;
-	if (st->post.nout == 1 && st->post.nins == 1)
-		st->post.nins = st->post.nout = 0;
-	if (!prog_end(L, k, a, &pr))
-		return false;
-	{
-		int64_t g = band_gcd(L, a, bl, nb); /* output elements = rows */
-		if (s.in[0].stride[1] > 1 && s.in[0].stride[0] == 1) {
-			/* strided rows (a first-dim reduction): 32, 16 or 8 rows per
-			 * block, fewer where that leaves under 256 blocks; a power of
-			 * two dividing the bands */
-			s.rows_per_block = 32;
-			while (s.rows_per_block > 8 && rows / s.rows_per_block < 256)
-				s.rows_per_block /= 2;
-			while (s.rows_per_block > 1 && g % s.rows_per_block)
-				s.rows_per_block /= 2;
-		} else {
-			s.rows_per_block = 8;
-			while (s.rows_per_block > 1 && g % s.rows_per_block)
-				s.rows_per_block--;
-		}
-	}
-	{
-		const char *why = ptx_rows_check(&s);
-		if (why)
-			return refuse(L, "row reduction %%%d: %s", a, why);
-	}
-	linear_entries(L, k, a, bl, nb, s.rows_per_block, n);
+	row_entries(L, k, &rg, bl, nb, s.rows_per_block, n, NULL);
 	ptx_emit_rows(&L->lo->ptx, &s, &k->k);
-	finish_entries(L, k, n);
+	ok = finish_entries(L, k, n);
+out:
+	free(stage_of);
+	free(r.at);
 	free(n);
-	return !L->failed;
+	return ok && !L->failed;
 }
 
 /* The own block of an all_gather, copied into its slot by a kernel. */
@@ -927,6 +1116,14 @@ lower_result_copies(Low *L)
 
 /* ---- the whole plan ---- */
 
+static bool
+is_rowgroup(const Func *f, Val a)
+{
+	int axis;
+	ir_group_space(f, a, &axis);
+	return axis >= 0;
+}
+
 bool
 ptx_lower(const Plan *p, Lowered *lo)
 {
@@ -951,7 +1148,7 @@ ptx_lower(const Plan *p, Lowered *lo)
 			lower_self(&L, b->node, bl, nb);
 		else if (an->op == OP_MATMUL)
 			lower_matmul(&L, b->node, bl, nb);
-		else if (ir_ops[an->op].cls == OC_REDUCE)
+		else if (is_rowgroup(p->f, b->node))
 			lower_rows(&L, b->node, bl, nb);
 		else if ((ir_ops[an->op].flags & OF_EW) && an->op != OP_BROADCAST)
 			lower_ew(&L, b->node, bl, nb);

@@ -517,22 +517,14 @@ ptx_store_val(Ptx *p, DType dt, Reg addr, Reg v, ValClass vc)
 	ptx_emit(p, "st.global.%s [%s], %s;", t->ld, R(addr), R(s));
 }
 
-/* V elements of one tensor at addr into value registers, in one vector
- * load (v * size a multiple of 4 bytes); cs, the elements' stride, 0 or
- * v == 1: one element for all V. */
-void
-ptx_load_vec(Ptx *p, DType dt, Reg addr, int64_t cs, int v, Reg *val)
+/* V elements (V * size a multiple of 4 bytes, more than one) of one
+ * tensor at addr in one vector load, as raw 32-bit words; returns how many. */
+int
+ptx_load_words(Ptx *p, DType dt, Reg addr, int v, Reg *w)
 {
 	const PtxDType *d = &ptx_dtypes[dt];
-	if (cs == 0 || v == 1) {
-		Reg x = ptx_load_val(p, dt, addr, "global");
-		for (int j = 0; j < v; j++)
-			val[j] = x;
-		return;
-	}
 	int words = v * d->size / 4;
 	const char *ty = d->size == 4 ? d->ld : "b32";
-	Reg w[4];
 	for (int i = 0; i < words; i++)
 		w[i] = ptx_reg(p, d->size == 4 ? d->st : RC_B32);
 	if (words == 1)
@@ -542,18 +534,45 @@ ptx_load_vec(Ptx *p, DType dt, Reg addr, int64_t cs, int v, Reg *val)
 	else
 		ptx_emit(p, "ld.global.v4.%s {%s, %s, %s, %s}, [%s];", ty, R(w[0]), R(w[1]), R(w[2]), R(w[3]),
 		         R(addr));
-	for (int i = 0; i < words; i++) {
-		if (d->size == 4) {
-			val[i] = w[i];
-			continue;
-		}
-		Reg h0 = ptx_reg(p, RC_B16), h1 = ptx_reg(p, RC_B16);
-		ptx_emit(p, "mov.b32 {%s, %s}, %s;", R(h0), R(h1), R(w[i]));
-		val[2 * i] = ptx_reg(p, RC_F32);
-		val[2 * i + 1] = ptx_reg(p, RC_F32);
-		ptx_expand(p, d->load, val[2 * i], h0, -1);
-		ptx_expand(p, d->load, val[2 * i + 1], h1, -1);
+	return words;
+}
+
+/* Word i of such a load as its element values (one, or two 16-bit ones). */
+void
+ptx_unpack_word(Ptx *p, DType dt, Reg w, Reg *val)
+{
+	const PtxDType *d = &ptx_dtypes[dt];
+	Reg h0, h1;
+	if (d->size == 4) {
+		val[0] = w;
+		return;
 	}
+	h0 = ptx_reg(p, RC_B16);
+	h1 = ptx_reg(p, RC_B16);
+	ptx_emit(p, "mov.b32 {%s, %s}, %s;", R(h0), R(h1), R(w));
+	val[0] = ptx_reg(p, RC_F32);
+	val[1] = ptx_reg(p, RC_F32);
+	ptx_expand(p, d->load, val[0], h0, -1);
+	ptx_expand(p, d->load, val[1], h1, -1);
+}
+
+/* V elements of one tensor at addr into value registers, in one vector
+ * load (v * size a multiple of 4 bytes); cs, the elements' stride, 0 or
+ * v == 1: one element for all V. */
+void
+ptx_load_vec(Ptx *p, DType dt, Reg addr, int64_t cs, int v, Reg *val)
+{
+	Reg w[4];
+	int words, per = ptx_dtypes[dt].size == 4 ? 1 : 2;
+	if (cs == 0 || v == 1) {
+		Reg x = ptx_load_val(p, dt, addr, "global");
+		for (int j = 0; j < v; j++)
+			val[j] = x;
+		return;
+	}
+	words = ptx_load_words(p, dt, addr, v, w);
+	for (int i = 0; i < words; i++)
+		ptx_unpack_word(p, dt, w[i], &val[per * i]);
 }
 
 /* V values, already in the storage type's class, at addr in one vector
@@ -653,6 +672,11 @@ ptx_prog_emit(Ptx *p, const PtxEwProg *g, const PtxEnv *env, Reg *val, ValClass 
 		const struct EwOp *e = ewop(in->op);
 		const char *tpl = vc[i] == VC_S32 ? e->s32 : e->f32;
 		a = ptx_convert(p, val[in->a], vc[in->a], vc[i]);
+		if (in->op == OP_DIV && vc[i] == VC_F32 && g->ins[in->b].op == PTX_OP_STAGE && env->stage_rcp[g->ins[in->b].a]) {
+			val[i] = ptx_reg(p, RC_F32); /* a row's divisor: its reciprocal, made once per row */
+			ptx_emit(p, "mul.f32 %s, %s, %s;", R(val[i]), R(a), R(env->stage_rcp[g->ins[in->b].a]));
+			continue;
+		}
 		if (ir_ops[in->op].arity == 2)
 			b = ptx_convert(p, val[in->b], vc[in->b], vc[i]);
 		d = ptx_reg(p, vc[i] == VC_S32 ? RC_B32 : RC_F32);

@@ -33,6 +33,10 @@
 #include <stdio.h>
 
 enum { ROW_WARPS = 8, ROW_DEFAULT_BLOCK = 8, COL_WARPS = 16, COL_UNROLL = 4, COL_MAX_BLOCK = 32 };
+/* CTA mode (rows of CTA_MIN_LEN elements or more): up to CTA_MAX_U
+ * vectors per thread, CTA_MAX_WORDS registers of them per thread at 1024
+ * threads (64 registers is all a thread of a 1024-thread CTA gets). */
+enum { CTA_MIN_LEN = PTX_ROWS_CTA_LEN, CTA_MAX_U = 8, CTA_MAX_WORDS = 32 };
 
 static const struct {
 	int op;
@@ -107,8 +111,15 @@ typedef struct Rows {
 	Reg smem;         /* column mode: the shared partials */
 	Reg rin, slice;   /* column mode: this thread's row in the block, its slice of the length */
 	int rb, nsl;      /* column mode: rows per block, slices per CTA */
+	bool cta;         /* CTA mode: a row per CTA, its streamed inputs held in registers */
+	int T, U;         /* CTA mode: threads, vectors per thread and row */
+	bool cached;      /* CTA mode: the streamed inputs fit in registers (else each pass rereads, from L2) */
+	Reg inpos[CTA_MAX_U], col[CTA_MAX_U]; /* CTA mode: the thread's columns, and whether each is in the row */
+	Reg col0;         /* CTA mode: the thread's first column */
+	Reg word[PTX_MAX_TENSORS][CTA_MAX_U][4]; /* CTA mode: streamed inputs as loaded, -1 none */
 	Reg inrow[PTX_MAX_TENSORS], outrow[PTX_MAX_TENSORS]; /* row base pointers */
 	Reg res[PTX_MAX_STAGES];
+	Reg rcp[PTX_MAX_STAGES]; /* 1 / res[k] where a later program divides by it, else 0 */
 	PtxEwProg pre[PTX_MAX_STAGES], post[PTX_MAX_STAGES];
 } Rows;
 
@@ -194,10 +205,62 @@ env_for(Rows *r, Reg in[][8], int j)
 		env.in[i] = in ? in[i][j] : -1;
 		env.in_vc[i] = ptx_dtypes[r->s->in[i].dt].vc;
 	}
-	for (int k = 0; k < PTX_MAX_STAGES; k++)
+	for (int k = 0; k < PTX_MAX_STAGES; k++) {
 		env.stage[k] = r->res[k];
+		env.stage_rcp[k] = r->rcp[k];
+	}
 	env.acc_vc = VC_F32;
 	return env;
+}
+
+/* Whether a per-element program after stage k divides by its result. */
+static bool
+divides_by(const Rows *r, int k)
+{
+	const PtxEwProg *gs[PTX_MAX_STAGES + 1];
+	int n = 0;
+	for (int j = k + 1; j < r->s->nstage; j++)
+		gs[n++] = &r->pre[j];
+	gs[n++] = &r->s->map;
+	for (int i = 0; i < n; i++)
+		for (int q = 0; q < gs[i]->nins; q++)
+			if (gs[i]->ins[q].op == OP_DIV && gs[i]->ins[gs[i]->ins[q].b].op == PTX_OP_STAGE &&
+			    gs[i]->ins[gs[i]->ins[q].b].a == k)
+				return true;
+	return false;
+}
+
+/* 1 / res[k] once per row where later programs divide by it: a multiply
+ * per element instead of a division (softmax's map). */
+static void
+row_rcp(Rows *r, int k)
+{
+	r->rcp[k] = 0;
+	if (!divides_by(r, k))
+		return;
+	r->rcp[k] = ptx_reg(r->p, RC_F32);
+	ptx_emit(r->p, "rcp.rn.f32 %s, %s;", ptx_rn(r->p, r->rcp[k]), ptx_rn(r->p, r->res[k]));
+}
+
+/* Stage k's post program on its reduction acc: res[k] (per-row inputs
+ * are read at column 0). */
+static void
+row_post(Rows *r, int k, Reg acc)
+{
+	Ptx *p = r->p;
+	Reg pin[PTX_MAX_TENSORS][8], val[PTX_MAX_INS];
+	ValClass vc[PTX_MAX_INS];
+	for (int i = 0; i < r->s->nin; i++)
+		pin[i][0] = -1;
+	for (int i = 0; i < r->s->nin; i++)
+		if (ptx_prog_uses(&r->post[k], OP_PARAM, i))
+			pin[i][0] = ptx_load_val(p, r->s->in[i].dt, r->inrow[i], "global");
+	PtxEnv env = env_for(r, pin, 0);
+	const PtxOut *o = &r->post[k].out[0];
+	env.acc = acc;
+	ptx_prog_emit(p, &r->post[k], &env, val, vc);
+	r->res[k] = ptx_convert(p, val[o->val], vc[o->val], VC_F32);
+	row_rcp(r, k);
 }
 
 static void
@@ -228,20 +291,7 @@ rows_stage(Rows *r, int k)
 		Reg inv = ptx_imm_f32(p, 1.0 / (double)r->s->len);
 		ptx_emit(p, "mul.f32 %s, %s, %s;", R(acc), R(acc), R(inv));
 	}
-	/* post: per-row inputs are read at column 0 */
-	{
-		Reg pin[PTX_MAX_TENSORS][8];
-		for (int i = 0; i < r->s->nin; i++)
-			pin[i][0] = -1;
-		for (int i = 0; i < r->s->nin; i++)
-			if (ptx_prog_uses(&r->post[k], OP_PARAM, i))
-				pin[i][0] = ptx_load_val(p, r->s->in[i].dt, r->inrow[i], "global");
-		PtxEnv env = env_for(r, pin, 0);
-		const PtxOut *o = &r->post[k].out[0];
-		env.acc = acc;
-		ptx_prog_emit(p, &r->post[k], &env, val, vc);
-		r->res[k] = ptx_convert(p, val[o->val], vc[o->val], VC_F32);
-	}
+	row_post(r, k, acc);
 	if (st->out >= 0) {
 		Reg q = ptx_reg(p, RC_PRED);
 		int skip = ptx_label(p);
@@ -394,6 +444,7 @@ rows_col_stage(Rows *r, int k)
 	r->res[k] = ptx_reg(p, RC_F32);
 	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(r->rin), R(r->smem));
 	ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(r->res[k]), R(a), COL_WARPS * 128);
+	row_rcp(r, k);
 }
 
 /* Column mode's map: this thread's row, its slice of the columns. */
@@ -487,6 +538,283 @@ rows_body(Rows *r)
 	ptx_place(p, done);
 }
 
+/* ---- CTA mode ----
+ * A row of CTA_MIN_LEN elements or more gets a whole CTA of T threads:
+ * thread t owns vectors t, t + T, ... (U of them) of the row, loads the
+ * streamed inputs (those that change along rows and columns) once into
+ * registers, and every stage and the map read them there, so the row
+ * comes from HBM once however many stages read it (a warp per row reread
+ * it: rows of 8 warps x 8 CTAs x 132 SMs outgrow L2 long before a
+ * vocabulary-wide row).  A stage reduces in registers, across the warp
+ * by shuffles and across warps through shared memory: a slot per warp,
+ * stage and row parity, since every row has a barrier and so no warp is
+ * two rows ahead of another. */
+
+static bool
+streamed(const PtxTensor *t)
+{
+	return t->stride[0] != 0 && t->stride[1] == 1;
+}
+
+/* Threads and vectors per thread of CTA mode for this spec, or false;
+ * *cached when the streamed inputs fit in registers.  Rows too long for
+ * that (or of odd length, one element a vector) take 1024 threads and
+ * reread the row from L2 on each pass: a few rows in flight per SM keep
+ * it there. */
+static bool
+cta_shape(const PtxRowsSpec *s, int vec, int *T, int *U, bool *cached)
+{
+	int64_t nv = (s->len + vec - 1) / vec;
+	int words = 0;
+	if (s->len < CTA_MIN_LEN)
+		return false;
+	for (int i = 0; i < s->nin; i++)
+		if (streamed(&s->in[i]))
+			words += (vec * ptx_dtypes[s->in[i].dt].size + 3) / 4;
+	*cached = true;
+	for (*T = 128; *T < 1024; *T *= 2) {
+		*U = (int)((nv + *T - 1) / *T);
+		if (*U <= 4)
+			return true;
+	}
+	*U = (int)((nv + *T - 1) / *T);
+	*cached = *U <= CTA_MAX_U && *U * words <= CTA_MAX_WORDS;
+	return true;
+}
+
+/* The thread's columns: vector u starts at (tid + u T) V. */
+static void
+cta_columns(Rows *r)
+{
+	Ptx *p = r->p;
+	Reg base = ptx_reg(p, RC_B32);
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(base), R(p->tid), r->vec);
+	r->col0 = base;
+	for (int u = 0; u < r->U && r->cached; u++) {
+		r->col[u] = ptx_reg(p, RC_B32);
+		r->inpos[u] = ptx_reg(p, RC_PRED);
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(r->col[u]), R(base), u * r->T * r->vec);
+		ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(r->inpos[u]), R(r->col[u]), (long long)r->s->len);
+	}
+}
+
+static bool
+used_anywhere(const Rows *r, int i)
+{
+	bool used = ptx_prog_uses(&r->s->map, OP_PARAM, i);
+	for (int k = 0; k < r->s->nstage && !used; k++)
+		used = ptx_prog_uses(&r->pre[k], OP_PARAM, i);
+	return used;
+}
+
+/* The streamed inputs of this row into registers. */
+static void
+cta_load(Rows *r)
+{
+	Ptx *p = r->p;
+	const PtxRowsSpec *s = r->s;
+	for (int u = 0; u < r->U && r->cached; u++) {
+		int skip = ptx_label(p);
+		ptx_emit(p, "@!%s bra $L%d;", R(r->inpos[u]), skip);
+		for (int i = 0; i < s->nin; i++) {
+			r->word[i][u][0] = -1;
+			if (!streamed(&s->in[i]) || !used_anywhere(r, i))
+				continue;
+			Reg a = col_addr(p, &s->in[i], r->inrow[i], r->col[u]);
+			if (r->vec > 1)
+				ptx_load_words(p, s->in[i].dt, a, r->vec, r->word[i][u]);
+			else
+				r->word[i][u][0] = ptx_load_val(p, s->in[i].dt, a, "global");
+		}
+		ptx_place(p, skip);
+	}
+}
+
+/* The inputs program g reads at the thread's vector u: streamed ones from
+ * registers, the others (a row's scalar, a vector shared by every row)
+ * loaded, from L1 or L2. */
+static void
+cta_inputs(Rows *r, const PtxEwProg *g, int u, Reg col, Reg in[][8])
+{
+	Ptx *p = r->p;
+	const PtxRowsSpec *s = r->s;
+	for (int i = 0; i < s->nin; i++)
+		for (int j = 0; j < 8; j++)
+			in[i][j] = -1;
+	for (int i = 0; i < s->nin; i++) {
+		int per = ptx_dtypes[s->in[i].dt].size == 4 ? 1 : 2;
+		if (!ptx_prog_uses(g, OP_PARAM, i))
+			continue;
+		if (!streamed(&s->in[i]) || u < 0) {
+			Reg a = col_addr(p, &s->in[i], r->inrow[i], col);
+			ptx_load_vec(p, s->in[i].dt, a, s->in[i].stride[1], r->vec, in[i]);
+		} else if (r->vec == 1)
+			in[i][0] = r->word[i][u][0];
+		else
+			for (int w = 0; w < r->vec / per; w++)
+				ptx_unpack_word(p, s->in[i].dt, r->word[i][u][w], &in[i][per * w]);
+	}
+}
+
+/* The thread's vectors of the row, body(r, u, col, arg) for each: held
+ * in registers, U blocks at known columns, each guarded; else a loop
+ * (u = -1: its inputs are loaded). */
+typedef void (*VecBody)(Rows *r, int u, Reg col, void *arg);
+
+static void
+cta_each(Rows *r, VecBody body, void *arg)
+{
+	Ptx *p = r->p;
+	Reg col, q;
+	int loop, done;
+	if (r->cached) {
+		for (int u = 0; u < r->U; u++) {
+			int skip = ptx_label(p);
+			ptx_emit(p, "@!%s bra $L%d;", R(r->inpos[u]), skip);
+			body(r, u, r->col[u], arg);
+			ptx_place(p, skip);
+		}
+		return;
+	}
+	col = ptx_reg(p, RC_B32);
+	q = ptx_reg(p, RC_PRED);
+	loop = ptx_label(p);
+	done = ptx_label(p);
+	ptx_emit(p, "mov.u32 %s, %s;", R(col), R(r->col0));
+	ptx_place(p, loop);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(col), (long long)r->s->len);
+	ptx_emit(p, "@%s bra $L%d;", R(q), done);
+	body(r, -1, col, arg);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(col), R(col), r->T * r->vec);
+	ptx_emit(p, "bra $L%d;", loop);
+	ptx_place(p, done);
+}
+
+typedef struct StageArg {
+	int k, ri;
+	Reg acc;
+} StageArg;
+
+static void
+stage_vec(Rows *r, int u, Reg col, void *arg)
+{
+	StageArg *a = arg;
+	Reg in[PTX_MAX_TENSORS][8], val[PTX_MAX_INS];
+	ValClass vc[PTX_MAX_INS];
+	cta_inputs(r, &r->pre[a->k], u, col, in);
+	for (int j = 0; j < r->vec; j++) {
+		PtxEnv env = env_for(r, in, j);
+		const PtxOut *o = &r->pre[a->k].out[0];
+		ptx_prog_emit(r->p, &r->pre[a->k], &env, val, vc);
+		ptx_expand(r->p, reds[a->ri].combine, a->acc, a->acc, ptx_convert(r->p, val[o->val], vc[o->val], VC_F32));
+	}
+}
+
+/* Stage k: reduce, meet the other warps, run the post program. */
+static void
+cta_stage(Rows *r, int k)
+{
+	Ptx *p = r->p;
+	const PtxRowStage *st = &r->s->stage[k];
+	int ri = red_index(st->red), W = r->T / 32, skip;
+	Reg acc = ptx_reg(p, RC_F32), slot = ptx_reg(p, RC_B32);
+	Reg base = ptx_reg(p, RC_B32), par = ptx_reg(p, RC_B32), t = ptx_reg(p, RC_F32), q = ptx_reg(p, RC_PRED);
+	StageArg sa = {k, ri, acc};
+
+	ptx_emit(p, "mov.f32 %s, 0f%08X;", R(acc), reds[ri].identity);
+	cta_each(r, stage_vec, &sa);
+	for (int d = 16; d >= 1; d /= 2) {
+		Reg o = ptx_reg(p, RC_F32);
+		ptx_emit(p, "shfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;", R(o), R(acc), d);
+		ptx_expand(p, reds[ri].combine, acc, acc, o);
+	}
+	/* slots [parity][stage][warp] */
+	ptx_emit(p, "and.b32 %s, %s, 1;", R(par), R(r->row));
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(base), R(par), r->s->nstage * 128, R(r->smem));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(base), R(base), k * 128);
+	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(slot), R(r->warp), R(base));
+	skip = ptx_label(p);
+	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(r->lane));
+	ptx_emit(p, "@%s bra $L%d;", R(q), skip);
+	ptx_emit(p, "st.shared.f32 [%s], %s;", R(slot), R(acc));
+	ptx_place(p, skip);
+	ptx_emit(p, "bar.sync 0;");
+	ptx_emit(p, "ld.shared.f32 %s, [%s];", R(acc), R(base));
+	for (int w = 1; w < W; w++) {
+		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(t), R(base), 4 * w);
+		ptx_expand(p, reds[ri].combine, acc, acc, t);
+	}
+	if (st->red == OP_MEAN) {
+		Reg inv = ptx_imm_f32(p, 1.0 / (double)r->s->len);
+		ptx_emit(p, "mul.f32 %s, %s, %s;", R(acc), R(acc), R(inv));
+	}
+	row_post(r, k, acc);
+	if (st->out >= 0) {
+		skip = ptx_label(p);
+		ptx_emit(p, "@!%s bra $L%d;", R(p->is_t0), skip);
+		ptx_store_val(p, r->s->out[st->out].dt, r->outrow[st->out], r->res[k], VC_F32);
+		ptx_place(p, skip);
+	}
+}
+
+static void
+map_vec(Rows *r, int u, Reg col, void *arg)
+{
+	Ptx *p = r->p;
+	const PtxRowsSpec *s = r->s;
+	Reg in[PTX_MAX_TENSORS][8], val[8][PTX_MAX_INS];
+	ValClass vc[PTX_MAX_INS];
+	(void)arg;
+	cta_inputs(r, &s->map, u, col, in);
+	for (int j = 0; j < r->vec; j++) {
+		PtxEnv env = env_for(r, in, j);
+		ptx_prog_emit(p, &s->map, &env, val[j], vc);
+	}
+	for (int o = 0; o < s->map.nout; o++) {
+		const PtxOut *po = &s->map.out[o];
+		const PtxTensor *t = &s->out[po->tensor];
+		Reg w[8], a = col_addr(p, t, r->outrow[po->tensor], col);
+		for (int j = 0; j < r->vec; j++)
+			w[j] = ptx_convert(p, val[j][po->val], vc[po->val], ptx_dtypes[t->dt].vc);
+		ptx_store_vec(p, t->dt, a, r->vec, w);
+	}
+}
+
+/* CTA mode: the entry's rows one after another, the whole CTA on each. */
+static void
+rows_cta_body(Rows *r)
+{
+	Ptx *p = r->p;
+	const PtxRowsSpec *s = r->s;
+	int rb = s->rows_per_block ? s->rows_per_block : ROW_DEFAULT_BLOCK, loop = ptx_label(p),
+	    done = ptx_label(p);
+	Reg end = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED);
+
+	r->lane = ptx_reg(p, RC_B32);
+	r->warp = ptx_reg(p, RC_B32);
+	r->row = ptx_reg(p, RC_B32);
+	r->smem = ptx_reg(p, RC_B32);
+	ptx_emit(p, "and.b32 %s, %s, 31;", R(r->lane), R(p->tid));
+	ptx_emit(p, "shr.u32 %s, %s, 5;", R(r->warp), R(p->tid));
+	ptx_emit(p, "mov.u32 %s, ptx_smem;", R(r->smem));
+	cta_columns(r);
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(r->row), R(p->x), rb);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(end), R(r->row), rb);
+	ptx_emit(p, "min.u32 %s, %s, %lld;", R(end), R(end), (long long)s->rows);
+	ptx_place(p, loop);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(r->row), R(end));
+	ptx_emit(p, "@%s bra $L%d;", R(q), done);
+	row_pointers(r);
+	cta_load(r);
+	for (int k = 0; k < s->nstage; k++)
+		cta_stage(r, k);
+	if (s->map.nout)
+		cta_each(r, map_vec, NULL);
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(r->row), R(r->row));
+	ptx_emit(p, "bra $L%d;", loop);
+	ptx_place(p, done);
+}
+
 /* An empty pre program reduces in0; an empty post keeps the reduction. */
 static void
 default_prog(PtxEwProg *g, const PtxEwProg *given, int leaf)
@@ -508,7 +836,7 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	const char *why = ptx_rows_check(s);
 	Ptx px, *p = &px;
 	Rows r = {.p = p, .s = s};
-	int rb = s->rows_per_block ? s->rows_per_block : ROW_DEFAULT_BLOCK;
+	int rb = s->rows_per_block ? s->rows_per_block : ROW_DEFAULT_BLOCK, threads;
 
 	if (why)
 		die("ptx_emit_rows: %s", why);
@@ -518,15 +846,23 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	}
 	r.cols = rows_colmode(s);
 	r.vec = r.cols ? 1 : rows_vec(s);
+	r.cta = !r.cols && cta_shape(s, r.vec, &r.T, &r.U, &r.cached);
 	if (r.cols) {
 		rb = r.rb = s->rows_per_block ? s->rows_per_block : COL_MAX_BLOCK;
 		r.nsl = COL_WARPS * (32 / rb);
 	}
-	ptx_kernel_begin(p, b, s->name, s->nin + s->nout, 32 * (r.cols ? COL_WARPS : ROW_WARPS), 0);
+	threads = r.cta ? r.T : 32 * (r.cols ? COL_WARPS : ROW_WARPS);
+	ptx_kernel_begin(p, b, s->name, s->nin + s->nout, threads, 0);
 	p->site = s->site;
 	if (r.cols)
 		buf_printf(&p->head, "// rows %lld x %lld (strided: %d rows per block, %d slices split the length), %d stages\n",
 		           (long long)s->rows, (long long)s->len, r.rb, r.nsl, s->nstage);
+	else if (r.cta && r.cached)
+		buf_printf(&p->head, "// rows %lld x %lld, %d stages, a CTA of %d threads per row, %d x %d elements each\n",
+		           (long long)s->rows, (long long)s->len, s->nstage, r.T, r.U, r.vec);
+	else if (r.cta)
+		buf_printf(&p->head, "// rows %lld x %lld, %d stages, a CTA of %d threads per row, %d per step, reread from L2\n",
+		           (long long)s->rows, (long long)s->len, s->nstage, r.T, r.vec);
 	else
 		buf_printf(&p->head, "// rows %lld x %lld, %d stages, %d elements per lane step\n", (long long)s->rows,
 		           (long long)s->len, s->nstage, r.vec);
@@ -534,14 +870,16 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	ptx_loop_begin(p);
 	if (r.cols)
 		rows_col_body(&r);
+	else if (r.cta)
+		rows_cta_body(&r);
 	else
 		rows_body(&r);
 	ptx_loop_end(p);
 	ptx_kernel_end(p);
 	*k = (PtxKernel){0}; /* no tensor maps, whatever the caller left */
 	snprintf(k->name, sizeof k->name, "%s", s->name);
-	k->threads = 32 * (r.cols ? COL_WARPS : ROW_WARPS);
-	k->smem = r.cols ? col_smem() : 0;
+	k->threads = threads;
+	k->smem = r.cols ? col_smem() : r.cta ? 2 * s->nstage * 128 : 0;
 	k->ntensors = s->nin + s->nout;
 	k->nblocks = (s->rows + rb - 1) / rb;
 }

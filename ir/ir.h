@@ -130,7 +130,38 @@ extern const int ir_npasses;
 void pass_autocomm(Func *f);
 void pass_arsplit(Func *f);
 void pass_dce(Func *f);
+
+/* ir/fuse.c: the fuse pass and what a fused group is.  The limits are the
+ * PTX backend's (codegen/codegen.h checks that it takes at least these). */
+enum {
+	FUSE_MAX_TENSORS = 8, /* inputs, or outputs, of one fused kernel */
+	FUSE_MAX_INS = 64,    /* instructions of one elementwise program */
+	FUSE_MAX_STAGES = 4,  /* reductions in one row group */
+};
 void pass_fuse(Func *f);
+
+/* A group with reductions (a row group): every member is per element of
+ * `space`'s shape or per row (that shape with dim `axis` 1); stage k is
+ * the reduction stage[k], and res[k] the value it hands on to what comes
+ * after its per-row work (the reduction itself, or the one per-row value
+ * read later). */
+typedef struct RowGroup {
+	Val space;
+	int axis;
+	int nstage;
+	Val stage[FUSE_MAX_STAGES];
+	Val res[FUSE_MAX_STAGES];
+} RowGroup;
+/* 1 and rg filled (stage_of[v]: the stage of per-row member v, the latest
+ * reduction it depends on, or -1) if group a is a row group that the row
+ * kernel can run; 0 if it has no reduction; -1 with *why if it cannot. */
+int ir_rowgroup(const Func *f, Val a, RowGroup *rg, int *stage_of, const char **why);
+/* The value whose shape group a iterates over: a row group's rows (the
+ * first reduction's operand; *axis its reduced dim), else a (*axis -1). */
+Val ir_group_space(const Func *f, Val a, int *axis);
+/* u's local layout as {per row, per column} strides in elements (0:
+ * stretched), if the row index can address it. */
+bool ir_row_strides(const Func *f, const RowGroup *rg, Val u, int64_t st[2]);
 
 /* ---- a compilation unit: the files, their ops, the options ---- */
 typedef enum AutoComm { AC_DEFAULT, AC_ON, AC_OFF } AutoComm;

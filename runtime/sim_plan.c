@@ -165,11 +165,19 @@ exec_compute(PRank *k, const BlockGraph *g, const Blk *b)
 	int n;
 	if (!b->nout)
 		return true;
+	/* the band in the group's space: out[0] is a stored member's region,
+	 * which has every dim of the space it spans */
+	Val space = ir_group_space(f, b->node, &(int){0});
 	n = blk_abs_boxes(f, &b->out[0], k->c.r, abs);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
+		Box band = blk_space_box(f, space, b->out[0].v, &abs[i]);
 		for (Val m = b->node; m < f->nins; m++)
-			if (f->ins[m].group == b->node && !exec_member(k, m, abs[i].lo, abs[i].hi))
-				return false;
+			if (f->ins[m].group == b->node) {
+				Box mb = blk_member_box(f, space, m, &band);
+				if (!exec_member(k, m, mb.lo, mb.hi))
+					return false;
+			}
+	}
 	(void)g;
 	return true;
 }

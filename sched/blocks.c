@@ -157,22 +157,68 @@ operand_box(const Func *f, Val v, Val u, const Box *out)
 	return b;
 }
 
-static int
-band_dim(const Func *f, Val a, int want)
+/* The dim a group's bands cut by default: a matmul's rows of tiles, a row
+ * group's rows (the dim it does not reduce), an elementwise group's first
+ * dim; data movement is one block (-1). */
+int
+blk_band_dim(const Func *f, Val a)
 {
-	const Ins *in = &f->ins[a];
+	int axis;
+	const Ins *in = &f->ins[ir_group_space(f, a, &axis)];
 	int r = in->ty.rank;
-	if (want >= 0 && want < r)
-		return want;
 	if (r == 0)
 		return -1;
+	if (axis >= 0)
+		return axis == 0 ? (r > 1 ? 1 : -1) : 0;
 	if (in->op == OP_MATMUL)
 		return r - 2;
-	if (ir_ops[in->op].cls == OC_REDUCE)
-		return in->axis == 0 ? (r > 1 ? 1 : -1) : 0;
 	if ((ir_ops[in->op].flags & OF_EW) || ir_ops[in->op].cls == OC_UNARY || ir_ops[in->op].cls == OC_BINARY)
 		return 0;
 	return -1; /* data movement: one block */
+}
+
+/* A row group's rows are cut only along the dim they are laid out by (the
+ * row kernel walks contiguous runs of rows). */
+static int
+band_dim(const Func *f, Val a, int want)
+{
+	int axis, r = f->ins[ir_group_space(f, a, &axis)].ty.rank;
+	return want >= 0 && want < r && axis < 0 ? want : blk_band_dim(f, a);
+}
+
+/* The band of the group's space that member v's box vb lies in: v's
+ * dims, and all of the space where v has one element. */
+Box
+blk_space_box(const Func *f, Val space, Val v, const Box *vb)
+{
+	const Type *ts = &f->ins[space].ty, *tv = &f->ins[v].ty;
+	Box b = full_box(ts, f->nranks);
+	int off = ts->rank - tv->rank;
+	for (int i = 0; i < ts->rank; i++)
+		if (i - off >= 0 && ty_local_dim(tv, i - off, f->nranks) != 1) {
+			b.lo[i] = vb->lo[i - off];
+			b.hi[i] = vb->hi[i - off];
+			b.rot[i] = vb->rot[i - off];
+		}
+	return b;
+}
+
+/* The box of member m that a band of its group's space covers: numpy's
+ * right alignment, and all of a dim where m has one element (a row
+ * group's per-row values, a broadcast operand computed in the group). */
+Box
+blk_member_box(const Func *f, Val space, Val m, const Box *band)
+{
+	const Type *ts = &f->ins[space].ty, *tm = &f->ins[m].ty;
+	Box b = full_box(tm, f->nranks);
+	int off = ts->rank - tm->rank;
+	for (int k = 0; k < tm->rank; k++)
+		if (k + off >= 0 && ty_local_dim(tm, k, f->nranks) != 1) {
+			b.lo[k] = band->lo[k + off];
+			b.hi[k] = band->hi[k + off];
+			b.rot[k] = band->rot[k + off];
+		}
+	return b;
 }
 
 static int64_t
@@ -197,7 +243,8 @@ static void
 build_group(BlockGraph *g, Val a, const NodeChoice *ch)
 {
 	const Func *f = g->f;
-	const Ins *an = &f->ins[a];
+	Val space = ir_group_space(f, a, &(int){0});
+	const Ins *an = &f->ins[space];
 	int dim = band_dim(f, a, ch->dim), nb = ch->nchunks > 0 ? ch->nchunks : 1;
 	int64_t len = dim >= 0 ? ty_local_dim(&an->ty, dim, f->nranks) : 1;
 	if (dim < 0 || nb > len)
@@ -240,7 +287,7 @@ build_group(BlockGraph *g, Val a, const NodeChoice *ch)
 			if (!mi->internal) {
 				Region *r = add_region(g, &b->out, &b->nout, m);
 				for (int k = 0; k < nbands; k++)
-					add_box(r, bands[k]);
+					add_box(r, blk_member_box(f, space, m, &bands[k]));
 			}
 			for (int k = 0; k < mi->narg; k++) {
 				Val u = mi->arg[k];
@@ -251,7 +298,7 @@ build_group(BlockGraph *g, Val a, const NodeChoice *ch)
 					continue;
 				rr = add_region(g, &b->in, &b->nin, u);
 				for (int bk = 0; bk < nbands; bk++) {
-				band = bands[bk];
+				band = blk_member_box(f, space, m, &bands[bk]);
 				if (ir_ops[mi->op].cls == OC_MATMUL) {
 					/* A: the band's rows, all of K; B: all of K and N (its
 					 * columns only if the band cuts N) */

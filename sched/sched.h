@@ -135,6 +135,10 @@ bool blk_region_overlap(const Region *a, const Region *b);
 int blk_abs_boxes(const Func *f, const Region *r, int rank, Box *out); /* rank's absolute boxes */
 bool blk_is_self_chunk(const BlockGraph *g, const Blk *b);
 const char *blk_name(const BlockGraph *g, int i, char *buf, size_t n);
+int blk_band_dim(const Func *f, Val a); /* the dim group a's bands cut by default, -1 */
+/* The box of member m of a group that a band of the group's space covers. */
+Box blk_member_box(const Func *f, Val space, Val m, const Box *band);
+Box blk_space_box(const Func *f, Val space, Val v, const Box *vb); /* the band v's box vb lies in */
 
 /* ---- plans ---- */
 typedef struct SchedOpts {

@@ -34,21 +34,6 @@ feeds_matmul_rows(const Func *f, Val v)
 	return false;
 }
 
-/* The dim a group's bands cut by default (as blk_build picks it). */
-static int
-band_dim_of(const Func *f, Val a)
-{
-	const Ins *in = &f->ins[a];
-	int r = in->ty.rank;
-	if (r == 0)
-		return -1;
-	if (in->op == OP_MATMUL)
-		return r - 2;
-	if (ir_ops[in->op].cls == OC_REDUCE)
-		return in->axis == 0 ? (r > 1 ? 1 : -1) : 0;
-	return 0;
-}
-
 /* Bands of every compute group: as many as the chunks of the collectives
  * it produces for or consumes from, so each chunk can go as soon as its
  * band is done (or its band start as soon as the chunk arrives). */
@@ -71,7 +56,7 @@ set_bands(const Func *f, NodeChoice *ch)
 			ch[src].nchunks = ch[v].nchunks;
 			/* a reduce_scatter chunk takes a slice of every rank's block:
 			 * its producer's bands are chunk-major too */
-			if (in->op == OP_REDUCE_SCATTER && band_dim_of(f, src) == in->axis)
+			if (in->op == OP_REDUCE_SCATTER && blk_band_dim(f, src) == in->axis)
 				ch[src].interleave = f->nranks;
 		}
 		for (Val u = v + 1; u < f->nins; u++)

@@ -959,6 +959,51 @@ case_rows_reduce(void)
 	rows_run("rows_sum_min_f32", s, 40);
 }
 
+/* CTA mode (rows of 2048 elements or more: a CTA per row, the streamed
+ * inputs held in registers): a vocabulary-wide rmsnorm (1024 threads x 7
+ * vectors), a softmax on rows whose last vector is partial (8200 = 1025
+ * vectors of 8: threads past the end), a layernorm with a second streamed
+ * input (a residual) and per-row outputs, and an odd length that keeps the
+ * warp mode (vectors of 1). */
+static void
+case_rows_wide(void)
+{
+	PtxRowsSpec s = {.name = "wide_rms", .rows = 70, .len = 50304, .nin = 2, .nout = 1, .nstage = 1};
+	s.in[0] = (PtxTensor){DT_BF16, {50304, 1}};
+	s.in[1] = (PtxTensor){DT_BF16, {0, 1}};
+	s.out[0] = (PtxTensor){DT_BF16, {50304, 1}};
+	s.stage[0] = stage_of(OP_MEAN, "mul(in0,in0)", "rsqrt(add(acc,1e-5))", -1);
+	prog_or_die(&s.map, "mul(mul(in0,stage0),in1)");
+	s.rows_per_block = 7;
+	rows_run("rows_wide_rmsnorm_bf16", s, 13);
+	s = (PtxRowsSpec){.name = "wide_softmax", .rows = 99, .len = 8200, .nin = 1, .nout = 1, .nstage = 2};
+	s.in[0] = (PtxTensor){DT_BF16, {8200, 1}};
+	s.out[0] = (PtxTensor){DT_BF16, {8200, 1}};
+	s.stage[0] = stage_of(OP_AMAX, NULL, NULL, -1);
+	s.stage[1] = stage_of(OP_SUM, "exp(sub(in0,stage0))", NULL, -1);
+	prog_or_die(&s.map, "div(exp(sub(in0,stage0)),stage1)");
+	rows_run("rows_wide_softmax_bf16_partial", s, 20);
+	s = (PtxRowsSpec){.name = "wide_ln", .rows = 257, .len = 8192, .nin = 4, .nout = 3, .nstage = 2};
+	s.in[0] = (PtxTensor){DT_BF16, {8192, 1}};
+	s.in[1] = (PtxTensor){DT_F32, {8192, 1}};
+	s.in[2] = (PtxTensor){DT_BF16, {0, 1}};
+	s.in[3] = (PtxTensor){DT_BF16, {0, 1}};
+	s.out[0] = (PtxTensor){DT_BF16, {8192, 1}};
+	s.out[1] = (PtxTensor){DT_F32, {1, 0}};
+	s.out[2] = (PtxTensor){DT_F32, {1, 0}};
+	s.stage[0] = stage_of(OP_MEAN, "add(in0,in1)", NULL, 1);
+	s.stage[1] = stage_of(OP_MEAN, "mul(sub(add(in0,in1),stage0),sub(add(in0,in1),stage0))", "rsqrt(add(acc,1e-5))", 2);
+	prog_or_die(&s.map, "add(mul(mul(sub(add(in0,in1),stage0),stage1),in2),in3)");
+	rows_run("rows_wide_layernorm_residual", s, 40);
+	s = (PtxRowsSpec){.name = "odd_softmax", .rows = 33, .len = 50257, .nin = 1, .nout = 1, .nstage = 2};
+	s.in[0] = (PtxTensor){DT_BF16, {50257, 1}};
+	s.out[0] = (PtxTensor){DT_BF16, {50257, 1}};
+	s.stage[0] = stage_of(OP_AMAX, NULL, NULL, -1);
+	s.stage[1] = stage_of(OP_SUM, "exp(sub(in0,stage0))", NULL, -1);
+	prog_or_die(&s.map, "div(exp(sub(in0,stage0)),stage1)");
+	rows_run("rows_odd_softmax_bf16", s, 9);
+}
+
 /* Column mode (reductions over the first dim: rows adjacent, the reduced
  * elements `rows` apart): softmax over dim 0 with its map, and two stages
  * with per-row outputs and a per-row input on 4100 rows (not a multiple of
@@ -1467,7 +1512,7 @@ static const struct {
 	{"mm_tiles", case_mm_tiles},       {"ew_bcast", case_ew_bcast},
 	{"ew_ops", case_ew_ops},           {"ew_int", case_ew_int},
 	{"ew_strided", case_ew_strided},   {"rows_softmax", case_rows_softmax},
-	{"rows_layernorm", case_rows_layernorm}, {"rows_rmsnorm", case_rows_rmsnorm},
+	{"rows_layernorm", case_rows_layernorm}, {"rows_rmsnorm", case_rows_rmsnorm}, {"rows_wide", case_rows_wide},
 	{"rows_reduce", case_rows_reduce}, {"flags_late", case_flags_late},
 	{"flags_timeout", case_flags_timeout}, {"mm_f32", case_mm_f32},
 	{"rows_cols", case_rows_cols},
