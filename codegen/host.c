@@ -239,6 +239,23 @@ emit_ce_share(Buf *o, const Lowered *lo)
 }
 
 /* Flags of op `op` start at `base` in the context's flag array. */
+/* syn_<op>_on_stream: the op on the caller's stream in one call, its
+ * tensors as one array (arguments, then results) -- what python/syncc
+ * calls, so a call costs one foreign call, not three. */
+static void
+emit_on_stream(Buf *o, Buf *h, const Func *f, const char *op)
+{
+	int n = f->nin + f->nout;
+	buf_printf(h, "/* The same on the caller's stream (syn_stream_enter .. leave around it), the %d tensors\n"
+	              " * in signature order, results last. */\nint\nsyn_%s_on_stream(syn_ctx *ctx, void *stream, syn_tensor *const *t);\n",
+	           n, op);
+	buf_printf(o, "\nint\nsyn_%s_on_stream(syn_ctx *ctx, void *stream, syn_tensor *const *t)\n{\n", op);
+	buf_printf(o, "\tint r = syn_stream_enter(ctx, stream), r2;\n\tif (r)\n\t\treturn r;\n\tr = syn_%s(ctx", op);
+	for (int i = 0; i < n; i++)
+		buf_printf(o, ", t[%d]", i);
+	buf_printf(o, ");\n\tr2 = syn_stream_leave(ctx, stream);\n\treturn r ? r : r2;\n}\n");
+}
+
 static void
 emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 {
@@ -297,7 +314,8 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 	buf_printf(o, "\trank = syn_rank(ctx);\n");
 	buf_printf(o, "\tif ((r = syn_state(ctx, \"syncc:%s\", sizeof *st, (void **)&st)) < 0)\n\t\treturn r;\n", op);
 	buf_printf(o, "\tif (r == 1 && (r = %s_setup(ctx, st, rank)))\n\t\treturn r;\n", op);
-	buf_printf(o, "\tif ((r = syn_begin(ctx, \"%s\", &e)))\n\t\treturn r;\n", op);
+	/* an op with no comm steps runs on the caller's stream (syncrt.h) */
+	buf_printf(o, "\tif ((r = syn_begin%s(ctx, \"%s\", &e)))\n\t\treturn r;\n", lo->nstep ? "" : "_local", op);
 	buf_printf(o, "\te = ++st->calls; /* this op's call count: its flags' epoch */\n");
 	buf_printf(o, "\tflags = syn_flag_addr(ctx, rank, %d);\n\terrw = syn_errw_addr(ctx);\n\ttimeout = syn_timeout_ns(ctx);\n", base);
 	for (int k = 0; k < lo->nkern; k++) {
@@ -368,6 +386,7 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 		buf_printf(o, "\t}\n");
 	}
 	buf_printf(o, "\t(void)flags;\n\t(void)errw;\n\t(void)timeout;\n\treturn syn_end(ctx);\n}\n");
+	emit_on_stream(o, h, f, op);
 	free(b.kind);
 	free(b.index);
 	free(b.stage);

@@ -180,6 +180,8 @@ struct syn_kernel {
 	CUfunction fn;
 	char name[64];
 	unsigned smem_set;
+	unsigned occ_block, occ_smem; /* syn_grid_persistent's last question, */
+	int occ_per;                  /* and its answer (0: none yet) */
 };
 
 typedef struct RtModule {
@@ -226,6 +228,13 @@ struct syn_ctx {
 	CUevent fork, join;
 	CUevent mark[8];  /* syn_mark: timing points on the compute lane */
 	CUevent ext_in, ext_out; /* rt_stream.c: the caller's stream in, the op's end out */
+	/* rt_stream.c: the caller's stream between syn_stream_enter and _leave */
+	CUstream ext;
+	int has_ext;    /* 1 inside enter .. leave */
+	int ext_waited; /* the compute lane already waits for what ext had */
+	int ext_clean;  /* ext is behind every op's work (none ran on the lanes since) */
+	int local;      /* the op in progress has no communication (syn_begin_local) */
+	CUstream run;   /* and the stream its kernels go on: ext, or the compute lane */
 	ncclComm_t comm;
 	int sms, free_sms, max_ctas;
 	CommBackend *be[SYN_BACKENDS];
@@ -313,6 +322,8 @@ ncclRedOp_t rt_nccl_red(CommRed r);
 
 /* rt_stream.c */
 void rt_stream_free(syn_ctx *c);
+int rt_stream_fork(syn_ctx *c); /* the compute lane waits for the caller's stream */
+int rt_stream_join(syn_ctx *c); /* the caller's stream waits for the compute lane */
 
 /* rt_clock.c */
 int rt_clock_probe(syn_ctx *c, RtClock *out);

@@ -499,9 +499,12 @@ syn_grid_persistent(syn_ctx *c, syn_kernel *k, unsigned block, unsigned smem, un
 			return r;
 		k->smem_set = smem;
 	}
-	if ((r = rt_cu(c, cuOccupancyMaxActiveBlocksPerMultiprocessor(&per, k->fn, (int)block, smem),
-	               "cuOccupancyMaxActiveBlocksPerMultiprocessor")))
+	if (k->occ_per > 0 && k->occ_block == block && k->occ_smem == smem)
+		per = k->occ_per; /* asked every call: the answer does not change */
+	else if ((r = rt_cu(c, cuOccupancyMaxActiveBlocksPerMultiprocessor(&per, k->fn, (int)block, smem),
+	                    "cuOccupancyMaxActiveBlocksPerMultiprocessor")))
 		return r;
+	k->occ_block = block, k->occ_smem = smem, k->occ_per = per;
 	if (per <= 0 || c->free_sms >= c->sms)
 		return rt_seterr(c, SYN_EARG, "rank %d: kernel %s with %u threads and %u B shared memory: %d blocks "
 		                 "per SM on %d SMs with %d kept free: no persistent grid",

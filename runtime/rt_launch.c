@@ -26,8 +26,11 @@ rt_entry(syn_ctx *c)
 		return SYN_EARG;
 	if (c->failed)
 		return SYN_EFAILED;
-	if (cuCtxSetCurrent(c->cu) != CUDA_SUCCESS)
-		return rt_cu(c, cuCtxSetCurrent(c->cu), "cuCtxSetCurrent");
+	{
+		CUcontext cur = NULL; /* reading the thread's context is cheaper than setting it */
+		if ((cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != c->cu) && cuCtxSetCurrent(c->cu) != CUDA_SUCCESS)
+			return rt_cu(c, cuCtxSetCurrent(c->cu), "cuCtxSetCurrent");
+	}
 	if (c->world && atomic_load(&c->world->failed)) {
 		int r;
 		pthread_mutex_lock(&c->mu);
@@ -67,6 +70,14 @@ grow_items(syn_ctx *c)
 	return SYN_OK;
 }
 
+/* The stream a lane's work goes on: a local op's kernels run on the
+ * caller's stream (syn_begin_local). */
+static CUstream
+lane_stream(const syn_ctx *c, int lane)
+{
+	return lane == SYN_COMPUTE && c->in_op && c->local ? c->run : c->lane[lane];
+}
+
 int
 rt_log(syn_ctx *c, RtItemKind kind, int lane, int flag, int peer, int chunk, uint64_t value, const char *what)
 {
@@ -78,7 +89,7 @@ rt_log(syn_ctx *c, RtItemKind kind, int lane, int flag, int peer, int chunk, uin
 		pthread_mutex_unlock(&c->mu);
 		return c->failed;
 	}
-	if ((r = event_get(c, &e)) || (r = rt_cu(c, cuEventRecord(e, c->lane[lane]), "cuEventRecord"))) {
+	if ((r = event_get(c, &e)) || (r = rt_cu(c, cuEventRecord(e, lane_stream(c, lane)), "cuEventRecord"))) {
 		pthread_mutex_unlock(&c->mu);
 		return r;
 	}
@@ -189,25 +200,51 @@ op_new(syn_ctx *c, const char *name)
 	return SYN_OK;
 }
 
-int
-syn_begin(syn_ctx *c, const char *name, uint64_t *epoch)
+static int
+begin(syn_ctx *c, const char *name, int local)
 {
 	int r;
-	*epoch = 0;
-	if ((r = rt_entry(c)))
-		return r;
 	pthread_mutex_lock(&c->mu);
 	if (c->nitems > LOG_COMPACT)
 		rt_harvest(c);
 	r = op_new(c, name);
 	c->in_op = !r;
+	c->local = local;
 	pthread_mutex_unlock(&c->mu);
-	if (r)
+	return r;
+}
+
+int
+syn_begin(syn_ctx *c, const char *name, uint64_t *epoch)
+{
+	int r;
+	*epoch = 0;
+	if ((r = rt_entry(c)) || (r = rt_stream_fork(c)) || (r = begin(c, name, 0)))
 		return r;
+	c->ext_clean = 0; /* this op's work is on the lanes */
 	/* the comm lane reads inputs the compute lane's earlier work produced */
 	if ((r = rt_cu(c, cuEventRecord(c->fork, c->lane[SYN_COMPUTE]), "cuEventRecord(fork)")) ||
 	    (r = rt_cu(c, cuStreamWaitEvent(c->lane[SYN_COMM], c->fork, 0), "cuStreamWaitEvent(fork)")) ||
 	    (r = rt_log(c, IK_BEGIN, SYN_COMPUTE, -1, -1, -1, 0, name)))
+		return r;
+	*epoch = c->epoch;
+	return SYN_OK;
+}
+
+/* An op with no communication: its kernels go on the caller's stream when
+ * there is one (after what ran on the lanes before), else on the compute
+ * lane; one log item (its end) unless tracing. */
+int
+syn_begin_local(syn_ctx *c, const char *name, uint64_t *epoch)
+{
+	int r;
+	*epoch = 0;
+	if ((r = rt_entry(c)))
+		return r;
+	if (c->has_ext && (r = rt_stream_join(c)))
+		return r;
+	c->run = c->has_ext ? c->ext : c->lane[SYN_COMPUTE];
+	if ((r = begin(c, name, 1)) || (c->trace && (r = rt_log(c, IK_BEGIN, SYN_COMPUTE, -1, -1, -1, 0, name))))
 		return r;
 	*epoch = c->epoch;
 	return SYN_OK;
@@ -238,11 +275,13 @@ syn_launch(syn_ctx *c, syn_kernel *k, const unsigned grid[3], const unsigned blo
 	cfg.blockDimY = block[1];
 	cfg.blockDimZ = block[2];
 	cfg.sharedMemBytes = smem;
-	cfg.hStream = c->lane[SYN_COMPUTE];
+	cfg.hStream = lane_stream(c, SYN_COMPUTE);
 	rt_fmt(what, sizeof what, "cuLaunchKernelEx(%s, grid %u, block %u, smem %u)", k->name, grid[0], block[0],
 	       smem);
 	if ((r = rt_cu(c, cuLaunchKernelEx(&cfg, k->fn, params, NULL), what)))
 		return r;
+	if (c->local && !c->trace) /* its end names the op; nothing inside it waits */
+		return SYN_OK;
 	return rt_log(c, IK_LAUNCH, SYN_COMPUTE, -1, -1, -1, 0, k->name);
 }
 
@@ -379,12 +418,13 @@ syn_end(syn_ctx *c)
 	int r;
 	if ((r = rt_entry(c)))
 		return r;
-	if ((r = rt_cu(c, cuEventRecord(c->join, c->lane[SYN_COMM]), "cuEventRecord(join)")) ||
-	    (r = rt_cu(c, cuStreamWaitEvent(c->lane[SYN_COMPUTE], c->join, 0), "cuStreamWaitEvent(join)")))
+	if (!c->local && ((r = rt_cu(c, cuEventRecord(c->join, c->lane[SYN_COMM]), "cuEventRecord(join)")) ||
+	                  (r = rt_cu(c, cuStreamWaitEvent(c->lane[SYN_COMPUTE], c->join, 0), "cuStreamWaitEvent(join)"))))
 		return r;
 	if ((r = rt_log(c, IK_END, SYN_COMPUTE, -1, -1, -1, 0, "end")))
 		return r;
 	c->in_op = 0;
+	c->local = 0;
 	return SYN_OK;
 }
 

@@ -1,10 +1,13 @@
 /* runtime/rt_stream.c -- an op on the caller's stream.  A framework that
  * owns the inputs and the outputs (PyTorch, its caching allocator) orders
- * its work on a stream of its own; the launcher enqueues on the context's
- * lanes.  So the compute lane first waits for what that stream has
- * enqueued (the inputs are written), and the stream then waits for the
- * compute lane (after syn_end: the whole op, the comm lane joined).  Only
- * events: nothing here waits on the host. */
+ * its work on a stream of its own.  An op with no communication
+ * (syn_begin_local) runs its kernels on that stream itself: no events, no
+ * second stream to wait for, which is most of a small op's call.  An op
+ * with communication runs on the lanes: the compute lane first waits for
+ * what the caller's stream has enqueued (the inputs are written), and the
+ * stream waits for the compute lane at syn_stream_leave (after syn_end:
+ * the whole op, the comm lane joined).  Both waits are made only when
+ * needed, and only with events: nothing here waits on the host. */
 #define RT_CUDA 1
 #include "rt.h"
 
@@ -25,10 +28,43 @@ syn_stream_enter(syn_ctx *c, void *stream)
 	if (c->in_op)
 		return rt_seterr(c, SYN_EARG, "rank %d: syn_stream_enter inside op '%s' (between syn_begin and syn_end)",
 		                 c->rank, c->cur_op >= 0 ? c->ops[c->cur_op].name : "?");
+	c->ext = (CUstream)stream;
+	c->has_ext = 1;
+	c->ext_waited = 0;
+	c->ext_clean = 1;
+	return SYN_OK;
+}
+
+/* Before an op on the lanes: the compute lane waits for the caller's
+ * stream (once per enter: later ops on the lanes come after it anyway). */
+int
+rt_stream_fork(syn_ctx *c)
+{
+	int r;
+	if (!c->has_ext || c->ext_waited)
+		return SYN_OK;
 	if ((r = ext_event(c, &c->ext_in)) ||
-	    (r = rt_cu(c, cuEventRecord(c->ext_in, (CUstream)stream), "cuEventRecord (caller's stream)")))
+	    (r = rt_cu(c, cuEventRecord(c->ext_in, c->ext), "cuEventRecord (caller's stream)")) ||
+	    (r = rt_cu(c, cuStreamWaitEvent(c->lane[SYN_COMPUTE], c->ext_in, 0), "cuStreamWaitEvent (compute lane)")))
 		return r;
-	return rt_cu(c, cuStreamWaitEvent(c->lane[SYN_COMPUTE], c->ext_in, 0), "cuStreamWaitEvent (compute lane)");
+	c->ext_waited = 1;
+	return SYN_OK;
+}
+
+/* Before an op on the caller's stream, or at leave: that stream waits for
+ * whatever ran on the lanes since it was last behind them. */
+int
+rt_stream_join(syn_ctx *c)
+{
+	int r;
+	if (!c->has_ext || c->ext_clean)
+		return SYN_OK;
+	if ((r = ext_event(c, &c->ext_out)) ||
+	    (r = rt_cu(c, cuEventRecord(c->ext_out, c->lane[SYN_COMPUTE]), "cuEventRecord (compute lane)")) ||
+	    (r = rt_cu(c, cuStreamWaitEvent(c->ext, c->ext_out, 0), "cuStreamWaitEvent (caller's stream)")))
+		return r;
+	c->ext_clean = 1;
+	return SYN_OK;
 }
 
 int
@@ -37,10 +73,12 @@ syn_stream_leave(syn_ctx *c, void *stream)
 	int r;
 	if ((r = rt_entry(c)))
 		return r;
-	if ((r = ext_event(c, &c->ext_out)) ||
-	    (r = rt_cu(c, cuEventRecord(c->ext_out, c->lane[SYN_COMPUTE]), "cuEventRecord (compute lane)")))
-		return r;
-	return rt_cu(c, cuStreamWaitEvent((CUstream)stream, c->ext_out, 0), "cuStreamWaitEvent (caller's stream)");
+	if (!c->has_ext || c->ext != (CUstream)stream)
+		return rt_seterr(c, SYN_EARG, "rank %d: syn_stream_leave(%p) without syn_stream_enter of that stream",
+		                 c->rank, stream);
+	r = rt_stream_join(c);
+	c->has_ext = 0;
+	return r;
 }
 
 void

@@ -192,6 +192,10 @@ int syn_tmap_encode(syn_ctx *c, syn_tmap *m, const char *what, uint64_t addr, Co
 /* ---- one operator call ---- */
 int syn_check_args(syn_ctx *c, const char *op, int n, const syn_tensor *t, const syn_argspec *s);
 int syn_begin(syn_ctx *c, const char *op, uint64_t *epoch);
+/* An op with no communication: as syn_begin, but its kernels go on the
+ * caller's stream inside syn_stream_enter .. leave (else the compute lane),
+ * with no events of its own but its end; syn_end ends it as any op. */
+int syn_begin_local(syn_ctx *c, const char *op, uint64_t *epoch);
 int syn_launch(syn_ctx *c, syn_kernel *k, const unsigned grid[3], const unsigned block[3], unsigned smem,
                void **params);
 int syn_wait(syn_ctx *c, syn_lane lane, int flag, uint64_t value, int chunk);
@@ -214,10 +218,15 @@ int syn_mark_ms(syn_ctx *c, int from, int to, float *ms);
 /* ---- an op on the caller's stream (rt_stream.c) ---- */
 /* For a caller that orders its own work on a CUstream of this context's
  * device (PyTorch's current stream; NULL is the legacy default stream):
- *   syn_stream_enter(c, s)   the compute lane waits for what s has enqueued
- *   syn_<op>(c, ...)         the op, on the lanes
- *   syn_stream_leave(c, s)   s waits for the compute lane: the whole op
- * Both only enqueue. */
+ *   syn_stream_enter(c, s)   s is the caller's stream until leave
+ *   syn_<op>(c, ...)         an op with no communication runs on s itself
+ *                            (after s waits for earlier work on the lanes);
+ *                            one with communication on the lanes, the compute
+ *                            lane first waiting for what s has enqueued
+ *   syn_stream_leave(c, s)   s waits for the compute lane if an op ran there
+ * Both only enqueue, and neither waits for anything it need not.  Ops of
+ * one context are meant for one caller stream at a time: a local op's
+ * scratch buffers are the op's, reused by its next call in stream order. */
 int syn_stream_enter(syn_ctx *c, void *stream);
 int syn_stream_leave(syn_ctx *c, void *stream);
 

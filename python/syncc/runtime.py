@@ -139,6 +139,14 @@ class Context:
         self.rank = lib.syn_rank(self.ptr)
         self.nranks = lib.syn_nranks(self.ptr)
         self.device = lib.syn_device(self.ptr)
+        self._torch_device = None
+
+    @property
+    def torch_device(self):
+        if self._torch_device is None:
+            import torch
+            self._torch_device = torch.device("cuda", self.device)
+        return self._torch_device
 
     def fail(self, what, r):
         name = _status(self.lib, r)
@@ -156,30 +164,44 @@ class Context:
             self.ptr = ctypes.c_void_p()
 
 
-def syn_tensor(t, spec):
-    """A syn_tensor of a checked, contiguous torch tensor (strides all zero:
-    row-major)."""
-    s = SynTensor()
-    s.data = t.data_ptr()
-    s.dtype = signature.DTYPES[spec.dtype][0]
-    s.rank = len(spec.local)
-    for i, d in enumerate(spec.local):
-        s.dims[i] = d
-    return s
-
-
 class Launcher:
-    """syn_<op> of a loaded shared object."""
+    """syn_<op>_on_stream of a loaded shared object: the op on torch's
+    current stream in one foreign call.  The syn_tensor structs are made
+    once (dtype, rank, dims come from the signature); a call only checks
+    its tensors, allocates the results and fills in the addresses."""
 
     def __init__(self, so, op):
         self.op = op
-        fn = getattr(so, "syn_" + op.name, None)
+        fn = getattr(so, "syn_%s_on_stream" % op.name, None)
         if fn is None:
-            raise SynccError("%s: the launcher has no syn_%s" % (so._name, op.name))
-        n = len(op.args) + len(op.results)
+            raise SynccError("%s: the launcher has no syn_%s_on_stream (built by an older syncc?)" % (so._name, op.name))
+        specs = list(op.args) + list(op.results)
+        n = len(specs)
         fn.restype = ctypes.c_int
-        fn.argtypes = [ctypes.c_void_p] + [ctypes.POINTER(SynTensor)] * n
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
         self.fn = fn
+        self.nargs = len(op.args)
+        self.structs = (SynTensor * n)()
+        for i, spec in enumerate(specs):
+            st = self.structs[i]
+            st.dtype = signature.DTYPES[spec.dtype][0]
+            st.rank = len(spec.local)
+            for d, x in enumerate(spec.local):
+                st.dims[d] = x
+        self.ptrs = (ctypes.c_void_p * n)(*[ctypes.addressof(self.structs[i]) for i in range(n)])
+        self.ptrs_addr = ctypes.addressof(self.ptrs)
+        self.fast = None  # per argument (torch dtype, shape), made at the first call
+
+    def _fast_ok(self, tensors, dev):
+        """The common case in a few attribute reads: every tensor exactly as
+        the signature wants it.  Anything else goes through the full check,
+        which names what is wrong."""
+        if len(tensors) != self.nargs:
+            return False
+        for t, (dt, shape) in zip(tensors, self.fast):
+            if t.dtype is not dt or t.shape != shape or t.device != dev or not t.is_contiguous() or t.data_ptr() & 15:
+                return False
+        return True
 
     def __call__(self, ctx, tensors):
         """Checks, allocates the results with torch, runs on torch's current
@@ -188,24 +210,25 @@ class Launcher:
         op = self.op
         if not ctx.ptr:
             raise SynccError("%s: the module was closed" % op.name)
-        signature.check_call(op, tensors, ctx.rank, ctx.device)
-        dev = torch.device("cuda", ctx.device)
-        outs = [torch.empty(r.local, dtype=getattr(torch, r.torch_dtype_name()), device=dev) for r in op.results]
-        args = [syn_tensor(t, s) for t, s in zip(tensors, op.args)] + \
-               [syn_tensor(t, s) for t, s in zip(outs, op.results)]
-        stream = ctypes.c_void_p(torch.cuda.current_stream(dev).cuda_stream)
-        lib = ctx.lib
-        r = lib.syn_stream_enter(ctx.ptr, stream)
-        if r:
-            ctx.fail(op.name, r)
-        r = self.fn(ctx.ptr, *[ctypes.byref(a) for a in args])
+        dev = ctx.torch_device
+        if self.fast is None:
+            self.fast = [(getattr(torch, a.torch_dtype_name()), torch.Size(a.local)) for a in op.args]
+            self.outs = [(torch.Size(r.local), getattr(torch, r.torch_dtype_name())) for r in op.results]
+        if not self._fast_ok(tensors, dev):
+            signature.check_call(op, tensors, ctx.rank, ctx.device)
+        outs = [torch.empty(shape, dtype=dt, device=dev) for shape, dt in self.outs]
+        st = self.structs
+        for i, t in enumerate(tensors):
+            st[i].data = t.data_ptr()
+        for j, o in enumerate(outs):
+            st[self.nargs + j].data = o.data_ptr()
         # After a failure libsyncrt stops (syn_stream_leave returns at once
         # once the context has failed), so torch's stream does not wait for
         # work already enqueued: the caller must synchronise the device or
         # end the process before reusing the tensors (docs/python.md).
-        r2 = lib.syn_stream_leave(ctx.ptr, stream)
-        if r or r2:
-            ctx.fail(op.name, r or r2)
+        r = self.fn(ctx.ptr, torch.cuda.current_stream(dev).cuda_stream, self.ptrs_addr)
+        if r:
+            ctx.fail(op.name, r)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
