@@ -1,0 +1,356 @@
+#!/usr/bin/env python3
+"""bench/p1.py -- syncc's ops called the way a user calls them, on one GPU.
+
+Every op is compiled from a small .syn file, loaded through python/syncc and
+called on torch tensors, beside PyTorch eager and torch.compile (Inductor) on
+the same tensors.  Per op:
+
+  * every implementation's output is checked against an f32 (or f64)
+    reference before any time counts (fresh random inputs, the output
+    poisoned with NaN first where the op allocates it);
+  * back-to-back: the implementations take turns, REPS rounds of BATCH calls
+    each timed with CUDA events (ms per call, median over rounds);
+  * one call at a time: the device synchronised before each call, the call
+    timed with events (its launch gap inside) and its host time with
+    perf_counter (us from the call to its return: what a user's Python
+    thread spends in it);
+  * the floor: bytes that must move over the HBM bandwidth measured in the
+    same run (a 1 GiB device copy), or FLOPs over the cuBLAS rate measured
+    in the same run at 8192^3, whichever is larger.
+
+    python3 bench/p1.py [--only NAME,...] [--skip-compile] [--out DIR]
+
+Writes DIR/p1.json (every number) and DIR/p1.md (the table); DIR defaults to
+$OUT or build/p1-out.  bench/results/ keeps dated copies (docs/bench.md)."""
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import syncc  # noqa: E402  (before torch: python/syncc/__init__.py says why)
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+SYN_DIR = os.path.join(ROOT, "build", "p1")
+
+
+# ---- the ops ----
+# name -> (syn source, params, inputs(params) -> list, eager(*inputs), bytes, flops, tol)
+
+def _mm_src(epi):
+    heads = {
+        "plain": ("x: bf16[M, K], w: bf16[K, N]", "x @ w"),
+        "bias": ("x: bf16[M, K], w: bf16[K, N], b: bf16[N]", "x @ w + b"),
+        "bias_gelu": ("x: bf16[M, K], w: bf16[K, N], b: bf16[N]", "gelu(x @ w + b)"),
+        "residual": ("x: bf16[M, K], w: bf16[K, N], res: bf16[M, N]", "x @ w + res"),
+        "silu_gated": ("x: bf16[M, K], wg: bf16[K, N], wu: bf16[K, N]", "silu(x @ wg) * (x @ wu)"),
+    }
+    args, body = heads[epi]
+    return "use nn;\nparam M = 1024, N = 1024, K = 1024;\nop f(%s) -> bf16[M, N] {\n    return %s;\n}\n" % (args, body)
+
+
+def _gelu(x):
+    return F.gelu(x, approximate="tanh")
+
+
+def _mm_case(epi, M, N, K):
+    def inputs(dev):
+        x = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
+        w = torch.randn(K, N, device=dev, dtype=torch.bfloat16) / math.sqrt(K)
+        if epi in ("bias", "bias_gelu"):
+            return [x, w, torch.randn(N, device=dev, dtype=torch.bfloat16)]
+        if epi == "residual":
+            return [x, w, torch.randn(M, N, device=dev, dtype=torch.bfloat16)]
+        if epi == "silu_gated":
+            return [x, w, torch.randn(K, N, device=dev, dtype=torch.bfloat16) / math.sqrt(K)]
+        return [x, w]
+
+    eager = {
+        "plain": lambda x, w: torch.matmul(x, w),
+        "bias": lambda x, w, b: torch.addmm(b, x, w),
+        "bias_gelu": lambda x, w, b: _gelu(torch.addmm(b, x, w)),
+        "residual": lambda x, w, r: torch.addmm(r, x, w),
+        "silu_gated": lambda x, wg, wu: F.silu(x @ wg) * (x @ wu),
+    }[epi]
+    nmm = 2 if epi == "silu_gated" else 1
+    byts = 2 * (M * K + nmm * K * N + M * N + (M * N if epi == "residual" else 0))
+    return dict(src=_mm_src(epi), params=dict(M=M, N=N, K=K), inputs=inputs, eager=eager, bytes=byts,
+                flops=2.0 * M * N * K * nmm, tol=2e-2, kind="matmul" if epi == "plain" else "epilogue")
+
+
+_ROW_SRC = {
+    "rmsnorm": ("x: bf16[M, N], g: bf16[N]", "rmsnorm(x, g)"),
+    "layernorm": ("x: bf16[M, N], g: bf16[N], b: bf16[N]", "layernorm(x, g, b)"),
+    "softmax": ("x: bf16[M, N]", "softmax(x)"),
+}
+
+
+def _row_case(name, M, N, dim):
+    args, body = _ROW_SRC[name]
+    if dim == 0:  # over the first dim: the op on the transpose, written as the user would
+        body = {"softmax": "softmax0(x)", "rmsnorm": "rmsnorm0(x, g)", "layernorm": "layernorm0(x, g, b)"}[name]
+        args = args.replace("g: bf16[N]", "g: bf16[M, 1]").replace("b: bf16[N]", "b: bf16[M, 1]")
+    src = ("use nn;\nparam M = 64, N = 64;\nparam eps = 1e-5;\n"
+           "op softmax0(x: bf16[M, N]) -> bf16[M, N] {\n"
+           "    let xf = cast(x, f32);\n    let e = exp(xf - amax(xf, 0));\n    return cast(e / sum(e, 0), bf16);\n}\n"
+           "op rmsnorm0(x: bf16[M, N], g: bf16[M, 1]) -> bf16[M, N] {\n"
+           "    let xf = cast(x, f32);\n    return cast(xf * rsqrt(mean(xf * xf, 0) + eps) * cast(g, f32), bf16);\n}\n"
+           "op layernorm0(x: bf16[M, N], g: bf16[M, 1], b: bf16[M, 1]) -> bf16[M, N] {\n"
+           "    let xf = cast(x, f32);\n    let d = xf - mean(xf, 0);\n"
+           "    let inv = rsqrt(mean(d * d, 0) + eps);\n    return cast(d * inv * cast(g, f32) + cast(b, f32), bf16);\n}\n"
+           "op f(%s) -> bf16[M, N] {\n    return %s;\n}\n") % (args, body)
+
+    def inputs(dev):
+        x = torch.randn(M, N, device=dev, dtype=torch.bfloat16) * 2
+        gshape = (N,) if dim == 1 else (M, 1)
+        g = torch.rand(gshape, device=dev, dtype=torch.bfloat16) + 0.5
+        b = torch.randn(gshape, device=dev, dtype=torch.bfloat16)
+        return {"rmsnorm": [x, g], "layernorm": [x, g, b], "softmax": [x]}[name]
+
+    def eager(*a):
+        x = a[0]
+        if dim == 0:
+            x = x.t()
+        if name == "rmsnorm":
+            g = a[1] if dim == 1 else a[1].reshape(-1)
+            y = F.rms_norm(x, (x.shape[-1],), g, eps=1e-5)
+        elif name == "layernorm":
+            g, b = (a[1], a[2]) if dim == 1 else (a[1].reshape(-1), a[2].reshape(-1))
+            y = F.layer_norm(x, (x.shape[-1],), g, b, eps=1e-5)
+        else:
+            y = torch.softmax(x, dim=-1)
+        return y.t() if dim == 0 else y
+
+    nb = {"rmsnorm": 1, "layernorm": 2, "softmax": 0}[name]
+    byts = 2 * (2 * M * N + nb * (N if dim == 1 else M))
+    return dict(src=src, params=dict(M=M, N=N), inputs=inputs, eager=eager, bytes=byts, flops=0.0, tol=2e-2,
+                kind="rows")
+
+
+def _attn_case(NH, S, D):
+    src = "use nn;\nparam NH = 8, S = 128, D = 64;\nop f(q: bf16[NH, S, D], k: bf16[NH, S, D], v: bf16[NH, S, D]) -> bf16[NH, S, D] {\n    return attention(q, k, v);\n}\n"
+
+    def inputs(dev):
+        return [torch.randn(NH, S, D, device=dev, dtype=torch.bfloat16) for _ in range(3)]
+
+    def eager(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v)
+
+    return dict(src=src, params=dict(NH=NH, S=S, D=D), inputs=inputs, eager=eager, bytes=2 * 4 * NH * S * D,
+                flops=4.0 * NH * S * S * D, tol=2e-2, kind="attention")
+
+
+def cases():
+    """Row ops first, then matmuls, epilogues, attention (a run that hits
+    its time budget keeps the first)."""
+    c = {}
+    for name in ("rmsnorm", "layernorm", "softmax"):
+        for (M, N) in ((8192, 8192), (1024, 8192), (4096, 50304), (1024, 50257)):
+            c["%s_%dx%d" % (name, M, N)] = _row_case(name, M, N, 1)
+        for (M, N) in ((8192, 8192), (1024, 8192)):
+            c["%s0_%dx%d" % (name, M, N)] = _row_case(name, M, N, 0)
+    for M in (128, 512, 1024, 2048, 4096, 8192):
+        c["mm_%dx8192x4096" % M] = _mm_case("plain", M, 8192, 4096)
+    c["mm_8192x5120x8192"] = _mm_case("plain", 8192, 5120, 8192)
+    c["mm_8192x14336x8192"] = _mm_case("plain", 8192, 14336, 8192)
+    c["mm_1000x520x264"] = _mm_case("plain", 1000, 520, 264)
+    for epi in ("bias", "bias_gelu", "residual", "silu_gated"):
+        c["%s_8192x8192x4096" % epi] = _mm_case(epi, 8192, 8192, 4096)
+        c["%s_1024x8192x4096" % epi] = _mm_case(epi, 1024, 8192, 4096)
+    c["attention_32x2048x128"] = _attn_case(32, 2048, 128)
+    c["attention_16x4096x64"] = _attn_case(16, 4096, 64)
+    return c
+
+
+# ---- measuring ----
+
+def rel_err(out, ref):
+    out, ref = out.double(), ref.double()
+    if not torch.isfinite(out).all():
+        return float("inf")
+    return ((out - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+
+
+def reference(case, ins):
+    """The op in f32 (the eager op on upcast inputs)."""
+    up = [t.float() for t in ins]
+    with torch.no_grad():
+        return case["eager"](*up).float()
+
+
+def time_batches(fns, reps, batch):
+    """Back-to-back: per round each implementation runs `batch` calls
+    between two events; implementations take turns. ms per call."""
+    ev = {k: [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+          for k in fns}
+    for r in range(reps):
+        order = list(fns) if r % 2 == 0 else list(reversed(list(fns)))
+        for k in order:
+            a, b = ev[k][r]
+            a.record()
+            for _ in range(batch):
+                fns[k]()
+            b.record()
+    torch.cuda.synchronize()
+    return {k: statistics.median(a.elapsed_time(b) / batch for a, b in ev[k]) for k in fns}
+
+
+def time_single(fns, reps):
+    """One call at a time: device idle before each call; event ms (launch
+    gap inside) and host us per call, medians."""
+    dev = {k: [] for k in fns}
+    host = {k: [] for k in fns}
+    for r in range(reps):
+        order = list(fns) if r % 2 == 0 else list(reversed(list(fns)))
+        for k in order:
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda.synchronize()
+            a.record()
+            t0 = time.perf_counter()
+            fns[k]()
+            t1 = time.perf_counter()
+            b.record()
+            torch.cuda.synchronize()
+            dev[k].append(a.elapsed_time(b))
+            host[k].append((t1 - t0) * 1e6)
+    return ({k: statistics.median(v) for k, v in dev.items()}, {k: statistics.median(v) for k, v in host.items()})
+
+
+def hbm_gbps():
+    x = torch.empty(1 << 29, dtype=torch.float16, device="cuda")  # 1 GiB
+    y = torch.empty_like(x)
+    for _ in range(3):
+        y.copy_(x)
+    t = time_batches({"c": lambda: y.copy_(x)}, 9, 5)["c"]
+    del x, y
+    return 2 * (1 << 30) / (t * 1e-3) / 1e9
+
+
+def mm_tflops():
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    for _ in range(3):
+        a @ b
+    t = time_batches({"m": lambda: a @ b}, 9, 5)["m"]
+    return 2 * 8192 ** 3 / (t * 1e-3) / 1e12
+
+
+def run_case(name, case, args, rates):
+    os.makedirs(SYN_DIR, exist_ok=True)
+    path = os.path.join(SYN_DIR, name + ".syn")
+    with open(path, "w") as f:
+        f.write(case["src"])
+    t0 = time.time()
+    mod = syncc.load(path, **case["params"])
+    build_s = time.time() - t0
+    op = mod.f
+    ins = case["inputs"]("cuda")
+    ref = reference(case, ins)
+    impls = {"syncc": lambda: op(*ins), "eager": lambda: case["eager"](*ins)}
+    compile_s = None
+    if not args.skip_compile:
+        cf = torch.compile(case["eager"], dynamic=False)
+        t0 = time.time()
+        cf(*ins)
+        compile_s = time.time() - t0
+        impls["compile"] = lambda: cf(*ins)
+    row = {"op": name, "kind": case["kind"], "build_s": round(build_s, 2), "compile_s": compile_s}
+    for k, fn in impls.items():  # correct first: every output before any time
+        for _ in range(2):
+            out = fn()
+        torch.cuda.synchronize()
+        row["err_" + k] = rel_err(out, ref)
+        if not row["err_" + k] <= case["tol"]:
+            row["wrong_" + k] = True
+    # fresh inputs once more for syncc: the same function on any valid input
+    ins2 = case["inputs"]("cuda")
+    row["err_syncc_2"] = rel_err(op(*ins2), reference(case, ins2))
+    del ins2
+    for k in impls:
+        for _ in range(3):
+            impls[k]()
+    torch.cuda.synchronize()
+    batch = 10 if case["flops"] < 1e12 else 3
+    b2b = time_batches(impls, args.reps, batch)
+    one, host = time_single(impls, args.reps)
+    floor = max(case["bytes"] / (rates["hbm_gbps"] * 1e9), case["flops"] / (rates["mm_tflops"] * 1e12)) * 1e3
+    row.update({"b2b_ms": b2b, "one_ms": one, "host_us": host, "floor_ms": floor,
+                "floor_kind": "flops" if case["flops"] / (rates["mm_tflops"] * 1e12) > case["bytes"] / (
+                    rates["hbm_gbps"] * 1e9) else "hbm"})
+    mod.close()
+    return row
+
+
+def table(rows, rates):
+    out = ["# p1: syncc ops from PyTorch on one GPU", "",
+           "HBM %.0f GB/s (1 GiB copy), cuBLAS %.0f TFLOP/s (8192^3), both measured in this run. "
+           "Times in ms per call (median); b2b = back-to-back, one = one call at a time; "
+           "speed = other / syncc (above 1: syncc faster); host = us per call on the host." % (
+               rates["hbm_gbps"], rates["mm_tflops"]), "",
+           "| op | syncc b2b | eager b2b | compile b2b | speed vs eager | vs compile | syncc one | eager one | "
+           "floor | syncc / floor | host us syncc / eager | err |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "error" in r:
+            out.append("| %s | failed: %s |" % (r["op"], r["error"][:160].replace("|", "/")))
+            continue
+        b, o, h = r["b2b_ms"], r["one_ms"], r["host_us"]
+        c = b.get("compile")
+        out.append("| %s | %.4f | %.4f | %s | %.2f | %s | %.4f | %.4f | %.4f (%s) | %.2f | %.0f / %.0f | %.1e%s |" % (
+            r["op"], b["syncc"], b["eager"], "%.4f" % c if c else "-", b["eager"] / b["syncc"],
+            "%.2f" % (c / b["syncc"]) if c else "-", o["syncc"], o["eager"], r["floor_ms"], r["floor_kind"],
+            b["syncc"] / r["floor_ms"], h["syncc"], h["eager"], r["err_syncc"],
+            " WRONG" if r.get("wrong_syncc") else ""))
+    return "\n".join(out) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default="", help="comma-separated op names or prefixes")
+    ap.add_argument("--skip", default="", help="comma-separated prefixes to leave out")
+    ap.add_argument("--skip-compile", action="store_true")
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--budget", type=float, default=float(os.environ.get("P1_BUDGET_S", "420")),
+                    help="seconds; the ops not reached are listed as skipped")
+    ap.add_argument("--out", default=os.environ.get("OUT", os.path.join(ROOT, "build", "p1-out")))
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    torch.manual_seed(0)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    rates = {"hbm_gbps": hbm_gbps(), "mm_tflops": mm_tflops(), "gpu": torch.cuda.get_device_name(),
+             "torch": torch.__version__, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    print("rates: %s" % json.dumps(rates), flush=True)
+    want = [w for w in args.only.split(",") if w]
+    skip = [w for w in args.skip.split(",") if w]
+    rows, t_start = [], time.time()
+    for name, case in cases().items():
+        if want and not any(name.startswith(w) for w in want):
+            continue
+        if any(name.startswith(s) for s in skip):
+            continue
+        if time.time() - t_start > args.budget:
+            rows.append({"op": name, "error": "skipped: past the time budget"})
+            continue
+        try:
+            row = run_case(name, case, args, rates)
+        except Exception as e:  # one op failing must not hide the others
+            row = {"op": name, "error": "%s: %s" % (type(e).__name__, e)}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        torch.cuda.empty_cache()
+    with open(os.path.join(args.out, "p1.json"), "w") as f:
+        json.dump({"rates": rates, "rows": rows}, f, indent=1)
+    md = table(rows, rates)
+    with open(os.path.join(args.out, "p1.md"), "w") as f:
+        f.write(md)
+    print(md)
+    return 1 if any(r.get("wrong_syncc") for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
