@@ -164,12 +164,14 @@ struct Plan {
 	double ideal;        /* max(total compute, total communication) */
 	double crit;         /* critical path length */
 	double peak_extra;   /* bytes in flight beyond the serial plan's peak */
+	double comm;         /* µs the comm lane is busy */
+	double exposed;      /* µs of it with nothing on the compute lane (not hidden) */
 	bool is_serial;
 	int sms;             /* the profile's SMs */
 	int compute_sms;     /* SMs the compute kernels may occupy */
 	bool share_sms;      /* a collective runs beside a compute kernel: the
 	                        kernels leave the backend its SMs (compute_sms) */
-	char why[512];       /* --explain: why this plan */
+	char why[4096];      /* --explain: why this plan */
 	int tried;           /* plans the search scored */
 };
 
@@ -177,6 +179,7 @@ struct Plan {
 void sched_levels(BlockGraph *g);
 double sched_list(BlockGraph *g, Plan *p, const Profile *prof, bool serial);
 bool sched_comm_feeds_compute(const BlockGraph *g); /* then kernels spin while a collective runs */
+double sched_exposed(const Plan *p, double *busy); /* comm-lane µs not under compute; busy: all comm µs */
 
 /* sched/search.c */
 Plan *sched_plan(const Func *f, const SchedOpts *o);
@@ -188,6 +191,8 @@ void sched_assign_flags(Plan *p);
 bool sched_check_flags(const Plan *p, const Profile *prof, char *why, size_t n);
 
 /* sched/print.c: --emit=plan, --explain, --emit=timeline, traces, SVG */
+const char *sched_plan_kind(const Plan *p); /* "serial", "overlapped" or "not overlapped" */
+void sched_plan_changes(const Plan *p, char *buf, size_t n); /* what differs from the serial plan */
 void sched_print_plan(FILE *out, const Plan *p);
 void sched_explain(FILE *out, const Plan *p);
 void sched_timeline(FILE *out, const Plan *p, int nranks, int width);

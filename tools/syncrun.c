@@ -105,9 +105,16 @@ run_one(const Driver *d, Func *f, const Plan *plan)
 	SimResult r;
 	Buf ty = {0};
 	bool ok;
+	char kind[400] = ", op by op";
+	if (plan && strcmp(sched_plan_kind(plan), "not overlapped"))
+		snprintf(kind, sizeof kind, ", %s plan", sched_plan_kind(plan));
+	else if (plan) {
+		char ch[360];
+		sched_plan_changes(plan, ch, sizeof ch);
+		snprintf(kind, sizeof kind, ", plan not overlapped (%s)", ch);
+	}
 	printf("%s: %s on %d simulated rank%s (seed %llu)%s\n", sym_str(f->name), d->f64 ? "f64 oracle" : "oracle",
-	       f->nranks, f->nranks == 1 ? "" : "s", (unsigned long long)d->seed,
-	       plan ? (plan->is_serial ? ", serial plan" : ", overlapped plan") : ", op by op");
+	       f->nranks, f->nranks == 1 ? "" : "s", (unsigned long long)d->seed, kind);
 	if (plan)
 		sim_compare_plan(f->sema, plan, &o, d->topo.gpus, &r);
 	else
