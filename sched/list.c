@@ -315,9 +315,10 @@ sched_list(BlockGraph *g, Plan *p, const Profile *prof, bool serial)
  * block runs, the part of communication nothing hides (what a user checks
  * first).  An own-block copy on the compute lane is data movement, not
  * compute: it hides nothing.  Each lane runs one block at a time, so its
- * blocks are disjoint intervals in lane order. */
+ * blocks are disjoint intervals in lane order.  `each` (may be NULL) is
+ * handed every exposed piece; busy gets all of the comm lane's time. */
 double
-sched_exposed(const Plan *p, double *busy)
+sched_exposed(const Plan *p, double *busy, void (*each)(void *ctx, double from, double to), void *ctx)
 {
 	const BlockGraph *g = p->g;
 	const int *cm = p->order[LANE_COMPUTE];
@@ -331,15 +332,22 @@ sched_exposed(const Plan *p, double *busy)
 			k++;
 		for (int j = k; j < nc && t < b->finish; j++) { /* the gaps between compute blocks */
 			const Blk *c = &g->b[cm[j]];
+			double to = c->start < b->finish ? c->start : b->finish;
 			if (c->kind != BK_COMPUTE)
 				continue;
-			if (c->start > t)
-				exposed += (c->start < b->finish ? c->start : b->finish) - t;
+			if (to > t) {
+				exposed += to - t;
+				if (each)
+					each(ctx, t, to);
+			}
 			if (c->finish > t)
 				t = c->finish;
 		}
-		if (t < b->finish)
+		if (t < b->finish) {
 			exposed += b->finish - t;
+			if (each)
+				each(ctx, t, b->finish);
+		}
 	}
 	if (busy)
 		*busy = all;

@@ -1,6 +1,6 @@
 /* sched/print.c -- plans for people: --emit=plan, --explain, the ASCII
  * timeline (--emit=timeline), Chrome trace JSON (--trace, opens in
- * Perfetto and chrome://tracing) and SVG (--timeline-svg).  Every
+ * Perfetto and chrome://tracing); the SVG is sched/svg.c's.  Every
  * timeline drawn from the cost model says "predicted". */
 #include "sched.h"
 
@@ -233,38 +233,4 @@ sched_trace_json(FILE *out, const Plan *const *plans, int nplans, int nranks)
 		t0 += p->makespan;
 	}
 	fprintf(out, "\n]}\n");
-}
-
-void
-sched_svg(FILE *out, const Plan *const *plans, int nplans, int nranks)
-{
-	static const char *const colour[2] = {"#4e79a7", "#f28e2b"};
-	double total = 0, W = 900, lh = 22;
-	char name[96];
-	int rows = nranks * NLANES;
-	for (int i = 0; i < nplans; i++)
-		total += plans[i]->makespan;
-	if (total <= 0)
-		total = 1;
-	fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"monospace\" font-size=\"11\">\n",
-	        W + 120, rows * lh + 60);
-	fprintf(out, "<text x=\"4\" y=\"16\">PREDICTED timeline (cost model), %.1f us</text>\n", total);
-	for (int r = 0; r < nranks; r++)
-		for (int l = 0; l < NLANES; l++)
-			fprintf(out, "<text x=\"4\" y=\"%.0f\">r%d %s</text>\n", 40 + (r * NLANES + l) * lh + 15, r,
-			        l == LANE_COMPUTE ? "compute" : "comm");
-	double t0 = 0;
-	for (int pi = 0; pi < nplans; pi++) {
-		const Plan *p = plans[pi];
-		for (int r = 0; r < nranks; r++)
-			for (int i = 0; i < p->g->n; i++) {
-				const Blk *b = &p->g->b[i];
-				double x = 110 + (t0 + b->start) / total * W, w = (b->finish - b->start) / total * W;
-				double y = 40 + (r * NLANES + b->lane) * lh;
-				fprintf(out, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" stroke=\"white\"><title>%s %.2f-%.2f us</title></rect>\n",
-				        x, y, w > 0.5 ? w : 0.5, lh - 4, colour[b->lane], blk_name(p->g, i, name, sizeof name), b->start, b->finish);
-			}
-		t0 += p->makespan;
-	}
-	fprintf(out, "</svg>\n");
 }

@@ -250,7 +250,7 @@ finish_plan(Plan *p, const Func *f, const SchedOpts *o, NodeChoice *ch, bool ser
 	p->g = blk_build(f, ch, &o->topo);
 	blk_cost(o->prof, p->g, &o->topo);
 	p->makespan = sched_list(p->g, p, o->prof, serial);
-	p->exposed = sched_exposed(p, &p->comm);
+	p->exposed = sched_exposed(p, &p->comm, NULL, NULL);
 	p->crit = 0;
 	for (int i = 0; i < p->g->n; i++)
 		if (p->g->b[i].tlevel + p->g->b[i].blevel > p->crit)

@@ -43,6 +43,7 @@ static const struct {
 	{OPT_DROPEDGE, "drop-edge", 0, true},
 	{OPT_TRACE, "trace", 0, true},
 	{OPT_SVG, "timeline-svg", 0, true},
+	{OPT_MEASURED, "measured", 0, true},
 	{OPT_INTERP, "interp", 0, false},
 	{OPT_ALLPLANS, "all-plans", 0, false},
 	{OPT_S, "", 'S', false},
@@ -275,6 +276,9 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 		return -1;
 	case OPT_SVG:
 		d->svg = val;
+		return -1;
+	case OPT_MEASURED:
+		d->measured = val;
 		return -1;
 	case OPT_INTERP:
 		d->interp = true;
@@ -633,6 +637,22 @@ plan_all(Driver *d, Unit *u, FILE *mem)
 	return write_traces(d, u) ? EXIT_OK : EXIT_INPUT;
 }
 
+/* The SVG timeline, with --measured's trace under the prediction. */
+static bool
+svg_with_measured(Driver *d, FILE *out, int nranks)
+{
+	Measured m;
+	char err[600];
+	if (d->measured && !sched_read_trace(d->measured, &m, err, sizeof err)) {
+		diag_error(NOSPAN, "%s", err);
+		return false;
+	}
+	sched_svg(out, (const Plan *const *)d->plans, d->nplans, nranks, d->measured ? &m : NULL);
+	if (d->measured)
+		sched_measured_free(&m);
+	return true;
+}
+
 /* --trace and --timeline-svg: the predicted timelines, written whole. */
 static bool
 write_traces(Driver *d, Unit *u)
@@ -643,18 +663,18 @@ write_traces(Driver *d, Unit *u)
 		size_t len = 0;
 		FILE *m;
 		Buf b = {0};
-		bool ok;
+		bool ok = true;
 		if (!paths[k])
 			continue;
 		m = open_memstream(&text, &len);
 		if (k == 0)
 			sched_trace_json(m, (const Plan *const *)d->plans, d->nplans, u->opt.nranks);
 		else
-			sched_svg(m, (const Plan *const *)d->plans, d->nplans, u->opt.nranks);
+			ok = svg_with_measured(d, m, u->opt.nranks);
 		fclose(m);
 		buf_put(&b, text, len);
 		free(text);
-		ok = drv_write(paths[k], &b);
+		ok = ok && drv_write(paths[k], &b);
 		buf_free(&b);
 		if (!ok)
 			return false;

@@ -28,6 +28,7 @@ static const char usage[] =
 	"  --bench N               time the median of N calls (after 3 warm-up calls)\n"
 	"  --no-check              skip the comparison with the CPU oracle\n"
 	"  --trace FILE.json       the measured timeline (Chrome trace, rank 0 writes it)\n"
+	"  --timeline-svg FILE     with --trace: the measured timeline drawn under the predicted one\n"
 	"  --dump-outputs DIR      write every rank's outputs (raw bytes) into DIR\n"
 	"  --drop-flag             test only: raise no flag from the comm lane, so the\n"
 	"                          kernels' waits time out (SYNC_TIMEOUT_MS)\n";
@@ -35,7 +36,7 @@ static const char usage[] =
 static const OptId allowed[] = {
 	OPT_RANKS, OPT_DEFINE, OPT_INCLUDE, OPT_ENTRY, OPT_DIAG, OPT_DUMP, OPT_VERSION, OPT_HELP, OPT_SEED,
 	OPT_NOPASS, OPT_PROFILE, OPT_SERIAL, OPT_COMMBE, OPT_EXPLAIN, OPT_EMIT, OPT_TRACE, OPT_SIM, OPT_BENCH, OPT_NOCHECK, OPT_DROPFLAG,
-	OPT_DUMPOUT, OPT_GPUS, OPT_CALIBRATE,
+	OPT_DUMPOUT, OPT_GPUS, OPT_CALIBRATE, OPT_SVG,
 };
 
 typedef void (*AnyFn)(void); /* a launcher, cast to its arity when called (GCC: void (*)(void) casts freely) */
@@ -242,6 +243,32 @@ write_trace(syn_ctx *c, void *path)
 	if (r)
 		fprintf(stderr, "syncrun: trace: %s\n", syn_error(c));
 	return r;
+}
+
+/* --timeline-svg with --trace: the picture again, the measured trace
+ * under the prediction. */
+static bool
+svg_measured(const Driver *d)
+{
+	Measured m;
+	char err[600];
+	FILE *f;
+	bool ok;
+	if (!sched_read_trace(d->trace, &m, err, sizeof err)) {
+		fprintf(stderr, "syncrun: %s\n", err);
+		return false;
+	}
+	if (!(f = fopen(d->svg, "w"))) {
+		fprintf(stderr, "syncrun: cannot write %s\n", d->svg);
+		sched_measured_free(&m);
+		return false;
+	}
+	sched_svg(f, (const Plan *const *)d->plans, d->nplans, d->opt.nranks, &m);
+	ok = fclose(f) == 0;
+	sched_measured_free(&m);
+	if (ok)
+		printf("timeline: %s (predicted, and measured under it)\n", d->svg);
+	return ok;
 }
 
 /* The trace summary: exposed communication, measured (the least hidden
@@ -1021,6 +1048,8 @@ main(int argc, char **argv)
 		else {
 			printf("measured trace: %s (predicted: %s)\n", d.trace, predicted);
 			trace_summary(rk.cs[0], &d);
+			if (d.svg && syn_rank(rk.cs[0]) == 0 && !svg_measured(&d))
+				all_ok = false;
 		}
 	}
 	for (int q = 0; q < rk.nlocal; q++)
