@@ -129,6 +129,7 @@ extern const PassInfo ir_passes[];
 extern const int ir_npasses;
 void pass_autocomm(Func *f);
 void pass_arsplit(Func *f);
+bool ir_arsplit_one(Func *f, Val y); /* split all_reduce y wherever it can (the cost model's candidate) */
 void pass_dce(Func *f);
 
 /* ir/fuse.c: the fuse pass and what a fused group is.  The limits are the

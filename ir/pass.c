@@ -156,15 +156,19 @@ pass_dce(Func *f)
 	free(live);
 }
 
-/* ---- arsplit: all_reduce + elementwise -> reduce_scatter, elementwise on
+/* ---- arsplit: all_reduce + local work -> reduce_scatter, the work on
  * 1/P of the data, all_gather ----
- * Every rank otherwise repeats the same elementwise work on the whole
- * reduced tensor.  The region is the elementwise values fed by the
- * all_reduce (with @repl side operands); it runs on this rank's block and
- * each region value used outside it is gathered.  Bytes: all_reduce moves
- * 2S(P-1)/P, reduce_scatter S(P-1)/P and each gather S_i(P-1)/P, so the
- * rewrite pays when the gathered bytes do not exceed S (and the region
- * does work). */
+ * Every rank otherwise repeats the same work on the whole reduced tensor.
+ * The region is the values fed by the all_reduce (with @repl side
+ * operands) that are local on the scattered dim: elementwise ops, and row
+ * ops -- reductions over another dim, as rmsnorm's mean -- with what they
+ * broadcast into.  It runs on this rank's block and each region value
+ * used outside it is gathered.  Bytes: all_reduce moves 2S(P-1)/P,
+ * reduce_scatter S(P-1)/P and each gather S_i(P-1)/P, so the rewrite pays
+ * when the gathered bytes do not exceed S (and the region does work); the
+ * pass does those.  Where it does not -- a bare all_reduce, whose two
+ * phases the scheduler may chunk and overlap apart, or more gathered bytes
+ * -- the driver asks the cost model (ir_arsplit_one on a copy, planned). */
 
 typedef struct Region {
 	bool *in;     /* value belongs to the region */
@@ -172,12 +176,30 @@ typedef struct Region {
 	int dim;      /* the split dim */
 } Region;
 
+/* Whether v's result lives in y's index space split on `dim`: @repl, y's
+ * rank, y's whole extent on dim, y's extent or 1 elsewhere. */
 static bool
-ew_same_space(const Func *f, Val v, Val y)
+in_space(const Func *f, Val v, Val y, int dim)
 {
-	const Ins *in = &f->ins[v];
-	return (ir_ops[in->op].flags & OF_EW) && in->op != OP_CONST && in->ty.pl.kind == PL_REPL &&
-	       ty_same_shape(&in->ty, &f->ins[y].ty);
+	const Type *t = &f->ins[v].ty, *ty = &f->ins[y].ty;
+	if (t->pl.kind != PL_REPL || t->rank != ty->rank || t->dim[dim] != ty->dim[dim])
+		return false;
+	for (int d = 0; d < t->rank; d++)
+		if (t->dim[d] != ty->dim[d] && t->dim[d] != 1)
+			return false;
+	return true;
+}
+
+/* An op that is local on the split dim: elementwise, or a reduction over
+ * another dim (a row op). */
+static bool
+local_op(const Ins *in, int dim)
+{
+	if (in->op == OP_CONST)
+		return false;
+	if (ir_ops[in->op].flags & OF_EW)
+		return true;
+	return ir_ops[in->op].cls == OC_REDUCE && in->axis != dim;
 }
 
 static void
@@ -186,7 +208,7 @@ grow_region(const Func *f, Val y, Region *r)
 	r->in[y] = true;
 	for (Val v = y + 1; v < f->nins; v++) {
 		const Ins *in = &f->ins[v];
-		bool fed = false, ok = ew_same_space(f, v, y);
+		bool fed = false, ok = local_op(in, r->dim) && in_space(f, v, y, r->dim);
 		for (int i = 0; i < in->narg && ok; i++) {
 			const Ins *a = &f->ins[in->arg[i]];
 			if (r->in[in->arg[i]])
@@ -267,30 +289,45 @@ rewrite_region(Func *f, Val y, const Region *r, const bool *out)
 	free(inner);
 }
 
+/* Splits all_reduce y with its region: `how` 0 only where the byte rule
+ * says it pays, 1 wherever it can (a bare all_reduce included); returns
+ * whether it did. */
+static bool
+split_one(Func *f, Val y, int how)
+{
+	Region r = {0};
+	Uses u;
+	bool *out, done = false;
+	double sz, gb;
+	if (f->ins[y].op != OP_ALL_REDUCE || f->nranks == 1 || (r.dim = split_dim(&f->ins[y].ty, f->nranks)) < 0)
+		return false;
+	r.in = xcalloc((size_t)f->nins + 1, sizeof *r.in);
+	out = xcalloc((size_t)f->nins + 1, sizeof *out);
+	u = uses(f);
+	grow_region(f, y, &r);
+	sz = (double)ty_numel(&f->ins[y].ty) * ty_dtypes[f->ins[y].ty.dt].size;
+	gb = gathered_bytes(f, &r, y, &u, out);
+	if (how == 1 || (r.n > 0 && gb <= sz)) {
+		rewrite_region(f, y, &r, out);
+		done = true;
+	}
+	uses_free(&u);
+	free(r.in);
+	free(out);
+	return done;
+}
+
+bool
+ir_arsplit_one(Func *f, Val y)
+{
+	return split_one(f, y, 1);
+}
+
 void
 pass_arsplit(Func *f)
 {
-	for (Val y = 0; y < f->nins; y++) {
-		Region r = {0};
-		Uses u;
-		bool *out;
-		double sz;
-		if (f->ins[y].op != OP_ALL_REDUCE || f->nranks == 1)
-			continue;
-		r.dim = split_dim(&f->ins[y].ty, f->nranks);
-		if (r.dim < 0)
-			continue;
-		r.in = xcalloc((size_t)f->nins + 1, sizeof *r.in);
-		out = xcalloc((size_t)f->nins + 1, sizeof *out);
-		u = uses(f);
-		grow_region(f, y, &r);
-		sz = (double)ty_numel(&f->ins[y].ty) * ty_dtypes[f->ins[y].ty.dt].size;
-		if (r.n > 0 && gathered_bytes(f, &r, y, &u, out) <= sz)
-			rewrite_region(f, y, &r, out);
-		uses_free(&u);
-		free(r.in);
-		free(out);
-	}
+	for (Val y = 0; y < f->nins; y++)
+		split_one(f, y, 0);
 }
 
 const PassInfo ir_passes[] = {

@@ -89,6 +89,15 @@ typedef struct RtTraceMeta {
 	const char *clock;       /* how the clocks were aligned */
 } RtTraceMeta;
 int rt_trace_write_json(const RtTrace *t, const RtTraceMeta *m, const char *path, char *err, size_t n);
+/* One rank's exposed communication in a measured trace: busy_us, the time
+ * either lane is busy (the calls, without the gaps between them); comm_us,
+ * the comm lane's chunks and packing copies; exposed_us, the part of those
+ * with no compute beside them (the kernels' block records where the trace
+ * has them, else the kernels, whose spinning then counts as compute). */
+typedef struct RtExposed {
+	double busy_us, comm_us, exposed_us;
+} RtExposed;
+int rt_trace_exposed(const RtTrace *t, int pid, RtExposed *e);
 
 /* ---- rt_check.c: arguments and chunks ---- */
 int rt_chunk_check(const CommChunk *ch, int rank, int nranks, char *err, size_t n);
@@ -276,6 +285,8 @@ struct syn_ctx {
 	RtTrace tr;
 	int64_t lane_last[SYN_LANES]; /* ns of the last harvested item per lane */
 	RtClock clk0, clk1;
+	RtExposed texp;  /* rank 0, after syn_trace_write: the least hidden rank's */
+	int texp_rank;   /* -1: none yet */
 	/* failure */
 	int failed;
 	char err[RT_ERRLEN];

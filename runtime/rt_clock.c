@@ -287,6 +287,39 @@ gather(syn_ctx *c, const char *buf, size_t len, RtTrace *all)
 	return r;
 }
 
+/* The rank whose communication is least hidden (the largest share of its
+ * busy time exposed), for syn_trace_exposed. */
+static void
+least_hidden(syn_ctx *c, const RtTrace *all)
+{
+	double worst = -1;
+	c->texp_rank = -1;
+	for (int p = 0; p < c->nranks; p++) {
+		RtExposed e;
+		double sh;
+		if (rt_trace_exposed(all, p, &e))
+			continue;
+		sh = e.busy_us > 0 ? e.exposed_us / e.busy_us : 0;
+		if (sh > worst) {
+			worst = sh;
+			c->texp = e;
+			c->texp_rank = p;
+		}
+	}
+}
+
+int
+syn_trace_exposed(const syn_ctx *c, int *rank, double *busy_us, double *comm_us, double *exposed_us)
+{
+	if (!c || c->rank || c->texp_rank < 0)
+		return SYN_EARG;
+	*rank = c->texp_rank;
+	*busy_us = c->texp.busy_us;
+	*comm_us = c->texp.comm_us;
+	*exposed_us = c->texp.exposed_us;
+	return SYN_OK;
+}
+
 int
 syn_trace_write(syn_ctx *c, const char *path)
 {
@@ -324,6 +357,8 @@ syn_trace_write(syn_ctx *c, const char *path)
 	m.nranks = c->nranks;
 	if (!r && !c->rank && (w = rt_trace_write_json(&all, &m, path, err, sizeof err)))
 		rt_seterr(c, w, "rank %d: %s", c->rank, err);
+	if (!r && !c->rank && !w)
+		least_hidden(c, &all);
 	if (c->world && !r)
 		r = syn_barrier(c); /* the others' buffers were read in place */
 	free(buf);

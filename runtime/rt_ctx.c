@@ -540,6 +540,7 @@ ctx_new(const RtEnv *env, const syn_opts *o)
 	c->trace = c->env.trace;
 	c->nflags = c->env.nflags;
 	c->cur_op = -1;
+	c->texp_rank = -1;
 	c->clk0.rtt = c->clk1.rtt = -1; /* not measured */
 	pthread_mutexattr_init(&ma);
 	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);

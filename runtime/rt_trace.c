@@ -157,6 +157,148 @@ write_event(FILE *f, const RtTraceEv *e, int64_t t0)
 	fprintf(f, "},\n");
 }
 
+/* ---- exposed communication ---- */
+
+typedef struct Span {
+	int64_t a, b;
+} Span;
+
+static int
+span_cmp(const void *x, const void *y)
+{
+	const Span *p = x, *q = y;
+	return p->a < q->a ? -1 : p->a > q->a;
+}
+
+/* Sorts and merges spans in place; returns how many are left. */
+static size_t
+merge_spans(Span *s, size_t n)
+{
+	size_t k = 0;
+	if (!n)
+		return 0;
+	qsort(s, n, sizeof *s, span_cmp);
+	for (size_t i = 1; i < n; i++)
+		if (s[i].a <= s[k].b) {
+			if (s[i].b > s[k].b)
+				s[k].b = s[i].b;
+		} else {
+			s[++k] = s[i];
+		}
+	return k + 1;
+}
+
+static int64_t
+spans_len(const Span *s, size_t n)
+{
+	int64_t t = 0;
+	for (size_t i = 0; i < n; i++)
+		t += s[i].b - s[i].a;
+	return t;
+}
+
+/* The part of merged spans `m` that merged spans `c` do not cover. */
+static int64_t
+uncovered(const Span *m, size_t nm, const Span *c, size_t nc)
+{
+	int64_t out = 0;
+	size_t k = 0;
+	for (size_t i = 0; i < nm; i++) {
+		int64_t t = m[i].a;
+		while (k < nc && c[k].b <= t)
+			k++;
+		for (size_t j = k; j < nc && c[j].a < m[i].b && t < m[i].b; j++) {
+			if (c[j].a > t)
+				out += c[j].a - t;
+			if (c[j].b > t)
+				t = c[j].b;
+		}
+		if (t < m[i].b)
+			out += m[i].b - t;
+	}
+	return out;
+}
+
+/* The events of rank `pid` that pass `want`, as spans. */
+static size_t
+pick_spans(const RtTrace *t, int pid, int (*want)(const RtTraceEv *), Span *out)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		const RtTraceEv *e = &t->ev[i];
+		if (e->pid == pid && !is_meta(e) && want(e))
+			out[n++] = (Span){e->ts_ns, e->ts_ns + (e->dur_ns > 0 ? e->dur_ns : 0)};
+	}
+	return merge_spans(out, n);
+}
+
+static int
+any_ev(const RtTraceEv *e)
+{
+	(void)e;
+	return 1;
+}
+
+static int
+comm_ev(const RtTraceEv *e)
+{
+	return e->tid == SYN_COMM && (!strcmp(e->cat, "chunk") || !strcmp(e->cat, "copy"));
+}
+
+static int
+block_ev(const RtTraceEv *e)
+{
+	return e->tid == SYN_COMPUTE && !strcmp(e->cat, "block");
+}
+
+static int
+kernel_ev(const RtTraceEv *e)
+{
+	return e->tid == SYN_COMPUTE && !strcmp(e->cat, "kernel");
+}
+
+int
+rt_trace_exposed(const RtTrace *t, int pid, RtExposed *e)
+{
+	Span *all = malloc((t->n + 1) * sizeof *all), *comm = malloc((t->n + 1) * sizeof *comm),
+	     *comp = malloc((t->n + 1) * sizeof *comp);
+	size_t na, nm, nc;
+	memset(e, 0, sizeof *e);
+	if (!all || !comm || !comp) {
+		free(all);
+		free(comm);
+		free(comp);
+		return SYN_ENOMEM;
+	}
+	na = pick_spans(t, pid, any_ev, all);
+	nm = pick_spans(t, pid, comm_ev, comm);
+	nc = pick_spans(t, pid, block_ev, comp);
+	if (!nc)
+		nc = pick_spans(t, pid, kernel_ev, comp);
+	e->busy_us = (double)spans_len(all, na) / 1000.0;
+	e->comm_us = (double)spans_len(comm, nm) / 1000.0;
+	e->exposed_us = (double)uncovered(comm, nm, comp, nc) / 1000.0;
+	free(all);
+	free(comm);
+	free(comp);
+	return SYN_OK;
+}
+
+/* otherData's "exposed": each rank's exposed communication, in µs. */
+static void
+write_exposed(FILE *f, const RtTrace *t, int nranks)
+{
+	fprintf(f, ",\"exposed\":[");
+	for (int r = 0; r < nranks; r++) {
+		RtExposed e;
+		if (rt_trace_exposed(t, r, &e))
+			memset(&e, 0, sizeof e);
+		fprintf(f, "%s{\"rank\":%d,\"busy_us\":%.3f,\"comm_us\":%.3f,\"exposed_comm_us\":%.3f}", r ? "," : "", r,
+		        e.busy_us, e.comm_us, e.exposed_us);
+	}
+	fprintf(f, "]");
+}
+
 int
 rt_trace_write_json(const RtTrace *t, const RtTraceMeta *m, const char *path, char *err, size_t n)
 {
@@ -168,6 +310,7 @@ rt_trace_write_json(const RtTrace *t, const RtTraceMeta *m, const char *path, ch
 	}
 	fprintf(f, "{\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"source\":\"measured\",\"clock\":");
 	json_str(f, m->clock ? m->clock : "");
+	write_exposed(f, t, m->nranks);
 	fprintf(f, "},\n\"traceEvents\":[\n");
 	write_meta(f, t, m);
 	for (size_t i = 0; i < t->n; i++)

@@ -237,6 +237,11 @@ int syn_stream_leave(syn_ctx *c, void *stream);
  * ts in microseconds on rank 0's host clock, each GPU's %globaltimer aligned
  * by measured round trips.  Rank 0 writes the file. */
 int syn_trace_write(syn_ctx *c, const char *path);
+/* After syn_trace_write, on rank 0: the rank whose communication the trace
+ * shows least hidden, its busy time (either lane), its comm lane's chunks
+ * and copies, and the part of them with no compute beside them, in µs
+ * (the file's otherData "exposed" has every rank's).  SYN_EARG elsewhere. */
+int syn_trace_exposed(const syn_ctx *c, int *rank, double *busy_us, double *comm_us, double *exposed_us);
 
 /* ---- tools: checking and calibration (syncrun), never inside an op ---- */
 /* GPUs visible to this process (CUDA_VISIBLE_DEVICES applies); initialises CUDA. */

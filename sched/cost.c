@@ -278,12 +278,31 @@ comm_op(Op op)
 	}
 }
 
-/* Across nodes: the network's latency and bandwidth on the ring volume. */
+/* Across nodes: the network's latency and bandwidth on the ring volume.
+ * `bytes` is what one node puts on its link (the profile's `inter` is a
+ * node's bandwidth to the network, shared by its GPUs). */
 static double
 inter_us(const Profile *p, int op, double bytes, int nodes)
 {
 	double gbps = p->inter_gbps > 0 ? p->inter_gbps : 25;
 	return p->inter_us + volume(op, nodes) * bytes / (gbps * 1e3);
+}
+
+/* Phase `ph` of a chunk of `bytes` per rank, all_reduced over NODESxGPUS:
+ * a reduce_scatter inside the node leaves each GPU 1/G of the chunk; the G
+ * GPUs all_reduce their shares across nodes at once, so the node's link
+ * carries the whole chunk; an all_gather inside the node brings the G
+ * shares back.  Sets the bytes each rank moves in the phase. */
+static double
+phase_us(const Profile *p, CommBackendKind be, Blk *b, double bytes, const Topo *topo)
+{
+	int gpus = topo->gpus, nodes = topo->nodes;
+	b->bytes = b->phase == 0 ? bytes : bytes / gpus;
+	if (b->phase == 0)
+		return prof_comm_us(p, be, CO_REDUCE_SCATTER, bytes, gpus) + p->streamop_us;
+	if (b->phase == 1)
+		return inter_us(p, CO_ALL_REDUCE, bytes, nodes);
+	return prof_comm_us(p, be, CO_ALL_GATHER, bytes / gpus, gpus);
 }
 
 /* Are the P blocks along dim `dim` of a local shape not contiguous (a dim
@@ -320,22 +339,17 @@ comm_us(const Profile *p, const BlockGraph *g, Blk *b, const Topo *topo)
 	const Ins *in = &f->ins[b->node];
 	CommBackendKind be = g->choice[b->node].backend;
 	int op = comm_op(in->op);
+	const Blk *first = b - b->phase; /* phase 0 of this chunk reads its input */
 	double bytes = 0;
-	for (int k = 0; k < b->nin; k++)
-		bytes += region_bytes(f, &b->in[k]);
+	for (int k = 0; k < first->nin; k++)
+		bytes += region_bytes(f, &first->in[k]);
 	if (blk_is_self_chunk(g, b)) { /* a local copy */
 		b->bytes = bytes;
 		return 2 * bytes / (p->hbm_gbps * 1e3);
 	}
 	b->bytes = bytes;
-	if (b->nphase == 3) { /* intra-node RS, inter-node AR on 1/G, intra-node AG */
-		int gpus = topo->gpus, nodes = topo->nodes;
-		if (b->phase == 0)
-			return prof_comm_us(p, be, CO_REDUCE_SCATTER, bytes, gpus) + p->streamop_us;
-		if (b->phase == 1)
-			return inter_us(p, CO_ALL_REDUCE, bytes / gpus, nodes);
-		return prof_comm_us(p, be, CO_ALL_GATHER, bytes / gpus, gpus);
-	}
+	if (b->nphase == 3) /* intra-node RS, inter-node AR on 1/G, intra-node AG */
+		return phase_us(p, be, b, bytes, topo);
 	double pack = in->op == OP_ALL_TO_ALL ? a2a_pack_us(p, f, in, bytes) : 0;
 	if (topo && topo->nodes > 1) /* the ring crosses the network */
 		return inter_us(p, op, bytes, nranks) + p->streamop_us + pack;

@@ -310,3 +310,46 @@ sched_list(BlockGraph *g, Plan *p, const Profile *prof, bool serial)
 	groups_free(&s.gr);
 	return t;
 }
+
+/* Exposed communication: the time the comm lane is busy while no compute
+ * block runs, the part of communication nothing hides (what a user checks
+ * first).  An own-block copy on the compute lane is data movement, not
+ * compute: it hides nothing.  Each lane runs one block at a time, so its
+ * blocks are disjoint intervals in lane order.  `each` (may be NULL) is
+ * handed every exposed piece; busy gets all of the comm lane's time. */
+double
+sched_exposed(const Plan *p, double *busy, void (*each)(void *ctx, double from, double to), void *ctx)
+{
+	const BlockGraph *g = p->g;
+	const int *cm = p->order[LANE_COMPUTE];
+	int nc = p->norder[LANE_COMPUTE], k = 0;
+	double exposed = 0, all = 0;
+	for (int i = 0; i < p->norder[LANE_COMM]; i++) {
+		const Blk *b = &g->b[p->order[LANE_COMM][i]];
+		double t = b->start;
+		all += b->finish - b->start;
+		while (k < nc && g->b[cm[k]].finish <= t)
+			k++;
+		for (int j = k; j < nc && t < b->finish; j++) { /* the gaps between compute blocks */
+			const Blk *c = &g->b[cm[j]];
+			double to = c->start < b->finish ? c->start : b->finish;
+			if (c->kind != BK_COMPUTE)
+				continue;
+			if (to > t) {
+				exposed += to - t;
+				if (each)
+					each(ctx, t, to);
+			}
+			if (c->finish > t)
+				t = c->finish;
+		}
+		if (t < b->finish) {
+			exposed += b->finish - t;
+			if (each)
+				each(ctx, t, b->finish);
+		}
+	}
+	if (busy)
+		*busy = all;
+	return exposed;
+}

@@ -1,6 +1,6 @@
 /* sched/print.c -- plans for people: --emit=plan, --explain, the ASCII
  * timeline (--emit=timeline), Chrome trace JSON (--trace, opens in
- * Perfetto and chrome://tracing) and SVG (--timeline-svg).  Every
+ * Perfetto and chrome://tracing); the SVG is sched/svg.c's.  Every
  * timeline drawn from the cost model says "predicted". */
 #include "sched.h"
 
@@ -8,14 +8,87 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What a plan is, in words that tell the truth: "overlapped" only when
+ * some compute runs under some communication.  A plan that beats the
+ * serial one without that (a faster backend, chunks) is "not overlapped",
+ * and sched_plan_changes says what changed. */
+const char *
+sched_plan_kind(const Plan *p)
+{
+	if (p->is_serial)
+		return "serial";
+	return p->comm - p->exposed > 1e-3 ? "overlapped" : "not overlapped";
+}
+
+/* What one collective's choice changes from the serial plan's (one chunk
+ * on nccl), or "" for none: "on ce", "in 4 chunks, own block first". */
+static void
+change_of(const NodeChoice *c, char *buf, size_t n)
+{
+	Buf o = {0};
+	if (c->backend != BE_NCCL)
+		buf_printf(&o, "on %s", sched_backend_names[c->backend]);
+	if (c->nchunks > 1)
+		buf_printf(&o, "%sin %d chunks", o.len ? ", " : "", c->nchunks);
+	if (c->self_first)
+		buf_printf(&o, "%sown block first", o.len ? ", " : "");
+	snprintf(buf, n, "%s", o.len ? o.s : "");
+	buf_free(&o);
+}
+
+static bool
+is_coll(const Ins *in)
+{
+	return ir_ops[in->op].cls == OC_COMM || in->op == OP_RESHARD;
+}
+
+/* How the plan's collectives differ from the serial plan's, collectives
+ * of one kind with the same change named together:
+ * "all_gather %2 on ce", "shift %1 %3 %5 on ce, all_reduce %7 in 4 chunks". */
+void
+sched_plan_changes(const Plan *p, char *buf, size_t n)
+{
+	const Func *f = p->f;
+	bool *said = xcalloc((size_t)f->nins + 1, sizeof *said);
+	Buf o = {0};
+	for (Val v = 0; v < f->nins; v++) {
+		char ch[96], ch2[96];
+		if (said[v] || !is_coll(&f->ins[v]))
+			continue;
+		change_of(&p->g->choice[v], ch, sizeof ch);
+		if (!ch[0])
+			continue;
+		buf_printf(&o, "%s%s", o.len ? ", " : "", ir_ops[f->ins[v].op].name);
+		for (Val u = v; u < f->nins; u++) {
+			if (said[u] || !is_coll(&f->ins[u]) || f->ins[u].op != f->ins[v].op)
+				continue;
+			change_of(&p->g->choice[u], ch2, sizeof ch2);
+			if (strcmp(ch, ch2) == 0) {
+				buf_printf(&o, " %%%d", u);
+				said[u] = true;
+			}
+		}
+		buf_printf(&o, " %s", ch);
+	}
+	snprintf(buf, n, "%s", o.len ? o.s : "the serial plan's choices");
+	buf_free(&o);
+	free(said);
+}
+
 void
 sched_print_plan(FILE *out, const Plan *p)
 {
 	const BlockGraph *g = p->g;
-	char name[96];
+	char name[96], kind[400];
 	Buf o = {0};
+	snprintf(kind, sizeof kind, "%s", sched_plan_kind(p));
+	if (!strcmp(kind, "not overlapped")) {
+		char ch[360];
+		sched_plan_changes(p, ch, sizeof ch);
+		snprintf(kind, sizeof kind, "not overlapped (%s)", ch);
+	}
 	buf_printf(&o, "plan of %s (P = %d): %s, predicted %.1f us (serial %.1f us, ideal %.1f us)\n", sym_str(p->f->name),
-	           p->f->nranks, p->is_serial ? "serial" : "overlapped", p->makespan, p->serial, p->ideal);
+	           p->f->nranks, kind, p->makespan, p->serial, p->ideal);
 	buf_printf(&o, "  every rank runs this plan on its own shards; ~r regions start at the rank's own rows\n");
 	for (int l = 0; l < NLANES; l++) {
 		if (l == LANE_COMPUTE)
@@ -38,6 +111,8 @@ sched_print_plan(FILE *out, const Plan *p)
 	}
 	buf_printf(&o, "  flags: %d (64-bit epochs: call k waits for and raises k; never reset)\n", p->nflags);
 	buf_printf(&o, "  extra memory in flight: %.0f bytes over the serial plan\n", p->peak_extra > 0 ? p->peak_extra : 0);
+	buf_printf(&o, "  exposed communication: %.1f us (%.1f%% of the op), of %.1f us on the comm lane\n", p->exposed,
+	           p->makespan > 0 ? 100 * p->exposed / p->makespan : 0, p->comm);
 	fputs(o.s, out);
 	buf_free(&o);
 }
@@ -123,7 +198,11 @@ sched_trace_json(FILE *out, const Plan *const *plans, int nplans, int nranks)
 	char name[96];
 	bool first = true;
 	double t0 = 0;
-	fprintf(out, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"kind\":\"predicted by the syncc cost model\"},\"traceEvents\":[\n");
+	fprintf(out, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"kind\":\"predicted by the syncc cost model\",\"exposed\":[");
+	for (int pi = 0; pi < nplans; pi++) /* the trace summary: each op's exposed communication */
+		fprintf(out, "%s{\"op\":\"%s\",\"predicted_us\":%.3f,\"comm_us\":%.3f,\"exposed_comm_us\":%.3f}", pi ? "," : "",
+		        sym_str(plans[pi]->f->name), plans[pi]->makespan, plans[pi]->comm, plans[pi]->exposed);
+	fprintf(out, "]},\"traceEvents\":[\n");
 	for (int r = 0; r < nranks; r++) {
 		fprintf(out, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"rank %d (predicted)\"}}", first ? "" : ",\n", r, r);
 		first = false;
@@ -154,38 +233,4 @@ sched_trace_json(FILE *out, const Plan *const *plans, int nplans, int nranks)
 		t0 += p->makespan;
 	}
 	fprintf(out, "\n]}\n");
-}
-
-void
-sched_svg(FILE *out, const Plan *const *plans, int nplans, int nranks)
-{
-	static const char *const colour[2] = {"#4e79a7", "#f28e2b"};
-	double total = 0, W = 900, lh = 22;
-	char name[96];
-	int rows = nranks * NLANES;
-	for (int i = 0; i < nplans; i++)
-		total += plans[i]->makespan;
-	if (total <= 0)
-		total = 1;
-	fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"monospace\" font-size=\"11\">\n",
-	        W + 120, rows * lh + 60);
-	fprintf(out, "<text x=\"4\" y=\"16\">PREDICTED timeline (cost model), %.1f us</text>\n", total);
-	for (int r = 0; r < nranks; r++)
-		for (int l = 0; l < NLANES; l++)
-			fprintf(out, "<text x=\"4\" y=\"%.0f\">r%d %s</text>\n", 40 + (r * NLANES + l) * lh + 15, r,
-			        l == LANE_COMPUTE ? "compute" : "comm");
-	double t0 = 0;
-	for (int pi = 0; pi < nplans; pi++) {
-		const Plan *p = plans[pi];
-		for (int r = 0; r < nranks; r++)
-			for (int i = 0; i < p->g->n; i++) {
-				const Blk *b = &p->g->b[i];
-				double x = 110 + (t0 + b->start) / total * W, w = (b->finish - b->start) / total * W;
-				double y = 40 + (r * NLANES + b->lane) * lh;
-				fprintf(out, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" stroke=\"white\"><title>%s %.2f-%.2f us</title></rect>\n",
-				        x, y, w > 0.5 ? w : 0.5, lh - 4, colour[b->lane], blk_name(p->g, i, name, sizeof name), b->start, b->finish);
-			}
-		t0 += p->makespan;
-	}
-	fprintf(out, "</svg>\n");
 }

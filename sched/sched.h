@@ -168,12 +168,14 @@ struct Plan {
 	double ideal;        /* max(total compute, total communication) */
 	double crit;         /* critical path length */
 	double peak_extra;   /* bytes in flight beyond the serial plan's peak */
+	double comm;         /* µs the comm lane is busy */
+	double exposed;      /* µs of it with nothing on the compute lane (not hidden) */
 	bool is_serial;
 	int sms;             /* the profile's SMs */
 	int compute_sms;     /* SMs the compute kernels may occupy */
 	bool share_sms;      /* a collective runs beside a compute kernel: the
 	                        kernels leave the backend its SMs (compute_sms) */
-	char why[512];       /* --explain: why this plan */
+	char why[4096];      /* --explain: why this plan */
 	int tried;           /* plans the search scored */
 };
 
@@ -181,6 +183,8 @@ struct Plan {
 void sched_levels(BlockGraph *g);
 double sched_list(BlockGraph *g, Plan *p, const Profile *prof, bool serial);
 bool sched_comm_feeds_compute(const BlockGraph *g); /* then kernels spin while a collective runs */
+/* comm-lane µs not under compute, each piece handed to `each`; busy: all comm µs */
+double sched_exposed(const Plan *p, double *busy, void (*each)(void *ctx, double from, double to), void *ctx);
 
 /* sched/search.c */
 Plan *sched_plan(const Func *f, const SchedOpts *o);
@@ -191,11 +195,32 @@ void sched_plan_free(Plan *p);
 void sched_assign_flags(Plan *p);
 bool sched_check_flags(const Plan *p, const Profile *prof, char *why, size_t n);
 
-/* sched/print.c: --emit=plan, --explain, --emit=timeline, traces, SVG */
+/* ---- measured timelines: a Chrome trace read back (sched/mtrace.c) ---- */
+typedef struct MEvent {
+	int pid, tid;        /* rank, lane */
+	double ts, dur;      /* µs from the start of the call */
+	char name[48], cat[16];
+} MEvent;
+
+typedef struct Measured {
+	MEvent *ev;          /* the last call's "X" events, by start */
+	int n, cap;
+	int nranks;          /* 1 + the largest pid */
+	double span;         /* µs from its first start to its last end */
+	char path[512];
+	char kind[128];      /* otherData's "kind" or "source" */
+} Measured;
+
+bool sched_read_trace(const char *path, Measured *m, char *err, size_t n);
+void sched_measured_free(Measured *m);
+
+/* sched/print.c: --emit=plan, --explain, --emit=timeline, traces; sched/svg.c: SVG */
+const char *sched_plan_kind(const Plan *p); /* "serial", "overlapped" or "not overlapped" */
+void sched_plan_changes(const Plan *p, char *buf, size_t n); /* what differs from the serial plan */
 void sched_print_plan(FILE *out, const Plan *p);
 void sched_explain(FILE *out, const Plan *p);
 void sched_timeline(FILE *out, const Plan *p, int nranks, int width);
 void sched_trace_json(FILE *out, const Plan *const *plans, int nplans, int nranks);
-void sched_svg(FILE *out, const Plan *const *plans, int nplans, int nranks);
+void sched_svg(FILE *out, const Plan *const *plans, int nplans, int nranks, const Measured *m /* NULL: none */);
 
 #endif

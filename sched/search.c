@@ -208,6 +208,12 @@ search(const Func *f, const SchedOpts *o, NodeChoice *best, double *best_t, doub
 	return tried;
 }
 
+static double
+share(double part, double whole)
+{
+	return whole > 0 ? 100 * part / whole : 0;
+}
+
 static void
 explain_choices(const Func *f, const NodeChoice *ch, Buf *b)
 {
@@ -229,6 +235,7 @@ finish_plan(Plan *p, const Func *f, const SchedOpts *o, NodeChoice *ch, bool ser
 	p->g = blk_build(f, ch, &o->topo);
 	blk_cost(o->prof, p->g, &o->topo);
 	p->makespan = sched_list(p->g, p, o->prof, serial);
+	p->exposed = sched_exposed(p, &p->comm, NULL, NULL);
 	p->crit = 0;
 	for (int i = 0; i < p->g->n; i++)
 		if (p->g->b[i].tlevel + p->g->b[i].blevel > p->crit)
@@ -292,13 +299,21 @@ sched_plan(const Func *f, const SchedOpts *o)
 	p->peak_extra = peak_bytes(p->g, p->makespan) - serial_peak;
 	buf_printf(&why, "predicted %.1f us; serial %.1f us; ideal max(compute %.1f, communication %.1f) = %.1f us\n",
 	           p->makespan, p->serial, ideal_c, ideal_m, p->ideal);
+	buf_printf(&why, "exposed communication %.1f us (%.1f%% of the op); %.1f us of the comm lane's %.1f hidden under compute\n",
+	           p->exposed, share(p->exposed, p->makespan), p->comm - p->exposed, p->comm);
 	buf_printf(&why, "critical path %.1f us; %d plans scored\n", p->crit, p->tried);
 	if (o->force_serial)
 		buf_printf(&why, "serial plan: requested\n");
 	else if (p->is_serial)
 		buf_printf(&why, "serial plan: overlap is not predicted to pay (best overlapped plan %.1f us)\n", best_t);
-	else
+	else if (!strcmp(sched_plan_kind(p), "overlapped"))
 		buf_printf(&why, "overlapped plan, %.0f%% faster than serial:\n", 100 * (1 - p->makespan / p->serial));
+	else {
+		char ch[360];
+		sched_plan_changes(p, ch, sizeof ch);
+		buf_printf(&why, "not overlapped (no compute runs under communication), %.0f%% faster than serial from %s:\n",
+		           100 * (1 - p->makespan / p->serial), ch);
+	}
 	explain_choices(f, p->is_serial ? serial_ch : best, &why);
 	snprintf(p->why, sizeof p->why, "%s", why.s);
 	buf_free(&why);

@@ -43,6 +43,7 @@ static const struct {
 	{OPT_DROPEDGE, "drop-edge", 0, true},
 	{OPT_TRACE, "trace", 0, true},
 	{OPT_SVG, "timeline-svg", 0, true},
+	{OPT_MEASURED, "measured", 0, true},
 	{OPT_INTERP, "interp", 0, false},
 	{OPT_ALLPLANS, "all-plans", 0, false},
 	{OPT_S, "", 'S', false},
@@ -275,6 +276,9 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 		return -1;
 	case OPT_SVG:
 		d->svg = val;
+		return -1;
+	case OPT_MEASURED:
+		d->measured = val;
 		return -1;
 	case OPT_INTERP:
 		d->interp = true;
@@ -599,6 +603,48 @@ profile_name(const Driver *d)
 	return d->profile ? d->profile : d->sim ? "sim" : "h200-nvlink";
 }
 
+/* The predicted time of f once the passes after arsplit have run on it
+ * (f is a copy: they change it). */
+static double
+variant_us(Driver *d, Func *f, int after)
+{
+	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, NULL, NULL, NULL, d->backend};
+	Plan *p;
+	double t;
+	for (int i = after + 1; i < ir_npasses; i++)
+		if (!in_list(d->nopass, ir_passes[i].name))
+			ir_passes[i].run(f);
+	p = sched_plan(f, &o);
+	t = p->makespan;
+	sched_plan_free(p);
+	return t;
+}
+
+/* arsplit with the cost model: the pass splits where the byte rule says
+ * it pays; every all_reduce it leaves that could be split (a bare one, a
+ * region gathering more than it reduces) is split where the plan of the
+ * split op is predicted at least 1% faster.  Without a profile, the rule
+ * alone. */
+static void
+arsplit_by_cost(Driver *d, Func *f, int pass)
+{
+	char err[600];
+	ir_passes[pass].run(f);
+	if (f->nranks == 1 || (!d->prof.name[0] && !prof_find(&d->prof, profile_name(d), err, sizeof err)))
+		return;
+	for (Val y = 0; y < f->nins; y++) {
+		Func *a, *b;
+		if (f->ins[y].op != OP_ALL_REDUCE)
+			continue;
+		a = ir_clone(f);
+		b = ir_clone(f);
+		if (ir_arsplit_one(b, y) && variant_us(d, b, pass) < 0.99 * variant_us(d, a, pass))
+			ir_arsplit_one(f, y);
+		ir_func_free(a);
+		ir_func_free(b);
+	}
+}
+
 /* Scheduling: a plan per op on the chosen profile, printed as asked. */
 static int
 plan_all(Driver *d, Unit *u, FILE *mem)
@@ -633,6 +679,22 @@ plan_all(Driver *d, Unit *u, FILE *mem)
 	return write_traces(d, u) ? EXIT_OK : EXIT_INPUT;
 }
 
+/* The SVG timeline, with --measured's trace under the prediction. */
+static bool
+svg_with_measured(Driver *d, FILE *out, int nranks)
+{
+	Measured m;
+	char err[600];
+	if (d->measured && !sched_read_trace(d->measured, &m, err, sizeof err)) {
+		diag_error(NOSPAN, "%s", err);
+		return false;
+	}
+	sched_svg(out, (const Plan *const *)d->plans, d->nplans, nranks, d->measured ? &m : NULL);
+	if (d->measured)
+		sched_measured_free(&m);
+	return true;
+}
+
 /* --trace and --timeline-svg: the predicted timelines, written whole. */
 static bool
 write_traces(Driver *d, Unit *u)
@@ -643,18 +705,18 @@ write_traces(Driver *d, Unit *u)
 		size_t len = 0;
 		FILE *m;
 		Buf b = {0};
-		bool ok;
+		bool ok = true;
 		if (!paths[k])
 			continue;
 		m = open_memstream(&text, &len);
 		if (k == 0)
 			sched_trace_json(m, (const Plan *const *)d->plans, d->nplans, u->opt.nranks);
 		else
-			sched_svg(m, (const Plan *const *)d->plans, d->nplans, u->opt.nranks);
+			ok = svg_with_measured(d, m, u->opt.nranks);
 		fclose(m);
 		buf_put(&b, text, len);
 		free(text);
-		ok = drv_write(paths[k], &b);
+		ok = ok && drv_write(paths[k], &b);
 		buf_free(&b);
 		if (!ok)
 			return false;
@@ -796,7 +858,10 @@ drv_compile(Driver *d, Unit **unitp, Buf *out)
 		for (int i = 0; i < ir_npasses; i++) {
 			if (in_list(d->nopass, ir_passes[i].name))
 				continue;
-			ir_passes[i].run(f);
+			if (ir_passes[i].run == pass_arsplit)
+				arsplit_by_cost(d, f, i);
+			else
+				ir_passes[i].run(f);
 			if (!ir_verify(f, ir_passes[i].name))
 				die("pass %s produced invalid IR", ir_passes[i].name);
 			if (in_list(d->dump, ir_passes[i].name))

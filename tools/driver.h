@@ -47,6 +47,7 @@ typedef struct Driver {
 	int backend;            /* --comm-backend: 0 any, 1 + CommBackendKind */
 	const char *drop_edge;
 	const char *trace, *svg; /* --trace FILE.json, --timeline-svg FILE.svg */
+	const char *measured;    /* --measured FILE.json: a measured trace drawn in the SVG */
 	Profile prof;
 	Plan **plans;        /* one per Func of the unit, in order */
 	int nplans;
@@ -76,7 +77,7 @@ typedef enum OptId {
 	OPT_SIM, OPT_SEED, OPT_NOPASS, OPT_F64, OPT_BREAK, OPT_TIMEOUT,
 	OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_DROPEDGE, OPT_TRACE, OPT_SVG,
 	OPT_INTERP, OPT_ALLPLANS, OPT_S, OPT_BENCH, OPT_NOCHECK, OPT_DROPFLAG, OPT_DUMPOUT,
-	OPT_GPUS, OPT_CALIBRATE, OPT_CALSAMPLES, OPT_COMMBE,
+	OPT_GPUS, OPT_CALIBRATE, OPT_CALSAMPLES, OPT_COMMBE, OPT_MEASURED,
 } OptId;
 
 /* tools/driver.c */

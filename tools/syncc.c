@@ -27,7 +27,10 @@ static const char usage[] =
 	"  --comm-backend nccl|ce  collectives on this backend wherever it can (the copy\n"
 	"                          engine cannot reduce or cross nodes: nccl there)\n"
 	"  --trace FILE.json       the predicted timeline as a Chrome trace (Perfetto)\n"
-	"  --timeline-svg FILE     the predicted timeline as a picture\n"
+	"  --timeline-svg FILE     the predicted timeline as a picture (axis in us, legend,\n"
+	"                          block names, flags, exposed communication hatched)\n"
+	"  --measured FILE.json    draw this measured trace (syncrun --trace on GPUs) under\n"
+	"                          the prediction in --timeline-svg\n"
 	"  -d PASSES               print the IR to stderr after each named pass\n"
 	"                          (sema and the passes below, or all)\n"
 	"  --no-pass PASSES        skip the named passes below (a comma list)\n"
@@ -44,7 +47,7 @@ static const char usage[] =
 static const OptId allowed[] = {
 	OPT_OUT, OPT_RANKS, OPT_DEFINE, OPT_INCLUDE, OPT_ENTRY, OPT_EMIT, OPT_DIAG,
 	OPT_AUTOCOMM, OPT_NOAUTOCOMM, OPT_DUMP, OPT_VERSION, OPT_HELP, OPT_NOPASS,
-	OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_COMMBE, OPT_DROPEDGE, OPT_TRACE, OPT_SVG, OPT_S,
+	OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_COMMBE, OPT_DROPEDGE, OPT_TRACE, OPT_SVG, OPT_MEASURED, OPT_S,
 };
 
 int

@@ -25,6 +25,7 @@ static const char usage[] =
 	"  --explain, --profile NAME, --topo NxG, --mem-budget B, --serial,\n"
 	"  --comm-backend nccl|ce: as for syncc\n"
 	"  --trace FILE.json, --timeline-svg FILE.svg: the predicted timeline\n"
+	"  --measured FILE.json    a measured trace drawn under it in --timeline-svg\n"
 	"  --interp                run the IR op by op instead of the plan\n"
 	"  --all-plans             run every candidate plan the search scored (tests)\n"
 	"  --timeout-ms N          deadline of every wait before it is a deadlock (default 20000)\n"
@@ -43,7 +44,7 @@ static const char usage[] =
 static const OptId allowed[] = {
 	OPT_RANKS, OPT_DEFINE, OPT_INCLUDE, OPT_ENTRY, OPT_DIAG, OPT_AUTOCOMM, OPT_NOAUTOCOMM, OPT_DUMP,
 	OPT_VERSION, OPT_HELP, OPT_SIM, OPT_SEED, OPT_NOPASS, OPT_F64, OPT_BREAK, OPT_TIMEOUT,
-	OPT_EMIT, OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_COMMBE, OPT_DROPEDGE, OPT_TRACE, OPT_SVG,
+	OPT_EMIT, OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_COMMBE, OPT_DROPEDGE, OPT_TRACE, OPT_SVG, OPT_MEASURED,
 	OPT_INTERP, OPT_ALLPLANS, OPT_GPUS, OPT_CALIBRATE, OPT_CALSAMPLES, OPT_BENCH, OPT_NOCHECK,
 };
 
@@ -105,9 +106,16 @@ run_one(const Driver *d, Func *f, const Plan *plan)
 	SimResult r;
 	Buf ty = {0};
 	bool ok;
+	char kind[400] = ", op by op";
+	if (plan && strcmp(sched_plan_kind(plan), "not overlapped"))
+		snprintf(kind, sizeof kind, ", %s plan", sched_plan_kind(plan));
+	else if (plan) {
+		char ch[360];
+		sched_plan_changes(plan, ch, sizeof ch);
+		snprintf(kind, sizeof kind, ", plan not overlapped (%s)", ch);
+	}
 	printf("%s: %s on %d simulated rank%s (seed %llu)%s\n", sym_str(f->name), d->f64 ? "f64 oracle" : "oracle",
-	       f->nranks, f->nranks == 1 ? "" : "s", (unsigned long long)d->seed,
-	       plan ? (plan->is_serial ? ", serial plan" : ", overlapped plan") : ", op by op");
+	       f->nranks, f->nranks == 1 ? "" : "s", (unsigned long long)d->seed, kind);
 	if (plan)
 		sim_compare_plan(f->sema, plan, &o, d->topo.gpus, &r);
 	else

@@ -28,6 +28,7 @@ static const char usage[] =
 	"  --bench N               time the median of N calls (after 3 warm-up calls)\n"
 	"  --no-check              skip the comparison with the CPU oracle\n"
 	"  --trace FILE.json       the measured timeline (Chrome trace, rank 0 writes it)\n"
+	"  --timeline-svg FILE     with --trace: the measured timeline drawn under the predicted one\n"
 	"  --dump-outputs DIR      write every rank's outputs (raw bytes) into DIR\n"
 	"  --drop-flag             test only: raise no flag from the comm lane, so the\n"
 	"                          kernels' waits time out (SYNC_TIMEOUT_MS)\n";
@@ -35,7 +36,7 @@ static const char usage[] =
 static const OptId allowed[] = {
 	OPT_RANKS, OPT_DEFINE, OPT_INCLUDE, OPT_ENTRY, OPT_DIAG, OPT_DUMP, OPT_VERSION, OPT_HELP, OPT_SEED,
 	OPT_NOPASS, OPT_PROFILE, OPT_SERIAL, OPT_COMMBE, OPT_EXPLAIN, OPT_EMIT, OPT_TRACE, OPT_SIM, OPT_BENCH, OPT_NOCHECK, OPT_DROPFLAG,
-	OPT_DUMPOUT, OPT_GPUS, OPT_CALIBRATE,
+	OPT_DUMPOUT, OPT_GPUS, OPT_CALIBRATE, OPT_SVG,
 };
 
 typedef void (*AnyFn)(void); /* a launcher, cast to its arity when called (GCC: void (*)(void) casts freely) */
@@ -242,6 +243,51 @@ write_trace(syn_ctx *c, void *path)
 	if (r)
 		fprintf(stderr, "syncrun: trace: %s\n", syn_error(c));
 	return r;
+}
+
+/* --timeline-svg with --trace: the picture again, the measured trace
+ * under the prediction. */
+static bool
+svg_measured(const Driver *d)
+{
+	Measured m;
+	char err[600];
+	FILE *f;
+	bool ok;
+	if (!sched_read_trace(d->trace, &m, err, sizeof err)) {
+		fprintf(stderr, "syncrun: %s\n", err);
+		return false;
+	}
+	if (!(f = fopen(d->svg, "w"))) {
+		fprintf(stderr, "syncrun: cannot write %s\n", d->svg);
+		sched_measured_free(&m);
+		return false;
+	}
+	sched_svg(f, (const Plan *const *)d->plans, d->nplans, d->opt.nranks, &m);
+	ok = fclose(f) == 0;
+	sched_measured_free(&m);
+	if (ok)
+		printf("timeline: %s (predicted, and measured under it)\n", d->svg);
+	return ok;
+}
+
+/* The trace summary: exposed communication, measured (the least hidden
+ * rank, over every call the trace holds) beside the plans' prediction. */
+static void
+trace_summary(const syn_ctx *c, const Driver *d)
+{
+	double busy, comm, exposed, pe = 0, pm = 0, pc = 0;
+	int rank;
+	for (int i = 0; i < d->nplans; i++) {
+		pe += d->plans[i]->exposed;
+		pc += d->plans[i]->comm;
+		pm += d->plans[i]->makespan;
+	}
+	if (syn_trace_exposed(c, &rank, &busy, &comm, &exposed))
+		return; /* not rank 0 */
+	printf("trace summary: exposed communication measured %.1f us of %.1f on the comm lane (%.1f%% of rank %d's "
+	       "%.1f us busy); predicted %.1f us of %.1f (%.1f%% of the op)\n",
+	       exposed, comm, busy > 0 ? 100 * exposed / busy : 0, rank, busy, pe, pc, pm > 0 ? 100 * pe / pm : 0);
 }
 
 static double
@@ -495,7 +541,7 @@ run_func(Driver *d, Func *f, const Plan *plan, const Ranks *rk, const char *dir,
 	gpu_list(d, P, gl, sizeof gl);
 	printf("%s: %d GPU rank%s (%s%s), %s plan, seed %llu\n", sym_str(f->name), P, P == 1 ? "" : "s",
 	       rk->per_process ? "one process per GPU" : "one process, GPUs ", rk->per_process ? "" : gl,
-	       plan->is_serial ? "serial" : "overlapped", (unsigned long long)d->seed);
+	       sched_plan_kind(plan), (unsigned long long)d->seed);
 	fflush(stdout);
 	if (rk->per_process)
 		rank_main(rk->cs[0], &j);
@@ -517,8 +563,9 @@ run_func(Driver *d, Func *f, const Plan *plan, const Ranks *rk, const char *dir,
 	if (ok && d->bench) {
 		printf("  time %.4f ms (median of %d calls, slowest rank)  %.1f TFLOP/s per rank\n", ms, d->bench,
 		       ms > 0 ? fl / P / (ms * 1e-3) / 1e12 : 0);
+		/* one word, as bench/syncc-bench reads it */
 		printf("BENCH {\"op\": \"%s\", \"ranks\": %d, \"ms\": %.5f, \"plan\": \"%s\"}\n", sym_str(f->name), P, ms,
-		       plan->is_serial ? "serial" : "overlapped");
+		       plan->is_serial ? "serial" : strcmp(sched_plan_kind(plan), "overlapped") ? "unoverlapped" : "overlapped");
 	}
 	fflush(stdout);
 	*ms_out = ms;
@@ -998,8 +1045,12 @@ main(int argc, char **argv)
 		int tr = rk.per_process ? write_trace(rk.cs[0], (void *)d.trace) : syn_run_local(rk.cs, rk.P, write_trace, (void *)d.trace);
 		if (tr)
 			all_ok = false;
-		else
+		else {
 			printf("measured trace: %s (predicted: %s)\n", d.trace, predicted);
+			trace_summary(rk.cs[0], &d);
+			if (d.svg && syn_rank(rk.cs[0]) == 0 && !svg_measured(&d))
+				all_ok = false;
+		}
 	}
 	for (int q = 0; q < rk.nlocal; q++)
 		syn_finalize(rk.cs[q]);

@@ -677,6 +677,51 @@ t_plan(void)
 /* ================= trace ================= */
 
 static void
+ev_at(RtTrace *t, int pid, int tid, const char *cat, int64_t from_us, int64_t to_us)
+{
+	RtTraceEv e;
+	memset(&e, 0, sizeof e);
+	e.pid = pid;
+	e.tid = tid;
+	e.ts_ns = from_us * 1000;
+	e.dur_ns = (to_us - from_us) * 1000;
+	rt_fmt(e.cat, sizeof e.cat, "%s", cat);
+	rt_fmt(e.name, sizeof e.name, "%s", cat);
+	EXPECT(!rt_trace_add(t, &e), "trace add");
+}
+
+/* Exposed communication of a measured trace: chunks and copies minus the
+ * kernels' block records (or the kernels where no block was recorded). */
+static void
+t_exposed(void)
+{
+	RtTrace t = {0};
+	RtExposed e;
+	/* rank 0: blocks [0,400) [350,450) [500,1000) under a kernel [0,1000);
+	 * chunk [300,700) is exposed over [450,500), chunk [900,1200) over
+	 * [1000,1200), a packing copy [1200,1250) whole; waits are not counted */
+	ev_at(&t, 0, SYN_COMPUTE, "kernel", 0, 1000);
+	ev_at(&t, 0, SYN_COMPUTE, "block", 0, 400);
+	ev_at(&t, 0, SYN_COMPUTE, "block", 350, 450);
+	ev_at(&t, 0, SYN_COMPUTE, "block", 500, 1000);
+	ev_at(&t, 0, SYN_COMM, "wait", 0, 300);
+	ev_at(&t, 0, SYN_COMM, "chunk", 300, 700);
+	ev_at(&t, 0, SYN_COMM, "chunk", 900, 1200);
+	ev_at(&t, 0, SYN_COMM, "copy", 1200, 1250);
+	/* rank 1: no block records; the kernel [0,600) hides chunk [100,800) up to 600;
+	 * a second call 10 ms later adds its own busy time, not the gap */
+	ev_at(&t, 1, SYN_COMPUTE, "kernel", 0, 600);
+	ev_at(&t, 1, SYN_COMM, "chunk", 100, 800);
+	ev_at(&t, 1, SYN_COMPUTE, "kernel", 10000, 10100);
+	EXPECT(!rt_trace_exposed(&t, 0, &e) && e.busy_us == 1250 && e.comm_us == 750 && e.exposed_us == 300,
+	       "rank 0: busy %.0f comm %.0f exposed %.0f (want 1250 750 300)", e.busy_us, e.comm_us, e.exposed_us);
+	EXPECT(!rt_trace_exposed(&t, 1, &e) && e.busy_us == 900 && e.comm_us == 700 && e.exposed_us == 200,
+	       "rank 1: busy %.0f comm %.0f exposed %.0f (want 900 700 200)", e.busy_us, e.comm_us, e.exposed_us);
+	EXPECT(!rt_trace_exposed(&t, 2, &e) && e.busy_us == 0 && e.exposed_us == 0, "a rank with no events");
+	rt_trace_free(&t);
+}
+
+static void
 t_trace(const char *path)
 {
 	RtTrace t = {0}, u = {0};
@@ -707,6 +752,7 @@ t_trace(const char *path)
 	       "unwritable path: %s", err);
 	rt_trace_free(&t);
 	rt_trace_free(&u);
+	t_exposed();
 	printf("trace: wrote %s\n", path);
 }
 

@@ -32,6 +32,10 @@ def tests(root, run, Fail):
                 raise Fail(" rt_cpu_test trace: exit %d\n%s%s" % (rc, out, err))
             with open(path) as f:
                 doc = json.load(f)
+        ex = doc["otherData"].get("exposed")
+        if [e["rank"] for e in ex or []] != [0, 1] or any(
+                set(e) != {"rank", "busy_us", "comm_us", "exposed_comm_us"} for e in ex):
+            raise Fail(" otherData.exposed must give every rank's exposed communication: %r" % ex)
         evs = doc["traceEvents"]
         xs = [e for e in evs if e.get("ph") == "X"]
         names = {(e["pid"], e["tid"], e["args"]["name"]) for e in evs if e.get("name") == "thread_name"}
