@@ -231,6 +231,8 @@ void ptx_emit_ew(Buf *b, const PtxEwSpec *s, PtxKernel *k);
 
 /* codegen/rows.c */
 const char *ptx_rows_check(const PtxRowsSpec *s);
+/* Column mode: adjacent rows a lane takes in blocks of rb (a vector, 1 to 8). */
+int ptx_rows_col_vec(const PtxRowsSpec *s, int rb);
 void ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k);
 
 /* codegen/prog.c: programs as text (tools and tests), and their meaning in

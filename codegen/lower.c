@@ -833,18 +833,17 @@ row_entries(Low *L, LKernel *k, const RowGroup *rg, const int *bl, int nb, int r
 }
 
 /* Rows per block-list entry: a divisor of every band's first row; strided
- * rows (a first-dim reduction) 32, 16 or 8, fewer where that leaves under
- * 256 blocks, a power of two; else up to 8. */
+ * rows (a first-dim reduction) a power of two up to 256, fewer where that
+ * leaves under 256 blocks; else up to 8. */
 static int
 rows_per_block(const PtxRowsSpec *s, int64_t g)
 {
 	int rb;
 	g = gcd(g, s->rows);
 	if (s->in[0].stride[1] > 1 && s->in[0].stride[0] == 1) {
-		rb = 32;
-		while (rb > 8 && s->rows / rb < 256)
-			rb /= 2;
-		while (rb > 1 && g % rb)
+		/* up to 32 lanes of up to 8 rows each */
+		rb = 256;
+		while (rb > 1 && ((rb > 8 && s->rows / rb < 256) || g % rb || rb / ptx_rows_col_vec(s, rb) > 32))
 			rb /= 2;
 		return rb;
 	}

@@ -20,19 +20,21 @@
  *
  * Column mode: when the reduced elements of a row are strided and the rows
  * are adjacent (a reduction over the first dim: in0 strides {1, rows}), a
- * warp per row would read one element per 32-byte sector.  There a block is
- * rb adjacent rows (rb divides 32): lane l takes row l % rb, and the CTA's
- * 32 / rb x COL_WARPS slices split the reduced dim, COL_UNROLL loads in
- * flight per thread; the slices' partial results meet in shared memory,
- * lanes < rb of warp 0 finish the rows (mean, post program, store) and hand
- * them back to every thread through shared memory for the later stages and
- * the map.  Smaller blocks when the rows are few keep every SM busy. */
+ * warp per row would read one element per 32-byte sector.  There a block
+ * is rb adjacent rows: lane l takes V adjacent rows (a vector of V
+ * columns of the original tensor, 16 bytes where the dtypes and rows
+ * allow) starting at (l % LC) V, LC = rb / V lanes across the block, and
+ * the CTA's 32 / LC x COL_WARPS slices split the reduced dim, COL_UNROLL
+ * loads in flight per thread; a warp's slices meet by shuffles, the warps'
+ * in shared memory, threads < rb finish the rows (mean, post program,
+ * store) and hand them back to every thread for the later stages and the
+ * map.  Smaller blocks when the rows are few keep every SM busy. */
 #include "codegen.h"
 
 #include <math.h>
 #include <stdio.h>
 
-enum { ROW_WARPS = 8, ROW_DEFAULT_BLOCK = 8, COL_WARPS = 16, COL_UNROLL = 4, COL_MAX_BLOCK = 32 };
+enum { ROW_WARPS = 8, ROW_DEFAULT_BLOCK = 8, COL_WARPS = 16, COL_UNROLL = 4, COL_MAX_BLOCK = 256 };
 /* CTA mode (rows of CTA_MIN_LEN elements or more): up to CTA_MAX_U
  * vectors per thread, CTA_MAX_WORDS registers of them per thread at 1024
  * threads (64 registers is all a thread of a 1024-thread CTA gets). */
@@ -77,8 +79,9 @@ ptx_rows_check(const PtxRowsSpec *s)
 		return "rows: needs 1 to 8 inputs and 1 to 8 outputs";
 	if (s->nstage < 0 || s->nstage > PTX_MAX_STAGES || s->rows_per_block < 0)
 		return "rows: 0 to 4 stages";
-	if (rows_colmode(s) && (s->rows_per_block > COL_MAX_BLOCK || (s->rows_per_block & (s->rows_per_block - 1))))
-		return "rows: strided rows take 1, 2, 4, 8, 16 or 32 rows per block";
+	if (rows_colmode(s) && (s->rows_per_block > COL_MAX_BLOCK || (s->rows_per_block & (s->rows_per_block - 1)) ||
+	                        (s->rows_per_block ? s->rows_per_block : 32) / ptx_rows_col_vec(s, s->rows_per_block ? s->rows_per_block : 32) > 32))
+		return "rows: strided rows take a power of two rows per block, at most 32 lanes of them (a lane takes up to 8)";
 	for (int i = 0; i < s->nin + s->nout; i++) {
 		const PtxTensor *t = i < s->nin ? &s->in[i] : &s->out[i - s->nin];
 		if ((int)t->dt < 0 || t->dt >= DT_COUNT || t->stride[0] < 0 || t->stride[1] < 0 ||
@@ -111,6 +114,8 @@ typedef struct Rows {
 	Reg smem;         /* column mode: the shared partials */
 	Reg rin, slice;   /* column mode: this thread's row in the block, its slice of the length */
 	int rb, nsl;      /* column mode: rows per block, slices per CTA */
+	int cv, lc;       /* column mode: rows per lane (a vector), lanes across the block */
+	Reg colres[PTX_MAX_STAGES][8], colrcp[PTX_MAX_STAGES][8]; /* column mode: each of the lane's rows' stage results */
 	bool cta;         /* CTA mode: a row per CTA, its streamed inputs held in registers */
 	int T, U;         /* CTA mode: threads, vectors per thread and row */
 	bool cached;      /* CTA mode: the streamed inputs fit in registers (else each pass rereads, from L2) */
@@ -206,8 +211,8 @@ env_for(Rows *r, Reg in[][8], int j)
 		env.in_vc[i] = ptx_dtypes[r->s->in[i].dt].vc;
 	}
 	for (int k = 0; k < PTX_MAX_STAGES; k++) {
-		env.stage[k] = r->res[k];
-		env.stage_rcp[k] = r->rcp[k];
+		env.stage[k] = r->cols ? r->colres[k][j] : r->res[k];
+		env.stage_rcp[k] = r->cols ? r->colrcp[k][j] : r->rcp[k];
 	}
 	env.acc_vc = VC_F32;
 	return env;
@@ -343,18 +348,62 @@ row_pointers(Rows *r)
 	}
 }
 
-/* Column mode: shared memory is COL_WARPS x 32 partial results, then 32
- * finished rows. */
+/* Column mode: shared memory is COL_WARPS x rb partial results (each
+ * stage's in turn), then rb finished rows per stage. */
 static int
-col_smem(void)
+col_smem(int rb, int nstage)
 {
-	return (COL_WARPS + 1) * 32 * 4;
+	return (COL_WARPS + nstage) * rb * 4;
+}
+
+/* Where stage k's finished rows start in shared memory, in bytes. */
+static int
+col_fin(const Rows *r, int k)
+{
+	return (COL_WARPS + k) * r->rb * 4;
+}
+
+/* Rows per lane in column mode: a vector of V adjacent rows (16 bytes at
+ * most) where every tensor that varies along rows has them contiguous,
+ * V divides the block and the rows, and a block is at most 32 lanes. */
+int
+ptx_rows_col_vec(const PtxRowsSpec *s, int rb)
+{
+	int v;
+	for (v = 8; v > 1; v /= 2) {
+		bool ok = rb % v == 0 && rb / v <= 32 && s->rows % v == 0;
+		for (int i = 0; ok && i < s->nin + s->map.nout; i++) { /* a stage's per-row store is one value */
+			const PtxTensor *t = i < s->nin ? &s->in[i] : &s->out[s->map.out[i - s->nin].tensor];
+			ok = t->stride[0] == 0 ||
+			     (t->stride[0] == 1 && v * ptx_dtypes[t->dt].size <= 16 && t->stride[1] % v == 0);
+		}
+		if (ok)
+			break;
+	}
+	return v;
+}
+
+/* The inputs program g reads at reduced index c, for the lane's V rows
+ * (one vector load along the rows, or one value for all). */
+static void
+col_inputs(Rows *r, const PtxEwProg *g, Reg c, Reg in[][8])
+{
+	for (int i = 0; i < r->s->nin; i++)
+		for (int j = 0; j < 8; j++)
+			in[i][j] = -1;
+	for (int i = 0; i < r->s->nin; i++)
+		if (ptx_prog_uses(g, OP_PARAM, i)) {
+			const PtxTensor *t = &r->s->in[i];
+			Reg a = col_addr(r->p, t, r->inrow[i], c);
+			ptx_load_vec(r->p, t->dt, a, t->stride[0], r->cv, in[i]);
+		}
 }
 
 /* for (c = slice; c < len; c += nsl * COL_UNROLL): this thread's slice
- * of the reduced dim, COL_UNROLL columns per step (each guarded). */
+ * of the reduced dim, COL_UNROLL steps per pass (each guarded), V rows
+ * each. */
 static void
-col_slice(Rows *r, const PtxEwProg *g, int ri, Reg *acc)
+col_slice(Rows *r, const PtxEwProg *g, int ri, Reg acc[][8])
 {
 	Ptx *p = r->p;
 	Reg col = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED), val[PTX_MAX_INS];
@@ -371,15 +420,83 @@ col_slice(Rows *r, const PtxEwProg *g, int ri, Reg *acc)
 		ptx_emit(p, "add.u32 %s, %s, %d;", R(c), R(col), u * r->nsl);
 		ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(c), (long long)r->s->len);
 		ptx_emit(p, "@%s bra $L%d;", R(q), skip);
-		load_inputs(r, g, c, in);
-		PtxEnv env = env_for(r, in, 0);
-		ptx_prog_emit(p, g, &env, val, vc);
-		ptx_expand(p, reds[ri].combine, acc[u], acc[u], ptx_convert(p, val[g->out[0].val], vc[g->out[0].val], VC_F32));
+		col_inputs(r, g, c, in);
+		for (int j = 0; j < r->cv; j++) {
+			PtxEnv env = env_for(r, in, j);
+			ptx_prog_emit(p, g, &env, val, vc);
+			ptx_expand(p, reds[ri].combine, acc[u][j], acc[u][j],
+			           ptx_convert(p, val[g->out[0].val], vc[g->out[0].val], VC_F32));
+		}
 		ptx_place(p, skip);
 	}
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(col), R(col), r->nsl * COL_UNROLL);
 	ptx_emit(p, "bra $L%d;", loop);
 	ptx_place(p, done);
+}
+
+/* A finishing thread's row of the block (thread tid < rb: row x rb + tid):
+ * tensor i's pointer there. */
+static Reg
+fin_ptr(Rows *r, int i, Reg frow)
+{
+	Ptx *p = r->p;
+	const PtxTensor *t = i < r->s->nin ? &r->s->in[i] : &r->s->out[i - r->s->nin];
+	Reg a = ptx_reg(p, RC_B64);
+	ptx_emit(p, "mad.wide.u32 %s, %s, %lld, %s;", R(a), R(frow), (long long)(t->stride[0] * ptx_dtypes[t->dt].size),
+	         R(p->tensor[i]));
+	return a;
+}
+
+/* Threads < rb finish row x rb + tid from the warps' partials: the mean,
+ * the post program (per-row inputs read there), the stage's store; the
+ * result into the finished rows in shared memory. */
+static void
+col_finish(Rows *r, int k, int ri, Reg a)
+{
+	Ptx *p = r->p;
+	const PtxRowStage *st = &r->s->stage[k];
+	Reg acc = ptx_reg(p, RC_F32), t = ptx_reg(p, RC_F32), frow = ptx_reg(p, RC_B32), fa = ptx_reg(p, RC_PRED);
+	Reg pin[PTX_MAX_TENSORS][8], val[PTX_MAX_INS];
+	ValClass vc[PTX_MAX_INS];
+	int nostore = ptx_label(p);
+
+	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(p->tid), R(r->smem));
+	ptx_emit(p, "ld.shared.f32 %s, [%s];", R(acc), R(a));
+	for (int w = 1; w < COL_WARPS; w++) {
+		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(t), R(a), w * r->rb * 4);
+		ptx_expand(p, reds[ri].combine, acc, acc, t);
+	}
+	if (st->red == OP_MEAN) {
+		Reg inv = ptx_imm_f32(p, 1.0 / (double)r->s->len);
+		ptx_emit(p, "mul.f32 %s, %s, %s;", R(acc), R(acc), R(inv));
+	}
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(frow), R(p->x), r->rb, R(p->tid));
+	ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(fa), R(frow), (long long)r->s->rows);
+	ptx_emit(p, "@!%s mov.u32 %s, 0;", R(fa), R(frow)); /* rows past the end read row 0, store nothing */
+	for (int i = 0; i < r->s->nin; i++) {
+		pin[i][0] = -1;
+		if (ptx_prog_uses(&r->post[k], OP_PARAM, i))
+			pin[i][0] = ptx_load_val(p, r->s->in[i].dt, fin_ptr(r, i, frow), "global");
+	}
+	{
+		PtxEnv env = env_for(r, pin, 0);
+		for (int q = 0; q < k; q++) /* earlier stages of this row: the finished rows */
+			env.stage[q] = env.stage_rcp[q] = 0;
+		env.acc = acc;
+		for (int q = 0; q < k; q++)
+			if (ptx_prog_uses(&r->post[k], PTX_OP_STAGE, q)) {
+				env.stage[q] = ptx_reg(p, RC_F32);
+				ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(env.stage[q]), R(a), col_fin(r, q));
+			}
+		ptx_prog_emit(p, &r->post[k], &env, val, vc);
+		t = ptx_convert(p, val[r->post[k].out[0].val], vc[r->post[k].out[0].val], VC_F32);
+	}
+	if (st->out >= 0) {
+		ptx_emit(p, "@!%s bra $L%d;", R(fa), nostore);
+		ptx_store_val(p, r->s->out[st->out].dt, fin_ptr(r, r->s->nin + st->out, frow), t, VC_F32);
+		ptx_place(p, nostore);
+	}
+	ptx_emit(p, "st.shared.f32 [%s+%d], %s;", R(a), col_fin(r, k), R(t));
 }
 
 static void
@@ -388,72 +505,59 @@ rows_col_stage(Rows *r, int k)
 	Ptx *p = r->p;
 	const PtxRowStage *st = &r->s->stage[k];
 	int ri = red_index(st->red), skip = ptx_label(p), fin = ptx_label(p);
-	Reg acc[COL_UNROLL], a = ptx_reg(p, RC_B32), t = ptx_reg(p, RC_F32), q = ptx_reg(p, RC_PRED);
-	Reg val[PTX_MAX_INS];
-	ValClass vc[PTX_MAX_INS];
+	Reg acc[COL_UNROLL][8], a = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED);
 
-	for (int u = 0; u < COL_UNROLL; u++) {
-		acc[u] = ptx_reg(p, RC_F32);
-		ptx_emit(p, "mov.f32 %s, 0f%08X;", R(acc[u]), reds[ri].identity);
-	}
+	for (int u = 0; u < COL_UNROLL; u++)
+		for (int j = 0; j < r->cv; j++) {
+			acc[u][j] = ptx_reg(p, RC_F32);
+			ptx_emit(p, "mov.f32 %s, 0f%08X;", R(acc[u][j]), reds[ri].identity);
+		}
 	ptx_emit(p, "@!%s bra $L%d;", R(r->active), skip);
 	col_slice(r, &r->pre[k], ri, acc);
 	ptx_place(p, skip);
-	for (int u = 1; u < COL_UNROLL; u++)
-		ptx_expand(p, reds[ri].combine, acc[0], acc[0], acc[u]);
-	/* partial[tid]; then thread tid < rb (row tid of the block) combines
-	 * the partials of its row: tid + rb j for every j < nsl */
-	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(p->tid), R(r->smem));
-	ptx_emit(p, "st.shared.f32 [%s], %s;", R(a), R(acc[0]));
-	ptx_emit(p, "bar.sync 0;");
-	ptx_emit(p, "setp.ge.u32 %s, %s, %d;", R(q), R(p->tid), r->rb);
+	for (int j = 0; j < r->cv; j++) {
+		for (int u = 1; u < COL_UNROLL; u++)
+			ptx_expand(p, reds[ri].combine, acc[0][j], acc[0][j], acc[u][j]);
+		/* the warp's slices of the same rows: lanes LC apart */
+		for (int d = 16; d >= r->lc; d /= 2) {
+			Reg o = ptx_reg(p, RC_F32);
+			ptx_emit(p, "shfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;", R(o), R(acc[0][j]), d);
+			ptx_expand(p, reds[ri].combine, acc[0][j], acc[0][j], o);
+		}
+	}
+	/* lanes < LC write partial[warp][rin + j]; then threads < rb finish */
+	ptx_emit(p, "setp.ge.u32 %s, %s, %d;", R(q), R(r->lane), r->lc);
 	ptx_emit(p, "@%s bra $L%d;", R(q), fin);
-	for (int j = 1; j < r->nsl; j++) {
-		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(t), R(a), j * r->rb * 4);
-		ptx_expand(p, reds[ri].combine, acc[0], acc[0], t);
-	}
-	if (st->red == OP_MEAN) {
-		Reg inv = ptx_imm_f32(p, 1.0 / (double)r->s->len);
-		ptx_emit(p, "mul.f32 %s, %s, %s;", R(acc[0]), R(acc[0]), R(inv));
-	}
-	{
-		Reg pin[PTX_MAX_TENSORS][8];
-		int nostore = ptx_label(p);
-		for (int i = 0; i < r->s->nin; i++)
-			pin[i][0] = -1;
-		ptx_emit(p, "@!%s bra $L%d;", R(r->active), nostore); /* rows past the end read nothing */
-		for (int i = 0; i < r->s->nin; i++)
-			if (ptx_prog_uses(&r->post[k], OP_PARAM, i))
-				pin[i][0] = ptx_load_val(p, r->s->in[i].dt, r->inrow[i], "global");
-		ptx_place(p, nostore);
-		PtxEnv env = env_for(r, pin, 0);
-		env.acc = acc[0];
-		ptx_prog_emit(p, &r->post[k], &env, val, vc);
-		t = ptx_convert(p, val[r->post[k].out[0].val], vc[r->post[k].out[0].val], VC_F32);
-	}
-	ptx_emit(p, "st.shared.f32 [%s+%d], %s;", R(a), COL_WARPS * 128, R(t));
-	if (st->out >= 0) {
-		int nostore = ptx_label(p);
-		ptx_emit(p, "@!%s bra $L%d;", R(r->active), nostore);
-		ptx_store_val(p, r->s->out[st->out].dt, r->outrow[st->out], t, VC_F32);
-		ptx_place(p, nostore);
-	}
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(a), R(r->warp), r->rb, R(r->rin));
+	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(a), R(r->smem));
+	for (int j = 0; j < r->cv; j++)
+		ptx_emit(p, "st.shared.f32 [%s+%d], %s;", R(a), 4 * j, R(acc[0][j]));
 	ptx_place(p, fin);
 	ptx_emit(p, "bar.sync 0;");
-	/* every warp takes its lane's finished row */
-	r->res[k] = ptx_reg(p, RC_F32);
+	fin = ptx_label(p);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %d;", R(q), R(p->tid), r->rb);
+	ptx_emit(p, "@%s bra $L%d;", R(q), fin);
+	col_finish(r, k, ri, a);
+	ptx_place(p, fin);
+	ptx_emit(p, "bar.sync 0;");
+	/* every thread takes its V finished rows */
 	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(r->rin), R(r->smem));
-	ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(r->res[k]), R(a), COL_WARPS * 128);
-	row_rcp(r, k);
+	for (int j = 0; j < r->cv; j++) {
+		r->colres[k][j] = ptx_reg(p, RC_F32);
+		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(r->colres[k][j]), R(a), col_fin(r, k) + 4 * j);
+		r->res[k] = r->colres[k][j];
+		row_rcp(r, k);
+		r->colrcp[k][j] = r->rcp[k];
+	}
 }
 
-/* Column mode's map: this thread's row, its slice of the columns. */
+/* Column mode's map: this thread's V rows, its slice of the reduced dim. */
 static void
 rows_col_map(Rows *r)
 {
 	Ptx *p = r->p;
 	const PtxRowsSpec *s = r->s;
-	Reg col = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED), in[PTX_MAX_TENSORS][8], val[PTX_MAX_INS];
+	Reg col = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED), in[PTX_MAX_TENSORS][8], val[8][PTX_MAX_INS];
 	ValClass vc[PTX_MAX_INS];
 	int loop = ptx_label(p), done = ptx_label(p);
 
@@ -462,22 +566,25 @@ rows_col_map(Rows *r)
 	ptx_place(p, loop);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(col), (long long)s->len);
 	ptx_emit(p, "@%s bra $L%d;", R(q), done);
-	load_inputs(r, &s->map, col, in);
-	PtxEnv env = env_for(r, in, 0);
-	ptx_prog_emit(p, &s->map, &env, val, vc);
+	col_inputs(r, &s->map, col, in);
+	for (int j = 0; j < r->cv; j++) {
+		PtxEnv env = env_for(r, in, j);
+		ptx_prog_emit(p, &s->map, &env, val[j], vc);
+	}
 	for (int o = 0; o < s->map.nout; o++) {
 		const PtxOut *po = &s->map.out[o];
 		const PtxTensor *t = &s->out[po->tensor];
-		Reg a = col_addr(p, t, r->outrow[po->tensor], col);
-		ptx_store_val(p, t->dt, a, ptx_convert(p, val[po->val], vc[po->val], ptx_dtypes[t->dt].vc),
-		              ptx_dtypes[t->dt].vc);
+		Reg a = col_addr(p, t, r->outrow[po->tensor], col), w[8];
+		for (int j = 0; j < r->cv; j++)
+			w[j] = ptx_convert(p, val[j][po->val], vc[po->val], ptx_dtypes[t->dt].vc);
+		ptx_store_vec(p, t->dt, a, r->cv, w);
 	}
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(col), R(col), r->nsl);
 	ptx_emit(p, "bra $L%d;", loop);
 	ptx_place(p, done);
 }
 
-/* Column mode: one pass per block; lane l on row l % rb. */
+/* Column mode: one pass per block; lane l on rows (l % LC) V .. + V - 1. */
 static void
 rows_col_body(Rows *r)
 {
@@ -495,9 +602,10 @@ rows_col_body(Rows *r)
 	r->slice = ptx_reg(p, RC_B32);
 	ptx_emit(p, "and.b32 %s, %s, 31;", R(r->lane), R(p->tid));
 	ptx_emit(p, "shr.u32 %s, %s, 5;", R(r->warp), R(p->tid));
-	ptx_emit(p, "and.b32 %s, %s, %d;", R(r->rin), R(r->lane), rb - 1);
-	ptx_emit(p, "shr.u32 %s, %s, %d;", R(t), R(r->lane), ptx_ilog2(rb));
-	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(r->slice), R(r->warp), 32 / rb, R(t));
+	ptx_emit(p, "and.b32 %s, %s, %d;", R(r->rin), R(r->lane), r->lc - 1);
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(r->rin), R(r->rin), r->cv);
+	ptx_emit(p, "shr.u32 %s, %s, %d;", R(t), R(r->lane), ptx_ilog2(r->lc));
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(r->slice), R(r->warp), 32 / r->lc, R(t));
 	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(r->row), R(p->x), rb, R(r->rin));
 	ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(r->active), R(r->row), (long long)s->rows);
 	ptx_emit(p, "@!%s mov.u32 %s, 0;", R(r->active), R(r->row)); /* keep idle lanes' addresses in range */
@@ -848,15 +956,17 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	r.vec = r.cols ? 1 : rows_vec(s);
 	r.cta = !r.cols && cta_shape(s, r.vec, &r.T, &r.U, &r.cached);
 	if (r.cols) {
-		rb = r.rb = s->rows_per_block ? s->rows_per_block : COL_MAX_BLOCK;
-		r.nsl = COL_WARPS * (32 / rb);
+		rb = r.rb = s->rows_per_block ? s->rows_per_block : 32;
+		r.cv = ptx_rows_col_vec(s, rb);
+		r.lc = rb / r.cv;
+		r.nsl = COL_WARPS * (32 / r.lc);
 	}
 	threads = r.cta ? r.T : 32 * (r.cols ? COL_WARPS : ROW_WARPS);
 	ptx_kernel_begin(p, b, s->name, s->nin + s->nout, threads, 0);
 	p->site = s->site;
 	if (r.cols)
-		buf_printf(&p->head, "// rows %lld x %lld (strided: %d rows per block, %d slices split the length), %d stages\n",
-		           (long long)s->rows, (long long)s->len, r.rb, r.nsl, s->nstage);
+		buf_printf(&p->head, "// rows %lld x %lld (strided: %d rows per block, %d per lane, %d slices split the length), %d stages\n",
+		           (long long)s->rows, (long long)s->len, r.rb, r.cv, r.nsl, s->nstage);
 	else if (r.cta && r.cached)
 		buf_printf(&p->head, "// rows %lld x %lld, %d stages, a CTA of %d threads per row, %d x %d elements each\n",
 		           (long long)s->rows, (long long)s->len, s->nstage, r.T, r.U, r.vec);
@@ -879,7 +989,7 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	*k = (PtxKernel){0}; /* no tensor maps, whatever the caller left */
 	snprintf(k->name, sizeof k->name, "%s", s->name);
 	k->threads = threads;
-	k->smem = r.cols ? col_smem() : r.cta ? 2 * s->nstage * 128 : 0;
+	k->smem = r.cols ? col_smem(rb, s->nstage) : r.cta ? 2 * s->nstage * 128 : 0;
 	k->ntensors = s->nin + s->nout;
 	k->nblocks = (s->rows + rb - 1) / rb;
 }

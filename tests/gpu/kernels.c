@@ -1030,6 +1030,17 @@ case_rows_cols(void)
 	rows_run("rows_cols_mean_min_f32_rb8", s, 50);
 	s.rows_per_block = 1;
 	rows_run("rows_cols_mean_min_f32_rb1", s, 50);
+	/* bf16 rows in vectors of 8 (1000 rows), a post program that reads the
+	 * earlier stage of its own row, a per-row output and a map */
+	s = (PtxRowsSpec){.name = "colnorm", .rows = 1000, .len = 3001, .nin = 1, .nout = 2, .nstage = 2};
+	s.in[0] = (PtxTensor){DT_BF16, {1, 1000}};
+	s.out[0] = (PtxTensor){DT_BF16, {1, 1000}};
+	s.out[1] = (PtxTensor){DT_F32, {1, 0}};
+	s.stage[0] = stage_of(OP_MEAN, NULL, NULL, -1);
+	s.stage[1] = stage_of(OP_MEAN, "mul(sub(in0,stage0),sub(in0,stage0))", "add(rsqrt(add(acc,1e-5)),stage0)", 1);
+	prog_or_die(&s.map, "div(sub(in0,stage0),stage1)");
+	s.rows_per_block = 32;
+	rows_run("rows_cols_norm_bf16_v8", s, 40);
 }
 
 /* ---- flags ---- */
