@@ -164,6 +164,14 @@ class Context:
             self.ptr = ctypes.c_void_p()
 
 
+def _raw_stream(torch, dev):
+    """torch's current stream on dev as a CUstream: the private accessor
+    Inductor's generated code calls (no Stream object made per call), else
+    the public API."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return raw(dev.index) if raw is not None else torch.cuda.current_stream(dev).cuda_stream
+
+
 class Launcher:
     """syn_<op>_on_stream of a loaded shared object: the op on torch's
     current stream in one foreign call.  The syn_tensor structs are made
@@ -226,7 +234,7 @@ class Launcher:
         # once the context has failed), so torch's stream does not wait for
         # work already enqueued: the caller must synchronise the device or
         # end the process before reusing the tensors (docs/python.md).
-        r = self.fn(ctx.ptr, torch.cuda.current_stream(dev).cuda_stream, self.ptrs_addr)
+        r = self.fn(ctx.ptr, _raw_stream(torch, dev), self.ptrs_addr)
         if r:
             ctx.fail(op.name, r)
         return outs[0] if len(outs) == 1 else tuple(outs)
