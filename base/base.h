@@ -37,6 +37,8 @@ enum {
 	LIM_STEPS = 1 << 20,        /* statements and calls elaborated for one file */
 	LIM_FILES = 256,            /* files reached through `use` */
 	LIM_VALUES = 1 << 20,       /* IR values in one op */
+	LIM_BLOCKS = 1 << 14,       /* blocks of one op's block graph (the scheduler is quadratic in them) */
+	LIM_REGIONS = 1 << 18,      /* regions those blocks read and write */
 	LIM_ERRORS = 20,            /* errors reported before giving up */
 };
 

@@ -615,6 +615,10 @@ plan_all(Driver *d, Unit *u, FILE *mem)
 	for (Func *f = u->funcs; f; f = f->next) {
 		Plan *p = sched_plan(f, &o);
 		d->plans[d->nplans++] = p;
+		if (!p->g) { /* past the planner's limits (docs/language.md §9) */
+			diag_error(f->span, "%s", p->why);
+			return EXIT_INPUT;
+		}
 		if (p->is_serial && !d->serial && f->nranks > 1 && d->emit != EMIT_TOKENS)
 			diag_note(f->span, "op '%s': serial plan, overlap is not predicted to pay (%.1f us serial; --explain says why)",
 			          sym_str(f->name), p->serial);
