@@ -119,6 +119,7 @@ typedef struct SimCtx {
 } SimCtx;
 bool sim_parse_breaks(const char *names, SimBreak *b, char *bad, size_t n);
 bool sim_local_compute(const Ins *in, Tensor *const *x, Tensor *out, DType st, SimMode m, int64_t meandiv);
+DType sim_store_dtype(const Ins *in); /* f32 for a fused float value, else its dtype */
 Tensor sim_slice_local(const Tensor *t, int axis, SimCtx *k);
 void sim_make_shards(const Func *f, const Tensor *g, int pi, Tensor **shard, uint64_t *rng);
 bool sim_assemble(const Func *f, int oi, Tensor *const *vals, Tensor *out, char *err, size_t n);

@@ -74,7 +74,7 @@ exec_member(PRank *k, Val m, const int64_t *lo, const int64_t *hi)
 {
 	const Func *f = k->c.f;
 	const Ins *in = &f->ins[m];
-	DType st = in->internal && in->op != OP_CAST ? DT_F32 : in->ty.dt; /* a cast rounds, fused or not */
+	DType st = sim_store_dtype(in);
 	Tensor *full = &k->val[m], out, subs[64], *xs[64], sliced[64];
 	int64_t dim[LIM_RANK], ulo[LIM_RANK], uhi[LIM_RANK];
 	int n = in->narg < 64 ? in->narg : 64, sl[2] = {-1, -1};

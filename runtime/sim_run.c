@@ -329,6 +329,16 @@ sim_run_reshard(SimCtx *k, Val v, const Ins *in, Tensor *x, Tensor *out)
 	return ok;
 }
 
+/* The dtype a value is kept in: its own, except that a fused (internal)
+ * float value stays in an f32 register.  A cast rounds, fused or not; an
+ * i32 value is an integer register, whose wrap-around and exactness past
+ * 2^24 f32 would lose. */
+DType
+sim_store_dtype(const Ins *in)
+{
+	return in->internal && in->op != OP_CAST && in->ty.dt != DT_I32 ? DT_F32 : in->ty.dt;
+}
+
 static bool
 rank_op(Rank *k, Val v)
 {
@@ -336,7 +346,7 @@ rank_op(Rank *k, Val v)
 	const Ins *in = &f->ins[v];
 	Tensor *out = &k->val[v], *xs[64], **x = in->narg > 64 ? xmalloc((size_t)in->narg * sizeof *x) : xs;
 	Tensor sliced[2] = {{0}};
-	DType st = in->internal && in->op != OP_CAST ? DT_F32 : in->ty.dt; /* a cast rounds, fused or not */
+	DType st = sim_store_dtype(in);
 	bool ok = true;
 
 	for (int i = 0; i < in->narg; i++) {
