@@ -775,7 +775,10 @@ contiguous(Low *L, Val v, const Box *b, int64_t *off, int64_t *count)
 /* The P blocks of a local value along dim d: each is `outer` runs of
  * width = (dims[d] / P) * st[d] elements, st[d - 1] apart, block q at
  * q * width.  Contiguous (one run, or P = 1): pk->rows = 0 and the
- * blocks' stride in pk->stride.  Returns the value's element count. */
+ * blocks' stride, n / P, in pk->stride -- at P = 1 the one block is the
+ * whole value, not one run of it (a stride of one row made the runtime
+ * refuse ulysses at P = 1: "send blocks overlap").  Returns n, the
+ * value's element count. */
 static int64_t
 a2a_side(Low *L, const int64_t *dims, const int64_t *st, int rank, int d, LPack *pk)
 {
@@ -791,6 +794,8 @@ a2a_side(Low *L, const int64_t *dims, const int64_t *st, int rank, int d, LPack 
 	if (outer > 1 && st[d - 1] != pk->width) { /* P > 1: the runs do not touch */
 		pk->rows = outer;
 		pk->pitch = st[d - 1];
+	} else {
+		pk->stride = n / L->P;
 	}
 	return n;
 }
