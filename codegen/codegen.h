@@ -403,7 +403,11 @@ typedef struct Lowered {
 bool ptx_lower(const Plan *p, Lowered *lo);
 void ptx_lowered_free(Lowered *lo);
 
-/* codegen/host.c: the launcher C file and its header for a file's ops */
+/* codegen/host.c: the launcher C file and its header for a file's ops.
+ * An op whose launcher syn_<op> libsyncrt already declares, or a PREFIX
+ * whose .h no #include can name, is refused first (`why` says so). */
+bool host_op_name_ok(const Func *f, char *why, size_t n);
+bool host_prefix_ok(const char *prefix, char *why, size_t n);
 void host_emit(Buf *c, Buf *h, const char *source, const char *prefix, Lowered *const *ops, int nops, const Buf *ptx,
                const unsigned char *cubin, size_t ncubin);
 

@@ -531,6 +531,11 @@ codegen_all(Driver *d, Unit *u, FILE *mem)
 	ptx_emit_header(&module);
 	for (Func *f = u->funcs; f; f = f->next, i++) {
 		lo[i] = xcalloc(1, sizeof **lo);
+		if ((d->emit == EMIT_HOST || d->emit == EMIT_CODE) && !host_op_name_ok(f, log, sizeof log)) {
+			diag_error(f->span, "cannot generate the launcher of op '%s': %s", sym_str(f->name), log);
+			status = EXIT_INPUT;
+			continue;
+		}
 		if (!ptx_lower(d->plans[i], lo[i])) {
 			diag_error(f->span, "cannot generate GPU code for op '%s': %s", sym_str(f->name), lo[i]->err);
 			status = EXIT_INPUT;
@@ -561,6 +566,11 @@ codegen_all(Driver *d, Unit *u, FILE *mem)
 	if (!ptx_assemble(&module, &cubin, &ncubin, log, sizeof log) && log[0])
 		die("ptxas rejected the generated module: %s", log);
 	code_prefix(d, src, prefix, sizeof prefix);
+	if (!host_prefix_ok(prefix, log, sizeof log)) {
+		diag_usage("-o %s: %s", prefix, log);
+		status = EXIT_USAGE;
+		goto out;
+	}
 	host_emit(&c, &h, src, prefix, lo, d->nplans, &module, cubin, ncubin);
 	if (d->emit == EMIT_HOST) {
 		fputs(h.s, mem);
