@@ -704,4 +704,25 @@ def tests(syncc, run, Fail):
             expect(rc == 2 and "is the input" in err and open(src, "rb").read() == GOOD and
                    not os.path.exists(os.path.join(d, "k.c")), "-o PREFIX whose PREFIX.h is the input: refused", out, err)
 
+    # One strict reader for every number of the command line (issue 17,
+    # item 7): decimal digits only -- no sign, space, base, exponent or
+    # stray unit -- and ranges checked before any product can overflow.
+    def t_numbers_strict():
+        bad = [("--topo", v) for v in ("4611686018427387904x4", "18446744073709551617x1", "+2x4", " 2x4", "2x+4",
+                                       "0x4", "2x4x", "2x", "x4", "2X4", "4097x1", "65x64")]
+        bad += [("--mem-budget", v) for v in ("0x10", " 5M", "5MB", "1e3", "inf", "nan", "-1", "+5", "1001%", "5k",
+                                              "1.", ".5", "")]
+        bad += [("--ranks", v) for v in ("+4", " 4", "0x4", "4 ", "1e2")]
+        for opt, v in bad:
+            rc, out, err = run([syncc, "-", "--emit=ir", opt, v], stdin=GOOD)
+            expect(rc == 2 and opt in err, "%s %r: a command-line error, exit 2" % (opt, v), out, err)
+        for opt, v in (("--seed", "0x10"), ("--seed", "+1"), ("--timeout-ms", "1e3"), ("--timeout-ms", " 5"),
+                       ("--bench", "+3"), ("--gpus", "+0")):
+            rc, out, err = run([syncrun, "--sim", "-", opt, v], stdin=GOOD)
+            expect(rc == 2 and opt in err, "syncrun %s %r: a command-line error, exit 2" % (opt, v), out, err)
+        for opt, v in (("--topo", "2x4"), ("--topo", "1x1"), ("--mem-budget", "1.5G"), ("--mem-budget", "12.5%"),
+                       ("--mem-budget", "4096K"), ("--mem-budget", "0")):
+            rc, out, err = run([syncc, "-", "--emit=ir", opt, v], stdin=GOOD)
+            expect(rc == 0, "%s %s is a good command line" % (opt, v), out, err)
+
     return [("cli/" + k[2:], v) for k, v in sorted(locals().items()) if k.startswith("t_")]

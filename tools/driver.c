@@ -73,16 +73,47 @@ static const struct {
 	{"host", EMIT_HOST},
 };
 
-/* A decimal integer and nothing else (strtoll alone takes " 4" and "+4"). */
+/* The one reader of numbers on the command line: decimal digits and, with
+ * `frac`, a fraction after a point -- no sign, space, base prefix,
+ * exponent, inf or nan (strtoll and strtod take " 4", "+4", "0x10").
+ * *end is left past the number for a unit to follow; false when no digit
+ * starts it, a point has no digit after it, or the value passes 2^62. */
+static bool
+read_num(const char *s, bool frac, double *x, const char **end)
+{
+	uint64_t n = 0;
+	double scale = 1;
+	if (!isdigit((unsigned char)*s))
+		return false;
+	for (; isdigit((unsigned char)*s); s++) {
+		if (n > ((uint64_t)1 << 62) / 10)
+			return false;
+		n = n * 10 + (uint64_t)(*s - '0');
+	}
+	*x = (double)n;
+	if (frac && *s == '.') {
+		if (!isdigit((unsigned char)*++s))
+			return false;
+		for (; isdigit((unsigned char)*s); s++)
+			*x += (*s - '0') * (scale /= 10);
+	}
+	*end = s;
+	return true;
+}
+
+/* A whole decimal number in [lo, hi] and nothing after it. */
 static bool
 parse_int(const char *s, long long lo, long long hi, long long *out)
 {
-	char *end;
-	if (!isdigit((unsigned char)s[0]))
+	const char *end;
+	double x;
+	uint64_t n = 0;
+	if (!read_num(s, false, &x, &end) || *end)
 		return false;
-	errno = 0;
-	*out = strtoll(s, &end, 10);
-	return !*end && errno == 0 && *out >= lo && *out <= hi;
+	for (; *s; s++) /* again, exactly: a double rounds past 2^53 */
+		n = n * 10 + (uint64_t)(*s - '0');
+	*out = (long long)n;
+	return *out >= lo && *out <= hi;
 }
 
 /* `flag` is the option as written, with its value: "--ranks 0",
@@ -91,22 +122,21 @@ parse_int(const char *s, long long lo, long long hi, long long *out)
 static int
 parse_budget(Driver *d, const char *flag, const char *val)
 {
-	char *end;
-	double x = strtod(val, &end), mul = 1;
-	if (*end == '%' && !end[1] && x >= 0 && x <= 1000) {
+	static const char units[] = "KMG";
+	const char *end;
+	double x, mul = 1;
+	bool ok = read_num(val, true, &x, &end);
+	if (ok && *end == '%' && !end[1] && x <= 1000) {
 		d->mem_pct = x;
 		return -1;
 	}
-	if (*end == 'K' || *end == 'k')
-		mul = 1024, end++;
-	else if (*end == 'M')
-		mul = 1024.0 * 1024, end++;
-	else if (*end == 'G')
-		mul = 1024.0 * 1024 * 1024, end++;
-	if (*end == 'B')
+	if (ok && *end && strchr(units, *end)) {
+		for (const char *u = units; u <= strchr(units, *end); u++)
+			mul *= 1024;
 		end++;
-	if (!*val || *end || !(x >= 0) || x * mul > 1e18) {
-		diag_usage("%s: write BYTES (with K, M or G) or PERCENT%%", flag);
+	}
+	if (!ok || *end || x * mul > 1e18) {
+		diag_usage("%s: write BYTES (digits, with K, M or G) or PERCENT%% (0 to 1000)", flag);
 		return EXIT_USAGE;
 	}
 	d->mem_budget = x * mul;
@@ -241,11 +271,13 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 	case OPT_MEMBUDGET:
 		return parse_budget(d, flag, val);
 	case OPT_TOPO: {
-		char *x;
+		const char *x = strchr(val, 'x');
+		char nodes[16];
 		long long a, b;
-		a = strtoll(val, &x, 10);
-		if (!*val || *x != 'x' || !parse_int(x + 1, 1, LIM_RANKS, &b) || a < 1 || a * b > LIM_RANKS) {
-			diag_usage("%s: write NODESxGPUS, e.g. 2x4", flag);
+		snprintf(nodes, sizeof nodes, "%.*s", x && x - val < 15 ? (int)(x - val) : 15, val);
+		if (!x || x - val > 15 || !parse_int(nodes, 1, LIM_RANKS, &a) || !parse_int(x + 1, 1, LIM_RANKS, &b) ||
+		    a * b > LIM_RANKS) { /* each at most 4096: the product cannot overflow */
+			diag_usage("%s: write NODESxGPUS, e.g. 2x4, at most %d ranks in all", flag, LIM_RANKS);
 			return EXIT_USAGE;
 		}
 		d->topo = (Topo){(int)a, (int)b};
