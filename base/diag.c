@@ -107,6 +107,12 @@ diag_setup(DiagFormat fmt, const char *tool)
 	dg.colour = fmt == DIAG_TEXT && isatty(2) && !(nc && *nc);
 }
 
+const char *
+diag_tool(void)
+{
+	return dg.tool;
+}
+
 int
 diag_errors(void)
 {

@@ -412,6 +412,12 @@ void host_emit(Buf *c, Buf *h, const char *source, const char *prefix, Lowered *
                const unsigned char *cubin, size_t ncubin);
 
 /* codegen/cubin.c: ptxas on a module, when ptxas can be found */
-bool ptx_assemble(const Buf *ptx, unsigned char **cubin, size_t *n, char *log, size_t nlog);
+typedef enum PtxasResult {
+	PTXAS_NONE,     /* no ptxas (or no temporary directory): no cubin, not an error */
+	PTXAS_OK,       /* *cubin, *n */
+	PTXAS_REJECTED, /* it read the module and refused it: log has its words (a compiler bug) */
+	PTXAS_FAILED,   /* it could not run, died, or failed without a word: log says which */
+} PtxasResult;
+PtxasResult ptx_assemble(const Buf *ptx, unsigned char **cubin, size_t *n, char *log, size_t nlog);
 
 #endif

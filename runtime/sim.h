@@ -91,6 +91,7 @@ typedef struct SimResult {
 } SimResult;
 
 Tensor *sim_inputs(const Func *f, uint64_t seed);            /* global, random */
+bool sim_room(const Func *ref, const Func *run, char *why, size_t n); /* false: too large to simulate here */
 bool sim_oracle(const Func *f, const Tensor *in, SimMode m, Tensor *out, char *err, size_t n);
 /* The oracle with every matmul through `h` (SIM_GPU only; NULL: on the CPU). */
 bool sim_oracle_hooked(const Func *f, const Tensor *in, SimMode m, const SimMatmulHook *h, Tensor *out, char *err,

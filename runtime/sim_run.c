@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- deliberately wrong lowerings (tests only: a checker that cannot
  * fail is not a checker) ---- */
@@ -141,6 +142,42 @@ sim_local_compute(const Ins *in, Tensor *const *x, Tensor *out, DType st, SimMod
 }
 
 /* ---- the oracle ---- */
+
+/* ---- room ---- */
+
+/* Bytes the simulator holds for an op, every element an f64: the
+ * oracle's values (global), every rank's values (local), the inputs with
+ * their shards, and the outputs of both. */
+static double
+sim_bytes(const Func *ref, const Func *run)
+{
+	double b = 0;
+	for (Val v = 0; v < ref->nins; v++)
+		b += (double)ty_numel(&ref->ins[v].ty) * (1 + 2 * (ref->ins[v].op == OP_PARAM));
+	for (Val v = 0; v < run->nins; v++)
+		b += (double)ty_local_numel(&run->ins[v].ty, run->nranks) * run->nranks;
+	for (int i = 0; i < ref->nout; i++)
+		b += 2.0 * (double)ty_numel(&ref->ins[ref->out[i]].ty);
+	return b * sizeof(double);
+}
+
+/* Whether the op fits: at most half this machine's memory and 16 GiB.  A
+ * simulator asking malloc for 32 GiB died as an internal error; more than
+ * that would take hours of CPU anyway. */
+bool
+sim_room(const Func *ref, const Func *run, char *why, size_t n)
+{
+	double need = sim_bytes(ref, run), have = 16.0 * (1 << 30);
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	if (pages > 0 && page > 0 && (double)pages * (double)page / 2 < have)
+		have = (double)pages * (double)page / 2;
+	if (need <= have)
+		return true;
+	snprintf(why, n, "it needs %.1f GiB in the simulator (every value as f64: the oracle's and %d ranks' pieces), "
+	         "which takes at most %.1f GiB here; simulate it at smaller sizes (-D)", need / (1 << 30), run->nranks,
+	         have / (1 << 30));
+	return false;
+}
 
 bool
 sim_oracle(const Func *f, const Tensor *in, SimMode m, Tensor *out, char *err, size_t n)

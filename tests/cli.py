@@ -725,4 +725,64 @@ def tests(syncc, run, Fail):
             rc, out, err = run([syncc, "-", "--emit=ir", opt, v], stdin=GOOD)
             expect(rc == 0, "%s %s is a good command line" % (opt, v), out, err)
 
+    # ptxas as a tool (issue 17, items 8 and 10): one that fails without a
+    # word, or dies, is exit 1 naming it (not an internal error); one that
+    # rejects the module with a message is a compiler bug (exit 3); and a
+    # syncc killed while ptxas runs takes ptxas and its files with it.
+    def fake_ptxas(d, body):
+        path = os.path.join(d, "ptxas")
+        with open(path, "w") as f:
+            f.write("#!/bin/sh\n" + body + "\n")
+        os.chmod(path, 0o755)
+        return path
+
+    def t_ptxas_failures():
+        with tempfile.TemporaryDirectory() as d:
+            tmp = os.path.join(d, "tmp")
+            os.mkdir(tmp)
+            for body, rc_want, said in (("exit 1", 1, "failed (exit status 1) and said nothing"),
+                                        ("kill -9 $$", 1, "was killed by signal 9"),
+                                        ("echo 'ptxas fatal: bad module' >&2; exit 1", 3, "ptxas rejected")):
+                tool = fake_ptxas(d, body)
+                pre = os.path.join(d, "op")
+                rc, out, err = run([syncc, "-", "-o", pre], stdin=GOOD, env={"PTXAS": tool, "TMPDIR": tmp})
+                expect(rc == rc_want and said in err and (rc == 3 or tool in err) and
+                       not os.path.exists(pre + ".c") and os.listdir(tmp) == [],
+                       "ptxas `%s`: exit %d, said, nothing written or left" % (body, rc_want), out, err)
+
+    def t_ptxas_interrupted():
+        import signal
+        import subprocess
+        import time
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with tempfile.TemporaryDirectory() as d:
+                tmp, pidfile = os.path.join(d, "tmp"), os.path.join(d, "pid")
+                os.mkdir(tmp)
+                tool = fake_ptxas(d, 'echo $$ > "$PIDFILE"; exec sleep 60')
+                env = dict(os.environ, PTXAS=tool, TMPDIR=tmp, PIDFILE=pidfile)
+                p = subprocess.Popen([syncc, "-", "-o", os.path.join(d, "op")], stdin=subprocess.PIPE,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+                p.stdin.write(GOOD)
+                p.stdin.close()
+                for _ in range(400):
+                    if os.path.exists(pidfile) and open(pidfile).read().strip():
+                        break
+                    time.sleep(0.05)
+                pid = int(open(pidfile).read())
+                p.send_signal(sig)
+                rc = p.wait(30)
+                alive = True
+                for _ in range(100):  # SIGKILL'd and reaped by syncc, or not at all
+                    try:
+                        os.kill(pid, 0)
+                    except ProcessLookupError:
+                        alive = False
+                        break
+                    time.sleep(0.05)
+                if alive:
+                    os.kill(pid, signal.SIGKILL)  # the fake ptxas this test started
+                expect(rc == -sig and not alive and os.listdir(tmp) == [],
+                       "%s during ptxas: syncc ends by it (%d), ptxas gone (%s), its directory removed (%s)" %
+                       (sig.name, rc, not alive, os.listdir(tmp)))
+
     return [("cli/" + k[2:], v) for k, v in sorted(locals().items()) if k.startswith("t_")]

@@ -595,8 +595,16 @@ codegen_all(Driver *d, Unit *u, FILE *mem)
 		}
 		goto out; /* no op: nothing to write */
 	}
-	if (!ptx_assemble(&module, &cubin, &ncubin, log, sizeof log) && log[0])
+	switch (ptx_assemble(&module, &cubin, &ncubin, log, sizeof log)) {
+	case PTXAS_REJECTED:
 		die("ptxas rejected the generated module: %s", log);
+	case PTXAS_FAILED: /* the tool, not the module: nothing written */
+		diag_usage("%s", log);
+		status = EXIT_INPUT;
+		goto out;
+	default:
+		break;
+	}
 	code_prefix(d, src, prefix, sizeof prefix);
 	if (!host_prefix_ok(prefix, log, sizeof log)) {
 		diag_usage("-o %s: %s", prefix, log);

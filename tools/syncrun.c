@@ -56,6 +56,18 @@ describe(Buf *b, const Type *t)
 	ty_print(b, t);
 }
 
+/* An op past the simulator's memory is an error at the op, not a failed
+ * allocation reported as a compiler bug. */
+static bool
+fits(const Func *f)
+{
+	char why[400];
+	if (sim_room(f->sema, f, why, sizeof why))
+		return true;
+	diag_error(f->span, "op '%s' is too large to simulate: %s", sym_str(f->name), why);
+	return false;
+}
+
 /* --all-plans: every candidate the search scored, run and checked. */
 typedef struct Cands {
 	NodeChoice **ch;
@@ -79,6 +91,8 @@ run_all_plans(Driver *d, Func *f)
 	SimOpts so = {SIM_GPU, d->seed, d->timeout_ms, d->breaks};
 	Cands c = {NULL, 0, f->nins};
 	bool all = true;
+	if (!fits(f))
+		return false;
 	o.each_ctx = &c;
 	sched_plan_free(sched_plan(f, &o));
 	for (int i = 0; i < c.n; i++) {
@@ -105,6 +119,8 @@ run_one(const Driver *d, Func *f, const Plan *plan)
 	SimResult r;
 	Buf ty = {0};
 	bool ok;
+	if (!fits(f))
+		return false;
 	printf("%s: %s on %d simulated rank%s (seed %llu)%s\n", sym_str(f->name), d->f64 ? "f64 oracle" : "oracle",
 	       f->nranks, f->nranks == 1 ? "" : "s", (unsigned long long)d->seed,
 	       plan ? (plan->is_serial ? ", serial plan" : ", overlapped plan") : ", op by op");

@@ -1,8 +1,9 @@
-"""The planner within its bounds (docs/language.md §9): ops that once took
-minutes and gigabytes to plan -- a fused region of thousands of `let`s,
-ring_sum.syn at 512 and 4096 ranks -- planned under a CPU-time and an
-address-space limit, so a regression fails here instead of swapping.
-Run with the normal build only (the sanitizers need address space)."""
+"""The planner and the simulator within their bounds (docs/language.md §9):
+ops that once took minutes and gigabytes to plan -- a fused region of
+thousands of `let`s, ring_sum.syn at 512 and 4096 ranks -- planned, and one
+too large to simulate refused, under a CPU-time and an address-space limit,
+so a regression fails here instead of swapping.  Run with the normal build
+only (the sanitizers need address space)."""
 import os
 import resource
 import subprocess
@@ -58,4 +59,18 @@ def tests(root, run, Fail):
         expect(rc == 0 and "plan of ring_sum (P = 4096)" in out, "ring_sum at P=4096: planned within the limits "
                "(exit %d)" % rc, out, err)
 
-    return [("limits/plan " + k[2:], v) for k, v in sorted(locals().items()) if k.startswith("t_")]
+    # A 16 GiB tensor in the simulator (32 GiB of f64 for its input alone):
+    # an error at the op, exit 1 -- not malloc failing as an internal
+    # error labelled "syncc:" (issue 17, item 8).
+    def t_sim_too_large():
+        syncrun = os.path.join(root, "syncrun")
+        with tempfile.TemporaryDirectory() as d:
+            src = os.path.join(d, "huge.syn")
+            with open(src, "w") as f:
+                f.write("param N = 65536;\nop f(x: f32[N, N] @split(0)) -> f32[N, N] @split(0) {\n"
+                        "    return x * 2.0;\n}\n")
+            rc, out, err = limited([syncrun, "--sim", src, "--ranks", "2"], root)
+            expect(rc == 1 and "huge.syn:2:1: error: op 'f' is too large to simulate: it needs 256.0 GiB" in err and
+                   "internal" not in err, "a 16 GiB tensor in the simulator: a located error, exit 1", out, err)
+
+    return [("limits/" + k[2:], v) for k, v in sorted(locals().items()) if k.startswith("t_")]
