@@ -66,11 +66,13 @@ SimWorld *sim_world_new(int nranks, int timeout_ms);
 void sim_world_free(SimWorld *w);
 CommBackend *sim_backend(SimWorld *w, int rank);
 bool sim_world_failed(SimWorld *w, char *why, size_t n);
+void sim_abort(CommBackend *b, const char *why); /* this rank failed: every wait ends */
+int sim_world_first(SimWorld *w);                /* the rank that failed first, or -1 */
 
 /* runtime/sim_run.c: the oracle and SPMD execution */
 /* Deliberately wrong lowerings, for tests (names in sim_run.c). */
 enum { BR_MM_NOSLICE, BR_EW_NOSLICE, BR_AR_LOCAL, BR_RS_BLOCK, BR_AG_ORDER, BR_A2A_ORDER, BR_SHIFT_BACK,
-       BR_MEAN_LOCAL, BR_SCATTER_BLOCK, SIM_NBREAK };
+       BR_MEAN_LOCAL, BR_SCATTER_BLOCK, BR_COMM_ORDER, SIM_NBREAK };
 typedef struct SimBreak {
 	bool on[SIM_NBREAK];
 } SimBreak;

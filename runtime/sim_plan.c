@@ -53,6 +53,7 @@ fail(PRank *k, const char *fmt, const char *a, const char *b)
 	}
 	k->failed = true;
 	pthread_mutex_unlock(&k->mu);
+	sim_abort(k->c.comm, tmp); /* the other lane and ranks stop waiting */
 	return false;
 }
 
@@ -368,8 +369,9 @@ lane_main(void *arg)
 	const Plan *p = k->p;
 	const BlockGraph *g = p->g;
 	char name[96], other[96];
+	bool back = k->c.brk->on[BR_COMM_ORDER] && a->lane == LANE_COMM && k->c.r == 0;
 	for (int pos = 0; pos < p->norder[a->lane] && !k->failed; pos++) {
-		int bi = p->order[a->lane][pos];
+		int bi = p->order[a->lane][back ? p->norder[a->lane] - 1 - pos : pos];
 		const Blk *b = &g->b[bi];
 		bool ok;
 		for (int j = 0; j < b->npred; j++) {
@@ -514,11 +516,13 @@ sim_plan_run(const Plan *p, const Tensor *in, const SimOpts *o, int gpus, int ca
 		}
 		for (int t = 0; t < P * NLANES; t++)
 			pthread_join(th[t], NULL);
-		for (int r = 0; r < P && ok; r++)
-			if (ranks[r].failed) {
+		for (int i = -1; i < P && ok; i++) { /* the first to fail, then in rank order */
+			int r = i < 0 ? sim_world_first(w) : i;
+			if (r >= 0 && ranks[r].failed) {
 				snprintf(err, n, "call %d: %s", call, ranks[r].c.err);
 				ok = false;
 			}
+		}
 		for (int i = 0; i < f->nout && ok; i++) {
 			if (call > 1)
 				sim_free(&out[i]);

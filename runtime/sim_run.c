@@ -33,6 +33,7 @@ static const char *const break_names[SIM_NBREAK] = {
 	"shift-back",     /* shift goes the other way round the ring */
 	"mean-local",     /* mean of a split dim divides by the local length */
 	"scatter-block",  /* a local scatter keeps block 0 on every rank */
+	"comm-order",     /* rank 0 runs its comm lane's chunks backwards (plans only) */
 };
 
 bool
@@ -461,6 +462,7 @@ rank_main(void *arg)
 	for (Val v = 0; v < k->c.f->nins; v++)
 		if (!rank_op(k, v)) {
 			k->failed = true;
+			sim_abort(k->c.comm, k->c.err);
 			break;
 		}
 	return NULL;
@@ -564,11 +566,13 @@ sim_spmd(const Func *f, const Tensor *in, const SimOpts *o, Tensor *out, char *e
 	}
 	for (int r = 0; r < P; r++)
 		pthread_join(th[r], NULL);
-	for (int r = 0; r < P && ok; r++)
-		if (ranks[r].failed) {
+	for (int i = -1; i < P && ok; i++) { /* the first to fail, then in rank order */
+		int r = i < 0 ? sim_world_first(w) : i;
+		if (r >= 0 && ranks[r].failed) {
 			snprintf(err, n, "%s", ranks[r].c.err);
 			ok = false;
 		}
+	}
 	Tensor **vals = xcalloc((size_t)P, sizeof *vals);
 	for (int r = 0; r < P; r++)
 		vals[r] = ranks[r].val;
