@@ -119,6 +119,7 @@ void diag_vemit(DiagLevel lv, Span sp, const char *fmt, va_list ap);
 void diag_usage(const char *fmt, ...) PRINTF(1, 2); /* command-line error, no location */
 void diag_json_str(FILE *f, const char *s);         /* s as a JSON string literal */
 int diag_errors(void);  /* errors so far, a repeat of an earlier one included */
+int diag_printed(void); /* diagnostics of every level printed so far (repeats dropped) */
 const char *diag_tool(void); /* "syncc" or "syncrun": the name messages start with */
 bool diag_full(void);  /* LIM_ERRORS reached: later errors are dropped */
 void diag_reset(void); /* forget counts and sources between inputs (fuzzer) */

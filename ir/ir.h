@@ -214,6 +214,7 @@ struct Bind {
 	Sym name;
 	BindKind kind;
 	SVal val;
+	bool refused; /* a re-binding failed: uses of it are quietly in error (val keeps its type) */
 	Span span;
 	Bind *next;   /* the frame's bindings, newest first */
 	Bind *shadow; /* the binding of the same name that this one hides */

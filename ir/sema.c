@@ -306,7 +306,7 @@ lookup(Sema *s, Frame *fr, Node *n)
 	if (!b)
 		b = symmap_get(&fr->me->params, name);
 	if (b) {
-		v = b->val;
+		v = b->refused ? sv_err() : b->val;
 		v.span = n->span;
 		return v;
 	}
@@ -577,9 +577,11 @@ exec_assign(Sema *s, Frame *fr, Node *st)
 		diag_note(b->span, "'%s' declared here", sym_str(b->name));
 		buf_free(&was);
 		buf_free(&now);
+		b->refused = true; /* later uses stay quiet: no collective inserted for the value refused */
 		return;
 	}
 	b->val = v;
+	b->refused = false;
 }
 
 /* A placement that a signature or an annotation declares is reached by
