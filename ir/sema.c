@@ -885,8 +885,13 @@ eval_call(Sema *s, Frame *fr, Node *n)
 	if (amb)
 		return sv_err();
 	if (!def) {
+		Sym home = unit_stdlib_home(s->u, name);
 		diag_error(n->u.call.nspan, "unknown function '%s'", sym_str(name));
-		suggest_name(fr, name, n->u.call.nspan, true);
+		if (home) /* defined there exactly: better than a near name */
+			diag_note(NOSPAN, "'%s' is in the standard library's module %s: add `use %s;`", sym_str(name),
+			          sym_str(home), sym_str(home));
+		else
+			suggest_name(fr, name, n->u.call.nspan, true);
 		return sv_err();
 	}
 	r = def->kind == NK_KERNEL ? sema_call_kernel(s, fr, def, args, nargs, n->span)
