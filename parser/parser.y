@@ -335,7 +335,7 @@ static void
 insert_semi(Parser *p, yysymbol_kind_t got, Span at, bool semi_expected)
 {
 	const char *text = src_get(at.file)->text;
-	bool newline = memchr(text + p->prev_hi, '\n', at.lo - p->prev_hi) != NULL;
+	bool newline = at.lo >= p->prev_hi && memchr(text + p->prev_hi, '\n', at.lo - p->prev_hi) != NULL;
 	if (!semi_expected || p->inserted == at.lo + 1)
 		return;
 	if (has(starters, (int)NELEM(starters), got) || (got == YYSYMBOL_IDENT && newline) ||
@@ -433,6 +433,7 @@ syn_lex(SYN_STYPE *val, Span *loc, Parser *p)
 		p->lex.depth = p->last_depth; /* and a '}' closes again */
 		p->resume = NULL;
 		*loc = (Span){p->lex.file, at, at};
+		p->prev_hi = p->last_hi = at; /* the ';' ends where the token starts */
 		return TK_SEMI;
 	}
 	p->last_depth = p->lex.depth;
