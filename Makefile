@@ -3,6 +3,7 @@
 #   make            syncc, syncrun and libsyncc.a
 #   make check      everything the tests need, then every test; ends with "N passed, N failed"
 #   make fuzz       a libFuzzer target over the front end (clang), FUZZ_SECONDS=600 to run it
+#   make fuzz-back  one that plans, lowers and simulates what checks (clang), FUZZ_SECONDS too
 #   make fuzz-diff  random programs against the oracle for FUZZ_SECONDS
 #
 # Generated C (lexer/lexer.c, parser/parser.c, parser/parser.h) is committed
@@ -41,7 +42,7 @@ ASAN_OBJ := $(LIB_SRC:%.c=$(BUILD)/asan/%.o)
 
 HDRS := base/base.h parser/ast.h parser/parser.h ir/ir.h ir/ops.h tools/driver.h runtime/comm.h runtime/sim.h sched/sched.h codegen/codegen.h
 
-.PHONY: all check test clean fuzz fuzz-build fuzz-diff gen-check install
+.PHONY: all check test clean fuzz fuzz-back fuzz-build fuzz-diff gen-check install
 all: syncc syncrun libsyncc.a
 
 # ---- generated front end ----
@@ -106,12 +107,23 @@ $(BUILD)/fuzz/syncc-fuzz: tests/fuzz/fuzz_front.c $(LIB_SRC) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(filter-out -Wpedantic,$(WARN)) -Wno-unused-but-set-variable -Wno-unknown-warning-option $(DEFS) $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_front.c $(filter-out tools/driver.c tools/calib.c,$(LIB_SRC)) -lm
 
-fuzz-build: $(BUILD)/fuzz/syncc-fuzz
+# The back end too: planning, lowering to PTX and the launcher, and the
+# simulator on small ops (tests/fuzz/fuzz_back.c).
+$(BUILD)/fuzz/syncc-fuzz-back: tests/fuzz/fuzz_back.c $(LIB_SRC) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(filter-out -Wpedantic,$(WARN)) -Wno-unused-but-set-variable -Wno-unknown-warning-option $(DEFS) $(FUZZ_FLAGS) -DSYNCC_ROOT='"$(CURDIR)"' -o $@ tests/fuzz/fuzz_back.c $(filter-out tools/driver.c tools/calib.c,$(LIB_SRC)) -lm -lpthread
+
+fuzz-build: $(BUILD)/fuzz/syncc-fuzz $(BUILD)/fuzz/syncc-fuzz-back
 
 fuzz: $(BUILD)/fuzz/syncc-fuzz
 	@mkdir -p $(BUILD)/fuzz/corpus
 	$(BUILD)/fuzz/syncc-fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
 		-dict=tests/fuzz/syn.dict $(BUILD)/fuzz/corpus tests/fuzz/corpus tests/lang
+
+fuzz-back: $(BUILD)/fuzz/syncc-fuzz-back
+	@mkdir -p $(BUILD)/fuzz/corpus-back
+	$(BUILD)/fuzz/syncc-fuzz-back -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=20 -rss_limit_mb=4096 \
+		-dict=tests/fuzz/syn.dict $(BUILD)/fuzz/corpus-back tests/fuzz/corpus tests/sim examples
 
 # Differential fuzzing: random well-typed programs, simulated at P = 1..8,
 # compared with the oracle (FUZZ_SECONDS, default 600).

@@ -37,6 +37,8 @@ enum {
 	LIM_STEPS = 1 << 20,        /* statements and calls elaborated for one file */
 	LIM_FILES = 256,            /* files reached through `use` */
 	LIM_VALUES = 1 << 20,       /* IR values in one op */
+	LIM_BLOCKS = 1 << 14,       /* blocks of one op's block graph (the scheduler is quadratic in them) */
+	LIM_REGIONS = 1 << 18,      /* regions those blocks read and write */
 	LIM_ERRORS = 20,            /* errors reported before giving up */
 };
 
@@ -117,6 +119,8 @@ void diag_vemit(DiagLevel lv, Span sp, const char *fmt, va_list ap);
 void diag_usage(const char *fmt, ...) PRINTF(1, 2); /* command-line error, no location */
 void diag_json_str(FILE *f, const char *s);         /* s as a JSON string literal */
 int diag_errors(void);  /* errors so far, a repeat of an earlier one included */
+int diag_printed(void); /* diagnostics of every level printed so far (repeats dropped) */
+const char *diag_tool(void); /* "syncc" or "syncrun": the name messages start with */
 bool diag_full(void);  /* LIM_ERRORS reached: later errors are dropped */
 void diag_reset(void); /* forget counts and sources between inputs (fuzzer) */
 void diag_quiet(bool q); /* fuzzer: count but print nothing */

@@ -31,11 +31,12 @@ static struct {
 	const char *tool;
 	int errors;       /* every error, shown or not: decides the exit status */
 	int shown;        /* errors printed, capped at LIM_ERRORS */
+	int printed;      /* diagnostics of every level printed (or, quiet, that would be) */
 	bool colour, full, quiet;
 	bool dropped;     /* the last error or warning repeated an earlier one */
 	uint64_t *seen;   /* hashes of the errors and warnings printed */
 	uint32_t nseen, capseen;
-} dg = {DIAG_TEXT, "syncc", 0, 0, false, false, false, false, NULL, 0, 0};
+} dg = {DIAG_TEXT, "syncc", 0, 0, 0, false, false, false, false, NULL, 0, 0};
 
 int
 src_add(const char *path, const char *text, size_t len)
@@ -105,6 +106,18 @@ diag_setup(DiagFormat fmt, const char *tool)
 	dg.fmt = fmt;
 	dg.tool = tool;
 	dg.colour = fmt == DIAG_TEXT && isatty(2) && !(nc && *nc);
+}
+
+const char *
+diag_tool(void)
+{
+	return dg.tool;
+}
+
+int
+diag_printed(void)
+{
+	return dg.printed;
 }
 
 int
@@ -339,6 +352,7 @@ diag_vemit(DiagLevel lv, Span sp, const char *fmt, va_list ap)
 		return;
 	}
 	dg.shown += lv == DG_ERROR;
+	dg.printed++;
 	if (dg.quiet) {
 		buf_free(&b);
 		return;

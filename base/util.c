@@ -52,7 +52,7 @@ die_at(const char *file, int line, const char *fmt, ...)
 {
 	va_list ap;
 	fflush(stdout);
-	fprintf(stderr, "syncc: internal compiler error: ");
+	fprintf(stderr, "%s: internal compiler error: ", diag_tool()); /* syncrun dies as syncrun */
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);

@@ -410,11 +410,21 @@ typedef struct Lowered {
 bool ptx_lower(const Plan *p, Lowered *lo);
 void ptx_lowered_free(Lowered *lo);
 
-/* codegen/host.c: the launcher C file and its header for a file's ops */
+/* codegen/host.c: the launcher C file and its header for a file's ops.
+ * An op whose launcher syn_<op> libsyncrt already declares, or a PREFIX
+ * whose .h no #include can name, is refused first (`why` says so). */
+bool host_op_name_ok(const Func *f, char *why, size_t n);
+bool host_prefix_ok(const char *prefix, char *why, size_t n);
 void host_emit(Buf *c, Buf *h, const char *source, const char *prefix, Lowered *const *ops, int nops, const Buf *ptx,
                const unsigned char *cubin, size_t ncubin);
 
 /* codegen/cubin.c: ptxas on a module, when ptxas can be found */
-bool ptx_assemble(const Buf *ptx, unsigned char **cubin, size_t *n, char *log, size_t nlog);
+typedef enum PtxasResult {
+	PTXAS_NONE,     /* no ptxas (or no temporary directory): no cubin, not an error */
+	PTXAS_OK,       /* *cubin, *n */
+	PTXAS_REJECTED, /* it read the module and refused it: log has its words (a compiler bug) */
+	PTXAS_FAILED,   /* it could not run, died, or failed without a word: log says which */
+} PtxasResult;
+PtxasResult ptx_assemble(const Buf *ptx, unsigned char **cubin, size_t *n, char *log, size_t nlog);
 
 #endif

@@ -77,7 +77,78 @@ ident(Buf *o, const char *s)
 		buf_printf(o, "%c", isalnum((unsigned char)*s) ? *s : '_');
 }
 
-/* The PTX as a C string, a line at a time. */
+/* ---- user text in C: every name and path that reaches the launcher ---- */
+
+/* What libsyncrt's header (runtime/syncrt.h) and the launcher itself
+ * declare at file scope: an op whose launcher syn_<op> is one of them
+ * cannot be compiled.  tests/codegen/suite.py checks the list against
+ * syncrt.h. */
+static const char *const taken[] = {
+	"syn_alloc", "syn_argspec", "syn_backend", "syn_barrier", "syn_begin", "syn_bind", "syn_builtin_image",
+	"syn_check_args", "syn_coll", "syn_copy2d", "syn_ctx", "syn_device", "syn_device_count", "syn_download",
+	"syn_end", "syn_error", "syn_errw_addr", "syn_finalize", "syn_flag_addr", "syn_free", "syn_free_sms",
+	"syn_grid_persistent", "syn_image", "syn_init", "syn_init_local", "syn_kernel", "syn_kernel_get", "syn_lane",
+	"syn_launch", "syn_mark", "syn_mark_ms", "syn_nranks", "syn_opts", "syn_peer_ptr", "syn_raise", "syn_rank",
+	"syn_ref_matmul", "syn_run_local", "syn_sms", "syn_state", "syn_status", "syn_status_name", "syn_stream",
+	"syn_stream_enter", "syn_stream_leave", "syn_sync", "syn_tensor", "syn_tensor_check", "syn_timeout_ns",
+	"syn_tmap", "syn_tmap_encode", "syn_trace_slots", "syn_trace_write", "syn_upload", "syn_wait",
+	/* the launcher's own */
+	"syn_blk", "syn_ptx_of_file", "syn_cubin_of_file", "syn_image_of_file",
+};
+
+bool
+host_op_name_ok(const Func *f, char *why, size_t n)
+{
+	char fn[300];
+	snprintf(fn, sizeof fn, "syn_%s", sym_str(f->name));
+	for (size_t i = 0; i < NELEM(taken); i++)
+		if (strcmp(fn, taken[i]) == 0) {
+			snprintf(why, n, "its launcher %s would be libsyncrt's own %s (syncrt.h); rename the op", fn, fn);
+			return false;
+		}
+	return true;
+}
+
+/* The .c includes PREFIX.h by its name, which no escape can spell if it
+ * holds '"', a backslash, a control character or "??" (a trigraph). */
+bool
+host_prefix_ok(const char *prefix, char *why, size_t n)
+{
+	const char *base = strrchr(prefix, '/') ? strrchr(prefix, '/') + 1 : prefix;
+	for (const char *c = base; *c; c++)
+		if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20 || *c == 0x7f || (c[0] == '?' && c[1] == '?')) {
+			snprintf(why, n, "the launcher includes %s.h by name, and an #include cannot name a file with '\"', '\\', "
+			         "\"??\" or a control character in it", base);
+			return false;
+		}
+	return true;
+}
+
+/* An argument's C name: `in_` before the user's, so no name of the
+ * language (r, rank, e, static, int) meets a local or a keyword of C. */
+static void
+arg_name(Buf *o, const Func *f, int i)
+{
+	buf_printf(o, "in_%s", sym_str(f->ins[f->in[i]].name));
+}
+
+/* Text inside a C comment: a path may hold the comment's end, and a
+ * comment's start inside one is a warning; both get a space between
+ * their two characters.  Control characters become '?'. */
+static void
+c_comment(Buf *o, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if ((c == '*' && s[1] == '/') || (c == '/' && s[1] == '*'))
+			buf_printf(o, "%c ", c);
+		else
+			buf_printf(o, "%c", c < 0x20 || c == 0x7f ? '?' : c);
+	}
+}
+
+/* The PTX (or a path) as a C string, a line at a time.  "??" is written
+ * "?\?": C11 reads "??/" as a backslash. */
 static void
 c_string(Buf *o, const char *s, size_t n)
 {
@@ -88,6 +159,8 @@ c_string(Buf *o, const char *s, size_t n)
 			buf_printf(o, "\\n\"\n\t\"");
 		else if (c == '"' || c == '\\')
 			buf_printf(o, "\\%c", c);
+		else if (c == '?' && i + 1 < n && s[i + 1] == '?')
+			buf_printf(o, "?\\");
 		else if (c == '\t')
 			buf_printf(o, "\\t");
 		else if (c < 0x20 || c >= 0x7f)
@@ -102,8 +175,10 @@ static void
 signature(Buf *o, const Func *f)
 {
 	buf_printf(o, "int\nsyn_%s(syn_ctx *ctx", sym_str(f->name));
-	for (int i = 0; i < f->nin; i++)
-		buf_printf(o, ", const syn_tensor *%s", sym_str(f->ins[f->in[i]].name));
+	for (int i = 0; i < f->nin; i++) {
+		buf_printf(o, ", const syn_tensor *");
+		arg_name(o, f, i);
+	}
 	for (int i = 0; i < f->nout; i++)
 		buf_printf(o, ", syn_tensor *out%d", i);
 	buf_printf(o, ")");
@@ -260,15 +335,17 @@ static void
 emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 {
 	const Func *f = lo->f;
-	const char *op = sym_str(f->name);
+	const char *op = sym_str(f->name); /* in strings and comments */
+	char id[300];                      /* the prefix of its file-scope names */
 	Bufs b = buffers(lo);
 	int nargs = f->nin + f->nout;
 
+	snprintf(id, sizeof id, "op_%s", op); /* apart from syncrt.h's syn_* and the launchers syn_<op> */
 	buf_printf(o, "\n/* ---- %s: %d kernels, %d comm steps, %d flags from %d, P = %d ---- */\n\n", op, lo->nkern, lo->nstep,
 	           lo->nflags, base, f->nranks);
 	for (int k = 0; k < lo->nkern; k++)
-		emit_blocks(o, lo, op, k);
-	buf_printf(o, "\nstatic const syn_argspec %s_specs[%d] = {\n", op, nargs);
+		emit_blocks(o, lo, id, k);
+	buf_printf(o, "\nstatic const syn_argspec %s_specs[%d] = {\n", id, nargs);
 	for (int i = 0; i < f->nin; i++)
 		argspec(o, f, f->in[i], &f->ins[f->in[i]].ty, sym_str(f->ins[f->in[i]].name));
 	for (int i = 0; i < f->nout; i++) {
@@ -276,7 +353,7 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 		snprintf(nm, sizeof nm, "out%d", i);
 		argspec(o, f, f->out[i], &f->outty[i], nm);
 	}
-	buf_printf(o, "};\n\nstatic const size_t %s_scratch_bytes[%d] = {", op, b.nscratch ? b.nscratch : 1);
+	buf_printf(o, "};\n\nstatic const size_t %s_scratch_bytes[%d] = {", id, b.nscratch ? b.nscratch : 1);
 	for (Val v = 0; v < f->nins; v++)
 		if (b.kind[v] == BK_SCRATCH)
 			buf_printf(o, "%lluu, ", (unsigned long long)(ty_local_numel(&f->ins[v].ty, f->nranks) *
@@ -287,33 +364,37 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 			                                             ty_dtypes[lo->step[i / 2].ch.dt].size));
 	buf_printf(o, "%s};\n\n", b.nscratch ? "" : "0");
 	buf_printf(o, "typedef struct {\n\tuint64_t calls;\n\tsyn_kernel *k[%d];\n\tvoid *blocks[%d];\n\tvoid *scratch[%d];\n} %s_state;\n\n",
-	           lo->nkern ? lo->nkern : 1, lo->nkern ? lo->nkern : 1, b.nscratch ? b.nscratch : 1, op);
+	           lo->nkern ? lo->nkern : 1, lo->nkern ? lo->nkern : 1, b.nscratch ? b.nscratch : 1, id);
 	/* set-up, on the first call on a context */
-	buf_printf(o, "static int\n%s_setup(syn_ctx *ctx, %s_state *st, int rank)\n{\n\tint r;\n\t(void)rank;\n\t(void)r;\n\t(void)syn_image_of_file;\n", op, op);
+	buf_printf(o, "static int\n%s_setup(syn_ctx *ctx, %s_state *st, int rank)\n{\n\tint r;\n\t(void)rank;\n\t(void)r;\n\t(void)syn_image_of_file;\n", id, id);
 	for (int k = 0; k < lo->nkern; k++) {
 		buf_printf(o, "\tif ((r = syn_kernel_get(ctx, &syn_image_of_file, \"%s\", &st->k[%d])) ||\n", lo->kern[k].name, k);
-		buf_printf(o, "\t    (r = syn_alloc(ctx, sizeof %s_k%d_blocks[0], &st->blocks[%d])) ||\n", op, k, k);
+		buf_printf(o, "\t    (r = syn_alloc(ctx, sizeof %s_k%d_blocks[0], &st->blocks[%d])) ||\n", id, k, k);
 		buf_printf(o, "\t    (r = syn_upload(ctx, st->blocks[%d], %s_k%d_blocks[rank], sizeof %s_k%d_blocks[0])))\n\t\treturn r;\n",
-		           k, op, k, op, k);
+		           k, id, k, id, k);
 	}
 	buf_printf(o, "\tfor (int i = 0; i < %d; i++)\n\t\tif ((r = syn_alloc(ctx, %s_scratch_bytes[i], &st->scratch[i])))\n\t\t\treturn r;\n",
-	           b.nscratch, op);
+	           b.nscratch, id);
 	buf_printf(o, "\treturn SYN_OK;\n}\n\n");
 	/* the launcher */
 	signature(o, f);
 	signature(h, f);
 	buf_printf(h, ";\n");
-	buf_printf(o, "\n{\n\tsyn_tensor arg[%d];\n\t%s_state *st;\n\tuint64_t e, flags, errw, timeout;\n\tint r, rank;\n", nargs ? nargs : 1, op);
-	for (int i = 0; i < f->nin; i++)
-		buf_printf(o, "\tif (!%s)\n\t\treturn SYN_EARG;\n\targ[%d] = *%s;\n", sym_str(f->ins[f->in[i]].name), i,
-		           sym_str(f->ins[f->in[i]].name));
+	buf_printf(o, "\n{\n\tsyn_tensor arg[%d];\n\t%s_state *st;\n\tuint64_t e, flags, errw, timeout;\n\tint r, rank;\n", nargs ? nargs : 1, id);
+	for (int i = 0; i < f->nin; i++) {
+		buf_printf(o, "\tif (!");
+		arg_name(o, f, i);
+		buf_printf(o, ")\n\t\treturn SYN_EARG;\n\targ[%d] = *", i);
+		arg_name(o, f, i);
+		buf_printf(o, ";\n");
+	}
 	for (int i = 0; i < f->nout; i++)
 		buf_printf(o, "\tif (!out%d)\n\t\treturn SYN_EARG;\n\targ[%d] = *out%d;\n", i, f->nin + i, i);
 	buf_printf(o, "\tif (syn_nranks(ctx) != %d)\n\t\treturn SYN_EARG; /* compiled for %d ranks */\n", f->nranks, f->nranks);
-	buf_printf(o, "\tif ((r = syn_check_args(ctx, \"%s\", %d, arg, %s_specs)))\n\t\treturn r;\n", op, nargs, op);
+	buf_printf(o, "\tif ((r = syn_check_args(ctx, \"%s\", %d, arg, %s_specs)))\n\t\treturn r;\n", op, nargs, id);
 	buf_printf(o, "\trank = syn_rank(ctx);\n");
 	buf_printf(o, "\tif ((r = syn_state(ctx, \"syncc:%s\", sizeof *st, (void **)&st)) < 0)\n\t\treturn r;\n", op);
-	buf_printf(o, "\tif (r == 1 && (r = %s_setup(ctx, st, rank)))\n\t\treturn r;\n", op);
+	buf_printf(o, "\tif (r == 1 && (r = %s_setup(ctx, st, rank)))\n\t\treturn r;\n", id);
 	/* an op with no comm steps runs on the caller's stream (syncrt.h) */
 	buf_printf(o, "\tif ((r = syn_begin%s(ctx, \"%s\", &e)))\n\t\treturn r;\n", lo->nstep ? "" : "_local", op);
 	buf_printf(o, "\te = ++st->calls; /* this op's call count: its flags' epoch */\n");
@@ -400,12 +481,20 @@ host_emit(Buf *c, Buf *h, const char *source, const char *prefix, Lowered *const
 {
 	const char *base = strrchr(prefix, '/') ? strrchr(prefix, '/') + 1 : prefix;
 	int flag_base = 0;
-	buf_printf(h, "/* %s.h -- generated by syncc %s from %s; do not edit. */\n#ifndef SYNCC_", base, SYNCC_VERSION, source);
+	buf_printf(h, "/* ");
+	c_comment(h, base);
+	buf_printf(h, ".h -- generated by syncc %s from ", SYNCC_VERSION);
+	c_comment(h, source);
+	buf_printf(h, "; do not edit. */\n#ifndef SYNCC_");
 	ident(h, base);
 	buf_printf(h, "_H\n#define SYNCC_");
 	ident(h, base);
 	buf_printf(h, "_H\n\n#include \"syncrt.h\"\n\n");
-	buf_printf(c, "/* %s.c -- generated by syncc %s from %s; do not edit.\n", base, SYNCC_VERSION, source);
+	buf_printf(c, "/* ");
+	c_comment(c, base);
+	buf_printf(c, ".c -- generated by syncc %s from ", SYNCC_VERSION);
+	c_comment(c, source);
+	buf_printf(c, "; do not edit.\n");
 	buf_printf(c, " * Host launchers over libsyncrt (runtime/syncrt.h); the kernels' PTX is embedded%s. */\n",
 	           cubin ? " with its cubin" : "");
 	buf_printf(c, "#include <stdint.h>\n#include <stddef.h>\n\n#include \"%s.h\"\n\n", base);
@@ -420,8 +509,10 @@ host_emit(Buf *c, Buf *h, const char *source, const char *prefix, Lowered *const
 			buf_printf(c, "%s%u,", i % 24 ? "" : "\n\t", cubin[i]);
 		buf_printf(c, "\n};\n\n");
 	}
-	buf_printf(c, "static const syn_image syn_image_of_file = {\"%s\", syn_ptx_of_file, %s, %s};\n", source,
-	           cubin ? "syn_cubin_of_file" : "NULL", cubin ? "sizeof syn_cubin_of_file" : "0");
+	buf_printf(c, "static const syn_image syn_image_of_file = {");
+	c_string(c, source, strlen(source));
+	buf_printf(c, ", syn_ptx_of_file, %s, %s};\n", cubin ? "syn_cubin_of_file" : "NULL",
+	           cubin ? "sizeof syn_cubin_of_file" : "0");
 	for (int i = 0; i < nops; i++) {
 		const Func *f = ops[i]->f;
 		Buf doc = {0};

@@ -287,7 +287,7 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 	const Func *f = L->f;
 	const Ins *mm = &f->ins[a];
 	Val A = mm->arg[0], B = mm->arg[1];
-	int R = mm->ty.rank, sl[2], *n = xcalloc((size_t)L->P, sizeof(int));
+	int R = mm->ty.rank, sl[2], *n;
 	int64_t od[LIM_RANK], ad[LIM_RANK], bd[LIM_RANK], ast[LIM_RANK], bst[LIM_RANK];
 	PtxMatmulSpec s;
 	Prog pr;
@@ -350,6 +350,7 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 		if (why)
 			return refuse(L, "matmul %%%d: %s", a, why);
 	}
+	n = xcalloc((size_t)L->P, sizeof(int)); /* after the refusals, which leaked it */
 	t = &ptx_tiles[s.tile];
 	/* bands -> tiles, per rank */
 	for (int i = 0; i < nb; i++) {
@@ -362,8 +363,10 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 			int nbox = b->nout ? blk_abs_boxes(f, &b->out[0], r, abs) : 0;
 			for (int q = 0; q < nbox; q++) {
 				int64_t m0 = abs[q].lo[R - 2], m1 = abs[q].hi[R - 2], n0 = abs[q].lo[R - 1], n1 = abs[q].hi[R - 1];
-				if (m0 % t->bm || (m1 % t->bm && m1 != s.m) || n0 % t->bn || (n1 % t->bn && n1 != s.n))
+				if (m0 % t->bm || (m1 % t->bm && m1 != s.m) || n0 % t->bn || (n1 % t->bn && n1 != s.n)) {
+					free(n);
 					return refuse(L, "a band of matmul %%%d is not made of whole %dx%d tiles", a, t->bm, t->bn);
+				}
 				/* grouped order: TILE_GROUP tile rows at a time, column by
 				 * column, so a wave of CTAs shares its A rows and B columns in L2 */
 				for (int64_t z = R == 3 ? abs[q].lo[0] : 0; z < (R == 3 ? abs[q].hi[0] : 1); z++)
@@ -463,7 +466,7 @@ lower_ew(Low *L, Val a, const int *bl, int nb)
 {
 	const Func *f = L->f;
 	const Type *t = &f->ins[a].ty;
-	int R = t->rank ? t->rank : 1, *n = xcalloc((size_t)L->P, sizeof(int));
+	int R = t->rank ? t->rank : 1, *n;
 	int64_t d[LIM_RANK], inner = 1;
 	PtxEwSpec s;
 	Prog pr;
@@ -504,6 +507,7 @@ lower_ew(Low *L, Val a, const int *bl, int nb)
 		if (why)
 			return refuse(L, "elementwise %%%d: %s", a, why);
 	}
+	n = xcalloc((size_t)L->P, sizeof(int)); /* after the refusals, which leaked it */
 	linear_entries(L, k, a, bl, nb, s.block_elems, n);
 	ptx_emit_ew(&L->lo->ptx, &s, &k->k);
 	finish_entries(L, k, n);
@@ -518,7 +522,7 @@ lower_copy(Low *L, Val group, const int *bl, int nb, int rank, const int64_t *di
 {
 	PtxEwSpec s;
 	LKernel *k = new_kernel(L, group);
-	int *n = xcalloc((size_t)L->P, sizeof(int));
+	int *n;
 	memset(&s, 0, sizeof s);
 	s.name = k->name;
 	s.site = L->site++;
@@ -536,6 +540,7 @@ lower_copy(Low *L, Val group, const int *bl, int nb, int rank, const int64_t *di
 		if (why)
 			return refuse(L, "copy for %%%d: %s", group, why);
 	}
+	n = xcalloc((size_t)L->P, sizeof(int)); /* after the refusal, which leaked it */
 	k->arg[k->narg++] = in;
 	k->arg[k->narg++] = out;
 	/* the plan's block: every entry waits for its input; only the last
@@ -963,7 +968,10 @@ contiguous(Low *L, Val v, const Box *b, int64_t *off, int64_t *count)
 /* The P blocks of a local value along dim d: each is `outer` runs of
  * width = (dims[d] / P) * st[d] elements, st[d - 1] apart, block q at
  * q * width.  Contiguous (one run, or P = 1): pk->rows = 0 and the
- * blocks' stride in pk->stride.  Returns the value's element count. */
+ * blocks' stride, n / P, in pk->stride -- at P = 1 the one block is the
+ * whole value, not one run of it (a stride of one row made the runtime
+ * refuse ulysses at P = 1: "send blocks overlap").  Returns n, the
+ * value's element count. */
 static int64_t
 a2a_side(Low *L, const int64_t *dims, const int64_t *st, int rank, int d, LPack *pk)
 {
@@ -979,6 +987,8 @@ a2a_side(Low *L, const int64_t *dims, const int64_t *st, int rank, int d, LPack 
 	if (outer > 1 && st[d - 1] != pk->width) { /* P > 1: the runs do not touch */
 		pk->rows = outer;
 		pk->pitch = st[d - 1];
+	} else {
+		pk->stride = n / L->P;
 	}
 	return n;
 }

@@ -12,7 +12,7 @@
 static struct {
 	Node **recursive; /* definitions already reported as recursive */
 	int nrecursive;
-	int chain, chain_for; /* "in this call" notes given for error number chain_for */
+	int chain, chain_at; /* "in this call" notes given since diag_printed() was chain_at */
 } C;
 
 /* Forgets what the calls of one unit left behind. */
@@ -21,7 +21,7 @@ sema_calls_done(void)
 {
 	free(C.recursive);
 	C.recursive = NULL;
-	C.nrecursive = C.chain = C.chain_for = 0;
+	C.nrecursive = C.chain = C.chain_at = 0;
 }
 
 /* ---- recursion and depth ---- */
@@ -84,23 +84,25 @@ enter(Sema *s, Frame *caller, Node *fn, Span sp)
 	return true;
 }
 
-/* An error inside an inlined body says which call it came from, as a
- * C++ compiler says which instantiation ("in this call of 'f'"); not
- * for the standalone check of a kernel, which has no call. */
+/* A diagnostic inside an inlined body -- an error, a warning, or a note
+ * such as the collective --auto-comm inserted there -- says which call it
+ * came from, as a C++ compiler says which instantiation ("in this call of
+ * 'f'"); not for the standalone check of a kernel, which has no call.
+ * `before` is diag_printed() when the body began; the calls around one
+ * diagnostic add their notes in a chain, innermost first. */
 static void
 called_from(Frame *caller, Span sp, Node *fn, int before)
 {
 	enum { SHOWN = 3 }; /* innermost calls shown, then only the outermost */
-	if (diag_errors() == before || !caller->fn)
+	if (diag_printed() == before || !caller->fn)
 		return;
-	if (C.chain_for != diag_errors()) {
-		C.chain_for = diag_errors();
-		C.chain = 0;
-	}
+	if (C.chain_at != diag_printed())
+		C.chain = 0; /* something new since the last call's note */
 	if (++C.chain <= SHOWN)
 		diag_note(sp, "in this call of '%s'", sym_str(fn->u.fn.name));
 	else if (!caller->up)
 		diag_note(sp, "in this call of '%s' (and %d calls between)", sym_str(fn->u.fn.name), C.chain - SHOWN - 1);
+	C.chain_at = diag_printed();
 }
 
 /* ---- kernels ---- */
@@ -184,7 +186,7 @@ sema_call_kernel(Sema *s, Frame *caller, Node *k, SVal *args, int nargs, Span sp
 		if (dt == DT_COUNT + 1)
 			return sv_err();
 	}
-	before = diag_errors();
+	before = diag_printed();
 	s->kernel = true;
 	r = sema_eval(s, &fr, k->u.fn.body);
 	s->kernel = was;
@@ -373,7 +375,7 @@ sema_call_op(Sema *s, Frame *caller, Node *op, SVal *args, int nargs, Span sp)
 			return a;
 		sema_bind(s, &fr, pa->u.let.name, B_ARG, a, pa->u.let.nspan);
 	}
-	before = diag_errors();
+	before = diag_printed();
 	r = op_results(s, &fr, op, sema_run_body(s, &fr, op), sp);
 	called_from(caller, sp, op, before);
 	return r;

@@ -190,6 +190,8 @@ typedef struct Unit {
 	Func *funcs;         /* one per entry op, in source order */
 	char **texts;        /* source buffers, freed with the unit */
 	int ntexts;
+	Module *stdlib;      /* the standard library's modules, read only for hints */
+	bool stdlib_read;
 } Unit;
 
 /* ir/unit.c */
@@ -197,6 +199,7 @@ Unit *unit_new(const Options *opt);
 bool unit_load(Unit *u, const char *path); /* parses the file and its uses */
 bool unit_load_text(Unit *u, const char *path, char *text, size_t len);
 void unit_free(Unit *u);
+Sym unit_stdlib_home(Unit *u, Sym name); /* the stdlib module defining op or kernel `name`, or 0 */
 
 /* ir/sema.c: checks the unit and builds one Func per entry op; returns
  * EXIT_OK, EXIT_INPUT (errors in the input) or EXIT_USAGE (a bad -D). */
@@ -246,6 +249,7 @@ struct Bind {
 	Sym name;
 	BindKind kind;
 	SVal val;
+	bool refused; /* a re-binding failed: uses of it are quietly in error (val keeps its type) */
 	Span span;
 	Bind *next;   /* the frame's bindings, newest first */
 	Bind *shadow; /* the binding of the same name that this one hides */

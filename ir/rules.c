@@ -1354,8 +1354,20 @@ b_all_to_all(Sema *s, const Builtin *b, SVal *x, int n, Span sp)
 	    !want_int(x[2], "all_to_all", "the target dim", &d2))
 		return sv_err();
 	t = *sv_type(s, x[0]);
-	if (!norm_dim(d1, t.rank, x[1].span, &from) || !norm_dim(d2, t.rank, x[2].span, &to) ||
-	    !want_split(s, x[0], from, "all_to_all", sp, (Place){PL_SPLIT, to, 0}))
+	if (!norm_dim(d1, t.rank, x[1].span, &from) || !norm_dim(d2, t.rank, x[2].span, &to))
+		return sv_err();
+	if (from != to && t.pl.kind == PL_SPLIT && t.pl.dim == to) {
+		/* split along the target already: the dims the wrong way round
+		 * is likelier than an all_to_all nobody needs */
+		Buf x0 = {0};
+		text_of(&x0, x[0].span);
+		diag_error(sp, "all_to_all along dim %d needs a value @split(%d), but %s is @split(%d)", from, from, x0.s, to);
+		diag_note(NOSPAN, "the source dim comes first: all_to_all(%s, %d, %d) moves its split from dim %d to dim %d",
+		          x0.s, to, from, to, from);
+		buf_free(&x0);
+		return sv_err();
+	}
+	if (!want_split(s, x[0], from, "all_to_all", sp, (Place){PL_SPLIT, to, 0}))
 		return sv_err();
 	if (from == to) {
 		diag_error(sp, "all_to_all from dim %d to itself does nothing", from);

@@ -306,7 +306,7 @@ lookup(Sema *s, Frame *fr, Node *n)
 	if (!b)
 		b = symmap_get(&fr->me->params, name);
 	if (b) {
-		v = b->val;
+		v = b->refused ? sv_err() : b->val;
 		v.span = n->span;
 		return v;
 	}
@@ -577,9 +577,11 @@ exec_assign(Sema *s, Frame *fr, Node *st)
 		diag_note(b->span, "'%s' declared here", sym_str(b->name));
 		buf_free(&was);
 		buf_free(&now);
+		b->refused = true; /* later uses stay quiet: no collective inserted for the value refused */
 		return;
 	}
 	b->val = v;
+	b->refused = false;
 }
 
 /* A placement that a signature or an annotation declares is reached by
@@ -883,8 +885,13 @@ eval_call(Sema *s, Frame *fr, Node *n)
 	if (amb)
 		return sv_err();
 	if (!def) {
+		Sym home = unit_stdlib_home(s->u, name);
 		diag_error(n->u.call.nspan, "unknown function '%s'", sym_str(name));
-		suggest_name(fr, name, n->u.call.nspan, true);
+		if (home) /* defined there exactly: better than a near name */
+			diag_note(NOSPAN, "'%s' is in the standard library's module %s: add `use %s;`", sym_str(name),
+			          sym_str(home), sym_str(home));
+		else
+			suggest_name(fr, name, n->u.call.nspan, true);
 		return sv_err();
 	}
 	r = def->kind == NK_KERNEL ? sema_call_kernel(s, fr, def, args, nargs, n->span)

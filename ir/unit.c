@@ -4,6 +4,7 @@
  * installed share directory (docs/language.md, "Modules"). */
 #include "ir.h"
 
+#include <dirent.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,6 +260,58 @@ unit_load(Unit *u, const char *path)
 	nfiles = 0;
 	loading.n = 0;
 	return load_main(u, load_file(u, path, NOSPAN), before);
+}
+
+/* ---- the standard library, for the hint of an unknown function ---- */
+
+static int
+is_syn(const struct dirent *e)
+{
+	size_t n = strlen(e->d_name);
+	return n > 4 && strcmp(e->d_name + n - 4, ".syn") == 0;
+}
+
+/* The stdlib's modules (stdlib/ beside the binary, else the share
+ * directory's), parsed once per unit on the first unknown function and
+ * kept apart from the unit's own modules: nothing else sees them. */
+static void
+read_stdlib(Unit *u)
+{
+	const char *dirs[2] = {u->opt.libdir, u->opt.sharedir};
+	struct dirent **e = NULL;
+	int n = -1;
+	u->stdlib_read = true;
+	for (int d = 0; d < 2 && n < 0; d++)
+		if (dirs[d] && (n = scandir(dirs[d], &e, is_syn, alphasort)) >= 0) {
+			for (int i = 0; i < n && i < 64; i++) { /* our own library: a few files */
+				Buf path = {0};
+				char *text;
+				size_t len;
+				const char *why;
+				buf_printf(&path, "%s/%s", dirs[d], e[i]->d_name);
+				if (read_file(path.s, &text, &len, LIM_SOURCE_BYTES, &why)) {
+					Module *m = parse_text(u, path.s, text, len);
+					m->next = u->stdlib;
+					u->stdlib = m;
+				}
+				buf_free(&path);
+			}
+			for (int i = 0; i < n; i++)
+				free(e[i]);
+			free(e);
+		}
+}
+
+Sym
+unit_stdlib_home(Unit *u, Sym name)
+{
+	if (!u->stdlib_read)
+		read_stdlib(u);
+	for (Module *m = u->stdlib; m; m = m->next)
+		for (Node *it = m->items; it; it = it->next)
+			if ((it->kind == NK_OP || it->kind == NK_KERNEL) && it->u.fn.name == name)
+				return m->name;
+	return 0;
 }
 
 /* The main file from memory (the fuzzer); `text` becomes the unit's. */

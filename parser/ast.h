@@ -82,6 +82,10 @@ typedef struct Parser {
 	Arena *arena;
 	Node *items;
 	Node **tail;
+	uint32_t prev_hi, last_hi; /* ends of the last two tokens read */
+	int last_depth;            /* the lexer's bracket depth before the last token */
+	const unsigned char *resume; /* error recovery: a ';' goes in before the token here */
+	uint32_t inserted;           /* 1 + where the last ';' went in (never twice at one place) */
 } Parser;
 
 /* lexer/lexer.c (generated from lexer/lexer.re) */

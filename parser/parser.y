@@ -320,6 +320,31 @@ static const yysymbol_kind_t continues[] = {
 	YYSYMBOL_PLUS, YYSYMBOL_MINUS, YYSYMBOL_STAR, YYSYMBOL_SLASH, YYSYMBOL_AT, YYSYMBOL_LPAREN,
 };
 
+/* Tokens that start a statement or an item: a ';' missing before one is
+ * inserted (after the error is reported), so recovery does not skip the
+ * next statement -- and the error in it -- up to the next ';', as clang
+ * reports both.  An identifier starts a statement only on a new line,
+ * and a '}' ends one only inside a block.  In the states recovery
+ * reaches, none of them may follow `error`, so the token is discarded and
+ * the ';' comes first. */
+static const yysymbol_kind_t starters[] = {
+	YYSYMBOL_LET, YYSYMBOL_RETURN, YYSYMBOL_FOR, YYSYMBOL_USE, YYSYMBOL_PARAM, YYSYMBOL_OP, YYSYMBOL_KERNEL,
+};
+
+static void
+insert_semi(Parser *p, yysymbol_kind_t got, Span at, bool semi_expected)
+{
+	const char *text = src_get(at.file)->text;
+	bool newline = at.lo >= p->prev_hi && memchr(text + p->prev_hi, '\n', at.lo - p->prev_hi) != NULL;
+	if (!semi_expected || p->inserted == at.lo + 1)
+		return;
+	if (has(starters, (int)NELEM(starters), got) || (got == YYSYMBOL_IDENT && newline) ||
+	    (got == YYSYMBOL_RBRACE && p->last_depth > 0)) {
+		p->resume = p->lex.base + at.lo;
+		p->inserted = at.lo + 1;
+	}
+}
+
 /* "unexpected identifier 'foo', expected ';'": the expected list comes
  * from LAC, so it names only tokens that really can follow.  All the
  * tokens that start an expression are said as "an expression"; after an
@@ -335,7 +360,7 @@ yyreport_syntax_error(const yypcontext_t *ctx, Parser *p)
 	Span at = *yypcontext_location(ctx);
 	Buf b = {0};
 
-	(void)p;
+	insert_semi(p, got, at, has(exp, n, YYSYMBOL_SEMI));
 	for (size_t i = 0; i < NELEM(starts); i++)
 		expr = expr && has(exp, n, starts[i]);
 	if (got == YYSYMBOL_YYEOF) {
@@ -395,10 +420,27 @@ deep(Parser *p, Node *n)
 	return n;
 }
 
+/* Error recovery has discarded the token after a missing ';': hand it
+ * the ';', then read that token again. */
 int
 syn_lex(SYN_STYPE *val, Span *loc, Parser *p)
 {
-	return lex_token(&p->lex, val, loc);
+	int t;
+	if (p->resume) {
+		uint32_t at = (uint32_t)(p->resume - p->lex.base);
+		p->lex.cur = p->resume;
+		p->lex.ntok--; /* it is counted again */
+		p->lex.depth = p->last_depth; /* and a '}' closes again */
+		p->resume = NULL;
+		*loc = (Span){p->lex.file, at, at};
+		p->prev_hi = p->last_hi = at; /* the ';' ends where the token starts */
+		return TK_SEMI;
+	}
+	p->last_depth = p->lex.depth;
+	t = lex_token(&p->lex, val, loc);
+	p->prev_hi = p->last_hi;
+	p->last_hi = loc->hi;
+	return t;
 }
 
 Node *

@@ -66,11 +66,13 @@ SimWorld *sim_world_new(int nranks, int timeout_ms);
 void sim_world_free(SimWorld *w);
 CommBackend *sim_backend(SimWorld *w, int rank);
 bool sim_world_failed(SimWorld *w, char *why, size_t n);
+void sim_abort(CommBackend *b, const char *why); /* this rank failed: every wait ends */
+int sim_world_first(SimWorld *w);                /* the rank that failed first, or -1 */
 
 /* runtime/sim_run.c: the oracle and SPMD execution */
 /* Deliberately wrong lowerings, for tests (names in sim_run.c). */
 enum { BR_MM_NOSLICE, BR_EW_NOSLICE, BR_AR_LOCAL, BR_RS_BLOCK, BR_AG_ORDER, BR_A2A_ORDER, BR_SHIFT_BACK,
-       BR_MEAN_LOCAL, BR_SCATTER_BLOCK, SIM_NBREAK };
+       BR_MEAN_LOCAL, BR_SCATTER_BLOCK, BR_COMM_ORDER, SIM_NBREAK };
 typedef struct SimBreak {
 	bool on[SIM_NBREAK];
 } SimBreak;
@@ -91,6 +93,7 @@ typedef struct SimResult {
 } SimResult;
 
 Tensor *sim_inputs(const Func *f, uint64_t seed);            /* global, random */
+bool sim_room(const Func *ref, const Func *run, char *why, size_t n); /* false: too large to simulate here */
 bool sim_oracle(const Func *f, const Tensor *in, SimMode m, Tensor *out, char *err, size_t n);
 /* The oracle with every matmul through `h` (SIM_GPU only; NULL: on the CPU). */
 bool sim_oracle_hooked(const Func *f, const Tensor *in, SimMode m, const SimMatmulHook *h, Tensor *out, char *err,
@@ -119,6 +122,7 @@ typedef struct SimCtx {
 } SimCtx;
 bool sim_parse_breaks(const char *names, SimBreak *b, char *bad, size_t n);
 bool sim_local_compute(const Ins *in, Tensor *const *x, Tensor *out, DType st, SimMode m, int64_t meandiv);
+DType sim_store_dtype(const Ins *in); /* f32 for a fused float value, else its dtype */
 Tensor sim_slice_local(const Tensor *t, int axis, SimCtx *k);
 void sim_make_shards(const Func *f, const Tensor *g, int pi, Tensor **shard, uint64_t *rng);
 bool sim_assemble(const Func *f, int oi, Tensor *const *vals, Tensor *out, char *err, size_t n);

@@ -31,6 +31,7 @@ struct SimWorld {
 	int arrived;
 	const CommChunk **posted;
 	bool failed;
+	int first;           /* the rank whose failure came first (-1: none) */
 	char why[512];
 	SimComm *ranks;
 };
@@ -50,10 +51,11 @@ deadline(struct timespec *ts, int ms)
 }
 
 static void
-fail_locked(SimWorld *w, const char *why)
+fail_locked(SimWorld *w, int rank, const char *why)
 {
 	if (!w->failed) {
 		w->failed = true;
+		w->first = rank;
 		snprintf(w->why, sizeof w->why, "%s", why);
 	}
 	pthread_cond_broadcast(&w->cv);
@@ -83,7 +85,7 @@ rendezvous(SimComm *c, const CommChunk *ch)
 				missing += w->posted[r] == NULL;
 			snprintf(why, sizeof why, "rank %d waited %d ms in %s of chunk %d: %d rank(s) never arrived (a deadlock)",
 			         c->b.rank, w->timeout_ms, opnames[ch->op], ch->id, missing);
-			fail_locked(w, why);
+			fail_locked(w, c->b.rank, why);
 		}
 	}
 	if (w->failed) {
@@ -94,19 +96,23 @@ rendezvous(SimComm *c, const CommChunk *ch)
 	return ok;
 }
 
+/* Every rank must be in the same call: the same chunk (by its plan's
+ * number too -- two chunks of one collective often have the same size,
+ * and matching them by size alone reported the mismatch chunks later, or
+ * as wrong numbers), op, dtype, count, reduction and group. */
 static bool
 agree(SimComm *c, const CommChunk *ch)
 {
 	SimWorld *w = c->w;
 	for (int r = 0; r < w->nranks; r++) {
 		const CommChunk *o = w->posted[r];
-		if (o->op != ch->op || o->dt != ch->dt || o->count != ch->count || o->red != ch->red || o->shift != ch->shift ||
-		    o->gsize != ch->gsize || o->gstride != ch->gstride) {
+		if (o->op != ch->op || o->id != ch->id || o->dt != ch->dt || o->count != ch->count || o->red != ch->red ||
+		    o->shift != ch->shift || o->gsize != ch->gsize || o->gstride != ch->gstride) {
 			snprintf(c->err, sizeof c->err,
 			         "rank %d called %s of chunk %d (%zu elements) while rank %d called %s of chunk %d (%zu elements)",
 			         r, opnames[o->op], o->id, o->count, c->b.rank, opnames[ch->op], ch->id, ch->count);
 			pthread_mutex_lock(&w->mu);
-			fail_locked(w, c->err);
+			fail_locked(w, c->b.rank, c->err);
 			pthread_mutex_unlock(&w->mu);
 			return false;
 		}
@@ -218,7 +224,7 @@ sim_wait_flag(CommBackend *b, void *lane, volatile uint64_t *flag, uint64_t epoc
 			         b->rank, c->w->timeout_ms, flag_id, (unsigned long long)epoch,
 			         (unsigned long long)__atomic_load_n(flag, __ATOMIC_ACQUIRE));
 			pthread_mutex_lock(&c->w->mu);
-			fail_locked(c->w, c->err);
+			fail_locked(c->w, b->rank, c->err);
 			pthread_mutex_unlock(&c->w->mu);
 			return -1;
 		}
@@ -249,6 +255,7 @@ sim_world_new(int nranks, int timeout_ms)
 	SimWorld *w = xcalloc(1, sizeof *w);
 	w->nranks = nranks;
 	w->timeout_ms = timeout_ms;
+	w->first = -1;
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
 	w->posted = xcalloc(nranks, sizeof *w->posted);
@@ -277,6 +284,28 @@ CommBackend *
 sim_backend(SimWorld *w, int rank)
 {
 	return &w->ranks[rank].b;
+}
+
+/* A rank that failed on its own (a block it could not compute) ends
+ * every other rank's waits at once, as an aborted communicator does:
+ * otherwise each of them sat out the whole watchdog timeout (20 s). */
+void
+sim_abort(CommBackend *b, const char *why)
+{
+	SimComm *c = (SimComm *)b;
+	pthread_mutex_lock(&c->w->mu);
+	fail_locked(c->w, b->rank, why);
+	pthread_mutex_unlock(&c->w->mu);
+}
+
+/* The rank whose failure came first, -1 if none failed. */
+int
+sim_world_first(SimWorld *w)
+{
+	pthread_mutex_lock(&w->mu);
+	int r = w->failed ? w->first : -1;
+	pthread_mutex_unlock(&w->mu);
+	return r;
 }
 
 bool

@@ -53,6 +53,7 @@ fail(PRank *k, const char *fmt, const char *a, const char *b)
 	}
 	k->failed = true;
 	pthread_mutex_unlock(&k->mu);
+	sim_abort(k->c.comm, tmp); /* the other lane and ranks stop waiting */
 	return false;
 }
 
@@ -74,7 +75,7 @@ exec_member(PRank *k, Val m, const int64_t *lo, const int64_t *hi)
 {
 	const Func *f = k->c.f;
 	const Ins *in = &f->ins[m];
-	DType st = in->internal && in->op != OP_CAST ? DT_F32 : in->ty.dt; /* a cast rounds, fused or not */
+	DType st = sim_store_dtype(in);
 	Tensor *full = &k->val[m], out, subs[64], *xs[64], sliced[64];
 	int64_t dim[LIM_RANK], ulo[LIM_RANK], uhi[LIM_RANK];
 	int n = in->narg < 64 ? in->narg : 64, sl[2] = {-1, -1};
@@ -376,8 +377,9 @@ lane_main(void *arg)
 	const Plan *p = k->p;
 	const BlockGraph *g = p->g;
 	char name[96], other[96];
+	bool back = k->c.brk->on[BR_COMM_ORDER] && a->lane == LANE_COMM && k->c.r == 0;
 	for (int pos = 0; pos < p->norder[a->lane] && !k->failed; pos++) {
-		int bi = p->order[a->lane][pos];
+		int bi = p->order[a->lane][back ? p->norder[a->lane] - 1 - pos : pos];
 		const Blk *b = &g->b[bi];
 		bool ok;
 		for (int j = 0; j < b->npred; j++) {
@@ -522,11 +524,13 @@ sim_plan_run(const Plan *p, const Tensor *in, const SimOpts *o, int gpus, int ca
 		}
 		for (int t = 0; t < P * NLANES; t++)
 			pthread_join(th[t], NULL);
-		for (int r = 0; r < P && ok; r++)
-			if (ranks[r].failed) {
+		for (int i = -1; i < P && ok; i++) { /* the first to fail, then in rank order */
+			int r = i < 0 ? sim_world_first(w) : i;
+			if (r >= 0 && ranks[r].failed) {
 				snprintf(err, n, "call %d: %s", call, ranks[r].c.err);
 				ok = false;
 			}
+		}
 		for (int i = 0; i < f->nout && ok; i++) {
 			if (call > 1)
 				sim_free(&out[i]);

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- deliberately wrong lowerings (tests only: a checker that cannot
  * fail is not a checker) ---- */
@@ -32,6 +33,7 @@ static const char *const break_names[SIM_NBREAK] = {
 	"shift-back",     /* shift goes the other way round the ring */
 	"mean-local",     /* mean of a split dim divides by the local length */
 	"scatter-block",  /* a local scatter keeps block 0 on every rank */
+	"comm-order",     /* rank 0 runs its comm lane's chunks backwards (plans only) */
 };
 
 bool
@@ -141,6 +143,42 @@ sim_local_compute(const Ins *in, Tensor *const *x, Tensor *out, DType st, SimMod
 }
 
 /* ---- the oracle ---- */
+
+/* ---- room ---- */
+
+/* Bytes the simulator holds for an op, every element an f64: the
+ * oracle's values (global), every rank's values (local), the inputs with
+ * their shards, and the outputs of both. */
+static double
+sim_bytes(const Func *ref, const Func *run)
+{
+	double b = 0;
+	for (Val v = 0; v < ref->nins; v++)
+		b += (double)ty_numel(&ref->ins[v].ty) * (1 + 2 * (ref->ins[v].op == OP_PARAM));
+	for (Val v = 0; v < run->nins; v++)
+		b += (double)ty_local_numel(&run->ins[v].ty, run->nranks) * run->nranks;
+	for (int i = 0; i < ref->nout; i++)
+		b += 2.0 * (double)ty_numel(&ref->ins[ref->out[i]].ty);
+	return b * sizeof(double);
+}
+
+/* Whether the op fits: at most half this machine's memory and 16 GiB.  A
+ * simulator asking malloc for 32 GiB died as an internal error; more than
+ * that would take hours of CPU anyway. */
+bool
+sim_room(const Func *ref, const Func *run, char *why, size_t n)
+{
+	double need = sim_bytes(ref, run), have = 16.0 * (1 << 30);
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	if (pages > 0 && page > 0 && (double)pages * (double)page / 2 < have)
+		have = (double)pages * (double)page / 2;
+	if (need <= have)
+		return true;
+	snprintf(why, n, "it needs %.1f GiB in the simulator (every value as f64: the oracle's and %d ranks' pieces), "
+	         "which takes at most %.1f GiB here; simulate it at smaller sizes (-D)", need / (1 << 30), run->nranks,
+	         have / (1 << 30));
+	return false;
+}
 
 bool
 sim_oracle(const Func *f, const Tensor *in, SimMode m, Tensor *out, char *err, size_t n)
@@ -329,6 +367,16 @@ sim_run_reshard(SimCtx *k, Val v, const Ins *in, Tensor *x, Tensor *out)
 	return ok;
 }
 
+/* The dtype a value is kept in: its own, except that a fused (internal)
+ * float value stays in an f32 register.  A cast rounds, fused or not; an
+ * i32 value is an integer register, whose wrap-around and exactness past
+ * 2^24 f32 would lose. */
+DType
+sim_store_dtype(const Ins *in)
+{
+	return in->internal && in->op != OP_CAST && in->ty.dt != DT_I32 ? DT_F32 : in->ty.dt;
+}
+
 static bool
 rank_op(Rank *k, Val v)
 {
@@ -336,7 +384,7 @@ rank_op(Rank *k, Val v)
 	const Ins *in = &f->ins[v];
 	Tensor *out = &k->val[v], *xs[64], **x = in->narg > 64 ? xmalloc((size_t)in->narg * sizeof *x) : xs;
 	Tensor sliced[2] = {{0}};
-	DType st = in->internal && in->op != OP_CAST ? DT_F32 : in->ty.dt; /* a cast rounds, fused or not */
+	DType st = sim_store_dtype(in);
 	bool ok = true;
 
 	for (int i = 0; i < in->narg; i++) {
@@ -414,6 +462,7 @@ rank_main(void *arg)
 	for (Val v = 0; v < k->c.f->nins; v++)
 		if (!rank_op(k, v)) {
 			k->failed = true;
+			sim_abort(k->c.comm, k->c.err);
 			break;
 		}
 	return NULL;
@@ -517,11 +566,13 @@ sim_spmd(const Func *f, const Tensor *in, const SimOpts *o, Tensor *out, char *e
 	}
 	for (int r = 0; r < P; r++)
 		pthread_join(th[r], NULL);
-	for (int r = 0; r < P && ok; r++)
-		if (ranks[r].failed) {
+	for (int i = -1; i < P && ok; i++) { /* the first to fail, then in rank order */
+		int r = i < 0 ? sim_world_first(w) : i;
+		if (r >= 0 && ranks[r].failed) {
 			snprintf(err, n, "%s", ranks[r].c.err);
 			ok = false;
 		}
+	}
 	Tensor **vals = xcalloc((size_t)P, sizeof *vals);
 	for (int r = 0; r < P; r++)
 		vals[r] = ranks[r].val;

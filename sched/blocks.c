@@ -97,6 +97,7 @@ new_blk(BlockGraph *g, BlkKind k, Val node, int index, int nindex)
 		g->b = xrealloc(g->b, (size_t)g->cap * sizeof *g->b);
 	}
 	b = &g->b[g->n++];
+	g->over |= g->n > LIM_BLOCKS; /* the caller stops at its next check */
 	memset(b, 0, sizeof *b);
 	b->kind = k;
 	b->lane = k == BK_COMM ? LANE_COMM : LANE_COMPUTE;
@@ -108,22 +109,37 @@ new_blk(BlockGraph *g, BlkKind k, Val node, int index, int nindex)
 	return b;
 }
 
+/* A list grows by doubling: it moves when its length reaches a power of
+ * two, so a group of n members costs O(n) (a copy per append made a
+ * 2,500-let op take 9.4 GB).  The arena keeps the old arrays. */
 static Region *
 add_region(BlockGraph *g, Region **list, int *n, Val v)
 {
-	Region *r = arena_alloc(g->arena, (size_t)(*n + 1) * sizeof *r);
-	if (*n)
-		memcpy(r, *list, (size_t)*n * sizeof *r);
-	*list = r;
-	r += (*n)++;
+	Region *r;
+	if (++g->nregions > LIM_REGIONS)
+		g->over = true; /* the caller stops at its next check */
+	if ((*n & (*n - 1)) == 0) { /* 0, 1, 2, 4, ...: full */
+		r = arena_alloc(g->arena, (size_t)(*n ? 2 * *n : 1) * sizeof *r);
+		if (*n)
+			memcpy(r, *list, (size_t)*n * sizeof *r);
+		*list = r;
+	}
+	r = *list + (*n)++;
 	r->v = v;
 	return r;
 }
 
+/* Boxes grow like regions (most regions have one). */
 static void
-add_box(Region *r, Box b)
+add_box(BlockGraph *g, Region *r, Box b)
 {
 	if (r->nbox < MAXBOX) {
+		if ((r->nbox & (r->nbox - 1)) == 0) {
+			Box *nb = arena_alloc(g->arena, (size_t)(r->nbox ? 2 * r->nbox : 1) * sizeof *nb);
+			if (r->nbox)
+				memcpy(nb, r->box, (size_t)r->nbox * sizeof *nb);
+			r->box = nb;
+		}
 		r->box[r->nbox++] = b;
 		return;
 	}
@@ -238,9 +254,11 @@ cut_al(int64_t len, int i, int n, int al)
 	return c < len ? c : len;
 }
 
-/* Bands of a fused group anchored at `a`. */
+/* Bands of a fused group anchored at `a`; next[m] is the member of m's
+ * group after m (-1 after the last), so a group costs its own size, not
+ * the op's. */
 static void
-build_group(BlockGraph *g, Val a, const NodeChoice *ch)
+build_group(BlockGraph *g, Val a, const NodeChoice *ch, const Val *next)
 {
 	const Func *f = g->f;
 	Val space = ir_group_space(f, a, &(int){0});
@@ -257,7 +275,7 @@ build_group(BlockGraph *g, Val a, const NodeChoice *ch)
 		nb = (int)((len + al - 1) / al);
 	if (nb < 1)
 		nb = 1;
-	for (int i = 0; i < nb; i++) {
+	for (int i = 0; i < nb && !g->over; i++) {
 		Blk *b = new_blk(g, BK_COMPUTE, a, i, nb);
 		Box band = full_box(&an->ty, f->nranks), bands[MAXBOX];
 		int nbands = 1;
@@ -280,14 +298,12 @@ build_group(BlockGraph *g, Val a, const NodeChoice *ch)
 				bands[MAXBOX - 1].hi[dim] = (il - 1) * bl + cut_al(bl, i + 1, nb, al);
 			}
 		}
-		for (Val m = a; m < f->nins; m++) {
+		for (Val m = a; m >= 0 && !g->over; m = next[m]) {
 			const Ins *mi = &f->ins[m];
-			if (mi->group != a)
-				continue;
 			if (!mi->internal) {
 				Region *r = add_region(g, &b->out, &b->nout, m);
 				for (int k = 0; k < nbands; k++)
-					add_box(r, blk_member_box(f, space, m, &bands[k]));
+					add_box(g, r, blk_member_box(f, space, m, &bands[k]));
 			}
 			for (int k = 0; k < mi->narg; k++) {
 				Val u = mi->arg[k];
@@ -325,7 +341,7 @@ build_group(BlockGraph *g, Val a, const NodeChoice *ch)
 				} else {
 					ub = operand_box(f, m, u, &band);
 				}
-				add_box(rr, ub);
+				add_box(g, rr, ub);
 				}
 			}
 		}
@@ -365,9 +381,9 @@ comm_regions(BlockGraph *g, Blk *b, Val v, int dim, int c, int nc, bool self_fir
 	Region *rx = add_region(g, &b->in, &b->nin, x);
 	Region *ry = b->nphase > 1 && b->phase != b->nphase - 1 ? NULL : add_region(g, &b->out, &b->nout, v);
 	if (dim < 0 || (nc == 1 && !self_first)) {
-		add_box(rx, bx);
+		add_box(g, rx, bx);
 		if (ry)
-			add_box(ry, by);
+			add_box(g, ry, by);
 		return;
 	}
 	switch (in->op) {
@@ -376,9 +392,9 @@ comm_regions(BlockGraph *g, Blk *b, Val v, int dim, int c, int nc, bool self_fir
 		int64_t len = ty_local_dim(&in->ty, dim, P);
 		bx.lo[dim] = by.lo[dim] = cut(len, c, nc);
 		bx.hi[dim] = by.hi[dim] = cut(len, c + 1, nc);
-		add_box(rx, bx);
+		add_box(g, rx, bx);
 		if (ry)
-			add_box(ry, by);
+			add_box(g, ry, by);
 		return;
 	}
 	case OP_REDUCE_SCATTER: {
@@ -389,10 +405,10 @@ comm_regions(BlockGraph *g, Blk *b, Val v, int dim, int c, int nc, bool self_fir
 			Box q = bx;
 			q.lo[dim] = p * le + by.lo[dim];
 			q.hi[dim] = p * le + by.hi[dim];
-			add_box(rx, q);
+			add_box(g, rx, q);
 		}
 		if (ry)
-			add_box(ry, by);
+			add_box(g, ry, by);
 		return;
 	}
 	case OP_ALL_GATHER: {
@@ -401,30 +417,30 @@ comm_regions(BlockGraph *g, Blk *b, Val v, int dim, int c, int nc, bool self_fir
 			by.lo[dim] = 0;
 			by.hi[dim] = le;
 			by.rot[dim] = le;
-			add_box(rx, bx);
+			add_box(g, rx, bx);
 			if (ry)
-				add_box(ry, by);
+				add_box(g, ry, by);
 			return;
 		}
 		if (self_first)
 			c--, nc--;
 		bx.lo[dim] = cut(le, c, nc);
 		bx.hi[dim] = cut(le, c + 1, nc);
-		add_box(rx, bx);
+		add_box(g, rx, bx);
 		for (int p = self_first ? 1 : 0; p < P && ry; p++) {
 			Box q = by;
 			q.lo[dim] = p * le + bx.lo[dim];
 			q.hi[dim] = p * le + bx.hi[dim];
 			if (self_first)
 				q.rot[dim] = le; /* the p-th rank after this one */
-			add_box(ry, q);
+			add_box(g, ry, q);
 		}
 		return;
 	}
 	default:
-		add_box(rx, bx);
+		add_box(g, rx, bx);
 		if (ry)
-			add_box(ry, by);
+			add_box(g, ry, by);
 		return;
 	}
 }
@@ -448,7 +464,7 @@ build_comm(BlockGraph *g, Val v, const NodeChoice *ch, const Topo *topo)
 	}
 	if (self)
 		nc++;
-	for (int c = 0; c < nc; c++)
+	for (int c = 0; c < nc && !g->over; c++)
 		for (int ph = 0; ph < nphase; ph++) {
 			Blk *b = new_blk(g, BK_COMM, v, c, nc);
 			b->phase = ph;
@@ -519,10 +535,32 @@ is_comm(const Ins *in)
 	return ir_ops[in->op].cls == OC_COMM || in->op == OP_RESHARD;
 }
 
+/* next[m]: the next member of m's fused group, in value order. */
+static Val *
+group_links(const Func *f)
+{
+	Val *next = xmalloc((size_t)(f->nins + 1) * sizeof *next), *last = xmalloc((size_t)(f->nins + 1) * sizeof *last);
+	for (Val v = 0; v < f->nins; v++)
+		last[v] = next[v] = -1;
+	for (Val v = 0; v < f->nins; v++) {
+		Val a = f->ins[v].group;
+		if (last[a] >= 0)
+			next[last[a]] = v;
+		last[a] = v;
+	}
+	free(last);
+	return next;
+}
+
+/* The graph of one candidate.  Past LIM_BLOCKS blocks or LIM_REGIONS
+ * regions it stops with g->over set (a located error for the serial plan,
+ * a candidate skipped for the others): the scheduler is quadratic in the
+ * blocks, and an op of 2^20 values could otherwise ask for gigabytes. */
 BlockGraph *
 blk_build(const Func *f, const NodeChoice *choice, const Topo *topo)
 {
 	BlockGraph *g = xcalloc(1, sizeof *g);
+	Val *next = group_links(f);
 	g->f = f;
 	g->arena = arena_new();
 	g->choice = arena_alloc(g->arena, (size_t)(f->nins + 1) * sizeof *g->choice);
@@ -530,16 +568,18 @@ blk_build(const Func *f, const NodeChoice *choice, const Topo *topo)
 		memcpy(g->choice, choice, (size_t)f->nins * sizeof *choice);
 	else
 		blk_default_choice(f, g->choice);
-	for (Val v = 0; v < f->nins; v++) {
+	for (Val v = 0; v < f->nins && !g->over; v++) {
 		const Ins *in = &f->ins[v];
 		if (in->op == OP_PARAM || in->op == OP_CONST)
 			continue;
 		if (is_comm(in))
 			build_comm(g, v, &g->choice[v], topo);
 		else if (in->group == v)
-			build_group(g, v, &g->choice[v]);
+			build_group(g, v, &g->choice[v], next);
 	}
-	build_edges(g);
+	free(next);
+	if (!g->over)
+		build_edges(g);
 	return g;
 }
 

@@ -27,7 +27,7 @@ typedef struct Box {
 typedef struct Region {
 	Val v;      /* the IR value (local shape) */
 	int nbox;
-	Box box[MAXBOX];
+	Box *box;   /* nbox boxes, at most MAXBOX, in the graph's arena */
 } Region;
 
 /* ---- the block IR ---- */
@@ -87,6 +87,8 @@ typedef struct BlockGraph {
 	int n, cap;
 	NodeChoice *choice;  /* per IR value (anchors and collectives) */
 	Arena *arena;
+	int nregions;
+	bool over;           /* past LIM_BLOCKS or LIM_REGIONS: building stopped, no edges */
 } BlockGraph;
 
 /* ---- cost model: a profile file per target (profiles/, docs/profiles.md) ---- */

@@ -115,14 +115,28 @@ typedef struct Cand {
 	double makespan, peak;
 } Cand;
 
+/* The search's work: scoring a candidate costs about blocks x (blocks +
+ * values) steps (flags, groups and the peak-memory sweep); past
+ * PLAN_WORK steps in all the search stops with the best plan found.  No
+ * example or test comes near it; a ring of 511 shifts would otherwise be
+ * searched for minutes. */
+#define PLAN_WORK 2.5e8
+
+/* INFINITY for a candidate whose graph is past the limits (blk_build). */
 static double
-score(const Func *f, const SchedOpts *o, NodeChoice *ch, bool serial, double *peak)
+score(const Func *f, const SchedOpts *o, NodeChoice *ch, bool serial, double *peak, double *work)
 {
 	Plan p = {0};
 	BlockGraph *g;
 	double t;
 	set_bands(f, ch);
 	g = blk_build(f, ch, &o->topo);
+	if (work)
+		*work += (double)g->n * (g->n + f->nins);
+	if (g->over) {
+		blk_free(g);
+		return INFINITY;
+	}
 	blk_cost(o->prof, g, &o->topo);
 	t = sched_list(g, &p, o->prof, serial);
 	if (peak)
@@ -170,12 +184,12 @@ default_choice(const Func *f, const SchedOpts *o, NodeChoice *ch)
 /* Coordinate descent: each collective's options in turn, the others
  * held, two sweeps. */
 static int
-search(const Func *f, const SchedOpts *o, NodeChoice *best, double *best_t, double serial_peak)
+search(const Func *f, const SchedOpts *o, NodeChoice *best, double *best_t, double serial_peak, double *work)
 {
 	NodeChoice *ch = xmalloc((size_t)(f->nins + 1) * sizeof *ch);
 	int tried = 0;
 	for (int sweep = 0; sweep < 2; sweep++)
-		for (Val v = 0; v < f->nins; v++) {
+		for (Val v = 0; v < f->nins && *work <= PLAN_WORK; v++) {
 			const Ins *in = &f->ins[v];
 			if (!is_comm(in) || f->nranks == 1)
 				continue;
@@ -193,9 +207,9 @@ search(const Func *f, const SchedOpts *o, NodeChoice *best, double *best_t, doub
 						ch[v].nchunks = chunk_options[c];
 						ch[v].backend = (CommBackendKind)be;
 						ch[v].self_first = self;
-						t = score(f, o, ch, false, &peak);
+						t = score(f, o, ch, false, &peak, work);
 						tried++;
-						if (o->each)
+						if (o->each && t < INFINITY)
 							o->each(o->each_ctx, ch);
 						if (t < *best_t - 1e-9 && fits(o, peak, serial_peak)) {
 							*best_t = t;
@@ -279,17 +293,24 @@ sched_plan(const Func *f, const SchedOpts *o)
 	Plan *p = xcalloc(1, sizeof *p);
 	NodeChoice *serial_ch = xmalloc((size_t)(f->nins + 1) * sizeof *serial_ch);
 	NodeChoice *best = xmalloc((size_t)(f->nins + 1) * sizeof *best);
-	double serial_peak, best_t, ideal_c = 0, ideal_m = 0;
+	double serial_peak, best_t, ideal_c = 0, ideal_m = 0, work = 0;
 	Buf why = {0};
 	char check[512];
 
 	p->f = f;
 	default_choice(f, o, serial_ch);
-	p->serial = score(f, o, serial_ch, true, &serial_peak);
+	p->serial = score(f, o, serial_ch, true, &serial_peak, &work);
+	if (p->serial == INFINITY) { /* p->g stays NULL: no plan */
+		snprintf(p->why, sizeof p->why, "op '%s' is too large to plan: its block graph needs more than %d blocks or %d regions",
+		         sym_str(f->name), LIM_BLOCKS, LIM_REGIONS);
+		free(serial_ch);
+		free(best);
+		return p;
+	}
 	memcpy(best, serial_ch, (size_t)f->nins * sizeof *best);
-	best_t = score(f, o, best, false, NULL);
+	best_t = score(f, o, best, false, NULL, &work);
 	if (!o->force_serial)
-		p->tried = search(f, o, best, &best_t, serial_peak) + 2;
+		p->tried = search(f, o, best, &best_t, serial_peak, &work) + 2;
 	p->is_serial = o->force_serial || best_t >= p->serial * 0.99;
 	finish_plan(p, f, o, p->is_serial ? serial_ch : best, p->is_serial);
 	drop_edge(p->g, o->drop_edge);
@@ -302,6 +323,8 @@ sched_plan(const Func *f, const SchedOpts *o)
 	buf_printf(&why, "exposed communication %.1f us (%.1f%% of the op); %.1f us of the comm lane's %.1f hidden under compute\n",
 	           p->exposed, share(p->exposed, p->makespan), p->comm - p->exposed, p->comm);
 	buf_printf(&why, "critical path %.1f us; %d plans scored\n", p->crit, p->tried);
+	if (work > PLAN_WORK)
+		buf_printf(&why, "search cut short: the op is too large to score every candidate\n");
 	if (o->force_serial)
 		buf_printf(&why, "serial plan: requested\n");
 	else if (p->is_serial)

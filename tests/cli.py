@@ -619,4 +619,170 @@ def tests(syncc, run, Fail):
         rc, o, e = run([syncrun, "--calibrate", "x.prof", "--calibrate-from-samples", "/nonexistent/s.txt"])
         expect(rc == 2 and "cannot read samples /nonexistent/s.txt" in e, "unreadable samples: exit 2", o, e)
 
+    # -o never turns what it names into a regular file (issue 17, item 1):
+    # FIFOs, devices and descriptors are written through, a symbolic
+    # link's target is written and the link stays, and an output that is
+    # one of the inputs is refused.  Only files in a temporary directory
+    # (and this process's own stdout) are named.
+    def t_output_fifo():
+        import stat
+        import threading
+        with tempfile.TemporaryDirectory() as d:
+            fifo = os.path.join(d, "fifo")
+            os.mkfifo(fifo)
+            got = []
+
+            def reader():
+                with open(fifo, "rb") as f:
+                    got.append(f.read())
+            th = threading.Thread(target=reader, daemon=True)
+            th.start()
+            rc, out, err = run([syncc, "-", "--emit=ir", "-o", fifo], stdin=GOOD)
+            th.join(20)
+            expect(rc == 0 and got and b"op f (P = 1)" in got[0], "-o FIFO: the reader gets the IR", out, err)
+            expect(stat.S_ISFIFO(os.lstat(fifo).st_mode) and sorted(os.listdir(d)) == ["fifo"],
+                   "-o FIFO: the FIFO is still a FIFO, no temporary left", out, err)
+
+    def t_output_devices():
+        import stat
+        with tempfile.TemporaryDirectory() as d:
+            null, full = os.path.join(d, "null"), os.path.join(d, "full")
+            try:
+                os.mknod(null, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+                os.mknod(full, stat.S_IFCHR | 0o666, os.makedev(1, 7))
+                open(null, "w").close()
+            except OSError:
+                return  # no device nodes here (not root, or a nodev mount)
+            rc, out, err = run([syncc, "-", "--emit=ir", "-o", null], stdin=GOOD)
+            expect(rc == 0 and stat.S_ISCHR(os.lstat(null).st_mode), "-o a null device: written through, still a device",
+                   out, err)
+            rc, out, err = run([syncc, "-", "--emit=ir", "-o", full], stdin=GOOD)
+            expect(rc == 1 and "cannot write %s: No space left on device" % full in err and
+                   stat.S_ISCHR(os.lstat(full).st_mode), "-o a full device: exit 1, said, still a device", out, err)
+            expect(sorted(os.listdir(d)) == ["full", "null"], "no temporary left beside the devices", out, err)
+
+    def t_output_descriptor():
+        rc, out, err = run([syncc, "-", "--emit=ir", "-o", "/proc/self/fd/1"], stdin=GOOD)
+        expect(rc == 0 and out.startswith("op f (P = 1)"), "-o /proc/self/fd/1 writes to the descriptor", out, err)
+
+    def t_output_symlink():
+        with tempfile.TemporaryDirectory() as d:
+            target, link, dangling = os.path.join(d, "target.ir"), os.path.join(d, "link"), os.path.join(d, "dangling")
+            with open(target, "w") as f:
+                f.write("old")
+            os.symlink("target.ir", link)
+            os.symlink("nowhere.ir", dangling)
+            rc, out, err = run([syncc, "-", "--emit=ir", "-o", link], stdin=GOOD)
+            expect(rc == 0 and os.path.islink(link) and os.readlink(link) == "target.ir" and
+                   open(target).read().startswith("op f (P = 1)"), "-o LINK writes the link's target; the link stays",
+                   out, err)
+            rc, out, err = run([syncc, "-", "--emit=ir", "-o", dangling], stdin=GOOD)
+            expect(rc == 1 and "symbolic link to 'nowhere.ir'" in err and os.path.islink(dangling) and
+                   not os.path.exists(os.path.join(d, "nowhere.ir")), "-o a link to nothing: refused, exit 1", out, err)
+            expect(sorted(os.listdir(d)) == ["dangling", "link", "target.ir"], "no temporary left", out, err)
+
+    def t_output_is_input():
+        with tempfile.TemporaryDirectory() as d:
+            main, lib = os.path.join(d, "main.syn"), os.path.join(d, "lib.syn")
+            with open(lib, "wb") as f:
+                f.write(b"kernel twice(x) = 2.0 * x;\n")
+            with open(main, "wb") as f:
+                f.write(b"use lib;\n" + GOOD)
+            os.link(main, os.path.join(d, "alias"))
+            os.symlink("main.syn", os.path.join(d, "ln"))
+            before = open(main, "rb").read()
+            for o in (main, os.path.join(d, "alias"), os.path.join(d, "ln"), lib):
+                rc, out, err = run([syncc, main, "--emit=ir", "-o", o])
+                expect(rc == 2 and "is the input" in err and open(main, "rb").read() == before and
+                       open(lib, "rb").read().startswith(b"kernel"), "-o %s (an input): refused, exit 2" % o, out, err)
+            rc, out, err = run([syncc, main, "--emit=ir", "--trace", main])
+            expect(rc == 2 and "is the input" in err and open(main, "rb").read() == before, "--trace onto the input", out, err)
+            src = os.path.join(d, "k.h")  # a source whose name a generated file takes
+            with open(src, "wb") as f:
+                f.write(GOOD)
+            rc, out, err = run([syncc, src, "-o", os.path.join(d, "k")])
+            expect(rc == 2 and "is the input" in err and open(src, "rb").read() == GOOD and
+                   not os.path.exists(os.path.join(d, "k.c")), "-o PREFIX whose PREFIX.h is the input: refused", out, err)
+
+    # One strict reader for every number of the command line (issue 17,
+    # item 7): decimal digits only -- no sign, space, base, exponent or
+    # stray unit -- and ranges checked before any product can overflow.
+    def t_numbers_strict():
+        bad = [("--topo", v) for v in ("4611686018427387904x4", "18446744073709551617x1", "+2x4", " 2x4", "2x+4",
+                                       "0x4", "2x4x", "2x", "x4", "2X4", "4097x1", "65x64")]
+        bad += [("--mem-budget", v) for v in ("0x10", " 5M", "5MB", "1e3", "inf", "nan", "-1", "+5", "1001%", "5k",
+                                              "1.", ".5", "")]
+        bad += [("--ranks", v) for v in ("+4", " 4", "0x4", "4 ", "1e2")]
+        for opt, v in bad:
+            rc, out, err = run([syncc, "-", "--emit=ir", opt, v], stdin=GOOD)
+            expect(rc == 2 and opt in err, "%s %r: a command-line error, exit 2" % (opt, v), out, err)
+        for opt, v in (("--seed", "0x10"), ("--seed", "+1"), ("--timeout-ms", "1e3"), ("--timeout-ms", " 5"),
+                       ("--bench", "+3"), ("--gpus", "+0")):
+            rc, out, err = run([syncrun, "--sim", "-", opt, v], stdin=GOOD)
+            expect(rc == 2 and opt in err, "syncrun %s %r: a command-line error, exit 2" % (opt, v), out, err)
+        for opt, v in (("--topo", "2x4"), ("--topo", "1x1"), ("--mem-budget", "1.5G"), ("--mem-budget", "12.5%"),
+                       ("--mem-budget", "4096K"), ("--mem-budget", "0")):
+            rc, out, err = run([syncc, "-", "--emit=ir", opt, v], stdin=GOOD)
+            expect(rc == 0, "%s %s is a good command line" % (opt, v), out, err)
+
+    # ptxas as a tool (issue 17, items 8 and 10): one that fails without a
+    # word, or dies, is exit 1 naming it (not an internal error); one that
+    # rejects the module with a message is a compiler bug (exit 3); and a
+    # syncc killed while ptxas runs takes ptxas and its files with it.
+    def fake_ptxas(d, body):
+        path = os.path.join(d, "ptxas")
+        with open(path, "w") as f:
+            f.write("#!/bin/sh\n" + body + "\n")
+        os.chmod(path, 0o755)
+        return path
+
+    def t_ptxas_failures():
+        with tempfile.TemporaryDirectory() as d:
+            tmp = os.path.join(d, "tmp")
+            os.mkdir(tmp)
+            for body, rc_want, said in (("exit 1", 1, "failed (exit status 1) and said nothing"),
+                                        ("kill -9 $$", 1, "was killed by signal 9"),
+                                        ("echo 'ptxas fatal: bad module' >&2; exit 1", 3, "ptxas rejected")):
+                tool = fake_ptxas(d, body)
+                pre = os.path.join(d, "op")
+                rc, out, err = run([syncc, "-", "-o", pre], stdin=GOOD, env={"PTXAS": tool, "TMPDIR": tmp})
+                expect(rc == rc_want and said in err and (rc == 3 or tool in err) and
+                       not os.path.exists(pre + ".c") and os.listdir(tmp) == [],
+                       "ptxas `%s`: exit %d, said, nothing written or left" % (body, rc_want), out, err)
+
+    def t_ptxas_interrupted():
+        import signal
+        import subprocess
+        import time
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with tempfile.TemporaryDirectory() as d:
+                tmp, pidfile = os.path.join(d, "tmp"), os.path.join(d, "pid")
+                os.mkdir(tmp)
+                tool = fake_ptxas(d, 'echo $$ > "$PIDFILE"; exec sleep 60')
+                env = dict(os.environ, PTXAS=tool, TMPDIR=tmp, PIDFILE=pidfile)
+                p = subprocess.Popen([syncc, "-", "-o", os.path.join(d, "op")], stdin=subprocess.PIPE,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+                p.stdin.write(GOOD)
+                p.stdin.close()
+                for _ in range(400):
+                    if os.path.exists(pidfile) and open(pidfile).read().strip():
+                        break
+                    time.sleep(0.05)
+                pid = int(open(pidfile).read())
+                p.send_signal(sig)
+                rc = p.wait(30)
+                alive = True
+                for _ in range(100):  # SIGKILL'd and reaped by syncc, or not at all
+                    try:
+                        os.kill(pid, 0)
+                    except ProcessLookupError:
+                        alive = False
+                        break
+                    time.sleep(0.05)
+                if alive:
+                    os.kill(pid, signal.SIGKILL)  # the fake ptxas this test started
+                expect(rc == -sig and not alive and os.listdir(tmp) == [],
+                       "%s during ptxas: syncc ends by it (%d), ptxas gone (%s), its directory removed (%s)" %
+                       (sig.name, rc, not alive, os.listdir(tmp)))
+
     return [("cli/" + k[2:], v) for k, v in sorted(locals().items()) if k.startswith("t_")]

@@ -1,6 +1,7 @@
 """Fuzzing inside `make check`: replay the committed corpus (every input
 that ever found a bug stays there) and the language tests through the
-libFuzzer target, then fuzz for a short while from them."""
+libFuzzer targets -- the front end's, and the back end's (planning,
+lowering, the simulator) -- then fuzz each for a short while from them."""
 import glob
 import os
 import tempfile
@@ -40,4 +41,28 @@ def tests(root, run, Fail):
             if rc != 0:
                 raise Fail(" 20 s of fuzzing found a bug:\n" + err[-4000:])
 
-    return [("fuzz/replay", t_replay), ("fuzz/smoke-20s", t_smoke)]
+    back = os.path.join(root, "build/fuzz/syncc-fuzz-back")
+
+    def t_back_replay():
+        build()
+        files = sorted(glob.glob(os.path.join(root, "tests/fuzz/corpus/*")) +
+                       glob.glob(os.path.join(root, "examples/*.syn")) +
+                       glob.glob(os.path.join(root, "tests/sim/*.syn")) +
+                       glob.glob(os.path.join(root, "stdlib/*.syn")))
+        files = [f for f in files if os.path.isfile(f)]
+        rc, out, err = run([back, "-runs=1"] + files)
+        if rc != 0:
+            raise Fail(" corpus replay through the back end failed:\n" + err[-4000:])
+
+    def t_back_smoke():
+        build()
+        with tempfile.TemporaryDirectory() as d:
+            seeds = [os.path.join(root, p) for p in ("tests/fuzz/corpus", "tests/sim", "examples")]
+            rc, out, err = run([back, "-max_total_time=15", "-max_len=2048", "-timeout=20", "-rss_limit_mb=4096",
+                                "-dict=" + os.path.join(root, "tests/fuzz/syn.dict"),
+                                "-artifact_prefix=" + d + "/", d] + seeds)
+            if rc != 0:
+                raise Fail(" 15 s of fuzzing the back end found a bug:\n" + err[-4000:])
+
+    return [("fuzz/replay", t_replay), ("fuzz/smoke-20s", t_smoke), ("fuzz/back-replay", t_back_replay),
+            ("fuzz/back-smoke-15s", t_back_smoke)]

@@ -4,11 +4,13 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const struct {
@@ -72,16 +74,47 @@ static const struct {
 	{"host", EMIT_HOST},
 };
 
-/* A decimal integer and nothing else (strtoll alone takes " 4" and "+4"). */
+/* The one reader of numbers on the command line: decimal digits and, with
+ * `frac`, a fraction after a point -- no sign, space, base prefix,
+ * exponent, inf or nan (strtoll and strtod take " 4", "+4", "0x10").
+ * *end is left past the number for a unit to follow; false when no digit
+ * starts it, a point has no digit after it, or the value passes 2^62. */
+static bool
+read_num(const char *s, bool frac, double *x, const char **end)
+{
+	uint64_t n = 0;
+	double scale = 1;
+	if (!isdigit((unsigned char)*s))
+		return false;
+	for (; isdigit((unsigned char)*s); s++) {
+		if (n > ((uint64_t)1 << 62) / 10)
+			return false;
+		n = n * 10 + (uint64_t)(*s - '0');
+	}
+	*x = (double)n;
+	if (frac && *s == '.') {
+		if (!isdigit((unsigned char)*++s))
+			return false;
+		for (; isdigit((unsigned char)*s); s++)
+			*x += (*s - '0') * (scale /= 10);
+	}
+	*end = s;
+	return true;
+}
+
+/* A whole decimal number in [lo, hi] and nothing after it. */
 static bool
 parse_int(const char *s, long long lo, long long hi, long long *out)
 {
-	char *end;
-	if (!isdigit((unsigned char)s[0]))
+	const char *end;
+	double x;
+	uint64_t n = 0;
+	if (!read_num(s, false, &x, &end) || *end)
 		return false;
-	errno = 0;
-	*out = strtoll(s, &end, 10);
-	return !*end && errno == 0 && *out >= lo && *out <= hi;
+	for (; *s; s++) /* again, exactly: a double rounds past 2^53 */
+		n = n * 10 + (uint64_t)(*s - '0');
+	*out = (long long)n;
+	return *out >= lo && *out <= hi;
 }
 
 /* `flag` is the option as written, with its value: "--ranks 0",
@@ -90,22 +123,21 @@ parse_int(const char *s, long long lo, long long hi, long long *out)
 static int
 parse_budget(Driver *d, const char *flag, const char *val)
 {
-	char *end;
-	double x = strtod(val, &end), mul = 1;
-	if (*end == '%' && !end[1] && x >= 0 && x <= 1000) {
+	static const char units[] = "KMG";
+	const char *end;
+	double x, mul = 1;
+	bool ok = read_num(val, true, &x, &end);
+	if (ok && *end == '%' && !end[1] && x <= 1000) {
 		d->mem_pct = x;
 		return -1;
 	}
-	if (*end == 'K' || *end == 'k')
-		mul = 1024, end++;
-	else if (*end == 'M')
-		mul = 1024.0 * 1024, end++;
-	else if (*end == 'G')
-		mul = 1024.0 * 1024 * 1024, end++;
-	if (*end == 'B')
+	if (ok && *end && strchr(units, *end)) {
+		for (const char *u = units; u <= strchr(units, *end); u++)
+			mul *= 1024;
 		end++;
-	if (!*val || *end || !(x >= 0) || x * mul > 1e18) {
-		diag_usage("%s: write BYTES (with K, M or G) or PERCENT%%", flag);
+	}
+	if (!ok || *end || x * mul > 1e18) {
+		diag_usage("%s: write BYTES (digits, with K, M or G) or PERCENT%% (0 to 1000)", flag);
 		return EXIT_USAGE;
 	}
 	d->mem_budget = x * mul;
@@ -240,11 +272,13 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 	case OPT_MEMBUDGET:
 		return parse_budget(d, flag, val);
 	case OPT_TOPO: {
-		char *x;
+		const char *x = strchr(val, 'x');
+		char nodes[16];
 		long long a, b;
-		a = strtoll(val, &x, 10);
-		if (!*val || *x != 'x' || !parse_int(x + 1, 1, LIM_RANKS, &b) || a < 1 || a * b > LIM_RANKS) {
-			diag_usage("%s: write NODESxGPUS, e.g. 2x4", flag);
+		snprintf(nodes, sizeof nodes, "%.*s", x && x - val < 15 ? (int)(x - val) : 15, val);
+		if (!x || x - val > 15 || !parse_int(nodes, 1, LIM_RANKS, &a) || !parse_int(x + 1, 1, LIM_RANKS, &b) ||
+		    a * b > LIM_RANKS) { /* each at most 4096: the product cannot overflow */
+			diag_usage("%s: write NODESxGPUS, e.g. 2x4, at most %d ranks in all", flag, LIM_RANKS);
 			return EXIT_USAGE;
 		}
 		d->topo = (Topo){(int)a, (int)b};
@@ -514,6 +548,8 @@ known_passes(const char *flag, const char *list, bool sema_ok)
 }
 
 static bool write_traces(Driver *d, Unit *u);
+static void code_prefix(const Driver *d, const char *src, char *prefix, size_t n);
+static bool outputs_spare_inputs(const Driver *d, const Unit *u);
 
 /* Code generation: the plans as one PTX module and the launcher.  --emit
  * prints one of them; the default writes PREFIX.ptx, PREFIX.c, PREFIX.h. */
@@ -531,6 +567,11 @@ codegen_all(Driver *d, Unit *u, FILE *mem)
 	ptx_emit_header(&module);
 	for (Func *f = u->funcs; f; f = f->next, i++) {
 		lo[i] = xcalloc(1, sizeof **lo);
+		if ((d->emit == EMIT_HOST || d->emit == EMIT_CODE) && !host_op_name_ok(f, log, sizeof log)) {
+			diag_error(f->span, "cannot generate the launcher of op '%s': %s", sym_str(f->name), log);
+			status = EXIT_INPUT;
+			continue;
+		}
 		if (!ptx_lower(d->plans[i], lo[i])) {
 			diag_error(f->span, "cannot generate GPU code for op '%s': %s", sym_str(f->name), lo[i]->err);
 			status = EXIT_INPUT;
@@ -558,13 +599,21 @@ codegen_all(Driver *d, Unit *u, FILE *mem)
 		}
 		goto out; /* no op: nothing to write */
 	}
-	if (!ptx_assemble(&module, &cubin, &ncubin, log, sizeof log) && log[0])
+	switch (ptx_assemble(&module, &cubin, &ncubin, log, sizeof log)) {
+	case PTXAS_REJECTED:
 		die("ptxas rejected the generated module: %s", log);
-	if (d->output)
-		snprintf(prefix, sizeof prefix, "%s", d->output);
-	else {
-		const char *b = strrchr(src, '/') ? strrchr(src, '/') + 1 : src;
-		snprintf(prefix, sizeof prefix, "%.*s", (int)(strlen(b) > 4 && !strcmp(b + strlen(b) - 4, ".syn") ? strlen(b) - 4 : strlen(b)), b);
+	case PTXAS_FAILED: /* the tool, not the module: nothing written */
+		diag_usage("%s", log);
+		status = EXIT_INPUT;
+		goto out;
+	default:
+		break;
+	}
+	code_prefix(d, src, prefix, sizeof prefix);
+	if (!host_prefix_ok(prefix, log, sizeof log)) {
+		diag_usage("-o %s: %s", prefix, log);
+		status = EXIT_USAGE;
+		goto out;
 	}
 	host_emit(&c, &h, src, prefix, lo, d->nplans, &module, cubin, ncubin);
 	if (d->emit == EMIT_HOST) {
@@ -662,6 +711,10 @@ plan_all(Driver *d, Unit *u, FILE *mem)
 	for (Func *f = u->funcs; f; f = f->next) {
 		Plan *p = sched_plan(f, &o);
 		d->plans[d->nplans++] = p;
+		if (!p->g) { /* past the planner's limits (docs/language.md §9) */
+			diag_error(f->span, "%s", p->why);
+			return EXIT_INPUT;
+		}
 		if (p->is_serial && !d->serial && f->nranks > 1 && d->emit != EMIT_TOKENS)
 			diag_note(f->span, "op '%s': serial plan, overlap is not predicted to pay (%.1f us serial; --explain says why)",
 			          sym_str(f->name), p->serial);
@@ -834,6 +887,8 @@ drv_compile(Driver *d, Unit **unitp, Buf *out)
 	*unitp = u;
 	if (!unit_load(u, d->input))
 		return diag_errors() ? EXIT_INPUT : EXIT_USAGE;
+	if (!outputs_spare_inputs(d, u))
+		return EXIT_USAGE;
 	mem = open_memstream(&text, &len);
 	if (!mem)
 		die("open_memstream failed");
@@ -890,66 +945,202 @@ done:
 	return diag_errors() ? EXIT_INPUT : EXIT_OK;
 }
 
-/* Never a half-written output: a temporary file beside the target,
- * renamed over it once complete. */
-bool
-drv_write(const char *path, const Buf *b)
+/* ---- outputs ----
+ *
+ * A regular file (or a new one) is written to a temporary file beside it
+ * and renamed over it, so it is never half-written.  Anything else -- a
+ * device, a FIFO, a socket, a descriptor (/dev/stdout, /proc/self/fd/1)
+ * -- is written through: renaming over /dev/null would make it a regular
+ * file.  A symbolic link is followed: its target is written, the link
+ * stays (one to nothing is refused). */
+typedef struct OutPath {
+	char path[PATH_MAX + 32]; /* the file to rename over, or to open */
+	bool through;             /* open and write it in place */
+} OutPath;
+
+/* /dev/stdout, /dev/fd/3, /proc/self/fd/1: names of descriptors, whose
+ * target is whatever the descriptor holds (a pipe, a tty, a file). */
+static bool
+names_descriptor(const char *path)
 {
-	Buf tmp = {0};
-	FILE *f;
-	bool ok;
-	if (!path) {
-		ok = fwrite(b->s ? b->s : "", 1, b->len, stdout) == b->len && fflush(stdout) == 0;
-		if (!ok)
-			diag_usage("cannot write standard output: %s", strerror(errno));
-		return ok;
-	}
-	buf_printf(&tmp, "%s.tmp%ld", path, (long)getpid());
-	f = fopen(tmp.s, "wb");
-	if (!f) {
-		diag_usage("cannot write %s: %s", path, strerror(errno));
-		buf_free(&tmp);
+	return strncmp(path, "/dev/", 5) == 0 || strncmp(path, "/proc/", 6) == 0;
+}
+
+static bool
+out_path(const char *path, OutPath *o)
+{
+	struct stat ls, st;
+	char real[PATH_MAX];
+	o->through = false;
+	snprintf(o->path, sizeof o->path, "%s", path);
+	if (lstat(path, &ls) != 0)
+		return true; /* a new file, or a failure fopen will name */
+	if (stat(path, &st) != 0) { /* a link to nothing: where would it be written? */
+		ssize_t k = readlink(path, real, sizeof real - 1);
+		int e = errno;
+		real[k > 0 ? k : 0] = 0;
+		diag_usage("cannot write %s: it is a symbolic link to '%s' (%s)", path, real, strerror(e));
 		return false;
 	}
-	ok = fwrite(b->s ? b->s : "", 1, b->len, f) == b->len;
-	ok = (fclose(f) == 0) && ok;
-	if (ok && rename(tmp.s, path) != 0)
-		ok = false;
-	if (!ok) {
-		diag_usage("cannot write %s: %s", path, strerror(errno));
-		remove(tmp.s);
+	if (!S_ISREG(st.st_mode) || (S_ISLNK(ls.st_mode) && names_descriptor(path))) {
+		o->through = true;
+		return true;
 	}
-	buf_free(&tmp);
+	if (S_ISLNK(ls.st_mode)) {
+		if (!realpath(path, real)) {
+			diag_usage("cannot write %s: %s", path, strerror(errno));
+			return false;
+		}
+		snprintf(o->path, sizeof o->path, "%s", real);
+	}
+	return true;
+}
+
+/* Written in place: a FIFO or device as it is, a regular file behind a
+ * descriptor name truncated first, as a shell's `>` would. */
+static bool
+write_through(const char *shown, const OutPath *o, const Buf *b)
+{
+	struct stat st;
+	int fd = open(o->path, O_WRONLY | (stat(o->path, &st) == 0 && S_ISREG(st.st_mode) ? O_TRUNC : 0));
+	size_t done = 0;
+	bool ok = fd >= 0;
+	while (ok && done < b->len) {
+		ssize_t k = write(fd, b->s + done, b->len - done);
+		if (k < 0 && errno == EINTR)
+			continue;
+		ok = k > 0;
+		done += ok ? (size_t)k : 0;
+	}
+	if (fd >= 0 && close(fd) != 0)
+		ok = false;
+	if (!ok)
+		diag_usage("cannot write %s: %s", shown, strerror(errno));
 	return ok;
 }
 
-/* Several outputs: all written to temporaries first, then renamed, so a
- * failure leaves none of them half-made (or changed). */
+/* The temporary file beside o->path, written whole; false said why. */
+static bool
+write_temp(const char *shown, const OutPath *o, const Buf *b, char *tmp, size_t n)
+{
+	FILE *f;
+	bool ok;
+	if (snprintf(tmp, n, "%s.tmp%ld", o->path, (long)getpid()) >= (int)n) {
+		diag_usage("cannot write %s: the name is too long", shown);
+		return false;
+	}
+	f = fopen(tmp, "wb");
+	ok = f && fwrite(b->s ? b->s : "", 1, b->len, f) == b->len;
+	if (f && fclose(f) != 0)
+		ok = false;
+	if (!ok) {
+		diag_usage("cannot write %s: %s", shown, strerror(errno));
+		if (f)
+			remove(tmp);
+	}
+	return ok;
+}
+
+bool
+drv_write(const char *path, const Buf *b)
+{
+	const Buf *bufs[1] = {b};
+	bool ok;
+	if (path)
+		return drv_write_all(&path, bufs, 1);
+	ok = fwrite(b->s ? b->s : "", 1, b->len, stdout) == b->len && fflush(stdout) == 0;
+	if (!ok)
+		diag_usage("cannot write standard output: %s", strerror(errno));
+	return ok;
+}
+
+/* Several outputs: the regular files all written to temporaries first,
+ * then the others written through, then the temporaries renamed, so a
+ * failure leaves no regular file half-made (or changed). */
 bool
 drv_write_all(const char *const *paths, const Buf *const *bufs, int n)
 {
-	char tmp[8][4300];
-	bool ok = n <= 8;
+	enum { MAXOUT = 8 };
+	OutPath o[MAXOUT];
+	char tmp[MAXOUT][PATH_MAX + 64];
+	bool ok = n <= MAXOUT;
 	int made = 0;
-	for (int i = 0; i < n && ok; i++, made++) {
-		FILE *f;
-		snprintf(tmp[i], sizeof tmp[i], "%s.tmp%ld", paths[i], (long)getpid());
-		f = fopen(tmp[i], "wb");
-		ok = f && fwrite(bufs[i]->s ? bufs[i]->s : "", 1, bufs[i]->len, f) == bufs[i]->len;
-		if (f && fclose(f))
-			ok = false;
-		if (!ok)
-			diag_usage("cannot write %s: %s", paths[i], strerror(errno));
-	}
+	for (int i = 0; i < n && ok; i++)
+		ok = out_path(paths[i], &o[i]);
+	for (int i = 0; i < n && ok; i++, made++)
+		ok = o[i].through || write_temp(paths[i], &o[i], bufs[i], tmp[i], sizeof tmp[i]);
+	for (int i = 0; i < n && ok; i++)
+		ok = !o[i].through || write_through(paths[i], &o[i], bufs[i]);
 	for (int i = 0; i < made && ok; i++)
-		if (rename(tmp[i], paths[i])) {
+		if (!o[i].through && rename(tmp[i], o[i].path)) {
 			diag_usage("cannot write %s: %s", paths[i], strerror(errno));
 			ok = false;
 		}
 	if (!ok)
 		for (int i = 0; i < made; i++)
-			remove(tmp[i]);
+			if (!o[i].through)
+				remove(tmp[i]);
 	return ok;
+}
+
+/* Whether `path` is a file the unit read (the main file or a module):
+ * writing it would destroy the source. */
+static const char *
+input_at(const Unit *u, const char *path)
+{
+	struct stat out, in;
+	if (stat(path, &out) != 0)
+		return NULL;
+	for (const Module *m = u->modules; m; m = m->next) {
+		const char *src = src_get(m->file)->path;
+		if (strcmp(src, "<stdin>") && stat(src, &in) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino)
+			return src;
+	}
+	return NULL;
+}
+
+/* PREFIX of the generated files: -o's value, else the input's name
+ * without .syn (in the current directory). */
+static void
+code_prefix(const Driver *d, const char *src, char *prefix, size_t n)
+{
+	const char *b = strrchr(src, '/') ? strrchr(src, '/') + 1 : src;
+	size_t len = strlen(b);
+	if (d->output)
+		snprintf(prefix, n, "%s", d->output);
+	else
+		snprintf(prefix, n, "%.*s", (int)(len > 4 && !strcmp(b + len - 4, ".syn") ? len - 4 : len), b);
+}
+
+/* Every file this run will write, against every file it read: an output
+ * that is an input is refused before anything is compiled. */
+static bool
+outputs_spare_inputs(const Driver *d, const Unit *u)
+{
+	char prefix[4096], code[3][4200];
+	const char *outs[6];
+	int n = 0;
+	if (d->emit == EMIT_CODE) {
+		code_prefix(d, src_get(u->modules->file)->path, prefix, sizeof prefix);
+		for (int i = 0; i < 3; i++) {
+			snprintf(code[i], sizeof code[i], "%s.%s", prefix, (const char *[]){"ptx", "c", "h"}[i]);
+			outs[n++] = code[i];
+		}
+	} else if (d->output) {
+		outs[n++] = d->output;
+	}
+	if (d->trace)
+		outs[n++] = d->trace;
+	if (d->svg)
+		outs[n++] = d->svg;
+	for (int i = 0; i < n; i++) {
+		const char *in = input_at(u, outs[i]);
+		if (in) {
+			diag_usage("the output %s is the input %s; refusing to overwrite it", outs[i], in);
+			return false;
+		}
+	}
+	return true;
 }
 
 static void

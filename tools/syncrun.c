@@ -57,6 +57,18 @@ describe(Buf *b, const Type *t)
 	ty_print(b, t);
 }
 
+/* An op past the simulator's memory is an error at the op, not a failed
+ * allocation reported as a compiler bug. */
+static bool
+fits(const Func *f)
+{
+	char why[400];
+	if (sim_room(f->sema, f, why, sizeof why))
+		return true;
+	diag_error(f->span, "op '%s' is too large to simulate: %s", sym_str(f->name), why);
+	return false;
+}
+
 /* --all-plans: every candidate the search scored, run and checked. */
 typedef struct Cands {
 	NodeChoice **ch;
@@ -80,6 +92,8 @@ run_all_plans(Driver *d, Func *f)
 	SimOpts so = {SIM_GPU, d->seed, d->timeout_ms, d->breaks};
 	Cands c = {NULL, 0, f->nins};
 	bool all = true;
+	if (!fits(f))
+		return false;
 	o.each_ctx = &c;
 	sched_plan_free(sched_plan(f, &o));
 	for (int i = 0; i < c.n; i++) {
@@ -107,6 +121,8 @@ run_one(const Driver *d, Func *f, const Plan *plan)
 	Buf ty = {0};
 	bool ok;
 	char kind[400] = ", op by op";
+	if (!fits(f))
+		return false;
 	if (plan && strcmp(sched_plan_kind(plan), "not overlapped"))
 		snprintf(kind, sizeof kind, ", %s plan", sched_plan_kind(plan));
 	else if (plan) {

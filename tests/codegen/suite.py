@@ -50,7 +50,78 @@ def tests(root, run, Fail):
                         raise Fail(" the launcher does not compile:\n" + err[-3000:])
         return t
 
-    jobs = []
+    def compiles(c_file, d):
+        rc, out, err = run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", os.path.join(root, "runtime"),
+                            "-c", "-o", os.path.join(d, "x.o"), c_file])
+        if rc != 0:
+            raise Fail(" the launcher does not compile:\n" + err[-3000:])
+
+    # Every user name that reaches C is mangled (issue 17, item 13): op
+    # arguments named like the launcher's locals or C keywords, ops named
+    # like C keywords or `syn` (whose state type once was syn_state).
+    def user_names():
+        names = ["r", "rank", "static", "int", "e", "st", "arg", "flags", "errw", "timeout", "out0", "in_r", "ctx", "trace"]
+        src = ""
+        for k in range(0, len(names), 7):  # a fused kernel reads at most 8 tensors
+            part = names[k:k + 7]
+            src += "op f%d(%s) -> f32[8, 8] {\n    return %s;\n}\n" % (
+                k, ", ".join("%s: f32[8, 8]" % n for n in part), " + ".join(part))
+        src += "".join("op %s(x: f32[8, 8] @split(0)) -> f32[8, 8] @split(0) {\n    return x * 2.0;\n}\n" % o
+                       for o in ("static", "int", "syn", "main", "register"))
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "names.syn"), "w") as f:
+                f.write(src)
+            rc, out, err = run([syncc, os.path.join(d, "names.syn"), "--ranks", "2", "-o", os.path.join(d, "names")])
+            if rc != 0:
+                raise Fail(" syncc exit %d\n%s" % (rc, err[-3000:]))
+            compiles(os.path.join(d, "names.c"), d)
+
+    # An op whose launcher syn_<op> libsyncrt declares is a located error,
+    # for every syn_* name of syncrt.h (the list in codegen/host.c kept
+    # honest) and the launcher's own file-scope names.
+    def taken_names():
+        with open(os.path.join(root, "runtime", "syncrt.h")) as f:
+            keywords = {"use", "param", "op", "kernel", "let", "return", "for", "in"}  # not op names at all
+            taken = sorted(set(re.findall(r"\bsyn_([a-z0-9_]+)", f.read())) - keywords)
+        taken += ["blk", "ptx_of_file", "cubin_of_file", "image_of_file"]
+        with tempfile.TemporaryDirectory() as d:
+            for k in range(0, len(taken), 15):  # under the cap of 20 errors
+                part = taken[k:k + 15]
+                src = "".join("op %s(x: f32[8]) -> f32[8] {\n    return x;\n}\n" % o for o in part)
+                path = os.path.join(d, "t%d.syn" % k)
+                with open(path, "w") as f:
+                    f.write(src)
+                rc, out, err = run([syncc, path, "--emit=host"])
+                for i, o in enumerate(part):
+                    want = "t%d.syn:%d:1: error: cannot generate the launcher of op '%s': its launcher syn_%s would be " \
+                           "libsyncrt's own" % (k, 3 * i + 1, o, o)
+                    if rc != 1 or want not in err:
+                        raise Fail(" op '%s': expected %r (exit %d)\n%s" % (o, want, rc, err[-3000:]))
+
+    # The source path goes into the launcher's comments and a string; the
+    # prefix into its #include (issue 17, item 6).
+    def odd_paths():
+        with tempfile.TemporaryDirectory() as d:
+            sub = os.path.join(d, "we*", "??")
+            os.makedirs(sub)
+            src = os.path.join(sub, '*q"u\\o te.syn')  # "*/", "??/", "/*", '"' and a backslash
+            with open(src, "w") as f:
+                f.write("op f(x: f32[8, 8] @split(0)) -> f32[8, 8] @split(0) {\n    return x * 2.0;\n}\n")
+            rc, out, err = run([syncc, src, "--ranks", "2", "-o", os.path.join(d, "op")])
+            if rc != 0:
+                raise Fail(" syncc exit %d\n%s" % (rc, err[-3000:]))
+            compiles(os.path.join(d, "op.c"), d)
+            text = open(os.path.join(d, "op.c")).read()
+            if '"%s"' % src.replace("\\", "\\\\").replace('"', '\\"').replace("??", "?\\?") not in text:
+                raise Fail(" the source path is not in the launcher as a C string:\n" + text[:600])
+            for bad in ('op"x', "op\\x", "op??x"):
+                rc, out, err = run([syncc, src, "--ranks", "2", "-o", os.path.join(d, bad)])
+                if rc != 2 or "#include cannot name" not in err or os.path.exists(os.path.join(d, bad + ".c")):
+                    raise Fail(" -o %r: expected a command-line error (exit %d)\n%s" % (bad, rc, err[-2000:]))
+
+    jobs = [("codegen/user names reach C mangled (launcher -Werror)", user_names),
+            ("codegen/ops named like libsyncrt's functions are refused", taken_names),
+            ("codegen/odd source paths and prefixes in the launcher", odd_paths)]
     for f in files:
         for p in (1, 2, 4):
             jobs.append(("codegen/%s P=%d (ptxas, launcher -Werror)" % (os.path.relpath(f, root), p), one(f, p)))

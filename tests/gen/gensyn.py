@@ -13,6 +13,10 @@ compiler, the simulator or this generator, and becomes a test.
   gensyn.py --seconds T              check programs until T seconds pass
 
 Sizes are multiples of 24, so P = 1, 2, 3, 4 and 8 all divide them.
+Besides the float programs: i32 chains with constants past 2^24 that wrap
+past 2^31 (fused, they must stay integers), long fused elementwise chains,
+all_to_all and shift of split values, and every program at P = 4 and 8 on
+two nodes too (--topo 2x2, 2x4).
 """
 import argparse
 import os
@@ -66,8 +70,9 @@ class Gen:
         self.vals.append(v)
         return v
 
-    def pick(self, pred):
-        c = [v for v in self.vals if pred(v)]
+    def pick(self, pred, ints=False):
+        """A value satisfying pred: a float one, or with ints an i32 one."""
+        c = [v for v in self.vals if (v.dt == "i32") == ints and pred(v)]
         return self.r.choice(c) if c else None
 
     def any_place(self, rank, partial=True):
@@ -206,6 +211,60 @@ class Gen:
         e = r.choice(others)
         return self.let("all_to_all(%s, %d, %d)" % (a.name, d, e), a.dt, a.shape, ("split", e))
 
+    # ---- i32: big constants, wrap-around, fused ----
+    BIG = ["16777217", "2147483000", "1000003", "65537", "3", "7"]
+
+    def int_chain(self):
+        r = self.r
+        a = self.pick(lambda v: v.pl[0] != "partial", ints=True)
+        if a is None:
+            a = self.param("i32", [r.choice(SIZES), r.choice(SIZES)], self.any_place(2, False))
+        for _ in range(r.randint(1, 6)):
+            c = r.choice(self.BIG)
+            e = r.choice(["%s + %s", "%s * %s", "%s - %s", "max(%s, -%s)", "min(%s, %s)", "abs(%s) + %s",
+                          "-%s + %s"]) % (a.name, c)
+            a = self.let(e, "i32", a.shape, a.pl)
+        if r.random() < 0.4:  # a reduction of it, or a collective
+            d = r.randrange(len(a.shape))
+            fn = r.choice(["sum", "amax", "amin"])
+            shape = list(a.shape)
+            shape[d] = 1
+            pl = ("partial", {"sum": "sum", "amax": "max", "amin": "min"}[fn]) if a.pl == ("split", d) else a.pl
+            a = self.let("%s(%s, %d)" % (fn, a.name, d), "i32", shape, pl)
+            if pl[0] == "partial":
+                a = self.let("all_reduce(%s, %s)" % (a.name, pl[1]), "i32", shape, ("repl",))
+        elif a.pl[0] == "split":
+            a = self.reshuffle(a) or a
+        return a
+
+    # ---- long fused chains: a value through many elementwise steps ----
+    def chain(self):
+        r = self.r
+        a = self.pick(lambda v: v.pl[0] != "partial")
+        if a is None:
+            return None
+        n = r.randint(8, 40) if a.dt == "f32" else r.randint(2, 6)  # bf16 rounds at every stored step
+        for _ in range(n):
+            c = r.choice(["0.5", "1.25", "0.75", "2.0"])
+            e = r.choice(["tanh(%s * %s)", "%s * %s + 0.25", "sigmoid(%s) - %s", "max(%s, %s - 1.0)",
+                          "tanh(%s + %s)"])
+            x = e.count("%s")
+            a = self.let(e % ((a.name, c) if x == 2 else (a.name,)), a.dt, a.shape, a.pl)
+        return a
+
+    # ---- all_to_all and shift of a split value ----
+    def reshuffle(self, a=None):
+        r = self.r
+        a = a or self.pick(lambda v: v.pl[0] == "split")
+        if a is None:
+            return None
+        d = a.pl[1]
+        others = [e for e in range(len(a.shape)) if e != d and a.shape[e] % 24 == 0]
+        if others and r.random() < 0.6:
+            e = r.choice(others)
+            return self.let("all_to_all(%s, %d, %d)" % (a.name, d, e), a.dt, a.shape, ("split", e))
+        return self.let("shift(%s, %d)" % (a.name, r.choice([1, 2, -1, 3])), a.dt, a.shape, a.pl)
+
     def transpose(self):
         a = self.pick(lambda v: len(v.shape) == 2)
         if a is None:
@@ -219,10 +278,12 @@ class Gen:
         r = self.r
         self.param(r.choice(["f32", "f32", "bf16"]), [r.choice(SIZES), r.choice(SIZES)], self.any_place(2))
         steps = [self.matmul, self.elementwise, self.kernel_call, self.unary, self.reduce, self.collective,
-                 self.transpose]
+                 self.transpose, self.int_chain, self.chain, self.reshuffle]
         for _ in range(r.randint(2, 9)):
             r.choice(steps)()
         out = self.vals[-1]
+        if out.dt == "i32" and r.random() < 0.5:  # often end on a float value, so both kinds are returned
+            out = self.pick(lambda v: True) or out
         # the declared result placement: the reached one, or one a collective reaches
         want = out.pl
         if r.random() < 0.4:
@@ -244,11 +305,15 @@ def check(src, ranks, syncrun, tmpdir, seed):
     with open(path, "w") as f:
         f.write(src)
     for p in ranks:
-        for extra in ([], ["--no-pass=fuse"], ["--no-pass=arsplit,autocomm"]):
-            r = subprocess.run([syncrun, "--sim", path, "--ranks", str(p), "--seed", str(seed)] + extra,
+        variants = [["--ranks", str(p)], ["--ranks", str(p), "--no-pass=fuse"],
+                    ["--ranks", str(p), "--no-pass=arsplit,autocomm"]]
+        if p in (4, 8):  # two nodes: all_reduce in phases
+            variants.append(["--topo", "2x%d" % (p // 2)])
+        for extra in variants:
+            r = subprocess.run([syncrun, "--sim", path, "--seed", str(seed)] + extra,
                                capture_output=True, text=True, timeout=120)
             if r.returncode != 0:
-                return "P=%d %s exit %d\n%s%s" % (p, " ".join(extra), r.returncode, r.stdout[-2000:], r.stderr[-2000:])
+                return "%s exit %d\n%s%s" % (" ".join(extra), r.returncode, r.stdout[-2000:], r.stderr[-2000:])
     return None
 
 
@@ -279,7 +344,8 @@ def main():
                     f.write(src)
                 print("FAIL seed %d: %s" % (seed, why))
             seed += 1
-    print("gensyn: %d programs, %d failed, %.0f s (%d simulator runs each)" % (n, bad, time.time() - t0, 3 * len(ranks)))
+    runs = 3 * len(ranks) + sum(p in (4, 8) for p in ranks)
+    print("gensyn: %d programs, %d failed, %.0f s (%d simulator runs each)" % (n, bad, time.time() - t0, runs))
     return 1 if bad else 0
 
 

@@ -756,6 +756,45 @@ t_trace(const char *path)
 	printf("trace: wrote %s\n", path);
 }
 
+/* ================= a launcher's chunks ================= */
+
+/* `chunk P OP DT RED COUNT SEND_STRIDE RECV_STRIDE SHIFT ID GSIZE GSTRIDE`:
+ * one CommChunk as a generated launcher writes it (tests/rt/rttests.py
+ * takes them from syncc --emit=host), through the check every backend
+ * runs before moving it, on every rank. */
+static int
+name_index(const char *const *names, int n, const char *s)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(names[i], s))
+			return i;
+	return -1;
+}
+
+static void
+t_chunk(int argc, char **argv)
+{
+	static const char *const ops[] = {"CO_ALL_REDUCE", "CO_REDUCE_SCATTER", "CO_ALL_GATHER", "CO_ALL_TO_ALL", "CO_SHIFT"};
+	static const char *const dts[] = {"CD_F32", "CD_F16", "CD_BF16", "CD_I32"};
+	static const char *const reds[] = {"CR_SUM", "CR_MAX", "CR_MIN"};
+	static char buf[64];
+	char msg[512];
+	CommChunk ch;
+	int P;
+	if (argc != 13) {
+		EXPECT(0, "chunk: want 11 fields after the name, got %d", argc - 2);
+		return;
+	}
+	P = atoi(argv[2]);
+	ch = (CommChunk){(CommOp)name_index(ops, 5, argv[3]), (CommDType)name_index(dts, 4, argv[4]),
+	                 (CommRed)name_index(reds, 3, argv[5]), buf, buf + 32, strtoull(argv[6], NULL, 10),
+	                 strtoull(argv[7], NULL, 10), strtoull(argv[8], NULL, 10), atoi(argv[9]), atoi(argv[10]),
+	                 atoi(argv[11]), atoi(argv[12])};
+	for (int r = 0; r < P; r++)
+		EXPECT(rt_chunk_check(&ch, r, P, msg, sizeof msg) == SYN_OK, "rank %d of %d: %s", r, P, msg);
+	printf("chunk: %s x%zu (strides %zu, %zu) at P = %d\n", argv[3], ch.count, ch.send_stride, ch.recv_stride, P);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -777,6 +816,8 @@ main(int argc, char **argv)
 		t_plan();
 	else if (!strcmp(what, "trace") && argc > 2)
 		t_trace(argv[2]);
+	else if (!strcmp(what, "chunk"))
+		t_chunk(argc, argv);
 	else if (!strcmp(what, "ptx")) {
 		fputs(rt_builtin_ptx, stdout);
 		return 0;
@@ -785,7 +826,7 @@ main(int argc, char **argv)
 		return 0;
 	}
 	else {
-		fprintf(stderr, "usage: rt_cpu_test env|boot-ok|boot-errors|boot-dead|check|plan|trace FILE|ptx|tool-ptx\n");
+		fprintf(stderr, "usage: rt_cpu_test env|boot-ok|boot-errors|boot-dead|check|plan|trace FILE|chunk P FIELDS...|ptx|tool-ptx\n");
 		return 2;
 	}
 	printf("%s\n", failures ? "FAILED" : "ok");

@@ -78,8 +78,31 @@ def tests(root, run, Fail):
         if not os.path.exists(os.path.join(root, "build", "rt", "rt_linkcheck")):
             raise Fail(" libsyncrt.a exists but build/rt/rt_linkcheck was not linked (run make check)")
 
+    # Every chunk of a generated launcher passes the runtime's own check on
+    # every rank: at P = 1 ulysses' all_to_all had a send stride of one row
+    # ("send blocks overlap"), which only a GPU run found (issue 17, item 5).
+    def launcher_chunks():
+        import re
+        need_exe()
+        syncc = os.path.join(root, "syncc")
+        seen = 0
+        for ex in ("ulysses", "row_linear", "ag_gemm", "gemm_rs"):
+            for p in ("1", "2", "4"):
+                rc, out, err = run([syncc, "examples/%s.syn" % ex, "--ranks", p, "--emit=host"])
+                if rc != 0:
+                    raise Fail(" syncc %s --ranks %s --emit=host: exit %d\n%s" % (ex, p, rc, err[-2000:]))
+                for m in re.finditer(r"CommChunk ch = \{(CO_\w+), (CD_\w+), (CR_\w+), \w+, \w+, (\d+)u, (\d+)u, "
+                                     r"(\d+)u, (-?\d+), (-?\d+), (\d+), (\d+)\};", out):
+                    rc, o, e = run([exe, "chunk", p] + list(m.groups()))
+                    seen += 1
+                    if rc != 0 or not o.rstrip().endswith("ok"):
+                        raise Fail(" %s at P = %s: the runtime refuses a chunk of the launcher:\n%s%s" % (ex, p, o, e))
+        if seen < 12:
+            raise Fail(" only %d chunks found in the launchers: has their form changed?" % seen)
+
     for name in ("env", "boot-ok", "boot-errors", "boot-dead", "check", "plan"):
         yield ("rt " + name, group(name))
     yield ("rt trace json", trace)
+    yield ("rt launcher chunks pass the runtime's check", launcher_chunks)
     yield ("rt ptxas", ptxas)
     yield ("rt link", link)
