@@ -2,6 +2,8 @@
 #
 #   make            syncc, syncrun and libsyncc.a
 #   make check      everything the tests need, then every test; ends with "N passed, N failed"
+#   make check-fast every case once on the normal build (no sanitizer build,
+#                   no fuzzing): the edit loop (tests/run says what each runs)
 #   make fuzz       a libFuzzer target over the front end (clang), FUZZ_SECONDS=600 to run it
 #   make fuzz-diff  random programs against the oracle for FUZZ_SECONDS
 #
@@ -41,7 +43,7 @@ ASAN_OBJ := $(LIB_SRC:%.c=$(BUILD)/asan/%.o)
 
 HDRS := base/base.h parser/ast.h parser/parser.h ir/ir.h ir/ops.h tools/driver.h runtime/comm.h runtime/sim.h sched/sched.h codegen/codegen.h
 
-.PHONY: all check test clean fuzz fuzz-build fuzz-diff gen-check install
+.PHONY: all check check-fast test clean fuzz fuzz-build fuzz-diff gen-check install
 all: syncc syncrun libsyncc.a
 
 # ---- generated front end ----
@@ -123,6 +125,9 @@ check: all $(BUILD)/asan/syncc $(BUILD)/asan/syncrun gen-check
 	@python3 tests/run --asan $(BUILD)/asan/syncc --asan-run $(BUILD)/asan/syncrun $(if $(shell command -v $(FUZZ_CC) 2>/dev/null),--fuzz-replay)
 
 test: check
+
+check-fast: all gen-check
+	@python3 tests/run
 
 # The committed generated files must match their sources.
 gen-check:

@@ -95,7 +95,7 @@ $(BUILD)/rt/ptxas.path: FORCE_RT
 rt-check-deps: $(BUILD)/rt/ptxas.path
 
 all: runtime-all
-check: rt-check-deps
+check check-fast: rt-check-deps
 clean: rt-clean
 rt-clean:
 	rm -f libsyncrt.a libsyncrt.so syncrun-gpu
