@@ -32,7 +32,7 @@ LIB_SRC := base/util.c base/diag.c \
            lexer/lexer.c parser/parser.c parser/ast.c \
            ir/type.c ir/ir.c ir/unit.c ir/sema.c ir/call.c ir/rules.c ir/pass.c \
            sched/blocks.c sched/cost.c sched/list.c sched/search.c sched/flags.c sched/print.c \
-           runtime/sim_tensor.c runtime/sim_comm.c runtime/sim_run.c runtime/sim_plan.c \
+           sim/tensor.c sim/comm.c sim/run.c sim/plan.c \
            codegen/ptx.c codegen/prog.c codegen/matmul.c codegen/wgmma.c codegen/simt.c codegen/ew.c codegen/rows.c codegen/lower.c \
            codegen/host.c codegen/cubin.c \
            tools/driver.c tools/calib.c
@@ -41,7 +41,7 @@ GEN_SRC := lexer/lexer.c parser/parser.c
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 ASAN_OBJ := $(LIB_SRC:%.c=$(BUILD)/asan/%.o)
 
-HDRS := base/base.h parser/ast.h parser/parser.h ir/ir.h ir/ops.h tools/driver.h runtime/comm.h runtime/sim.h sched/sched.h codegen/codegen.h
+HDRS := base/base.h parser/ast.h parser/parser.h ir/ir.h ir/ops.h tools/driver.h comm/comm.h sim/sim.h sched/sched.h codegen/codegen.h
 
 .PHONY: all check check-fast test clean fuzz fuzz-build fuzz-diff gen-check install
 all: syncc syncrun libsyncc.a
@@ -152,7 +152,7 @@ include mk/install.mk
 $(BUILD)/schedbench: $(BUILD)/tools/schedbench.o libsyncc.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
-# Everything verified on GPUs, in one call on a 2-GPU machine (tools/gpu-check).
+# Everything verified on GPUs, in one call on a 2-GPU machine (tests/gpu/gpu-check).
 .PHONY: gpu-check
 gpu-check: all
-	tools/gpu-check
+	tests/gpu/gpu-check

@@ -115,7 +115,7 @@ bool ir_verify(const Func *f, const char *after); /* false + ICE message */
 const char *ir_opname(const Ins *in, char *buf, size_t n); /* all_reduce.sum */
 /* The local form of an op on a rank: the dim of a @repl operand sliced to
  * the rank's block, because the other side (or the result) is split
- * there; -1 for none (runtime/sim and codegen both follow it). */
+ * there; -1 for none (sim/ and codegen/ both follow it). */
 void ir_mm_slices(const Func *f, const Ins *in, int sl[2]);
 int ir_ew_slice(const Func *f, const Ins *in, int i);
 

@@ -4,7 +4,7 @@
 #                         and nccl.h are found (else says it skipped them)
 #   make check            also runs the runtime's CPU tests (tests/rt/), links a
 #                         program against libsyncrt, runs ptxas on its PTX
-#   make rt-gpu-test      build/rt/rt_test, the GPU test (tools/gpu-check-runtime)
+#   make rt-gpu-test      build/rt/rt_test, the GPU test (tests/gpu/gpu-check-runtime)
 #
 # NCCL is looked for in NCCL_HOME, then next to CUDA (the CPU machines' CUDA
 # folder carries 2.28.9), then in /usr/include (the GPU machines' Debian
@@ -27,7 +27,7 @@ RT_CPU_SRC := runtime/rt_err.c runtime/rt_env.c runtime/rt_boot.c runtime/rt_tra
               runtime/rt_check.c runtime/rt_plan.c runtime/rt_ptx.c
 RT_GPU_SRC := runtime/rt_ctx.c runtime/rt_launch.c runtime/rt_watch.c runtime/rt_nccl.c \
               runtime/rt_ce.c runtime/rt_clock.c runtime/rt_ref.c runtime/rt_stream.c
-RT_HDRS := runtime/rt.h runtime/syncrt.h runtime/comm.h
+RT_HDRS := runtime/rt.h runtime/syncrt.h comm/comm.h
 
 # System headers are -isystem so their pedantry is not ours.
 RT_INC := -isystem $(CUDA_HOME)/include $(if $(filter /usr/include $(CUDA_HOME)/include,$(RT_NCCL_INC)),,-isystem $(RT_NCCL_INC))

@@ -47,7 +47,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "comm.h"
+/* In the source tree comm.h is comm/'s, shared with the compiler; make install
+ * puts it beside this file and writes this line as #include "comm.h". */
+#include "../comm/comm.h"
 
 #ifdef __cplusplus
 extern "C" {

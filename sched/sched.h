@@ -11,7 +11,7 @@
 #include <stdio.h>
 
 #include "../ir/ir.h"
-#include "../runtime/comm.h"
+#include "../comm/comm.h"
 
 /* ---- regions: which part of a value's local index space a block touches ---- */
 enum { MAXBOX = 16 };

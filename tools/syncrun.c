@@ -1,7 +1,7 @@
 /* tools/syncrun.c -- checks compiled operators against their sequential
  * meaning: on GPUs through libsyncrt when present, else on simulated ranks. */
 #include "driver.h"
-#include "../runtime/sim.h"
+#include "../sim/sim.h"
 
 #include <stdio.h>
 #include <stdlib.h>

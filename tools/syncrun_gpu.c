@@ -6,7 +6,7 @@
  * mpirun / Slurm (RANK is set), this process is one rank.
  * `syncrun` hands over to this program when GPUs are present. */
 #include "driver.h"
-#include "../runtime/sim.h"
+#include "../sim/sim.h"
 #include "../runtime/syncrt.h"
 
 #include <dlfcn.h>

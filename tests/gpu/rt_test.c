@@ -1,4 +1,4 @@
-/* tests/gpu/rt_test.c -- libsyncrt on real GPUs (run by tools/gpu-check-runtime).
+/* tests/gpu/rt_test.c -- libsyncrt on real GPUs (run by tests/gpu/gpu-check-runtime).
  *
  *   rt_test local SUITE          one process driving 2 GPUs, a thread per GPU
  *   rt_test spawn SUITE [net]    fork+exec 2 ranks with RANK, WORLD_SIZE, LOCAL_RANK,

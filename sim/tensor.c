@@ -1,4 +1,4 @@
-/* runtime/sim_tensor.c -- host tensors and the CPU kernel of every IR op,
+/* sim/tensor.c -- host tensors and the CPU kernel of every IR op,
  * shared by the oracle (global shapes) and the simulated ranks (local
  * shapes).  In SIM_GPU mode arithmetic is f32 and every store rounds to its
  * dtype exactly as the GPU does (round to nearest even); SIM_F64 keeps

@@ -1,11 +1,11 @@
-/* runtime/sim_comm.c -- the `sim` communication backend: P rank threads
+/* sim/comm.c -- the `sim` communication backend: P rank threads
  * that meet in shared memory.  A collective is a rendezvous: every rank
  * posts its chunk, all check that they agree (op, dtype, count: a mismatch
  * is the deadlock a real network would hang in), each computes its own
  * result from the others' send buffers, and a second rendezvous keeps the
  * buffers alive until everyone has read them.  Every wait has a deadline;
  * a deadline passed is an error naming the rank, the op and the chunk.
- * Buffers hold doubles (runtime/sim.h: Tensor); reductions round to the
+ * Buffers hold doubles (sim/sim.h: Tensor); reductions round to the
  * chunk's dtype after each addition, in rank order, as a ring does. */
 #include "sim.h"
 
@@ -126,7 +126,7 @@ block(const CommChunk *c, const void *base, size_t stride, int p)
 	return (const double *)base + (size_t)p * (stride ? stride : c->count);
 }
 
-/* The world rank of member j of this rank's group (runtime/comm.h). */
+/* The world rank of member j of this rank's group (comm/comm.h). */
 static int
 member(const CommChunk *ch, int me, int j, int P)
 {

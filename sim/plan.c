@@ -1,4 +1,4 @@
-/* runtime/sim_plan.c -- executing a plan on simulated ranks (DESIGN §7).
+/* sim/plan.c -- executing a plan on simulated ranks (DESIGN §7).
  *
  * Each rank runs two threads, its compute lane and its comm lane, each
  * walking its block list in plan order.  Before a block a lane waits on the

@@ -1,7 +1,7 @@
-/* runtime/comm.h -- the one interface every communication backend
+/* comm/comm.h -- the one interface every communication backend
  * implements (DESIGN §6): a collective on one chunk, and the flags that
  * order the comm lane against the compute lane.  Backends: `sim` (CPU
- * threads, runtime/sim_comm.c), `nccl` and `ce` (runtime/, on GPUs).
+ * threads, sim/comm.c), `nccl` and `ce` (runtime/, on GPUs).
  * Plain C, no CUDA types, so the simulator and the GPU runtime share it. */
 #ifndef SYNCC_COMM_H
 #define SYNCC_COMM_H
