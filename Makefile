@@ -41,7 +41,7 @@ GEN_SRC := lexer/lexer.c parser/parser.c
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 ASAN_OBJ := $(LIB_SRC:%.c=$(BUILD)/asan/%.o)
 
-HDRS := base/base.h parser/ast.h parser/parser.h ir/ir.h ir/ops.h tools/driver.h comm/comm.h sim/sim.h sched/sched.h codegen/codegen.h
+HDRS := base/base.h parser/ast.h parser/parser.h ir/ir.h ir/ops.h tools/driver.h comm/comm.h comm/colls.h comm/backends.h sim/sim.h sched/sched.h codegen/codegen.h
 
 .PHONY: all check check-fast test clean fuzz fuzz-build fuzz-diff gen-check install
 all: syncc syncrun libsyncc.a

@@ -21,7 +21,6 @@
 static const char *const cdtype[DT_COUNT] = {
 	[DT_F32] = "CD_F32", [DT_F16] = "CD_F16", [DT_BF16] = "CD_BF16", [DT_I32] = "CD_I32",
 };
-static const char *const cop[] = {"CO_ALL_REDUCE", "CO_REDUCE_SCATTER", "CO_ALL_GATHER", "CO_ALL_TO_ALL", "CO_SHIFT"};
 static const char *const cred[] = {"CR_SUM", "CR_MAX", "CR_MIN"};
 
 /* Where each value's buffer comes from: an argument, a result, scratch. */
@@ -212,11 +211,13 @@ emit_pack(Buf *o, const CommChunk *c, int P, const LPack *pk, bool send)
 	buf_printf(o, "\t\t\t\treturn r;\n");
 }
 
+/* Does a collective of the plan run on a backend with CTAs of its own
+ * (comm/backends.h's ctas: NCCL's)? */
 static bool
 uses_sm_comm(const Lowered *lo)
 {
 	for (int i = 0; i < lo->nstep; i++)
-		if (lo->step[i].be == BE_NCCL)
+		if (comm_backends[lo->step[i].be].ctas)
 			return true;
 	return false;
 }
@@ -357,10 +358,10 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 		}
 		if (s->unpack.rows)
 			buf_printf(o, "\t\tchar *upk = (char *)st->scratch[%d]; /* the packed recv blocks */\n", b.stage[2 * i + 1]);
-		buf_printf(o, "\t\tCommChunk ch = {%s, %s, %s, %s, %s, %zuu, %zuu, %zuu, %d, %d, 0, 0};\n", cop[c->op],
+		buf_printf(o, "\t\tCommChunk ch = {%s, %s, %s, %s, %s, %zuu, %zuu, %zuu, %d, %d, 0, 0};\n", comm_colls[c->op].cname,
 		           cdtype[c->dt], cred[c->red], s->pack.rows ? "pk" : "send", s->unpack.rows ? "upk" : "recv", c->count,
 		           c->send_stride, c->recv_stride, c->shift, c->id);
-		buf_printf(o, "\t\tif ((r = syn_coll(ctx, %s, &ch)))\n\t\t\treturn r;\n", s->be == BE_CE ? "SYN_CE" : "SYN_NCCL");
+		buf_printf(o, "\t\tif ((r = syn_coll(ctx, %s, &ch)))\n\t\t\treturn r;\n", comm_backends[s->be].cname);
 		if (s->unpack.rows)
 			emit_pack(o, c, f->nranks, &s->unpack, false);
 		if (s->raise >= 0)

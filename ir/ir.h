@@ -4,6 +4,7 @@
 #ifndef SYNCC_IR_H
 #define SYNCC_IR_H
 
+#include "../comm/comm.h"
 #include "../parser/ast.h"
 
 /* ---- dtypes: one table in ir/type.c ---- */
@@ -113,6 +114,7 @@ Func *ir_clone(const Func *f);
 void ir_print(FILE *out, const Func *f);
 bool ir_verify(const Func *f, const char *after); /* false + ICE message */
 const char *ir_opname(const Ins *in, char *buf, size_t n); /* all_reduce.sum */
+CommOp ir_comm_op(Op op); /* a collective's CommOp; anything else is an internal error */
 /* The local form of an op on a rank: the dim of a @repl operand sliced to
  * the rank's block, because the other side (or the result) is split
  * there; -1 for none (sim/ and codegen/ both follow it). */
@@ -270,6 +272,7 @@ SVal rule_binary(Sema *s, int op, SVal a, SVal b, Span sp);
 SVal rule_unary(Sema *s, Op op, SVal a, Span sp);
 SVal rule_matmul(Sema *s, SVal a, SVal b, Span sp);
 bool rule_is_builtin(Sym name);
+const char *rule_builtin_name(size_t i); /* NULL after the last */
 SVal rule_builtin(Sema *s, Sym name, SVal *args, int nargs, Span sp);
 SVal rule_reshard(Sema *s, SVal x, Place to, Span sp, const char *why);
 SVal rule_fill(Sema *s, SVal c, const SVal *like, int n, Span sp);

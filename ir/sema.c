@@ -147,15 +147,10 @@ near_map(Near *n, const SymMap *m)
 static void
 suggest_name(Frame *fr, Sym want, Span sp, bool fn)
 {
-	static const char *const builtins[] = {
-		"transpose", "reshape", "slice", "concat", "cast", "sum", "mean", "amax", "amin",
-		"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "abs", "max", "min",
-		"all_reduce", "reduce_scatter", "all_gather", "all_to_all", "shift",
-	};
 	Near n = {sym_str(want), NULL, 99};
 	if (fn) {
-		for (size_t i = 0; i < NELEM(builtins); i++)
-			near(&n, sym_cstr(builtins[i]));
+		for (size_t i = 0; rule_builtin_name(i); i++)
+			near(&n, sym_cstr(rule_builtin_name(i)));
 		near_map(&n, &fr->me->defs);
 		for (int i = 0; i < fr->me->m->nuses; i++)
 			for (ModEnv *e = S.envs; e; e = e->next)

@@ -299,15 +299,18 @@ int rt_drain(syn_ctx *c, int ms);
 void rt_notes(syn_ctx *c, int ms);
 void rt_abort_wait(syn_ctx *c, int ms);
 
-/* rt_nccl.c, rt_ce.c: a backend is a CommBackend with its context */
+/* rt_nccl.c, rt_ce.c, ... (rt_<name>.c of comm/backends.h's rows): a
+ * backend is a CommBackend with its context */
 typedef struct RtBe {
 	CommBackend b;
 	syn_ctx *c;
 	uint64_t seq; /* ce: collectives so far, the value of its arrive/done flags */
 } RtBe;
-RtBe *rt_be_new(syn_ctx *c, const char *name);
-CommBackend *rt_nccl_new(syn_ctx *c);
-CommBackend *rt_ce_new(syn_ctx *c);
+RtBe *rt_be_new(syn_ctx *c, CommBackendKind kind);
+/* rt_nccl_new, rt_ce_new, ...: one per row of comm/backends.h */
+#define B(NAME, name, ...) CommBackend *rt_##name##_new(syn_ctx *c);
+#include "../comm/backends.h"
+#undef B
 ncclDataType_t rt_nccl_dtype(CommDType dt);
 ncclRedOp_t rt_nccl_red(CommRed r);
 

@@ -662,8 +662,11 @@ static int
 ctx_finish(syn_ctx *c)
 {
 	int r;
-	if (!(c->be[SYN_NCCL] = rt_nccl_new(c)) || !(c->be[SYN_CE] = rt_ce_new(c)))
+#define B(NAME, name, ...)                                                            \
+	if (!(c->be[BE_##NAME] = rt_##name##_new(c)))                                   \
 		return rt_seterr(c, SYN_ENOMEM, "rank %d: out of host memory", c->rank);
+#include "../comm/backends.h"
+#undef B
 	if (c->trace && (r = rt_clock_probe(c, &c->clk0)))
 		return r;
 	return rt_watch_start(c);
