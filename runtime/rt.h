@@ -276,13 +276,32 @@ struct syn_ctx {
 	atomic_int wdog_stop;
 };
 
-/* rt_ctx.c */
+/* rt_cuerr.c: errors */
 int rt_cu(syn_ctx *c, CUresult r, const char *what);
 int rt_nccl(syn_ctx *c, ncclResult_t r, const char *what);
 int rt_seterr(syn_ctx *c, int status, const char *fmt, ...) RT_PRINTF(3, 4);
-int rt_allgather(syn_ctx *c, const void *mine, size_t len, void *all);
-RtSym *rt_sym_find(const syn_ctx *c, CUdeviceptr p, size_t bytes);
 int rt_nccl_settle(syn_ctx *c, ncclResult_t r, const char *what);
+int rt_nccl_settle_ms(syn_ctx *c, ncclResult_t r, const char *what, int ms);
+
+/* rt_ctx.c: one context */
+syn_ctx *rt_ctx_new(const RtEnv *env, const syn_opts *o);
+int rt_ctx_open(syn_ctx *c, int device); /* everything of one rank that needs no other rank */
+int rt_ctx_flags(syn_ctx *c);
+int rt_ctx_finish(syn_ctx *c);
+
+/* rt_sym.c: symmetric memory */
+int rt_sym_alloc(syn_ctx *c, size_t bytes, RtSym **out); /* collective */
+void rt_sym_release(syn_ctx *c, RtSym *s, int free_base);
+RtSym *rt_sym_find(const syn_ctx *c, CUdeviceptr p, size_t bytes);
+
+/* rt_module.c: modules */
+int rt_module_load(syn_ctx *c, const syn_image *img, CUmodule *m);
+void rt_modules_free(syn_ctx *c);
+
+/* rt_world.c: the world of ranks, the NCCL communicator */
+int rt_allgather(syn_ctx *c, const void *mine, size_t len, void *all);
+int rt_same_node(const syn_ctx *c, int p);
+void rt_nccl_close(syn_ctx *c);
 
 /* rt_launch.c */
 int rt_log(syn_ctx *c, RtItemKind kind, int lane, int flag, int peer, int chunk, uint64_t value, const char *what);
