@@ -160,6 +160,12 @@ typedef struct Unit {
 	Func *funcs;         /* one per entry op, in source order */
 	char **texts;        /* source buffers, freed with the unit */
 	int ntexts;
+	/* the loader's (ir/unit.c) */
+	int nfiles;          /* files read through `use`, the main one included */
+	struct {
+		Module *m[LIM_FILES + 2];
+		int n;
+	} loading;           /* the files being loaded, outermost first: a cycle is a path in it */
 } Unit;
 
 /* ir/unit.c */
@@ -199,6 +205,7 @@ struct SVal {
 	Span span;   /* the expression it came from */
 };
 
+typedef struct ModEnv ModEnv;
 typedef struct Sema {
 	Unit *u;
 	Func *f;       /* the entry op being built */
@@ -206,6 +213,16 @@ typedef struct Sema {
 	bool autocomm; /* --auto-comm: insert collectives anywhere */
 	bool kernel;   /* inside a kernel body: elementwise only */
 	Arena *tmp;    /* scopes and tuples of the op being elaborated */
+	/* the unit's, from sema_unit to its end (ir/sema.c) */
+	ModEnv *envs;  /* what each file defines, the main file first */
+	Sym nranks_name, sum_name, max_name, min_name; /* the predefined names */
+	int unrolled;  /* `for` iterations of the entry op so far */
+	int steps;     /* statements and calls elaborated for the whole unit */
+	bool stopped;  /* LIM_STEPS reached: elaborate nothing more */
+	/* the calls' (ir/call.c) */
+	Node **recursive; /* definitions already reported as recursive */
+	int nrecursive;
+	int chain, chain_for; /* "in this call" notes given for error number chain_for */
 } Sema;
 
 /* ---- the elaborator's own state, shared by ir/sema.c and ir/call.c ---- */
@@ -222,7 +239,6 @@ struct Bind {
 };
 
 /* What one file defines. */
-typedef struct ModEnv ModEnv;
 struct ModEnv {
 	Module *m;
 	SymMap defs;    /* op and kernel nodes */
@@ -253,19 +269,19 @@ SVal sema_eval(Sema *s, Frame *fr, Node *n);
 bool sema_int(Sema *s, Frame *fr, Node *n, const char *what, int64_t *out);
 Bind *sema_bind(Sema *s, Frame *fr, Sym name, BindKind k, SVal v, Span sp);
 Bind *sema_local(Frame *fr, Sym name);          /* the newest binding, or NULL */
-bool sema_predefined(Sym name);                  /* nranks, sum, max, min */
-Node *sema_free_name(Frame *fr, Node *e);        /* a name nothing binds, or NULL */
+bool sema_predefined(const Sema *s, Sym name);   /* nranks, sum, max, min */
+Node *sema_free_name(const Sema *s, Frame *fr, Node *e); /* a name nothing binds, or NULL */
 bool sema_dtype(Sema *s, Frame *fr, Node *tn, DType *dt);
 bool sema_place(Sema *s, Frame *fr, Node *pn, int rank, Place *out);
-bool sema_step(Span sp);                         /* false once LIM_STEPS is reached */
-ModEnv *sema_env(int file);
+bool sema_step(Sema *s, Span sp);                /* false once LIM_STEPS is reached */
+ModEnv *sema_env(const Sema *s, int file);
 SVal sema_run_body(Sema *s, Frame *fr, Node *op);
 SVal sema_check_result(Sema *s, Frame *fr, Node *rt, SVal r, bool entry, Type *out);
 
 /* ir/call.c */
 SVal sema_call_op(Sema *s, Frame *caller, Node *op, SVal *args, int nargs, Span sp);
 SVal sema_call_kernel(Sema *s, Frame *caller, Node *k, SVal *args, int nargs, Span sp);
-void sema_calls_done(void);
+void sema_calls_done(Sema *s);
 
 /* ir/rules.c: the placement table and the typing of every builtin */
 SVal rule_binary(Sema *s, int op, SVal a, SVal b, Span sp);

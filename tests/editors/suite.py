@@ -62,7 +62,7 @@ def language(root):
                           block(read(root, "ir/rules.c"), "static const Builtin builtins[] = {"))
     red = re.search(r"pl_rednames\[\d*\]\s*=\s*\{([^}]*)\}", read(root, "ir/type.c")).group(1)
     sema = read(root, "ir/sema.c")
-    predef = set(re.findall(r'S\.\w+ = sym_cstr\("(%s)"\)' % IDENT, sema))
+    predef = set(re.findall(r'\bs\.\w+_name = sym_cstr\("(%s)"\)' % IDENT, sema))  # sema_unit's predefined names
     L = {
         "keyword": {w for w, t in pairs if t != "DTYPE"},
         "dtype": {w for w, t in pairs if t == "DTYPE"},
