@@ -2,6 +2,8 @@
 #
 #   make            syncc, syncrun and libsyncc.a
 #   make check      everything the tests need, then every test; ends with "N passed, N failed"
+#   make check-fast every case once on the normal build (no sanitizer build,
+#                   no fuzzing): the edit loop (tests/run says what each runs)
 #   make fuzz       a libFuzzer target over the front end (clang), FUZZ_SECONDS=600 to run it
 #   make fuzz-back  one that plans, lowers and simulates what checks (clang), FUZZ_SECONDS too
 #   make fuzz-diff  random programs against the oracle for FUZZ_SECONDS
@@ -31,7 +33,7 @@ LIB_SRC := base/util.c base/diag.c \
            lexer/lexer.c parser/parser.c parser/ast.c \
            ir/type.c ir/ir.c ir/unit.c ir/sema.c ir/call.c ir/rules.c ir/pass.c ir/fuse.c \
            sched/blocks.c sched/cost.c sched/list.c sched/search.c sched/flags.c sched/print.c sched/svg.c sched/mtrace.c \
-           runtime/sim_tensor.c runtime/sim_comm.c runtime/sim_run.c runtime/sim_plan.c \
+           sim/tensor.c sim/comm.c sim/run.c sim/plan.c \
            codegen/ptx.c codegen/prog.c codegen/matmul.c codegen/wgmma.c codegen/simt.c codegen/ew.c codegen/rows.c codegen/lower.c \
            codegen/host.c codegen/cubin.c \
            tools/driver.c tools/calib.c
@@ -40,9 +42,9 @@ GEN_SRC := lexer/lexer.c parser/parser.c
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 ASAN_OBJ := $(LIB_SRC:%.c=$(BUILD)/asan/%.o)
 
-HDRS := base/base.h parser/ast.h parser/parser.h ir/ir.h ir/ops.h tools/driver.h runtime/comm.h runtime/sim.h sched/sched.h codegen/codegen.h
+HDRS := base/base.h parser/ast.h parser/parser.h ir/ir.h ir/ops.h tools/driver.h comm/comm.h comm/colls.h comm/backends.h sim/sim.h sched/sched.h codegen/codegen.h
 
-.PHONY: all check test clean fuzz fuzz-back fuzz-build fuzz-diff gen-check install
+.PHONY: all check check-fast test clean fuzz fuzz-back fuzz-build fuzz-diff gen-check install
 all: syncc syncrun libsyncc.a
 
 # ---- generated front end ----
@@ -136,6 +138,9 @@ check: all $(BUILD)/asan/syncc $(BUILD)/asan/syncrun gen-check
 
 test: check
 
+check-fast: all gen-check
+	@python3 tests/run
+
 # The committed generated files must match their sources.
 gen-check:
 ifneq ($(RE2C)$(BISON),)
@@ -159,7 +164,7 @@ include mk/install.mk
 $(BUILD)/schedbench: $(BUILD)/tools/schedbench.o libsyncc.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
-# Everything verified on GPUs, in one call on a 2-GPU machine (tools/gpu-check).
+# Everything verified on GPUs, in one call on a 2-GPU machine (tests/gpu/gpu-check).
 .PHONY: gpu-check
 gpu-check: all
-	tools/gpu-check
+	tests/gpu/gpu-check

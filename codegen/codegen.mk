@@ -11,7 +11,7 @@ $(BUILD)/ptxgen: $(BUILD)/tools/ptxgen.o libsyncc.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
 all: $(BUILD)/ptxgen
-check: $(BUILD)/ptxgen
+check check-fast: $(BUILD)/ptxgen
 
 # The GPU harness: driver API only; links against the stub libcuda where
 # there is no GPU, the real one where there is.

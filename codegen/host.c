@@ -21,7 +21,6 @@
 static const char *const cdtype[DT_COUNT] = {
 	[DT_F32] = "CD_F32", [DT_F16] = "CD_F16", [DT_BF16] = "CD_BF16", [DT_I32] = "CD_I32",
 };
-static const char *const cop[] = {"CO_ALL_REDUCE", "CO_REDUCE_SCATTER", "CO_ALL_GATHER", "CO_ALL_TO_ALL", "CO_SHIFT"};
 static const char *const cred[] = {"CR_SUM", "CR_MAX", "CR_MIN"};
 
 /* Where each value's buffer comes from: an argument, a result, scratch. */
@@ -90,7 +89,7 @@ static const char *const taken[] = {
 	"syn_grid_persistent", "syn_image", "syn_init", "syn_init_local", "syn_kernel", "syn_kernel_get", "syn_lane",
 	"syn_launch", "syn_mark", "syn_mark_ms", "syn_nranks", "syn_opts", "syn_peer_ptr", "syn_raise", "syn_rank",
 	"syn_ref_matmul", "syn_run_local", "syn_sms", "syn_state", "syn_status", "syn_status_name", "syn_stream",
-	"syn_stream_enter", "syn_stream_leave", "syn_sync", "syn_tensor", "syn_tensor_check", "syn_timeout_ns",
+	"syn_stream_enter", "syn_stream_leave", "syn_sync", "syn_begin_local", "syn_trace_exposed", "syn_tensor", "syn_tensor_check", "syn_timeout_ns",
 	"syn_tmap", "syn_tmap_encode", "syn_trace_slots", "syn_trace_write", "syn_upload", "syn_wait",
 	/* the launcher's own */
 	"syn_blk", "syn_ptx_of_file", "syn_cubin_of_file", "syn_image_of_file",
@@ -287,11 +286,13 @@ emit_pack(Buf *o, const CommChunk *c, int P, const LPack *pk, bool send)
 	buf_printf(o, "\t\t\t\treturn r;\n");
 }
 
+/* Does a collective of the plan run on a backend with CTAs of its own
+ * (comm/backends.h's ctas: NCCL's)? */
 static bool
 uses_sm_comm(const Lowered *lo)
 {
 	for (int i = 0; i < lo->nstep; i++)
-		if (lo->step[i].be == BE_NCCL)
+		if (comm_backends[lo->step[i].be].ctas)
 			return true;
 	return false;
 }
@@ -314,17 +315,18 @@ emit_ce_share(Buf *o, const Lowered *lo)
 }
 
 /* Flags of op `op` start at `base` in the context's flag array. */
-/* syn_<op>_on_stream: the op on the caller's stream in one call, its
+/* syncc_<op>_on_stream: the op on the caller's stream in one call, its
  * tensors as one array (arguments, then results) -- what python/syncc
- * calls, so a call costs one foreign call, not three. */
+ * calls, so a call costs one foreign call, not three.  No op's launcher
+ * (syn_<op>) or table (op_<op>_...) can have this name. */
 static void
 emit_on_stream(Buf *o, Buf *h, const Func *f, const char *op)
 {
 	int n = f->nin + f->nout;
 	buf_printf(h, "/* The same on the caller's stream (syn_stream_enter .. leave around it), the %d tensors\n"
-	              " * in signature order, results last. */\nint\nsyn_%s_on_stream(syn_ctx *ctx, void *stream, syn_tensor *const *t);\n",
+	              " * in signature order, results last. */\nint\nsyncc_%s_on_stream(syn_ctx *ctx, void *stream, syn_tensor *const *t);\n",
 	           n, op);
-	buf_printf(o, "\nint\nsyn_%s_on_stream(syn_ctx *ctx, void *stream, syn_tensor *const *t)\n{\n", op);
+	buf_printf(o, "\nint\nsyncc_%s_on_stream(syn_ctx *ctx, void *stream, syn_tensor *const *t)\n{\n", op);
 	buf_printf(o, "\tint r = syn_stream_enter(ctx, stream), r2;\n\tif (r)\n\t\treturn r;\n\tr = syn_%s(ctx", op);
 	for (int i = 0; i < n; i++)
 		buf_printf(o, ", t[%d]", i);
@@ -456,10 +458,10 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 		}
 		if (s->unpack.rows)
 			buf_printf(o, "\t\tchar *upk = (char *)st->scratch[%d]; /* the packed recv blocks */\n", b.stage[2 * i + 1]);
-		buf_printf(o, "\t\tCommChunk ch = {%s, %s, %s, %s, %s, %zuu, %zuu, %zuu, %d, %d, 0, 0};\n", cop[c->op],
+		buf_printf(o, "\t\tCommChunk ch = {%s, %s, %s, %s, %s, %zuu, %zuu, %zuu, %d, %d, 0, 0};\n", comm_colls[c->op].cname,
 		           cdtype[c->dt], cred[c->red], s->pack.rows ? "pk" : "send", s->unpack.rows ? "upk" : "recv", c->count,
 		           c->send_stride, c->recv_stride, c->shift, c->id);
-		buf_printf(o, "\t\tif ((r = syn_coll(ctx, %s, &ch)))\n\t\t\treturn r;\n", s->be == BE_CE ? "SYN_CE" : "SYN_NCCL");
+		buf_printf(o, "\t\tif ((r = syn_coll(ctx, %s, &ch)))\n\t\t\treturn r;\n", comm_backends[s->be].cname);
 		if (s->unpack.rows)
 			emit_pack(o, c, f->nranks, &s->unpack, false);
 		if (s->raise >= 0)

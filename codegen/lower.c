@@ -930,18 +930,6 @@ lower_self(Low *L, Val v, const int *bl, int nb)
 
 /* ---- comm steps ---- */
 
-static CommOp
-comm_op(Op op)
-{
-	switch (op) {
-	case OP_ALL_REDUCE: return CO_ALL_REDUCE;
-	case OP_REDUCE_SCATTER: return CO_REDUCE_SCATTER;
-	case OP_ALL_GATHER: return CO_ALL_GATHER;
-	case OP_ALL_TO_ALL: return CO_ALL_TO_ALL;
-	default: return CO_SHIFT;
-	}
-}
-
 /* A box as one contiguous run of a row-major value: (offset, count). */
 static bool
 contiguous(Low *L, Val v, const Box *b, int64_t *off, int64_t *count)
@@ -1027,7 +1015,7 @@ lower_step(Low *L, int bi)
 	rowmajor(L, v, yst);
 	local_dims(L, x, xd);
 	local_dims(L, v, yd);
-	s->ch = (CommChunk){comm_op(in->op), (CommDType)in->ty.dt, (CommRed)in->red, NULL, NULL, 0, 0, 0, 0, b->index, 0, 0};
+	s->ch = (CommChunk){ir_comm_op(in->op), (CommDType)in->ty.dt, (CommRed)in->red, NULL, NULL, 0, 0, 0, 0, b->index, 0, 0};
 	switch (in->op) {
 	case OP_ALL_REDUCE:
 	case OP_SHIFT:

@@ -9,28 +9,22 @@
 #include <math.h>
 #include <stdlib.h>
 
-static struct {
-	Node **recursive; /* definitions already reported as recursive */
-	int nrecursive;
-	int chain, chain_at; /* "in this call" notes given since diag_printed() was chain_at */
-} C;
-
 /* Forgets what the calls of one unit left behind. */
 void
-sema_calls_done(void)
+sema_calls_done(Sema *s)
 {
-	free(C.recursive);
-	C.recursive = NULL;
-	C.nrecursive = C.chain = C.chain_at = 0;
+	free(s->recursive);
+	s->recursive = NULL;
+	s->nrecursive = s->chain = s->chain_for = 0;
 }
 
 /* ---- recursion and depth ---- */
 
 static bool
-was_recursive(Node *fn)
+was_recursive(const Sema *s, Node *fn)
 {
-	for (int i = 0; i < C.nrecursive; i++)
-		if (C.recursive[i] == fn)
+	for (int i = 0; i < s->nrecursive; i++)
+		if (s->recursive[i] == fn)
 			return true;
 	return false;
 }
@@ -38,7 +32,7 @@ was_recursive(Node *fn)
 /* A call that closes a cycle is reported once, with the cycle spelled
  * out ("a -> b -> a"); each definition on it is then silent. */
 static void
-report_cycle(Frame *caller, Node *fn, Span sp)
+report_cycle(Sema *s, Frame *caller, Node *fn, Span sp)
 {
 	Frame *on[LIM_INLINE + 2]; /* the frames of the cycle, innermost first */
 	Buf path = {0};
@@ -59,22 +53,21 @@ report_cycle(Frame *caller, Node *fn, Span sp)
 		diag_error(sp, "'%s' calls itself through %s; ops and kernels are inlined, so recursion is not allowed",
 		           sym_str(fn->u.fn.name), path.s);
 	buf_free(&path);
-	C.recursive = xrealloc(C.recursive, (C.nrecursive + n) * sizeof *C.recursive);
+	s->recursive = xrealloc(s->recursive, (s->nrecursive + n) * sizeof *s->recursive);
 	for (int k = 0; k < n; k++)
-		C.recursive[C.nrecursive++] = on[k]->fn;
+		s->recursive[s->nrecursive++] = on[k]->fn;
 }
 
 static bool
 enter(Sema *s, Frame *caller, Node *fn, Span sp)
 {
-	(void)s;
-	if (!sema_step(sp))
+	if (!sema_step(s, sp))
 		return false;
-	if (was_recursive(fn))
+	if (was_recursive(s, fn))
 		return false; /* reported where the cycle was found */
 	for (Frame *f = caller; f; f = f->up)
 		if (f->fn == fn) {
-			report_cycle(caller, fn, sp);
+			report_cycle(s, caller, fn, sp);
 			return false;
 		}
 	if (caller && caller->depth + 1 > LIM_INLINE) {
@@ -91,18 +84,18 @@ enter(Sema *s, Frame *caller, Node *fn, Span sp)
  * `before` is diag_printed() when the body began; the calls around one
  * diagnostic add their notes in a chain, innermost first. */
 static void
-called_from(Frame *caller, Span sp, Node *fn, int before)
+called_from(Sema *s, Frame *caller, Span sp, Node *fn, int before)
 {
 	enum { SHOWN = 3 }; /* innermost calls shown, then only the outermost */
 	if (diag_printed() == before || !caller->fn)
 		return;
-	if (C.chain_at != diag_printed())
-		C.chain = 0; /* something new since the last call's note */
-	if (++C.chain <= SHOWN)
+	if (s->chain_for != diag_printed())
+		s->chain = 0; /* something new since the last call's note */
+	if (++s->chain <= SHOWN)
 		diag_note(sp, "in this call of '%s'", sym_str(fn->u.fn.name));
 	else if (!caller->up)
-		diag_note(sp, "in this call of '%s' (and %d calls between)", sym_str(fn->u.fn.name), C.chain - SHOWN - 1);
-	C.chain_at = diag_printed();
+		diag_note(sp, "in this call of '%s' (and %d calls between)", sym_str(fn->u.fn.name), s->chain - SHOWN - 1);
+	s->chain_for = diag_printed();
 }
 
 /* ---- kernels ---- */
@@ -154,7 +147,7 @@ kernel_store(Sema *s, SVal r, DType dt, Span sp)
 SVal
 sema_call_kernel(Sema *s, Frame *caller, Node *k, SVal *args, int nargs, Span sp)
 {
-	Frame fr = {.me = sema_env(k->span.file), .fn = k, .up = caller, .depth = caller->depth + 1};
+	Frame fr = {.me = sema_env(s, k->span.file), .fn = k, .up = caller, .depth = caller->depth + 1};
 	bool was = s->kernel;
 	DType dt = DT_COUNT;
 	int i = 0, before;
@@ -190,7 +183,7 @@ sema_call_kernel(Sema *s, Frame *caller, Node *k, SVal *args, int nargs, Span sp
 	s->kernel = true;
 	r = sema_eval(s, &fr, k->u.fn.body);
 	s->kernel = was;
-	called_from(caller, sp, k, before);
+	called_from(s, caller, sp, k, before);
 	if (!s->kernel)
 		r = rule_fill(s, r, args, nargs, sp); /* elementwise: all the arguments' type */
 	return kernel_store(s, r, dt, sp);
@@ -212,7 +205,7 @@ unify_dtype(Sema *s, Frame *fr, Node *tn, DType dt, Span at, const char *argname
 {
 	DType want;
 	(void)s;
-	if (tn->u.type.dvar && !sema_predefined(tn->u.type.dtype) && !sema_local(fr, tn->u.type.dtype)) {
+	if (tn->u.type.dvar && !sema_predefined(s, tn->u.type.dtype) && !sema_local(fr, tn->u.type.dtype)) {
 		sema_bind(s, fr, tn->u.type.dtype, B_SIZE, (SVal){.k = SV_DTYPE, .dt = dt}, tn->u.type.dspan);
 		return true;
 	}
@@ -267,7 +260,7 @@ unify_arg(Sema *s, Frame *fr, Node *pa, SVal *arg, Pending *pend, int *npend, in
 		return false;
 	}
 	for (Node *dn = tn->u.type.dims; dn; dn = dn->next, d++) {
-		if (dn->kind == NK_NAME && !sema_predefined(dn->u.name) && !sema_local(fr, dn->u.name)) {
+		if (dn->kind == NK_NAME && !sema_predefined(s, dn->u.name) && !sema_local(fr, dn->u.name)) {
 			sema_bind(s, fr, dn->u.name, B_SIZE, sv_int(t->dim[d], dn->span), dn->span);
 			continue;
 		}
@@ -323,7 +316,7 @@ op_results(Sema *s, Frame *fr, Node *op, SVal r, Span sp)
 SVal
 sema_call_op(Sema *s, Frame *caller, Node *op, SVal *args, int nargs, Span sp)
 {
-	Frame fr = {.me = sema_env(op->span.file), .fn = op, .up = caller, .depth = caller->depth + 1};
+	Frame fr = {.me = sema_env(s, op->span.file), .fn = op, .up = caller, .depth = caller->depth + 1};
 	const char *name = sym_str(op->u.fn.name);
 	Pending *pend;
 	int npend = 0, i = 0, before;
@@ -352,7 +345,7 @@ sema_call_op(Sema *s, Frame *caller, Node *op, SVal *args, int nargs, Span sp)
 	}
 	for (int k = 0; k < npend; k++) {
 		int64_t want;
-		Node *un = sema_free_name(&fr, pend[k].dim);
+		Node *un = sema_free_name(s, &fr, pend[k].dim);
 		if (un) {
 			diag_error(un->span, "size '%s' is bound by no argument: a size name is bound where it stands alone as a dim",
 			           sym_str(un->u.name));
@@ -377,6 +370,6 @@ sema_call_op(Sema *s, Frame *caller, Node *op, SVal *args, int nargs, Span sp)
 	}
 	before = diag_printed();
 	r = op_results(s, &fr, op, sema_run_body(s, &fr, op), sp);
-	called_from(caller, sp, op, before);
+	called_from(s, caller, sp, op, before);
 	return r;
 }

@@ -10,6 +10,19 @@ const OpInfo ir_ops[OP_COUNT] = {
 #undef O
 };
 
+/* OP_NAME -> CO_NAME, both from comm/colls.h's rows. */
+CommOp
+ir_comm_op(Op op)
+{
+	switch (op) {
+#define C(NAME, ...) \
+	case OP_##NAME: return CO_##NAME;
+#include "../comm/colls.h"
+#undef C
+	default: die("%s is not a collective", ir_ops[op].name);
+	}
+}
+
 Func *
 ir_func_new(Sym name, int nranks, Span sp)
 {

@@ -4,6 +4,7 @@
 #ifndef SYNCC_IR_H
 #define SYNCC_IR_H
 
+#include "../comm/comm.h"
 #include "../parser/ast.h"
 
 /* ---- dtypes: one table in ir/type.c ---- */
@@ -113,9 +114,10 @@ Func *ir_clone(const Func *f);
 void ir_print(FILE *out, const Func *f);
 bool ir_verify(const Func *f, const char *after); /* false + ICE message */
 const char *ir_opname(const Ins *in, char *buf, size_t n); /* all_reduce.sum */
+CommOp ir_comm_op(Op op); /* a collective's CommOp; anything else is an internal error */
 /* The local form of an op on a rank: the dim of a @repl operand sliced to
  * the rank's block, because the other side (or the result) is split
- * there; -1 for none (runtime/sim and codegen both follow it). */
+ * there; -1 for none (sim/ and codegen/ both follow it). */
 void ir_mm_slices(const Func *f, const Ins *in, int sl[2]);
 int ir_ew_slice(const Func *f, const Ins *in, int i);
 
@@ -192,6 +194,12 @@ typedef struct Unit {
 	int ntexts;
 	Module *stdlib;      /* the standard library's modules, read only for hints */
 	bool stdlib_read;
+	/* the loader's (ir/unit.c) */
+	int nfiles;          /* files read through `use`, the main one included */
+	struct {
+		Module *m[LIM_FILES + 2];
+		int n;
+	} loading;           /* the files being loaded, outermost first: a cycle is a path in it */
 } Unit;
 
 /* ir/unit.c */
@@ -232,6 +240,7 @@ struct SVal {
 	Span span;   /* the expression it came from */
 };
 
+typedef struct ModEnv ModEnv;
 typedef struct Sema {
 	Unit *u;
 	Func *f;       /* the entry op being built */
@@ -239,6 +248,16 @@ typedef struct Sema {
 	bool autocomm; /* --auto-comm: insert collectives anywhere */
 	bool kernel;   /* inside a kernel body: elementwise only */
 	Arena *tmp;    /* scopes and tuples of the op being elaborated */
+	/* the unit's, from sema_unit to its end (ir/sema.c) */
+	ModEnv *envs;  /* what each file defines, the main file first */
+	Sym nranks_name, sum_name, max_name, min_name; /* the predefined names */
+	int unrolled;  /* `for` iterations of the entry op so far */
+	int steps;     /* statements and calls elaborated for the whole unit */
+	bool stopped;  /* LIM_STEPS reached: elaborate nothing more */
+	/* the calls' (ir/call.c) */
+	Node **recursive; /* definitions already reported as recursive */
+	int nrecursive;
+	int chain, chain_for; /* "in this call" notes given since diag_printed() was chain_for */
 } Sema;
 
 /* ---- the elaborator's own state, shared by ir/sema.c and ir/call.c ---- */
@@ -256,7 +275,6 @@ struct Bind {
 };
 
 /* What one file defines. */
-typedef struct ModEnv ModEnv;
 struct ModEnv {
 	Module *m;
 	SymMap defs;    /* op and kernel nodes */
@@ -287,25 +305,26 @@ SVal sema_eval(Sema *s, Frame *fr, Node *n);
 bool sema_int(Sema *s, Frame *fr, Node *n, const char *what, int64_t *out);
 Bind *sema_bind(Sema *s, Frame *fr, Sym name, BindKind k, SVal v, Span sp);
 Bind *sema_local(Frame *fr, Sym name);          /* the newest binding, or NULL */
-bool sema_predefined(Sym name);                  /* nranks, sum, max, min */
-Node *sema_free_name(Frame *fr, Node *e);        /* a name nothing binds, or NULL */
+bool sema_predefined(const Sema *s, Sym name);   /* nranks, sum, max, min */
+Node *sema_free_name(const Sema *s, Frame *fr, Node *e); /* a name nothing binds, or NULL */
 bool sema_dtype(Sema *s, Frame *fr, Node *tn, DType *dt);
 bool sema_place(Sema *s, Frame *fr, Node *pn, int rank, Place *out);
-bool sema_step(Span sp);                         /* false once LIM_STEPS is reached */
-ModEnv *sema_env(int file);
+bool sema_step(Sema *s, Span sp);                /* false once LIM_STEPS is reached */
+ModEnv *sema_env(const Sema *s, int file);
 SVal sema_run_body(Sema *s, Frame *fr, Node *op);
 SVal sema_check_result(Sema *s, Frame *fr, Node *rt, SVal r, bool entry, Type *out);
 
 /* ir/call.c */
 SVal sema_call_op(Sema *s, Frame *caller, Node *op, SVal *args, int nargs, Span sp);
 SVal sema_call_kernel(Sema *s, Frame *caller, Node *k, SVal *args, int nargs, Span sp);
-void sema_calls_done(void);
+void sema_calls_done(Sema *s);
 
 /* ir/rules.c: the placement table and the typing of every builtin */
 SVal rule_binary(Sema *s, int op, SVal a, SVal b, Span sp);
 SVal rule_unary(Sema *s, Op op, SVal a, Span sp);
 SVal rule_matmul(Sema *s, SVal a, SVal b, Span sp);
 bool rule_is_builtin(Sym name);
+const char *rule_builtin_name(size_t i); /* NULL after the last */
 SVal rule_builtin(Sema *s, Sym name, SVal *args, int nargs, Span sp);
 SVal rule_reshard(Sema *s, SVal x, Place to, Span sp, const char *why);
 SVal rule_fill(Sema *s, SVal c, const SVal *like, int n, Span sp);

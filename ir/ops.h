@@ -3,7 +3,8 @@
  *   arity  -1 = variadic (concat)
  *   class  how sema types it and how the oracle and simulator run it
  *   flags  OF_LINEAR: commutes with a sum over ranks, so @partial(sum)
- *          passes through it; OF_EW: elementwise (fusable) */
+ *          passes through it; OF_EW: elementwise (fusable)
+ * The collectives' rows come from comm/colls.h, in its order. */
 O(PARAM,          "param",          0, OC_INPUT,   0)
 O(CONST,          "const",          0, OC_CONST,   OF_EW)
 /* unary elementwise */
@@ -36,11 +37,9 @@ O(SLICE,          "slice",          1, OC_SHAPE,   OF_LINEAR)
 O(CONCAT,         "concat",        -1, OC_SHAPE,   OF_LINEAR)
 O(SCATTER,        "scatter",        1, OC_SHAPE,   0)  /* @repl -> @split(d): keep own block, no traffic */
 O(BROADCAST,      "broadcast",      1, OC_SHAPE,   OF_EW) /* a scalar filling a shape (a constant kernel) */
-/* collectives */
-O(ALL_REDUCE,     "all_reduce",     1, OC_COMM,    0)
-O(REDUCE_SCATTER, "reduce_scatter", 1, OC_COMM,    0)
-O(ALL_GATHER,     "all_gather",     1, OC_COMM,    0)
-O(ALL_TO_ALL,     "all_to_all",     1, OC_COMM,    0)
-O(SHIFT,          "shift",          1, OC_COMM,    0)
+/* collectives: one row each in comm/colls.h */
+#define C(NAME, name, ...) O(NAME, #name, 1, OC_COMM, 0)
+#include "../comm/colls.h"
+#undef C
 /* placement change requested by a signature; lowered by the autocomm pass */
 O(RESHARD,        "reshard",        1, OC_RESHARD, 0)

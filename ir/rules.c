@@ -1403,7 +1403,19 @@ b_shift(Sema *s, const Builtin *b, SVal *x, int n, Span sp)
 	return r;
 }
 
+/* In the order "did you mean" tries them (sema.c: the first of equally
+ * near names wins); a collective's row comes from comm/colls.h and its
+ * rule is b_<name> above. */
 static const Builtin builtins[] = {
+	{"transpose", 1, 3, b_transpose, OP_TRANSPOSE, false},
+	{"reshape", 2, 2, b_reshape, OP_RESHAPE, false},
+	{"slice", 4, 4, b_slice, OP_SLICE, false},
+	{"concat", 3, 1 << 16, b_concat, OP_CONCAT, false},
+	{"cast", 2, 2, b_cast, OP_CAST, true},
+	{"sum", 2, 2, b_reduce, OP_SUM, false},
+	{"mean", 2, 2, b_reduce, OP_MEAN, false},
+	{"amax", 2, 2, b_reduce, OP_AMAX, false},
+	{"amin", 2, 2, b_reduce, OP_AMIN, false},
 	{"exp", 1, 1, b_unary, OP_EXP, true},
 	{"log", 1, 1, b_unary, OP_LOG, true},
 	{"sqrt", 1, 1, b_unary, OP_SQRT, true},
@@ -1413,20 +1425,9 @@ static const Builtin builtins[] = {
 	{"abs", 1, 1, b_unary, OP_ABS, true},
 	{"max", 2, 2, b_binary, OP_MAX, true},
 	{"min", 2, 2, b_binary, OP_MIN, true},
-	{"cast", 2, 2, b_cast, OP_CAST, true},
-	{"sum", 2, 2, b_reduce, OP_SUM, false},
-	{"mean", 2, 2, b_reduce, OP_MEAN, false},
-	{"amax", 2, 2, b_reduce, OP_AMAX, false},
-	{"amin", 2, 2, b_reduce, OP_AMIN, false},
-	{"transpose", 1, 3, b_transpose, OP_TRANSPOSE, false},
-	{"reshape", 2, 2, b_reshape, OP_RESHAPE, false},
-	{"slice", 4, 4, b_slice, OP_SLICE, false},
-	{"concat", 3, 1 << 16, b_concat, OP_CONCAT, false},
-	{"all_reduce", 2, 2, b_all_reduce, OP_ALL_REDUCE, false},
-	{"reduce_scatter", 3, 3, b_reduce_scatter, OP_REDUCE_SCATTER, false},
-	{"all_gather", 2, 2, b_all_gather, OP_ALL_GATHER, false},
-	{"all_to_all", 3, 3, b_all_to_all, OP_ALL_TO_ALL, false},
-	{"shift", 2, 2, b_shift, OP_SHIFT, false},
+#define C(NAME, name, args, ...) {#name, args, args, b_##name, OP_##NAME, false},
+#include "../comm/colls.h"
+#undef C
 };
 
 static const Builtin *
@@ -1437,6 +1438,13 @@ find_builtin(Sym name)
 		if (strcmp(builtins[i].name, s) == 0)
 			return &builtins[i];
 	return NULL;
+}
+
+/* The builtins' names in turn; NULL after the last. */
+const char *
+rule_builtin_name(size_t i)
+{
+	return i < NELEM(builtins) ? builtins[i].name : NULL;
 }
 
 bool

@@ -15,14 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static struct {
-	ModEnv *envs;
-	Sym nranks, sum, max, min;
-	int unrolled;  /* `for` iterations of the entry op so far */
-	int steps;     /* statements and calls elaborated for the whole unit */
-	bool stopped;  /* LIM_STEPS reached: elaborate nothing more */
-} S;
-
 /* ---- values ---- */
 
 SVal
@@ -145,27 +137,22 @@ near_map(Near *n, const SymMap *m)
 }
 
 static void
-suggest_name(Frame *fr, Sym want, Span sp, bool fn)
+suggest_name(const Sema *s, Frame *fr, Sym want, Span sp, bool fn)
 {
-	static const char *const builtins[] = {
-		"transpose", "reshape", "slice", "concat", "cast", "sum", "mean", "amax", "amin",
-		"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "abs", "max", "min",
-		"all_reduce", "reduce_scatter", "all_gather", "all_to_all", "shift",
-	};
 	Near n = {sym_str(want), NULL, 99};
 	if (fn) {
-		for (size_t i = 0; i < NELEM(builtins); i++)
-			near(&n, sym_cstr(builtins[i]));
+		for (size_t i = 0; rule_builtin_name(i); i++)
+			near(&n, sym_cstr(rule_builtin_name(i)));
 		near_map(&n, &fr->me->defs);
 		for (int i = 0; i < fr->me->m->nuses; i++)
-			for (ModEnv *e = S.envs; e; e = e->next)
+			for (ModEnv *e = s->envs; e; e = e->next)
 				if (e->m == fr->me->m->uses[i])
 					near_map(&n, &e->defs);
 	} else {
 		for (Bind *b = fr->scope; b; b = b->next)
 			near(&n, b->name);
 		near_map(&n, &fr->me->params);
-		near(&n, S.nranks);
+		near(&n, s->nranks_name);
 	}
 	if (n.best)
 		diag_note(sp, "did you mean '%s'?", n.best);
@@ -243,19 +230,19 @@ unbind_to(Frame *fr, Bind *mark)
 
 /* Names the language predefines: they cannot be declared again. */
 static bool
-reserved(Sym name, Span sp, const char *what)
+reserved(const Sema *s, Sym name, Span sp, const char *what)
 {
-	if (!sema_predefined(name))
+	if (!sema_predefined(s, name))
 		return false;
 	diag_error(sp, "%s cannot be named '%s': %s", what, sym_str(name),
-	           name == S.nranks ? "`nranks` is the number of ranks" : "it names a reduction (sum, max, min)");
+	           name == s->nranks_name ? "`nranks` is the number of ranks" : "it names a reduction (sum, max, min)");
 	return true;
 }
 
 bool
-sema_predefined(Sym name)
+sema_predefined(const Sema *s, Sym name)
 {
-	return name == S.nranks || name == S.sum || name == S.max || name == S.min;
+	return name == s->nranks_name || name == s->sum_name || name == s->max_name || name == s->min_name;
 }
 
 static Node *
@@ -268,11 +255,11 @@ later_param(ModEnv *me, Sym name)
 }
 
 static Node *
-def_named(ModEnv *me, Sym name)
+def_named(const Sema *s, ModEnv *me, Sym name)
 {
 	Node *d = symmap_get(&me->defs, name);
 	for (int i = 0; !d && i < me->m->nuses; i++)
-		for (ModEnv *e = S.envs; e && !d; e = e->next)
+		for (ModEnv *e = s->envs; e && !d; e = e->next)
 			if (e->m == me->m->uses[i])
 				d = symmap_get(&e->defs, name);
 	return d;
@@ -280,10 +267,10 @@ def_named(ModEnv *me, Sym name)
 
 /* Why a name has no value, when there is more to say than "unknown". */
 static bool
-explain_unknown(Frame *fr, Node *n)
+explain_unknown(const Sema *s, Frame *fr, Node *n)
 {
 	Sym name = n->u.name;
-	Node *d = def_named(fr->me, name), *p;
+	Node *d = def_named(s, fr->me, name), *p;
 	if (d) {
 		diag_error(n->span, "'%s' is %s, not a value; call it: %s(...)", sym_str(name),
 		           d->kind == NK_OP ? "an op" : "a kernel", sym_str(name));
@@ -310,39 +297,39 @@ lookup(Sema *s, Frame *fr, Node *n)
 		v.span = n->span;
 		return v;
 	}
-	if (name == S.nranks)
+	if (name == s->nranks_name)
 		return sv_int(s->nranks, n->span);
-	if (name == S.sum || name == S.max || name == S.min)
-		return (SVal){.k = SV_RED, .i = name == S.sum ? RED_SUM : name == S.max ? RED_MAX : RED_MIN, .span = n->span};
-	if (explain_unknown(fr, n))
+	if (name == s->sum_name || name == s->max_name || name == s->min_name)
+		return (SVal){.k = SV_RED, .i = name == s->sum_name ? RED_SUM : name == s->max_name ? RED_MAX : RED_MIN, .span = n->span};
+	if (explain_unknown(s, fr, n))
 		return sv_err();
 	diag_error(n->span, "unknown name '%s'", sym_str(name));
-	suggest_name(fr, name, n->span, false);
+	suggest_name(s, fr, name, n->span, false);
 	return sv_err();
 }
 
 /* A name in a size expression that nothing binds: no argument of the
  * call, no param, not `nranks`.  NULL when every name has a value. */
 Node *
-sema_free_name(Frame *fr, Node *e)
+sema_free_name(const Sema *s, Frame *fr, Node *e)
 {
 	Node *r = NULL;
 	switch (e->kind) {
 	case NK_NAME:
-		if (sema_local(fr, e->u.name) || symmap_get(&fr->me->params, e->u.name) || sema_predefined(e->u.name))
+		if (sema_local(fr, e->u.name) || symmap_get(&fr->me->params, e->u.name) || sema_predefined(s, e->u.name))
 			return NULL;
 		return e;
 	case NK_BIN:
-		if ((r = sema_free_name(fr, e->u.bin.l)) || !e->u.bin.r)
+		if ((r = sema_free_name(s, fr, e->u.bin.l)) || !e->u.bin.r)
 			return r;
-		return sema_free_name(fr, e->u.bin.r);
+		return sema_free_name(s, fr, e->u.bin.r);
 	case NK_NEG:
-		return sema_free_name(fr, e->u.bin.l);
+		return sema_free_name(s, fr, e->u.bin.l);
 	case NK_CALL:
 	case NK_LIST:
 	case NK_TUPLE:
 		for (Node *a = e->u.call.args; a && !r; a = a->next)
-			r = sema_free_name(fr, a);
+			r = sema_free_name(s, fr, a);
 		return r;
 	default:
 		return NULL;
@@ -351,7 +338,7 @@ sema_free_name(Frame *fr, Node *e)
 
 /* The op or kernel a call names: this file first, then the files it uses. */
 static Node *
-find_def(Frame *fr, Sym name, Span sp, bool *ambiguous)
+find_def(const Sema *s, Frame *fr, Sym name, Span sp, bool *ambiguous)
 {
 	Node *d = symmap_get(&fr->me->defs, name), *other;
 	Module *from = NULL;
@@ -359,7 +346,7 @@ find_def(Frame *fr, Sym name, Span sp, bool *ambiguous)
 	if (d)
 		return d;
 	for (int i = 0; i < fr->me->m->nuses; i++)
-		for (ModEnv *e = S.envs; e; e = e->next) {
+		for (ModEnv *e = s->envs; e; e = e->next) {
 			if (e->m != fr->me->m->uses[i] || !(other = symmap_get(&e->defs, name)))
 				continue;
 			if (d) {
@@ -377,9 +364,9 @@ find_def(Frame *fr, Sym name, Span sp, bool *ambiguous)
 }
 
 ModEnv *
-sema_env(int file)
+sema_env(const Sema *s, int file)
 {
-	for (ModEnv *e = S.envs; e; e = e->next)
+	for (ModEnv *e = s->envs; e; e = e->next)
 		if (e->m->file == file)
 			return e;
 	die("no module for file %d", file);
@@ -464,7 +451,7 @@ sema_dtype(Sema *s, Frame *fr, Node *tn, DType *dt)
 			die("lexer gave an unknown dtype");
 		return true;
 	}
-	if (!sema_local(fr, nm.u.name) && !symmap_get(&fr->me->params, nm.u.name) && !sema_predefined(nm.u.name)) {
+	if (!sema_local(fr, nm.u.name) && !symmap_get(&fr->me->params, nm.u.name) && !sema_predefined(s, nm.u.name)) {
 		Near n = {sym_str(nm.u.name), NULL, 99};
 		diag_error(nm.span, "unknown dtype '%s'", sym_str(nm.u.name));
 		for (int i = 0; i < DT_COUNT; i++)
@@ -498,7 +485,7 @@ resolve_entry_type(Sema *s, Frame *fr, Node *tn, Type *t, const char *what)
 	    !later_param(fr->me, tn->u.type.dtype))
 		un = tn;
 	for (Node *d = tn->u.type.dims; d && !un; d = d->next)
-		un = sema_free_name(fr, d);
+		un = sema_free_name(s, fr, d);
 	if (un && !(un->kind == NK_NAME && later_param(fr->me, un->u.name))) {
 		Sym name = un->kind == NK_TYPE ? un->u.type.dtype : un->u.name;
 		diag_error(un->kind == NK_TYPE ? un->u.type.dspan : un->span,
@@ -650,7 +637,7 @@ static void
 exec_let(Sema *s, Frame *fr, Node *st)
 {
 	SVal v = sema_eval(s, fr, st->u.let.init);
-	if (reserved(st->u.let.name, st->u.let.nspan, "a `let`"))
+	if (reserved(s, st->u.let.name, st->u.let.nspan, "a `let`"))
 		v = sv_err(); /* still bound, so later uses stay quiet */
 	else if (v.k == SV_TUPLE) {
 		diag_error(st->u.let.init->span, "this gives %d results; bind them with `let (a, b) = ...`", v.n);
@@ -685,7 +672,7 @@ exec_lets(Sema *s, Frame *fr, Node *st)
 		if (symmap_get(&seen, nm->u.name))
 			diag_error(nm->span, "'%s' appears twice in this `let`", sym_str(nm->u.name));
 		symmap_put(&seen, nm->u.name, nm);
-		if (reserved(nm->u.name, nm->span, "a `let`"))
+		if (reserved(s, nm->u.name, nm->span, "a `let`"))
 			e = sv_err();
 		if (e.k == SV_TENSOR && !s->f->ins[e.v].name && s->f->ins[e.v].op != OP_PARAM)
 			s->f->ins[e.v].name = nm->u.name;
@@ -702,16 +689,16 @@ exec_for(Sema *s, Frame *fr, Node *st)
 	if (!sema_int(s, fr, st->u.loop.lo, "a loop bound", &lo) || !sema_int(s, fr, st->u.loop.hi, "a loop bound", &hi))
 		return;
 	/* hi - lo as unsigned: exact for any two int64 with lo < hi */
-	if (lo < hi && (uint64_t)hi - (uint64_t)lo > (uint64_t)(LIM_UNROLL - S.unrolled)) {
+	if (lo < hi && (uint64_t)hi - (uint64_t)lo > (uint64_t)(LIM_UNROLL - s->unrolled)) {
 		diag_error(range, "loops unroll to more than %d iterations", LIM_UNROLL);
 		return;
 	}
-	for (int64_t i = lo; i < hi && !S.stopped; i++) {
+	for (int64_t i = lo; i < hi && !s->stopped; i++) {
 		Bind *mark = fr->scope;
 		int before = diag_errors();
 		SVal ret;
-		S.unrolled++;
-		if (reserved(st->u.loop.var, st->u.loop.vspan, "a loop variable"))
+		s->unrolled++;
+		if (reserved(s, st->u.loop.var, st->u.loop.vspan, "a loop variable"))
 			break;
 		sema_bind(s, fr, st->u.loop.var, B_LOOP, sv_int(i, st->u.loop.vspan), st->u.loop.vspan);
 		exec_list(s, fr, st->u.loop.body, &ret, true);
@@ -725,14 +712,14 @@ exec_for(Sema *s, Frame *fr, Node *st)
  * and a few lines can ask for 2^40 inlined calls.  The bound is for the
  * unit, not each op, so that the time and memory of one run are bounded. */
 bool
-sema_step(Span sp)
+sema_step(Sema *s, Span sp)
 {
-	if (S.stopped)
+	if (s->stopped)
 		return false;
-	if (++S.steps <= LIM_STEPS)
+	if (++s->steps <= LIM_STEPS)
 		return true;
 	diag_error(sp, "too much to elaborate: more than %d statements and calls after inlining and unrolling", LIM_STEPS);
-	S.stopped = true;
+	s->stopped = true;
 	return false;
 }
 
@@ -740,7 +727,7 @@ static Flow
 exec_list(Sema *s, Frame *fr, Node *list, SVal *ret, bool inloop)
 {
 	for (Node *st = list; st; st = st->next) {
-		if (diag_full() || !sema_step(st->span))
+		if (diag_full() || !sema_step(s, st->span))
 			return FLOW_NEXT;
 		switch (st->kind) {
 		case NK_LET:
@@ -789,7 +776,7 @@ callee_result_type(Sema *s, Frame *fr, Node *rt, Type *want, bool *placed)
 		return false;
 	want->rank = rt->u.type.rank;
 	for (Node *d = rt->u.type.dims; d; d = d->next, i++) {
-		if ((un = sema_free_name(fr, d))) {
+		if ((un = sema_free_name(s, fr, d))) {
 			diag_error(un->span, "size '%s' of the result is bound by no argument", sym_str(un->u.name));
 			return false;
 		}
@@ -851,7 +838,7 @@ sema_run_body(Sema *s, Frame *fr, Node *op)
 {
 	SVal r = sv_err();
 	if (exec_list(s, fr, op->u.fn.body, &r, false) != FLOW_RETURN) {
-		if (!diag_full() && !S.stopped)
+		if (!diag_full() && !s->stopped)
 			diag_error(op->u.fn.nspan, "op '%s' has no `return`", sym_str(op->u.fn.name));
 		return sv_err();
 	}
@@ -881,7 +868,7 @@ eval_call(Sema *s, Frame *fr, Node *n)
 		args[i] = sema_eval(s, fr, a);
 	if (rule_is_builtin(name))
 		return rule_builtin(s, name, args, nargs, n->span);
-	def = find_def(fr, name, n->u.call.nspan, &amb);
+	def = find_def(s, fr, name, n->u.call.nspan, &amb);
 	if (amb)
 		return sv_err();
 	if (!def) {
@@ -891,7 +878,7 @@ eval_call(Sema *s, Frame *fr, Node *n)
 			diag_note(NOSPAN, "'%s' is in the standard library's module %s: add `use %s;`", sym_str(name),
 			          sym_str(home), sym_str(home));
 		else
-			suggest_name(fr, name, n->u.call.nspan, true);
+			suggest_name(s, fr, name, n->u.call.nspan, true);
 		return sv_err();
 	}
 	r = def->kind == NK_KERNEL ? sema_call_kernel(s, fr, def, args, nargs, n->span)
@@ -924,7 +911,7 @@ SVal
 sema_eval(Sema *s, Frame *fr, Node *n)
 {
 	SVal r;
-	if (diag_full() || S.stopped)
+	if (diag_full() || s->stopped)
 		return sv_err();
 	switch (n->kind) {
 	case NK_INT:
@@ -1019,7 +1006,7 @@ collect_params(Sema *s, ModEnv *me, bool main)
 	for (Node *it = me->m->items; it; it = it->next) {
 		Bind *old, *b;
 		SVal v;
-		if (it->kind != NK_PARAM || reserved(it->u.let.name, it->u.let.nspan, "a param"))
+		if (it->kind != NK_PARAM || reserved(s, it->u.let.name, it->u.let.nspan, "a param"))
 			continue;
 		if ((old = symmap_get(&me->params, it->u.let.name))) {
 			diag_error(it->u.let.nspan, "param '%s' is declared twice", sym_str(it->u.let.name));
@@ -1060,14 +1047,14 @@ collect_params(Sema *s, ModEnv *me, bool main)
 
 /* Parameter names of one definition are distinct and not predefined. */
 static void
-check_arg_names(Node *fn)
+check_arg_names(const Sema *s, Node *fn)
 {
 	SymMap seen = {0};
 	for (Node *a = fn->u.fn.args; a; a = a->next) {
 		Sym n = fn->kind == NK_OP ? a->u.let.name : a->u.name;
 		Span sp = fn->kind == NK_OP ? a->u.let.nspan : a->span;
 		Node *first = symmap_get(&seen, n);
-		if (reserved(n, sp, "a parameter"))
+		if (reserved(s, n, sp, "a parameter"))
 			continue;
 		if (first) {
 			diag_error(sp, "parameter '%s' appears twice", sym_str(n));
@@ -1080,7 +1067,7 @@ check_arg_names(Node *fn)
 }
 
 static void
-collect_defs(ModEnv *me)
+collect_defs(const Sema *s, ModEnv *me)
 {
 	for (Node *it = me->m->items; it; it = it->next) {
 		Node *old;
@@ -1099,7 +1086,7 @@ collect_defs(ModEnv *me)
 	}
 	for (Node *it = me->m->items; it; it = it->next)
 		if (it->kind == NK_OP || it->kind == NK_KERNEL)
-			check_arg_names(it);
+			check_arg_names(s, it);
 }
 
 /* ---- entry ops ---- */
@@ -1107,7 +1094,7 @@ collect_defs(ModEnv *me)
 /* Whether every name in the op's signature has a param value; an op that
  * is only meant to be called (sizes bound by unification) does not. */
 static Node *
-unbound_name(ModEnv *me, Node *op)
+unbound_name(const Sema *s, ModEnv *me, Node *op)
 {
 	Frame top = {.me = me};
 	Node *lists[2] = {op->u.fn.args, op->u.fn.rets}, *un;
@@ -1117,7 +1104,7 @@ unbound_name(ModEnv *me, Node *op)
 			if (t->u.type.dvar && !symmap_get(&me->params, t->u.type.dtype))
 				return t;
 			for (Node *d = t->u.type.dims; d; d = d->next)
-				if ((un = sema_free_name(&top, d)))
+				if ((un = sema_free_name(s, &top, d)))
 					return un;
 		}
 	return NULL;
@@ -1132,7 +1119,7 @@ elab_entry(Sema *s, ModEnv *me, Node *op)
 	s->f = ir_func_new(op->u.fn.name, s->nranks, op->span);
 	s->f->nin = op->u.fn.nargs;
 	s->f->in = arena_alloc(s->f->arena, (size_t)(s->f->nin + 1) * sizeof(Val));
-	S.unrolled = 0;
+	s->unrolled = 0;
 	for (Node *a = op->u.fn.args; a; a = a->next, i++) {
 		Type t;
 		Val v;
@@ -1260,9 +1247,9 @@ elab_main(Sema *s, ModEnv *main)
 		if (it->kind != NK_OP || (entry && strcmp(entry, sym_str(it->u.fn.name))))
 			continue;
 		found = true;
-		if (!entry && unbound_name(main, it)) {
+		if (!entry && unbound_name(s, main, it)) {
 			/* a generic op: compiled where it is called */
-			Node *un = unbound_name(main, it);
+			Node *un = unbound_name(s, main, it);
 			if (!symmap_get(&called, it->u.fn.name))
 				diag_warning(un->span, "op '%s' is not compiled and not called: '%s' has no value "
 				             "(declare `param %s = ...` to compile it on its own)",
@@ -1287,14 +1274,11 @@ sema_unit(Unit *u)
 {
 	Sema s = {0};
 	int status = EXIT_OK, r;
-	ModEnv **tail = &S.envs;
-	S.envs = NULL;
-	S.steps = 0;
-	S.stopped = false;
-	S.nranks = sym_cstr("nranks");
-	S.sum = sym_cstr("sum");
-	S.max = sym_cstr("max");
-	S.min = sym_cstr("min");
+	ModEnv **tail = &s.envs;
+	s.nranks_name = sym_cstr("nranks");
+	s.sum_name = sym_cstr("sum");
+	s.max_name = sym_cstr("max");
+	s.min_name = sym_cstr("min");
 	s.u = u;
 	s.nranks = u->opt.nranks;
 	s.autocomm = u->opt.autocomm == AC_ON;
@@ -1304,19 +1288,19 @@ sema_unit(Unit *u)
 		e->m = m;
 		*tail = e;
 		tail = &e->next;
-		collect_defs(e);
+		collect_defs(&s, e);
 	}
-	for (ModEnv *e = S.envs; e; e = e->next)
-		if ((r = collect_params(&s, e, e == S.envs)) != EXIT_OK)
+	for (ModEnv *e = s.envs; e; e = e->next)
+		if ((r = collect_params(&s, e, e == s.envs)) != EXIT_OK)
 			status = r;
 	if (status == EXIT_OK && !diag_errors())
-		status = elab_main(&s, S.envs);
-	for (ModEnv *e = S.envs; e; e = e->next) {
+		status = elab_main(&s, s.envs);
+	for (ModEnv *e = s.envs; e; e = e->next) {
 		symmap_free(&e->defs);
 		symmap_free(&e->params);
 	}
-	S.envs = NULL;
-	sema_calls_done();
+	s.envs = NULL;
+	sema_calls_done(&s);
 	arena_free(s.tmp);
 	if (status == EXIT_OK && diag_errors())
 		status = EXIT_INPUT;

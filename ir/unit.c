@@ -60,8 +60,6 @@ module_name(const char *path)
 	return sym_intern(b, n);
 }
 
-static int nfiles;
-
 static Module *
 parse_text(Unit *u, const char *path, char *text, size_t len)
 {
@@ -83,7 +81,7 @@ load_file(Unit *u, const char *path, Span where)
 	size_t len;
 	const char *why;
 
-	if (++nfiles > LIM_FILES) {
+	if (++u->nfiles > LIM_FILES) {
 		diag_error(where, "more than %d files reached through `use`", LIM_FILES);
 		return NULL;
 	}
@@ -152,21 +150,15 @@ not_found(Unit *u, Module *m, Node *use)
 	buf_free(&b);
 }
 
-/* The files being loaded, outermost first: a cycle is a path in it. */
-static struct {
-	Module *m[LIM_FILES + 2];
-	int n;
-} loading;
-
 static void
-report_cycle(Node *use, Module *dep)
+report_cycle(Unit *u, Node *use, Module *dep)
 {
 	Buf b = {0};
 	int i = 0;
-	while (loading.m[i] != dep)
+	while (u->loading.m[i] != dep)
 		i++;
-	for (; i < loading.n; i++)
-		buf_printf(&b, "%s.syn -> ", sym_str(loading.m[i]->name));
+	for (; i < u->loading.n; i++)
+		buf_printf(&b, "%s.syn -> ", sym_str(u->loading.m[i]->name));
 	diag_error(use->span, "`use %s` makes a cycle: %s%s.syn", sym_str(use->u.name), b.s, sym_str(dep->name));
 	buf_free(&b);
 }
@@ -194,7 +186,7 @@ static void
 resolve_uses(Unit *u, Module *m)
 {
 	m->state = 1;
-	loading.m[loading.n++] = m;
+	u->loading.m[u->loading.n++] = m;
 	for (Node *it = m->items; it; it = it->next) {
 		char *path;
 		Module *dep;
@@ -207,7 +199,7 @@ resolve_uses(Unit *u, Module *m)
 		}
 		dep = by_path(u, path);
 		if (dep && dep->state == 1) {
-			report_cycle(it, dep);
+			report_cycle(u, it, dep);
 			free(path);
 			continue;
 		}
@@ -229,7 +221,7 @@ resolve_uses(Unit *u, Module *m)
 		m->uses = xrealloc(m->uses, (m->nuses + 1) * sizeof *m->uses);
 		m->uses[m->nuses++] = dep;
 	}
-	loading.n--;
+	u->loading.n--;
 	m->state = 2;
 }
 
@@ -257,8 +249,8 @@ bool
 unit_load(Unit *u, const char *path)
 {
 	int before = diag_errors();
-	nfiles = 0;
-	loading.n = 0;
+	u->nfiles = 0;
+	u->loading.n = 0;
 	return load_main(u, load_file(u, path, NOSPAN), before);
 }
 
@@ -319,7 +311,7 @@ bool
 unit_load_text(Unit *u, const char *path, char *text, size_t len)
 {
 	int before = diag_errors();
-	nfiles = 1;
-	loading.n = 0;
+	u->nfiles = 1;
+	u->loading.n = 0;
 	return load_main(u, parse_text(u, path, text, len), before);
 }

@@ -8,7 +8,7 @@
 #
 #   $(bindir)         syncc, syncrun, and where libsyncrt is built syncrun-gpu
 #   $(libdir)         libsyncrt.a, libsyncrt.so          (where libsyncrt is built)
-#   $(includedir)/syncc  syncrt.h, comm.h                (where libsyncrt is built)
+#   $(includedir)/syncc  syncrt.h, comm.h and its tables  (where libsyncrt is built)
 #   $(pkgconfigdir)   syncrt.pc, written for these dirs  (where libsyncrt is built)
 #   $(SHAREDIR)       stdlib/*.syn, profiles/*.prof   ($(datadir)/syncc)
 #   $(man1dir)        syncc.1, syncrun.1, and syncrun-gpu.1 with it
@@ -29,7 +29,7 @@ INSTALL_DATA    ?= $(INSTALL) -m 644
 INST_RT   := $(and $(RT_CUDA_H),$(RT_NCCL_H))
 INST_BIN  := syncc syncrun $(if $(INST_RT),syncrun-gpu)
 INST_LIB  := $(if $(INST_RT),libsyncrt.a libsyncrt.so)
-INST_INC  := $(if $(INST_RT),runtime/syncrt.h runtime/comm.h)
+INST_INC  := $(if $(INST_RT),runtime/syncrt.h comm/comm.h comm/colls.h comm/backends.h)
 INST_MAN  := docs/man/syncc.1 docs/man/syncrun.1 $(if $(INST_RT),docs/man/syncrun-gpu.1)
 INST_SYN  := $(wildcard stdlib/*.syn)
 INST_PROF := $(wildcard profiles/*.prof)
@@ -69,6 +69,7 @@ ifneq ($(INST_RT),)
 	$(INSTALL_DATA) libsyncrt.a $(DESTDIR)$(libdir)/
 	$(INSTALL_PROGRAM) libsyncrt.so $(DESTDIR)$(libdir)/
 	$(INSTALL_DATA) $(INST_INC) $(DESTDIR)$(includedir)/syncc/
+	sed 's|^#include "../comm/\(.*\)"$$|#include "\1"|' runtime/syncrt.h >$(DESTDIR)$(includedir)/syncc/syncrt.h
 	$(call write_pc,$(DESTDIR)$(pkgconfigdir)/syncrt.pc)
 else
 	@echo "install: libsyncrt was not built (no cuda.h or nccl.h): syncrun-gpu, libsyncrt, its headers and syncrt.pc not installed"

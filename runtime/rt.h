@@ -296,13 +296,32 @@ struct syn_ctx {
 	atomic_int wdog_stop;
 };
 
-/* rt_ctx.c */
+/* rt_cuerr.c: errors */
 int rt_cu(syn_ctx *c, CUresult r, const char *what);
 int rt_nccl(syn_ctx *c, ncclResult_t r, const char *what);
 int rt_seterr(syn_ctx *c, int status, const char *fmt, ...) RT_PRINTF(3, 4);
-int rt_allgather(syn_ctx *c, const void *mine, size_t len, void *all);
-RtSym *rt_sym_find(const syn_ctx *c, CUdeviceptr p, size_t bytes);
 int rt_nccl_settle(syn_ctx *c, ncclResult_t r, const char *what);
+int rt_nccl_settle_ms(syn_ctx *c, ncclResult_t r, const char *what, int ms);
+
+/* rt_ctx.c: one context */
+syn_ctx *rt_ctx_new(const RtEnv *env, const syn_opts *o);
+int rt_ctx_open(syn_ctx *c, int device); /* everything of one rank that needs no other rank */
+int rt_ctx_flags(syn_ctx *c);
+int rt_ctx_finish(syn_ctx *c);
+
+/* rt_sym.c: symmetric memory */
+int rt_sym_alloc(syn_ctx *c, size_t bytes, RtSym **out); /* collective */
+void rt_sym_release(syn_ctx *c, RtSym *s, int free_base);
+RtSym *rt_sym_find(const syn_ctx *c, CUdeviceptr p, size_t bytes);
+
+/* rt_module.c: modules */
+int rt_module_load(syn_ctx *c, const syn_image *img, CUmodule *m);
+void rt_modules_free(syn_ctx *c);
+
+/* rt_world.c: the world of ranks, the NCCL communicator */
+int rt_allgather(syn_ctx *c, const void *mine, size_t len, void *all);
+int rt_same_node(const syn_ctx *c, int p);
+void rt_nccl_close(syn_ctx *c);
 
 /* rt_launch.c */
 int rt_log(syn_ctx *c, RtItemKind kind, int lane, int flag, int peer, int chunk, uint64_t value, const char *what);
@@ -319,15 +338,18 @@ int rt_drain(syn_ctx *c, int ms);
 void rt_notes(syn_ctx *c, int ms);
 void rt_abort_wait(syn_ctx *c, int ms);
 
-/* rt_nccl.c, rt_ce.c: a backend is a CommBackend with its context */
+/* rt_nccl.c, rt_ce.c, ... (rt_<name>.c of comm/backends.h's rows): a
+ * backend is a CommBackend with its context */
 typedef struct RtBe {
 	CommBackend b;
 	syn_ctx *c;
 	uint64_t seq; /* ce: collectives so far, the value of its arrive/done flags */
 } RtBe;
-RtBe *rt_be_new(syn_ctx *c, const char *name);
-CommBackend *rt_nccl_new(syn_ctx *c);
-CommBackend *rt_ce_new(syn_ctx *c);
+RtBe *rt_be_new(syn_ctx *c, CommBackendKind kind);
+/* rt_nccl_new, rt_ce_new, ...: one per row of comm/backends.h */
+#define B(NAME, name, ...) CommBackend *rt_##name##_new(syn_ctx *c);
+#include "../comm/backends.h"
+#undef B
 ncclDataType_t rt_nccl_dtype(CommDType dt);
 ncclRedOp_t rt_nccl_red(CommRed r);
 

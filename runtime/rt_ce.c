@@ -167,7 +167,7 @@ out:
 CommBackend *
 rt_ce_new(syn_ctx *c)
 {
-	RtBe *be = rt_be_new(c, "ce");
+	RtBe *be = rt_be_new(c, BE_CE);
 	if (!be)
 		return NULL;
 	be->b.collective = collective;

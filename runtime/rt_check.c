@@ -122,7 +122,7 @@ rt_chunk_check(const CommChunk *ch, int rank, int nranks, char *err, size_t n)
 		rt_fmt(err, n, "rank %d: NULL chunk", rank);
 		return SYN_EARG;
 	}
-	if ((unsigned)ch->op > CO_SHIFT)
+	if ((unsigned)ch->op >= CO_COUNT)
 		what = "unknown collective";
 	else if (!rt_dtype_size(ch->dt) || (unsigned)ch->dt > CD_I32)
 		what = "unknown dtype";

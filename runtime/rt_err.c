@@ -32,17 +32,8 @@ static const struct {
 	[CD_I32] = {"i32", 4},
 };
 
-static const char *const op_names[] = {
-	[CO_ALL_REDUCE] = "all_reduce",
-	[CO_REDUCE_SCATTER] = "reduce_scatter",
-	[CO_ALL_GATHER] = "all_gather",
-	[CO_ALL_TO_ALL] = "all_to_all",
-	[CO_SHIFT] = "shift",
-};
-
 static const char *const red_names[] = {[CR_SUM] = "sum", [CR_MAX] = "max", [CR_MIN] = "min"};
 static const char *const lane_names[] = {[SYN_COMPUTE] = "compute", [SYN_COMM] = "comm"};
-static const char *const backend_names[] = {[SYN_NCCL] = "nccl", [SYN_CE] = "ce"};
 
 const char *
 syn_status_name(int status)
@@ -93,7 +84,7 @@ rt_dtype_size(CommDType dt)
 const char *
 rt_op_name(CommOp op)
 {
-	return (unsigned)op < RT_NELEM(op_names) ? op_names[op] : "?op";
+	return (unsigned)op < CO_COUNT ? comm_colls[op].name : "?op";
 }
 
 const char *
@@ -111,7 +102,7 @@ rt_lane_name(int lane)
 const char *
 rt_backend_name(int be)
 {
-	return (unsigned)be < RT_NELEM(backend_names) ? backend_names[be] : "?backend";
+	return (unsigned)be < BE_COUNT ? comm_backends[be].name : "?backend";
 }
 
 uint64_t

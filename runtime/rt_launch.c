@@ -148,13 +148,13 @@ be_error(CommBackend *b)
 }
 
 RtBe *
-rt_be_new(syn_ctx *c, const char *name)
+rt_be_new(syn_ctx *c, CommBackendKind kind)
 {
 	RtBe *be = calloc(1, sizeof *be);
 	if (!be)
 		return NULL;
 	be->c = c;
-	be->b.name = name;
+	be->b.name = comm_backends[kind].name;
 	be->b.wait_flag = be_wait;
 	be->b.raise_flag = be_raise;
 	be->b.error = be_error;

@@ -104,7 +104,7 @@ collective(CommBackend *b, const CommChunk *ch, void *lane)
 CommBackend *
 rt_nccl_new(syn_ctx *c)
 {
-	RtBe *be = rt_be_new(c, "nccl");
+	RtBe *be = rt_be_new(c, BE_NCCL);
 	if (!be)
 		return NULL;
 	be->b.collective = collective;

@@ -96,6 +96,8 @@ rt_plan_nccl(const CommChunk *ch, int rank, int nranks, RtXfer *x, int cap)
 		    add(x, &n, cap, XK_RECV, src, NULL, ch->recv, ch->count))
 			return -1;
 		return n;
+	case CO_COUNT: /* no case for another: a new collective fails to compile here */
+		break;
 	}
 	return -1;
 }
@@ -112,6 +114,7 @@ rt_plan_ce(const CommChunk *ch, int rank, int nranks, RtXfer *x, int cap)
 	switch (ch->op) {
 	case CO_ALL_REDUCE:
 	case CO_REDUCE_SCATTER:
+	case CO_COUNT:
 		return -1;
 	case CO_ALL_GATHER:
 		for (int p = 0; p < nranks; p++)

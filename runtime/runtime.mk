@@ -4,7 +4,7 @@
 #                         and nccl.h are found (else says it skipped them)
 #   make check            also runs the runtime's CPU tests (tests/rt/), links a
 #                         program against libsyncrt, runs ptxas on its PTX
-#   make rt-gpu-test      build/rt/rt_test, the GPU test (tools/gpu-check-runtime)
+#   make rt-gpu-test      build/rt/rt_test, the GPU test (tests/gpu/gpu-check-runtime)
 #
 # NCCL is looked for in NCCL_HOME, then next to CUDA (the CPU machines' CUDA
 # folder carries 2.28.9), then in /usr/include (the GPU machines' Debian
@@ -25,9 +25,10 @@ RT_PTXAS := $(firstword $(wildcard $(CUDA_HOME)/bin/ptxas) $(shell command -v pt
 comma := ,
 RT_CPU_SRC := runtime/rt_err.c runtime/rt_env.c runtime/rt_boot.c runtime/rt_trace.c \
               runtime/rt_check.c runtime/rt_plan.c runtime/rt_ptx.c
-RT_GPU_SRC := runtime/rt_ctx.c runtime/rt_launch.c runtime/rt_watch.c runtime/rt_nccl.c \
+RT_GPU_SRC := runtime/rt_ctx.c runtime/rt_cuerr.c runtime/rt_sym.c runtime/rt_module.c runtime/rt_world.c \
+              runtime/rt_launch.c runtime/rt_watch.c runtime/rt_nccl.c \
               runtime/rt_ce.c runtime/rt_clock.c runtime/rt_ref.c runtime/rt_stream.c
-RT_HDRS := runtime/rt.h runtime/syncrt.h runtime/comm.h
+RT_HDRS := runtime/rt.h runtime/syncrt.h comm/comm.h comm/colls.h comm/backends.h
 
 # System headers are -isystem so their pedantry is not ours.
 RT_INC := -isystem $(CUDA_HOME)/include $(if $(filter /usr/include $(CUDA_HOME)/include,$(RT_NCCL_INC)),,-isystem $(RT_NCCL_INC))
@@ -95,7 +96,7 @@ $(BUILD)/rt/ptxas.path: FORCE_RT
 rt-check-deps: $(BUILD)/rt/ptxas.path
 
 all: runtime-all
-check: rt-check-deps
+check check-fast: rt-check-deps
 clean: rt-clean
 rt-clean:
 	rm -f libsyncrt.a libsyncrt.so syncrun-gpu

@@ -47,7 +47,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "comm.h"
+/* In the source tree comm.h and its tables are comm/'s, shared with the
+ * compiler; make install puts them beside this file and writes these
+ * includes without the "../comm/". */
+#include "../comm/comm.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -71,7 +74,14 @@ typedef enum syn_status {
 } syn_status;
 
 typedef enum syn_lane { SYN_COMPUTE, SYN_COMM, SYN_LANES } syn_lane;
-typedef enum syn_backend { SYN_NCCL, SYN_CE, SYN_BACKENDS } syn_backend;
+/* The comm backends: SYN_NCCL, SYN_CE, ... -- comm/backends.h's rows, with
+ * the plan's BE_* numbers (comm/comm.h). */
+typedef enum syn_backend {
+#define B(NAME, ...) SYN_##NAME = BE_##NAME,
+#include "../comm/backends.h"
+#undef B
+	SYN_BACKENDS = BE_COUNT
+} syn_backend;
 
 /* A tensor argument: this rank's local piece.  strides are in elements; all
  * zero means row-major contiguous. */

@@ -12,8 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const sched_backend_names[BE_COUNT] = {"nccl", "ce"};
-
 /* ---- regions ---- */
 
 static Box
@@ -451,7 +449,8 @@ build_comm(BlockGraph *g, Val v, const NodeChoice *ch, const Topo *topo)
 	const Func *f = g->f;
 	const Ins *in = &f->ins[v];
 	int nc = ch->nchunks > 0 ? ch->nchunks : 1, dim = chunk_dim(f, in, ch->dim, nc);
-	int nphase = in->op == OP_ALL_REDUCE && topo && topo->nodes > 1 && topo->gpus > 1 ? 3 : 1;
+	int nphase = in->op != OP_RESHARD && topo && topo->nodes > 1 && topo->gpus > 1 ? comm_colls[ir_comm_op(in->op)].phases
+	                                                                               : 1;
 	bool self = ch->self_first && in->op == OP_ALL_GATHER && f->nranks > 1;
 	int64_t len;
 	if (dim < 0) {
@@ -526,7 +525,7 @@ void
 blk_default_choice(const Func *f, NodeChoice *choice)
 {
 	for (Val v = 0; v < f->nins; v++)
-		choice[v] = (NodeChoice){1, -1, BE_NCCL, false, 1, f->ins[v].op == OP_MATMUL ? SCHED_TILE_ROWS : 1};
+		choice[v] = (NodeChoice){1, -1, BE_DEFAULT, false, 1, f->ins[v].op == OP_MATMUL ? SCHED_TILE_ROWS : 1};
 }
 
 static bool
@@ -650,7 +649,7 @@ blk_print(FILE *out, const BlockGraph *g)
 		const Blk *b = &g->b[i];
 		buf_printf(&o, "  #%-3d %-7s %-24s", i, b->kind == BK_COMPUTE ? "compute" : "comm", blk_name(g, i, name, sizeof name));
 		if (b->kind == BK_COMM)
-			buf_printf(&o, " %s", sched_backend_names[g->choice[b->node].backend]);
+			buf_printf(&o, " %s", comm_backends[g->choice[b->node].backend].name);
 		buf_printf(&o, " cost %.2f us", b->cost);
 		buf_printf(&o, "\n        reads ");
 		for (int k = 0; k < b->nin; k++) {

@@ -20,17 +20,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *const opnames[COLL_KINDS] = {"all_reduce", "reduce_scatter", "all_gather", "all_to_all", "shift"};
-
-static int
-find_name(const char *const *names, int n, const char *s)
-{
-	for (int i = 0; i < n; i++)
-		if (strcmp(names[i], s) == 0)
-			return i;
-	return -1;
-}
-
 static bool
 line_err(char *err, size_t n, const char *path, int line, const char *what)
 {
@@ -53,6 +42,7 @@ parse_line(Profile *p, char **w, int nw, const char *path, int ln, char *err, si
 	double x, y;
 	DType dt;
 	int be, op;
+	char names[128];
 	if (strcmp(w[0], "name") == 0 && nw == 2) {
 		snprintf(p->name, sizeof p->name, "%s", w[1]);
 	} else if (strcmp(w[0], "sms") == 0 && nw == 2 && num(w[1], &x) && x >= 1) {
@@ -71,16 +61,19 @@ parse_line(Profile *p, char **w, int nw, const char *path, int ln, char *err, si
 		p->flag_us = x;
 	} else if (strcmp(w[0], "streamop") == 0 && nw == 2 && num(w[1], &x)) {
 		p->streamop_us = x;
-	} else if (strcmp(w[0], "commsms") == 0 && nw == 3 && (be = find_name(sched_backend_names, BE_COUNT, w[1])) >= 0 &&
+	} else if (strcmp(w[0], "commsms") == 0 && nw == 3 && (be = comm_backend_byname(w[1])) >= 0 &&
 	           num(w[2], &x)) {
 		p->comm_sms[be] = (int)x;
 	} else if (strcmp(w[0], "inter") == 0 && nw == 3 && num(w[1], &x) && x > 0 && num(w[2], &y)) {
 		p->inter_gbps = x;
 		p->inter_us = y;
 	} else if (strcmp(w[0], "comm") == 0 && nw == 5) {
-		if ((be = find_name(sched_backend_names, BE_COUNT, w[1])) < 0)
-			return line_err(err, n, path, ln, "unknown backend (nccl or ce)");
-		if ((op = find_name(opnames, COLL_KINDS, w[2])) < 0)
+		if ((be = comm_backend_byname(w[1])) < 0) {
+			char what[256];
+			snprintf(what, sizeof what, "unknown backend (%s)", comm_backend_list(names, sizeof names));
+			return line_err(err, n, path, ln, what);
+		}
+		if ((op = comm_coll_byname(w[2])) < 0)
 			return line_err(err, n, path, ln, "unknown collective");
 		if (!num(w[3], &x) || x <= 0 || !num(w[4], &y) || y <= 0)
 			return line_err(err, n, path, ln, "comm needs positive BYTES and US");
@@ -124,8 +117,9 @@ prof_load(Profile *p, const char *path, char *err, size_t n)
 		}
 	}
 	free(text);
-	if (!p->matmul_tflops[DT_BF16] || !p->hbm_gbps || !p->npts[BE_NCCL][CO_ALL_REDUCE]) {
-		snprintf(err, n, "profile %s lacks matmul bf16, hbm or a comm nccl all_reduce curve", path);
+	if (!p->matmul_tflops[DT_BF16] || !p->hbm_gbps || !p->npts[BE_DEFAULT][CO_ALL_REDUCE]) {
+		snprintf(err, n, "profile %s lacks matmul bf16, hbm or a comm %s all_reduce curve", path,
+		         comm_backends[BE_DEFAULT].name);
 		return false;
 	}
 	for (int d = 0; d < DT_COUNT; d++)
@@ -168,18 +162,19 @@ prof_find(Profile *p, const char *name, char *err, size_t n)
 	return false;
 }
 
-/* The ring volume of one call at P ranks, per byte of per-rank input. */
+/* The ring volume of one call at P ranks, per byte of per-rank input
+ * (comm/colls.h's volume column). */
 static double
 volume(int op, int p)
 {
 	if (p <= 1)
 		return 0;
 	switch (op) {
-	case CO_ALL_REDUCE: return 2.0 * (p - 1) / p;
-	case CO_REDUCE_SCATTER: return (double)(p - 1) / p;
-	case CO_ALL_GATHER: return p - 1;
-	case CO_ALL_TO_ALL: return (double)(p - 1) / p;
-	default: return 1;
+#define C(NAME, name, args, send, recv, red, chunks, phases, needs, vol) \
+	case CO_##NAME: return vol;
+#include "../comm/colls.h"
+#undef C
+	default: die("no collective %d", op);
 	}
 }
 
@@ -195,7 +190,7 @@ prof_comm_us(const Profile *p, CommBackendKind be, int op, double bytes, int nra
 	if (nranks <= 1 || bytes <= 0)
 		return 0;
 	if (!p->npts[be][op])
-		be = BE_NCCL;
+		be = BE_DEFAULT;
 	if (!p->npts[be][op])
 		op = CO_ALL_REDUCE; /* an all_reduce moves at least as much: an upper bound */
 	c = p->curve[be][op];
@@ -265,17 +260,14 @@ compute_us(const Profile *p, const BlockGraph *g, Blk *b)
 	return t + (b->index == 0 ? p->launch_us : 0);
 }
 
-static int
-comm_op(Op op)
+/* A comm node's collective; a reshard the autocomm pass did not lower
+ * (--no-pass=autocomm) is bounded by an all_reduce, which moves at least as
+ * much as any collective that reaches its placement.  Anything else is an
+ * internal error (ir_comm_op). */
+CommOp
+sched_comm_op(const Ins *in)
 {
-	switch (op) {
-	case OP_ALL_REDUCE: return CO_ALL_REDUCE;
-	case OP_REDUCE_SCATTER: return CO_REDUCE_SCATTER;
-	case OP_ALL_GATHER: return CO_ALL_GATHER;
-	case OP_ALL_TO_ALL: return CO_ALL_TO_ALL;
-	case OP_SHIFT: return CO_SHIFT;
-	default: return CO_ALL_REDUCE; /* reshard: bounded by an all_reduce */
-	}
+	return in->op == OP_RESHARD ? CO_ALL_REDUCE : ir_comm_op(in->op);
 }
 
 /* Across nodes: the network's latency and bandwidth on the ring volume.
@@ -338,7 +330,7 @@ comm_us(const Profile *p, const BlockGraph *g, Blk *b, const Topo *topo)
 	const Func *f = g->f;
 	const Ins *in = &f->ins[b->node];
 	CommBackendKind be = g->choice[b->node].backend;
-	int op = comm_op(in->op);
+	int op = sched_comm_op(in);
 	const Blk *first = b - b->phase; /* phase 0 of this chunk reads its input */
 	double bytes = 0;
 	for (int k = 0; k < first->nin; k++)

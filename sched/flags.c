@@ -99,7 +99,7 @@ sched_check_flags(const Plan *p, const Profile *prof, char *why, size_t n)
 			int need = prof->comm_sms[g->choice[b->node].backend];
 			if (b->lane == LANE_COMM && p->compute_sms + need > prof->sms) {
 				snprintf(why, n, "compute kernels spin on %d SMs and %s needs %d of %d", p->compute_sms,
-				         sched_backend_names[g->choice[b->node].backend], need, prof->sms);
+				         comm_backends[g->choice[b->node].backend].name, need, prof->sms);
 				ok = false;
 			}
 		}

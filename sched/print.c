@@ -27,7 +27,7 @@ change_of(const NodeChoice *c, char *buf, size_t n)
 {
 	Buf o = {0};
 	if (c->backend != BE_NCCL)
-		buf_printf(&o, "on %s", sched_backend_names[c->backend]);
+		buf_printf(&o, "on %s", comm_backends[c->backend].name);
 	if (c->nchunks > 1)
 		buf_printf(&o, "%sin %d chunks", o.len ? ", " : "", c->nchunks);
 	if (c->self_first)
@@ -100,7 +100,7 @@ sched_print_plan(FILE *out, const Plan *p)
 			buf_printf(&o, "    %3d  %-26s %8.2f .. %8.2f us", k, blk_name(g, p->order[l][k], name, sizeof name), b->start,
 			           b->finish);
 			if (b->kind == BK_COMM)
-				buf_printf(&o, "  %s", sched_backend_names[g->choice[b->node].backend]);
+				buf_printf(&o, "  %s", comm_backends[g->choice[b->node].backend].name);
 			for (int j = 0; j < b->npred; j++)
 				if (g->b[b->pred[j]].lane != b->lane)
 					buf_printf(&o, "  wait f%d", g->b[b->pred[j]].flag);

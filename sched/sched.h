@@ -11,7 +11,7 @@
 #include <stdio.h>
 
 #include "../ir/ir.h"
-#include "../runtime/comm.h"
+#include "../comm/comm.h"
 
 /* ---- regions: which part of a value's local index space a block touches ---- */
 enum { MAXBOX = 16 };
@@ -65,9 +65,8 @@ typedef struct Blk {
  * tiles): matmul bands are cut at multiples of it. */
 enum { SCHED_TILE_ROWS = 128 };
 
-/* Choices the search makes per collective and per compute group. */
-typedef enum CommBackendKind { BE_NCCL, BE_CE, BE_COUNT } CommBackendKind;
-extern const char *const sched_backend_names[BE_COUNT];
+/* Choices the search makes per collective and per compute group (the
+ * backends: comm/backends.h). */
 
 typedef struct NodeChoice {
 	int nchunks;     /* collectives: chunks; compute groups: bands */
@@ -96,7 +95,7 @@ typedef struct CurvePt {
 	double bytes, us;
 } CurvePt;
 
-enum { MAXPTS = 16, COLL_KINDS = 5 };
+enum { MAXPTS = 16 };
 
 typedef struct Profile {
 	char name[64];
@@ -107,8 +106,8 @@ typedef struct Profile {
 	double vector_gflops;        /* elementwise f32 */
 	double hbm_gbps;
 	double launch_us, flag_us, streamop_us;
-	CurvePt curve[BE_COUNT][COLL_KINDS][MAXPTS]; /* per backend and CommOp: time of one call */
-	int npts[BE_COUNT][COLL_KINDS];
+	CurvePt curve[BE_COUNT][CO_COUNT][MAXPTS]; /* per backend and CommOp: time of one call */
+	int npts[BE_COUNT][CO_COUNT];
 	int comm_sms[BE_COUNT];      /* SMs a backend occupies while it runs */
 	double inter_gbps, inter_us; /* --topo: the network between nodes */
 } Profile;
@@ -118,6 +117,7 @@ bool prof_load(Profile *p, const char *path, char *err, size_t n);
 bool prof_find(Profile *p, const char *name_or_path, char *err, size_t n);
 bool prof_locate(const char *name_or_path, char *path, size_t n); /* false: no such file */
 double prof_comm_us(const Profile *p, CommBackendKind be, int op, double bytes, int nranks);
+CommOp sched_comm_op(const Ins *in); /* a reshard (before autocomm) counts as an all_reduce */
 
 
 /* ---- topology ---- */

@@ -156,19 +156,20 @@ fits(const SchedOpts *o, double peak, double serial_peak)
 	return budget < 0 || extra <= budget;
 }
 
-/* May collective `in` run on backend `be` under these options?  The copy
- * engine moves data: it cannot reduce, nor reach another node. */
+/* May collective `in` run on backend `be` under these options?  What a
+ * backend can and a collective needs: comm/backends.h, comm/colls.h (the
+ * copy engine moves data: it cannot reduce, nor reach another node).  A
+ * requested backend that cannot run it leaves it on the default one. */
 static bool
 backend_ok(const SchedOpts *o, const Ins *in, int be)
 {
-	bool ce_can = !(in->op == OP_ALL_REDUCE || in->op == OP_REDUCE_SCATTER || in->op == OP_RESHARD ||
-	                o->topo.nodes > 1);
+	CommOp op = sched_comm_op(in);
 	int want = o->backend - 1;
-	if (be == BE_CE && !ce_can)
+	if (!comm_backend_can((CommBackendKind)be, op, o->topo.nodes))
 		return false;
 	if (!o->backend)
 		return true;
-	return be == (want == BE_CE && !ce_can ? BE_NCCL : want);
+	return be == (comm_backend_can((CommBackendKind)want, op, o->topo.nodes) ? want : (int)BE_DEFAULT);
 }
 
 /* The default choices with a requested backend where it applies. */
@@ -201,7 +202,7 @@ search(const Func *f, const SchedOpts *o, NodeChoice *best, double *best_t, doub
 							continue;
 						if (self && !(in->op == OP_ALL_GATHER && feeds_matmul_rows(f, v)))
 							continue;
-						if (chunk_options[c] > 1 && (in->op == OP_ALL_TO_ALL || in->op == OP_RESHARD))
+						if (chunk_options[c] > 1 && (in->op == OP_RESHARD || !comm_colls[sched_comm_op(in)].chunks))
 							continue;
 						memcpy(ch, best, (size_t)f->nins * sizeof *ch);
 						ch[v].nchunks = chunk_options[c];
@@ -235,7 +236,7 @@ explain_choices(const Func *f, const NodeChoice *ch, Buf *b)
 		const Ins *in = &f->ins[v];
 		if (is_comm(in))
 			buf_printf(b, "    %s %%%d: %d chunk%s, %s%s\n", ir_ops[in->op].name, v, ch[v].nchunks,
-			           ch[v].nchunks == 1 ? "" : "s", sched_backend_names[ch[v].backend],
+			           ch[v].nchunks == 1 ? "" : "s", comm_backends[ch[v].backend].name,
 			           ch[v].self_first ? ", own block first" : "");
 		else if (in->group == v && in->op != OP_PARAM && in->op != OP_CONST && ch[v].nchunks > 1)
 			buf_printf(b, "    %s %%%d: %d bands%s\n", ir_ops[in->op].name, v, ch[v].nchunks,

@@ -462,7 +462,7 @@ def tests(syncc, run, Fail):
         rc, out, err = run([syncrun, "--sim", "--calibrate", "x.prof"])
         expect(rc == 2 and "--calibrate needs GPUs" in err, "--calibrate with --sim", out, err)
         if os.path.exists("/dev/nvidia0"):
-            return  # a GPU machine runs it for real (tools/gpu-check)
+            return  # a GPU machine runs it for real (tests/gpu/gpu-check)
         rc, out, err = run([syncrun, ex, "--gpus", "0,1"])
         expect(rc == 1 and "--gpus needs GPUs" in err and "running on the simulator" not in err,
                "--gpus without GPUs: said, exit 1, no silent simulator run", out, err)

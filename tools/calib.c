@@ -32,7 +32,6 @@ static const struct {
 	{"comm", 3, 2, "comm BACKEND OP BYTES US"},
 };
 
-static const char *const collnames[COLL_KINDS] = {"all_reduce", "reduce_scatter", "all_gather", "all_to_all", "shift"};
 
 void
 cal_add(CalSamples *c, const char *key, const char *a, const char *b, const double *x, int nx)
@@ -58,15 +57,6 @@ cal_free(CalSamples *c)
 	free(c->s);
 	c->s = NULL;
 	c->n = c->cap = 0;
-}
-
-static int
-find(const char *const *names, int n, const char *s)
-{
-	for (int i = 0; i < n; i++)
-		if (strcmp(names[i], s) == 0)
-			return i;
-	return -1;
 }
 
 static bool
@@ -135,9 +125,12 @@ parse_sample(CalSamples *c, char **w, int nw, const char *path, int ln, char *er
 			return bad(err, n, path, ln, "wrong number of fields", kinds[k].form);
 		if (k == 0 && (!ty_dtype_byname(w[1], &dt) || dt == DT_I32))
 			return bad(err, n, path, ln, "unknown float dtype", kinds[k].form);
-		if (kinds[k].words == 3 && find(sched_backend_names, BE_COUNT, w[1]) < 0)
-			return bad(err, n, path, ln, "unknown backend (nccl or ce)", NULL);
-		if (kinds[k].words == 3 && find(collnames, COLL_KINDS, w[2]) < 0)
+		if (kinds[k].words == 3 && comm_backend_byname(w[1]) < 0) {
+			char what[256], names[128];
+			snprintf(what, sizeof what, "unknown backend (%s)", comm_backend_list(names, sizeof names));
+			return bad(err, n, path, ln, what, NULL);
+		}
+		if (kinds[k].words == 3 && comm_coll_byname(w[2]) < 0)
 			return bad(err, n, path, ln, "unknown collective", NULL);
 		for (int i = 0; i < kinds[k].nums; i++) {
 			bool last = i == kinds[k].nums - 1;
@@ -176,7 +169,7 @@ parse_line(CalSamples *c, char **w, int nw, char *rest, const char *path, int ln
 		if (!integer(w[1], 2, INT_MAX, &x))
 			return bad(err, n, path, ln, "world must be a whole number of ranks, 2 or more", "world P");
 		c->world = (int)x;
-	} else if (strcmp(w[0], "commsms") == 0 && nw == 3 && (be = find(sched_backend_names, BE_COUNT, w[1])) >= 0) {
+	} else if (strcmp(w[0], "commsms") == 0 && nw == 3 && (be = comm_backend_byname(w[1])) >= 0) {
 		if (!integer(w[2], 0, INT_MAX, &x))
 			return bad(err, n, path, ln, "commsms must be a whole number of SMs, 0 or more", "commsms BACKEND N");
 		c->commsms[be] = (int)x;
@@ -196,7 +189,8 @@ cal_parse(CalSamples *c, const char *text, const char *path, char *err, size_t n
 	int ln = 0;
 	bool ok = true;
 	memset(c, 0, sizeof *c);
-	c->commsms[0] = c->commsms[1] = -1;
+	for (int be = 0; be < BE_COUNT; be++)
+		c->commsms[be] = -1;
 	/* strtok_r would skip empty lines and lose the count: split by hand */
 	for (char *line = copy, *next; line && ok; line = next) {
 		char *w[8], *hash, *rest, *s2 = NULL;
@@ -224,7 +218,7 @@ cal_parse(CalSamples *c, const char *text, const char *path, char *err, size_t n
 	for (int be = 0; be < BE_COUNT && ok; be++)
 		if (c->sms && c->commsms[be] > c->sms) {
 			snprintf(err, n, "%s:%d: commsms %s %d is more SMs than the device's %d (the sms line)", path,
-			         c->commsms_line[be], sched_backend_names[be], c->commsms[be], c->sms);
+			         c->commsms_line[be], comm_backends[be].name, c->commsms[be], c->sms);
 			ok = false;
 		}
 	return ok;
@@ -245,7 +239,7 @@ cal_samples_text(const CalSamples *c, Buf *out)
 		buf_printf(out, "world %d\n", c->world);
 	for (int b = 0; b < BE_COUNT; b++)
 		if (c->commsms[b] >= 0)
-			buf_printf(out, "commsms %s %d\n", sched_backend_names[b], c->commsms[b]);
+			buf_printf(out, "commsms %s %d\n", comm_backends[b].name, c->commsms[b]);
 	for (int i = 0; i < c->n; i++) {
 		const CalSample *s = &c->s[i];
 		buf_printf(out, "%s", s->key);
@@ -342,7 +336,7 @@ curve_of(const CalSamples *c, int be, int op, Curve *cv, char *err, size_t n)
 	for (int i = 0; i < c->n; i++) {
 		const CalSample *s = &c->s[i];
 		int k;
-		if (strcmp(s->key, "comm") || strcmp(s->a, sched_backend_names[be]) || strcmp(s->b, collnames[op]))
+		if (strcmp(s->key, "comm") || strcmp(s->a, comm_backends[be].name) || strcmp(s->b, comm_colls[op].name))
 			continue;
 		if (cv->n == MAXPTS) {
 			snprintf(err, n, "more than %d sizes of comm %s %s (a profile curve holds %d points)", MAXPTS, s->a, s->b,
@@ -368,22 +362,22 @@ write_comm(const CalSamples *c, const Profile *base, Buf *out, char *err, size_t
 {
 	buf_printf(out, "# comm BACKEND OP BYTES-PER-RANK-INPUT US: the median time of one call through libsyncrt\n");
 	for (int be = 0; be < BE_COUNT; be++)
-		for (int op = 0; op < COLL_KINDS; op++) {
+		for (int op = 0; op < CO_COUNT; op++) {
 			Curve cv;
 			if (!curve_of(c, be, op, &cv, err, n))
 				return false;
 			if (cv.n) {
-				buf_printf(out, "# comm %s %s: measured at %d size%s\n", sched_backend_names[be], collnames[op], cv.n,
+				buf_printf(out, "# comm %s %s: measured at %d size%s\n", comm_backends[be].name, comm_colls[op].name, cv.n,
 				           cv.n == 1 ? "" : "s");
 				fit_comment(&cv, out);
 				for (int i = 0; i < cv.n; i++)
-					buf_printf(out, "comm %s %-14s %12.0f %10.6g\n", sched_backend_names[be], collnames[op], cv.p[i].bytes,
+					buf_printf(out, "comm %s %-14s %12.0f %10.6g\n", comm_backends[be].name, comm_colls[op].name, cv.p[i].bytes,
 					           cv.p[i].us);
 			} else if (base->npts[be][op]) {
-				buf_printf(out, "# comm %s %s: carried from %s (not measured here)\n", sched_backend_names[be],
-				           collnames[op], base->name);
+				buf_printf(out, "# comm %s %s: carried from %s (not measured here)\n", comm_backends[be].name,
+				           comm_colls[op].name, base->name);
 				for (int i = 0; i < base->npts[be][op]; i++)
-					buf_printf(out, "comm %s %-14s %12.0f %10.6g\n", sched_backend_names[be], collnames[op],
+					buf_printf(out, "comm %s %-14s %12.0f %10.6g\n", comm_backends[be].name, comm_colls[op].name,
 					           base->curve[be][op][i].bytes, base->curve[be][op][i].us);
 			}
 		}
@@ -470,11 +464,9 @@ cal_profile(const CalSamples *c, const Profile *basep, Buf *out, char *err, size
 	write_scalars(c, &base, out);
 	for (int be = 0; be < BE_COUNT; be++)
 		if (c->commsms[be] >= 0)
-			buf_printf(out, "commsms   %s %-7d # %s\n", sched_backend_names[be], c->commsms[be],
-			           be == BE_NCCL ? "libsyncrt's setting: SMs kept free for NCCL (SYNC_FREE_SMS, by default its maxCTAs)"
-			                         : "SMs a kernel leaves the copy engine's copies beside it");
+			buf_printf(out, "commsms   %s %-7d # %s\n", comm_backends[be].name, c->commsms[be], comm_backends[be].smsnote);
 		else
-			buf_printf(out, "commsms   %s %-7d # carried from %s\n", sched_backend_names[be], base.comm_sms[be], base.name);
+			buf_printf(out, "commsms   %s %-7d # carried from %s\n", comm_backends[be].name, base.comm_sms[be], base.name);
 	buf_printf(out, "inter     %g %g       # carried from %s: one node cannot measure the network between nodes\n",
 	           base.inter_gbps, base.inter_us, base.name);
 	return write_comm(c, &base, out, err, n);

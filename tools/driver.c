@@ -291,12 +291,10 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 		d->serial = true;
 		return -1;
 	case OPT_COMMBE: {
-		int be = 0;
-		for (int b = 0; b < BE_COUNT; b++)
-			if (!strcmp(val, sched_backend_names[b]))
-				be = 1 + b;
+		int be = 1 + comm_backend_byname(val);
+		char names[128];
 		if (!be) {
-			diag_usage("%s: write nccl or ce", flag);
+			diag_usage("%s: write %s", flag, comm_backend_list(names, sizeof names));
 			return EXIT_USAGE;
 		}
 		d->backend = be; /* the last one given wins, like every option */

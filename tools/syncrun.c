@@ -1,7 +1,7 @@
 /* tools/syncrun.c -- checks compiled operators against their sequential
  * meaning: on GPUs through libsyncrt when present, else on simulated ranks. */
 #include "driver.h"
-#include "../runtime/sim.h"
+#include "../sim/sim.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,12 +74,29 @@ typedef struct Cands {
 	NodeChoice **ch;
 	int n;
 	int nins;
+	int dup; /* candidates scored again, not run twice */
 } Cands;
+
+/* Two choices that make the same plan (the search scores some twice). */
+static bool
+same_choice(const NodeChoice *a, const NodeChoice *b, int n)
+{
+	for (int v = 0; v < n; v++)
+		if (a[v].nchunks != b[v].nchunks || a[v].dim != b[v].dim || a[v].backend != b[v].backend ||
+		    a[v].self_first != b[v].self_first || a[v].interleave != b[v].interleave || a[v].align != b[v].align)
+			return false;
+	return true;
+}
 
 static void
 keep_candidate(void *ctx, const NodeChoice *ch)
 {
 	Cands *c = ctx;
+	for (int i = 0; i < c->n; i++)
+		if (same_choice(c->ch[i], ch, c->nins)) {
+			c->dup++;
+			return;
+		}
 	c->ch = xrealloc(c->ch, (size_t)(c->n + 1) * sizeof *c->ch);
 	c->ch[c->n] = xmalloc((size_t)(c->nins + 1) * sizeof **c->ch);
 	memcpy(c->ch[c->n++], ch, (size_t)c->nins * sizeof **c->ch);
@@ -90,7 +107,7 @@ run_all_plans(Driver *d, Func *f)
 {
 	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, false, NULL, keep_candidate, NULL, d->backend};
 	SimOpts so = {SIM_GPU, d->seed, d->timeout_ms, d->breaks};
-	Cands c = {NULL, 0, f->nins};
+	Cands c = {NULL, 0, f->nins, 0};
 	bool all = true;
 	if (!fits(f))
 		return false;
@@ -108,7 +125,8 @@ run_all_plans(Driver *d, Func *f)
 		sched_plan_free(p);
 		free(c.ch[i]);
 	}
-	printf("%s: %d candidate plans run, %s\n", sym_str(f->name), c.n, all ? "all ok" : "MISMATCH");
+	printf("%s: %d candidate plans run (%d more scored again: the same plans), %s\n", sym_str(f->name), c.n, c.dup,
+	       all ? "all ok" : "MISMATCH");
 	free(c.ch);
 	return all;
 }

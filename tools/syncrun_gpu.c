@@ -6,7 +6,7 @@
  * mpirun / Slurm (RANK is set), this process is one rank.
  * `syncrun` hands over to this program when GPUs are present. */
 #include "driver.h"
-#include "../runtime/sim.h"
+#include "../sim/sim.h"
 #include "../runtime/syncrt.h"
 
 #include <dlfcn.h>
@@ -618,8 +618,6 @@ static const double cal_sizes[] = {65536, 262144, 1048576, 4194304, 16777216, 67
 enum { CAL_FLAG_PP = 13, CAL_FLAG_SO = 14 };
 #define CAL_FLAG_BASE (1ull << 40)
 
-static const char *const cal_collnames[5] = {"all_reduce", "reduce_scatter", "all_gather", "all_to_all", "shift"};
-
 static int
 cmp_us(const void *a, const void *b)
 {
@@ -629,8 +627,8 @@ cmp_us(const void *a, const void *b)
 
 typedef struct CalTimes {
 	double launch[CAL_REPS], streamop[CAL_REPS], flag[CAL_REPS];
-	double comm[2][5][CAL_NSIZES][CAL_REPS]; /* [backend][op][size][rep], us; 0: not run */
-	bool unsupported[2][5];
+	double comm[BE_COUNT][CO_COUNT][CAL_NSIZES][CAL_REPS]; /* [backend][op][size][rep], us; 0: not run */
+	bool unsupported[BE_COUNT][CO_COUNT];
 	char why[256]; /* what failed, where libsyncrt's syn_error has nothing to say */
 } CalTimes;
 
@@ -722,7 +720,7 @@ cal_chunk(int op, double bytes, int P, void *send, void *recv)
 {
 	CommChunk ch = {(CommOp)op, CD_F32, CR_SUM, send, recv, 0, 0, 0, 0, 0, 0, 0};
 	size_t elems = (size_t)(bytes / 4);
-	ch.count = op == CO_REDUCE_SCATTER || op == CO_ALL_TO_ALL ? elems / (size_t)P : elems;
+	ch.count = comm_colls[op].send ? elems / (size_t)P : elems; /* the input is P blocks */
 	ch.shift = op == CO_SHIFT ? 1 : 0;
 	return ch;
 }
@@ -779,7 +777,7 @@ cal_comm(syn_ctx *c, CalTimes *t, int P)
 	if ((st = syn_alloc(c, (size_t)big, &send)) || (st = syn_alloc(c, (size_t)big * (size_t)P, &recv)))
 		return st;
 	for (int be = 0; be < SYN_BACKENDS; be++)
-		for (int op = 0; op < 5; op++)
+		for (int op = 0; op < CO_COUNT; op++)
 			for (int s = 0; s < CAL_NSIZES && !t->unsupported[be][op]; s++)
 				for (int rep = -CAL_WARM; rep < CAL_REPS; rep++) {
 					CollCall x = {(syn_backend)be, cal_chunk(op, cal_sizes[s], P, send, recv)};
@@ -847,7 +845,7 @@ static void
 cal_comm_samples(CalSamples *cs, const CalJob *j)
 {
 	for (int be = 0; be < SYN_BACKENDS; be++)
-		for (int op = 0; op < 5; op++)
+		for (int op = 0; op < CO_COUNT; op++)
 			for (int s = 0; s < CAL_NSIZES && !j->t[0].unsupported[be][op]; s++) {
 				double v[CAL_REPS], x[2];
 				bool whole = true;
@@ -863,7 +861,7 @@ cal_comm_samples(CalSamples *cs, const CalJob *j)
 				}
 				x[0] = cal_sizes[s];
 				x[1] = median(v, CAL_REPS);
-				cal_add(cs, "comm", sched_backend_names[be], cal_collnames[op], x, 2);
+				cal_add(cs, "comm", comm_backends[be].name, comm_colls[op].name, x, 2);
 			}
 }
 
@@ -944,8 +942,10 @@ calibrate(Driver *d, const Ranks *rk, const char *dir, const char *prefix)
 	char gl[512];
 	bool measured;
 	int r = EXIT_INPUT;
-	cs.commsms[BE_NCCL] = syn_free_sms(rk->cs[0]);
-	cs.commsms[BE_CE] = -1; /* not measured: the base profile's share, carried */
+	/* the SMs kernels leave a backend with CTAs of its own are libsyncrt's
+	 * setting; the others' share is not measured: the base profile's, carried */
+	for (int be = 0; be < BE_COUNT; be++)
+		cs.commsms[be] = comm_backends[be].ctas ? syn_free_sms(rk->cs[0]) : -1;
 	snprintf(cs.name, sizeof cs.name, "calibrated");
 	snprintf(cs.base, sizeof cs.base, "%s", d->profile ? d->profile : "h200-nvlink");
 	gpu_list(d, rk->P, gl, sizeof gl);

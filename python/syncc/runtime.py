@@ -173,16 +173,16 @@ def _raw_stream(torch, dev):
 
 
 class Launcher:
-    """syn_<op>_on_stream of a loaded shared object: the op on torch's
+    """syncc_<op>_on_stream of a loaded shared object: the op on torch's
     current stream in one foreign call.  The syn_tensor structs are made
     once (dtype, rank, dims come from the signature); a call only checks
     its tensors, allocates the results and fills in the addresses."""
 
     def __init__(self, so, op):
         self.op = op
-        fn = getattr(so, "syn_%s_on_stream" % op.name, None)
+        fn = getattr(so, "syncc_%s_on_stream" % op.name, None)
         if fn is None:
-            raise SynccError("%s: the launcher has no syn_%s_on_stream (built by an older syncc?)" % (so._name, op.name))
+            raise SynccError("%s: the launcher has no syncc_%s_on_stream (built by an older syncc?)" % (so._name, op.name))
         specs = list(op.args) + list(op.results)
         n = len(specs)
         fn.restype = ctypes.c_int

@@ -20,6 +20,10 @@
   bench/no-gpu                   make bench without GPUs says so and exits 0
   bench/asynctp-shapes           asynctp.py reads bench/shapes as baseline.c does
                                  (with torch stubbed: only the parsing runs here)
+  bench/results-index            every file of bench/results/ is in its README.md
+                                 (an entry's later files may be written from its
+                                 first one's name: `-c.json`, `.log`), and every
+                                 file the README names exists
 """
 import json
 import os
@@ -264,6 +268,26 @@ def tests(root, run, Fail):
         if st["ms"] != 2.5 or st["min"] != 1.0 or st["max"] != 4.0 or st["n"] != 4:
             raise Fail(" asynctp.stats: %r" % st)
 
-    return [("bench/fake-p2", fake_ok(2)), ("bench/fake-p4", fake_ok(4)), ("bench/fake-mismatch", fake_mismatch),
+    def results_index():
+        import re
+        d = os.path.join(root, "bench", "results")
+        with open(os.path.join(d, "README.md"), encoding="utf-8") as f:
+            text = f.read()
+        named = set()
+        for line in text.splitlines():
+            cells = line.split("|")
+            files = re.findall(r"`([^`]+)`", cells[1]) if line.startswith("| `") and len(cells) > 2 else []
+            if not files:
+                continue
+            stem = files[0].split(".")[0]
+            named.add(files[0])
+            for f in files[1:]:  # `-c.json`: the first file's stem (its -c dropped) + this; `.log`: its stem + this
+                named.add(stem + f if f.startswith(".") else re.sub(r"-[a-z]$", "", stem) + f if f.startswith("-") else f)
+        have = set(os.listdir(d)) - {"README.md"}
+        if have - named or named - have:
+            raise Fail(" not in bench/results/README.md: %s; named there but missing: %s" %
+                       (sorted(have - named), sorted(named - have)))
+
+    return [("bench/results-index", results_index), ("bench/fake-p2", fake_ok(2)), ("bench/fake-p4", fake_ok(4)), ("bench/fake-mismatch", fake_mismatch),
             ("bench/build", build_real), ("bench/report", report), ("bench/run", run_script), ("bench/no-gpu", no_gpu),
             ("bench/asynctp-shapes", asynctp_shapes)]

@@ -1,15 +1,19 @@
 """docs/language.md against the C tables it describes: it must name every
-builtin of ir/rules.c (builtins[]) in section 7 with an arity the table
-accepts, mention each in the placement rules of section 6, list every
-conversion of reshard_plan() (ir/rules.c) in the table of section 6.3, and
-describe every graph-IR op of ir/ops.h a program can write.  sema.c's
-did-you-mean list must be the same set of builtins.
+builtin of ir/rules.c (builtins[]) and every collective of comm/colls.h in
+section 7 with an arity the tables accept, mention each in the placement
+rules of section 6, list every conversion of reshard_plan() (ir/rules.c) in
+the table of section 6.3, and describe every graph-IR op of ir/ops.h a
+program can write.  (sema.c's did-you-mean tries builtins[] itself.)
 
 The matmul and elementwise placement rules are code (mm_place, ew_place),
 not a table; each row of the document's tables has accepted and rejected
 tests under tests/lang/place/ instead."""
 import os
 import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import ctables  # noqa: E402  (tests/ctables.py)
 
 # ops.h ops a program writes as operators, and the internal ones
 OPERATORS = {"add": "`a + b`", "sub": "`a - b`", "mul": "`a * b`", "div": "`a / b`",
@@ -23,8 +27,9 @@ def read(root, rel):
         return f.read()
 
 
-def builtins(rules):
-    """(name, min args, max args) of each row of builtins[]."""
+def builtins(root, rules):
+    """(name, min args, max args) of each row of builtins[] written out in
+    ir/rules.c and of each collective (comm/colls.h: its args, exactly)."""
     table = re.search(r"static const Builtin builtins\[\] = \{(.*?)\n\};", rules, re.S)
     if not table:
         return None
@@ -32,7 +37,7 @@ def builtins(rules):
     for m in re.finditer(r'\{"(\w+)",\s*(\d+),\s*([^,]+),', table.group(1)):
         hi = m.group(3).strip()
         rows.append((m.group(1), int(m.group(2)), 1 << 16 if hi == "1 << 16" else int(hi)))
-    return rows
+    return rows + [(c["name"], c["args"], c["args"]) for c in ctables.collectives(root)]
 
 
 def section(doc, head, next_head):
@@ -62,10 +67,10 @@ def reshard_rows(rules):
 
 
 def problems(root):
-    rules, sema, ops = read(root, "ir/rules.c"), read(root, "ir/sema.c"), read(root, "ir/ops.h")
+    rules, ops = read(root, "ir/rules.c"), read(root, "ir/ops.h")
     doc = read(root, "docs/language.md")
     bad = []
-    table = builtins(rules)
+    table = builtins(root, rules)
     s7 = section(doc, "## 7. Builtins", "## 8. ")
     s6 = section(doc, "## 6. Placements", "## 7. ")
     s63 = section(doc, "### 6.3", "## 7. ")
@@ -86,10 +91,6 @@ def problems(root):
         if not re.search(r"\b%s\b" % name, s6):
             bad.append("section 6 (placements) does not mention the builtin %s" % name)
     names = {n for n, _, _ in table}
-    suggest = re.search(r"suggest_name\(.*?builtins\[\] = \{(.*?)\};", sema, re.S)
-    listed = set(re.findall(r'"(\w+)"', suggest.group(1))) if suggest else set()
-    if listed != names:
-        bad.append("ir/sema.c's did-you-mean list differs from builtins[]: %s" % sorted(listed ^ names))
     for op in re.findall(r'^O\(\w+,\s*"(\w+)"', ops, re.M):
         if op in names or op in INTERNAL:
             continue

@@ -1,9 +1,9 @@
 """The editor grammars (editors/) against the language, for tests/run.
 
 editors/words     every keyword and dtype of lexer/lexer.re, placement and
-                  predefined name of ir/sema.c, reduction of ir/type.c and
-                  builtin of ir/rules.c (collectives: their ops' class in
-                  ir/ops.h is OC_COMM) is in the TextMate grammar and the Vim
+                  predefined name of ir/sema.c, reduction of ir/type.c,
+                  builtin of ir/rules.c and collective of comm/colls.h (the
+                  table of collectives) is in the TextMate grammar and the Vim
                   syntax file, in the right list, and the grammars name no
                   word the language lacks.  The lists are read from the C
                   sources, so a new keyword or builtin fails this test until
@@ -31,8 +31,12 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import ctables  # noqa: E402  (tests/ctables.py)
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 
@@ -53,19 +57,19 @@ def block(text, start):
 def language(root):
     lex = block(read(root, "lexer/lexer.re"), "keywords[] = {")
     pairs = re.findall(r'\{"(%s)", TK_(\w+)\}' % IDENT, lex)
-    ops = dict(re.findall(r'^O\((\w+),\s*"[^"]*",\s*-?\d+,\s*(OC_\w+)', read(root, "ir/ops.h"), re.M))
+    # the builtins ir/rules.c writes out; the collectives' rows come from comm/colls.h
     builtins = re.findall(r'\{"(%s)", -?\d+, [^,]+, \w+, OP_(\w+),' % IDENT,
                           block(read(root, "ir/rules.c"), "static const Builtin builtins[] = {"))
     red = re.search(r"pl_rednames\[\d*\]\s*=\s*\{([^}]*)\}", read(root, "ir/type.c")).group(1)
     sema = read(root, "ir/sema.c")
-    predef = set(re.findall(r'S\.\w+ = sym_cstr\("(%s)"\)' % IDENT, sema))
+    predef = set(re.findall(r'\bs\.\w+_name = sym_cstr\("(%s)"\)' % IDENT, sema))  # sema_unit's predefined names
     L = {
         "keyword": {w for w, t in pairs if t != "DTYPE"},
         "dtype": {w for w, t in pairs if t == "DTYPE"},
         "placement": set(re.findall(r'strcmp\(name, "(%s)"\)' % IDENT, sema)),
         "reduction": set(re.findall(r'"(%s)"' % IDENT, red)),
-        "collective": {w for w, op in builtins if ops.get(op) == "OC_COMM"},
-        "builtin": {w for w, op in builtins if ops.get(op) != "OC_COMM"},
+        "collective": {c["name"] for c in ctables.collectives(root)},
+        "builtin": {w for w, op in builtins},
     }
     L["predefined"] = predef - L["reduction"]
     return L

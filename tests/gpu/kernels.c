@@ -3,7 +3,7 @@
  * the programs' meaning).  Driver API only.
  *
  *   gpu-kernels list          the case names, one a line
- *   gpu-kernels CASE...       runs those cases (tools/gpu-check-kernels runs
+ *   gpu-kernels CASE...       runs those cases (tests/gpu/gpu-check-kernels runs
  *                             each in its own process, so a fault in one
  *                             cannot take the others' context with it)
  *   gpu-kernels perf [TILE]   matmul throughput at 4096^3 and 8192^3 bf16

@@ -1,4 +1,4 @@
-"""The syncc Python package on 2 GPUs, under torchrun (tools/gpu-check-torch
+"""The syncc Python package on 2 GPUs, under torchrun (tests/gpu/gpu-check-torch
 starts it): row_linear called from PyTorch at each size in SIZES, checked
 against torch's f32 matmul of the same local pieces + all_reduce; the call
 on a second stream and on an input a torch kernel just wrote; a call with

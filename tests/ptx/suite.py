@@ -8,14 +8,14 @@ what must hold of it.
   // NOSPILL                       ptxas -v must report 0 bytes of spill stores and loads
   // ERROR: text                   ptxgen must refuse with exit 2 and this text
 
-Every kernel is assembled with `ptxas -arch=sm_90a -v` where ptxas is found
+Each ARGS line is a test of its own.  Every kernel is assembled with
+`ptxas -arch=sm_90a -v` where ptxas is found
 (PATH, then $CUDA_HOME/bin, then /usr/local/cuda/bin); without ptxas only the
 CHECK lines run."""
 import os
 import re
 import shlex
 import shutil
-import subprocess
 import tempfile
 
 
@@ -65,22 +65,21 @@ def check_text(d, out, Fail):
             raise Fail(" CHECK-NOT found: %r" % t)
 
 
-def assemble(ptxas, ptx, nospill, Fail):
+def assemble(run, ptxas, ptx, nospill, Fail):
     with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
         f.write(ptx)
         name = f.name
     try:
-        p = subprocess.run([ptxas, "-arch=sm_90a", "-v", name, "-o", os.devnull],
-                           capture_output=True, text=True, timeout=300)
+        rc, out, err = run([ptxas, "-arch=sm_90a", "-v", name, "-o", os.devnull], timeout=300)
     finally:
         os.unlink(name)
-    if p.returncode != 0:
-        raise Fail(" ptxas failed:\n" + p.stderr[:4000])
+    if rc != 0:
+        raise Fail(" ptxas failed:\n" + err[:4000])
     if nospill:
-        for m in re.finditer(r"(\d+) bytes spill stores, (\d+) bytes spill loads", p.stderr):
+        for m in re.finditer(r"(\d+) bytes spill stores, (\d+) bytes spill loads", err):
             if m.group(1) != "0" or m.group(2) != "0":
                 raise Fail(" ptxas reports spills: " + m.group(0))
-    return p.stderr
+    return err
 
 
 def tests(root, run, Fail):
@@ -92,20 +91,25 @@ def tests(root, run, Fail):
             continue
         full = os.path.join(root, "tests", "ptx", path)
 
-        def t(full=full):
+        def kernel(d, args):
+            rc, text, err = run([ptxgen] + args)
+            if d["error"] is not None:
+                if rc != 2 or d["error"] not in err:
+                    raise Fail(" expected ptxgen to refuse with %r, got exit %d: %s" % (d["error"], rc, err))
+                return
+            if rc != 0:
+                raise Fail(" ptxgen %s: exit %d\n%s" % (" ".join(args), rc, err[:2000]))
+            check_text(d, text, Fail)
+            if ptxas:
+                assemble(run, ptxas, text, d["nospill"], Fail)
+
+        def t(full=full, path=path):
+            """The file's directives; each ARGS line's kernel is a job of
+            its own (tests/run runs the jobs a job returns)."""
             d = directives(full)
             if not d["args"]:
                 raise Fail(" no ARGS line")
-            for args in d["args"]:
-                rc, text, err = run([ptxgen] + args)
-                if d["error"] is not None:
-                    if rc != 2 or d["error"] not in err:
-                        raise Fail(" expected ptxgen to refuse with %r, got exit %d: %s" % (d["error"], rc, err))
-                    continue
-                if rc != 0:
-                    raise Fail(" ptxgen %s: exit %d\n%s" % (" ".join(args), rc, err[:2000]))
-                check_text(d, text, Fail)
-                if ptxas:
-                    assemble(ptxas, text, d["nospill"], Fail)
+            return [("tests/ptx/%s ARGS %d" % (path, i + 1), lambda args=args: kernel(d, args))
+                    for i, args in enumerate(d["args"])]
         out.append(("tests/ptx/" + path, t))
     return out

@@ -1,4 +1,4 @@
-/* runtime/sim_tensor.c -- host tensors and the CPU kernel of every IR op,
+/* sim/tensor.c -- host tensors and the CPU kernel of every IR op,
  * shared by the oracle (global shapes) and the simulated ranks (local
  * shapes).  In SIM_GPU mode arithmetic is f32 and every store rounds to its
  * dtype exactly as the GPU does (round to nearest even); SIM_F64 keeps
@@ -304,18 +304,16 @@ sim_binary(Op op, const Tensor *a, const Tensor *b, Tensor *out, DType st, SimMo
 
 enum { MM_KB = 128, MM_NB = 256 };
 
-/* C[M,N] = A[M,K] B[K,N], accumulating in T; blocked so a tile of B
- * stays in cache while every row of A passes over it. */
-#define MM2D(name, T)                                                                               \
-	static void name(const double *A, const double *B, double *C, int64_t M, int64_t N, int64_t K,  \
-	                 DType st, SimMode m)                                                           \
+/* c[M,N] += a[M,K] b[K,N] over the function's own copies, accumulating in
+ * T; blocked so a tile of b stays in cache while every row of a passes over
+ * it.  Each c[i][j] sums over k in order, so the result is the plain
+ * loop's.  ASan leaves this loop alone (it was half of a sanitized
+ * simulator run): its three buffers are allocated by the caller for exactly
+ * these M, N, K, and the caller's copies in and out, which touch the
+ * tensors, are checked. */
+#define MM_KERNEL(name, T)                                                                          \
+	NO_ASAN static void name(const T *a, const T *b, T *c, int64_t M, int64_t N, int64_t K)         \
 	{                                                                                               \
-		T *a = xmalloc((size_t)(M * K) * sizeof(T)), *b = xmalloc((size_t)(K * N) * sizeof(T));     \
-		T *c = xcalloc((size_t)(M * N), sizeof(T));                                                 \
-		for (int64_t i = 0; i < M * K; i++)                                                         \
-			a[i] = (T)A[i];                                                                         \
-		for (int64_t i = 0; i < K * N; i++)                                                         \
-			b[i] = (T)B[i];                                                                         \
 		for (int64_t j0 = 0; j0 < N; j0 += MM_NB) {                                                 \
 			int64_t j1 = j0 + MM_NB < N ? j0 + MM_NB : N;                                           \
 			for (int64_t k0 = 0; k0 < K; k0 += MM_KB) {                                             \
@@ -331,6 +329,20 @@ enum { MM_KB = 128, MM_NB = 256 };
 				}                                                                                   \
 			}                                                                                       \
 		}                                                                                           \
+	}
+
+/* C[M,N] = A[M,K] B[K,N] in T, rounded to `st` on store. */
+#define MM2D(name, kernel, T)                                                                       \
+	static void name(const double *A, const double *B, double *C, int64_t M, int64_t N, int64_t K,  \
+	                 DType st, SimMode m)                                                           \
+	{                                                                                               \
+		T *a = xmalloc((size_t)(M * K) * sizeof(T)), *b = xmalloc((size_t)(K * N) * sizeof(T));     \
+		T *c = xcalloc((size_t)(M * N), sizeof(T));                                                 \
+		for (int64_t i = 0; i < M * K; i++)                                                         \
+			a[i] = (T)A[i];                                                                         \
+		for (int64_t i = 0; i < K * N; i++)                                                         \
+			b[i] = (T)B[i];                                                                         \
+		kernel(a, b, c, M, N, K);                                                                   \
 		for (int64_t i = 0; i < M * N; i++)                                                         \
 			C[i] = store(c[i], st, m);                                                              \
 		free(a);                                                                                    \
@@ -338,8 +350,10 @@ enum { MM_KB = 128, MM_NB = 256 };
 		free(c);                                                                                    \
 	}
 
-MM2D(mm_f32, float)
-MM2D(mm_f64, double)
+MM_KERNEL(mm_kernel_f32, float)
+MM_KERNEL(mm_kernel_f64, double)
+MM2D(mm_f32, mm_kernel_f32, float)
+MM2D(mm_f64, mm_kernel_f64, double)
 
 /* One M x N x K product through the hook: f32 copies in, f32 out, rounded
  * to `st` on store like mm_f32. */

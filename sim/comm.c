@@ -1,11 +1,11 @@
-/* runtime/sim_comm.c -- the `sim` communication backend: P rank threads
+/* sim/comm.c -- the `sim` communication backend: P rank threads
  * that meet in shared memory.  A collective is a rendezvous: every rank
  * posts its chunk, all check that they agree (op, dtype, count: a mismatch
  * is the deadlock a real network would hang in), each computes its own
  * result from the others' send buffers, and a second rendezvous keeps the
  * buffers alive until everyone has read them.  Every wait has a deadline;
  * a deadline passed is an error naming the rank, the op and the chunk.
- * Buffers hold doubles (runtime/sim.h: Tensor); reductions round to the
+ * Buffers hold doubles (sim/sim.h: Tensor); reductions round to the
  * chunk's dtype after each addition, in rank order, as a ring does. */
 #include "sim.h"
 
@@ -35,8 +35,6 @@ struct SimWorld {
 	char why[512];
 	SimComm *ranks;
 };
-
-static const char *const opnames[] = {"all_reduce", "reduce_scatter", "all_gather", "all_to_all", "shift"};
 
 static void
 deadline(struct timespec *ts, int ms)
@@ -84,7 +82,7 @@ rendezvous(SimComm *c, const CommChunk *ch)
 			for (int r = 0; r < w->nranks; r++)
 				missing += w->posted[r] == NULL;
 			snprintf(why, sizeof why, "rank %d waited %d ms in %s of chunk %d: %d rank(s) never arrived (a deadlock)",
-			         c->b.rank, w->timeout_ms, opnames[ch->op], ch->id, missing);
+			         c->b.rank, w->timeout_ms, comm_colls[ch->op].name, ch->id, missing);
 			fail_locked(w, c->b.rank, why);
 		}
 	}
@@ -110,7 +108,7 @@ agree(SimComm *c, const CommChunk *ch)
 		    o->shift != ch->shift || o->gsize != ch->gsize || o->gstride != ch->gstride) {
 			snprintf(c->err, sizeof c->err,
 			         "rank %d called %s of chunk %d (%zu elements) while rank %d called %s of chunk %d (%zu elements)",
-			         r, opnames[o->op], o->id, o->count, c->b.rank, opnames[ch->op], ch->id, ch->count);
+			         r, comm_colls[o->op].name, o->id, o->count, c->b.rank, comm_colls[ch->op].name, ch->id, ch->count);
 			pthread_mutex_lock(&w->mu);
 			fail_locked(w, c->b.rank, c->err);
 			pthread_mutex_unlock(&w->mu);
@@ -132,7 +130,7 @@ block(const CommChunk *c, const void *base, size_t stride, int p)
 	return (const double *)base + (size_t)p * (stride ? stride : c->count);
 }
 
-/* The world rank of member j of this rank's group (runtime/comm.h). */
+/* The world rank of member j of this rank's group (comm/comm.h). */
 static int
 member(const CommChunk *ch, int me, int j, int P)
 {
@@ -175,7 +173,10 @@ compute(SimComm *c, const CommChunk *ch)
 	case CO_SHIFT:
 		memcpy(out, w->posted[member(ch, me, ((mi - ch->shift) % G + G) % G, P)]->send, n * sizeof(double));
 		return;
+	case CO_COUNT: /* no case for another: a new collective fails to compile here */
+		break;
 	}
+	die("chunk %d: no collective %d", ch->id, (int)ch->op);
 }
 
 static int

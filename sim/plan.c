@@ -1,4 +1,4 @@
-/* runtime/sim_plan.c -- executing a plan on simulated ranks (DESIGN §7).
+/* sim/plan.c -- executing a plan on simulated ranks (DESIGN §7).
  *
  * Each rank runs two threads, its compute lane and its comm lane, each
  * walking its block list in plan order.  Before a block a lane waits on the
@@ -25,6 +25,7 @@
 typedef struct PRank {
 	SimCtx c;
 	const Plan *p;
+	int gpus;                  /* GPUs per node of the plan's topology */
 	Tensor *val;               /* every value's local tensor */
 	uint64_t *flags;
 	uint64_t epoch;
@@ -367,8 +368,6 @@ exec_comm(PRank *k, const BlockGraph *g, int bi, int gpus)
 
 /* ---- lanes ---- */
 
-static int plan_gpus; /* GPUs per node of the topology of the plan being run */
-
 static void *
 lane_main(void *arg)
 {
@@ -394,7 +393,7 @@ lane_main(void *arg)
 				return NULL;
 			}
 		}
-		ok = b->kind == BK_COMM ? exec_comm(k, g, bi, plan_gpus) : exec_compute(k, g, b);
+		ok = b->kind == BK_COMM ? exec_comm(k, g, bi, k->gpus) : exec_compute(k, g, b);
 		if (!ok) {
 			char why[sizeof k->c.err];
 			memcpy(why, k->c.err, sizeof why);
@@ -488,7 +487,6 @@ sim_plan_run(const Plan *p, const Tensor *in, const SimOpts *o, int gpus, int ca
 	char bad[80];
 	if (!sim_parse_breaks(o->breaks, &brk, bad, sizeof bad))
 		die("unknown break %s", bad);
-	plan_gpus = gpus > 0 ? gpus : P;
 	for (int r = 0; r < P; r++)
 		shard[r] = xcalloc((size_t)f->nin + 1, sizeof **shard);
 	for (int i = 0; i < f->nin; i++)
@@ -497,6 +495,7 @@ sim_plan_run(const Plan *p, const Tensor *in, const SimOpts *o, int gpus, int ca
 		PRank *k = &ranks[r];
 		k->c = (SimCtx){f, r, P, sim_backend(w, r), &brk, ""};
 		k->p = p;
+		k->gpus = gpus > 0 ? gpus : P;
 		k->val = xcalloc((size_t)f->nins + 1, sizeof *k->val);
 		k->flags = xcalloc((size_t)p->nflags + 1, sizeof *k->flags);
 		k->staging = xcalloc((size_t)p->g->n + 1, sizeof *k->staging);

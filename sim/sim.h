@@ -1,4 +1,4 @@
-/* runtime/sim.h -- the CPU simulator (DESIGN §7): tensors on the host, the
+/* sim/sim.h -- the CPU simulator (DESIGN §7): tensors on the host, the
  * oracle (sequential evaluation of an op on global tensors), SPMD
  * execution on P simulated ranks (one thread each) with collectives through
  * the `sim` communication backend, and the comparison of the two.
@@ -7,7 +7,7 @@
 #define SYNCC_SIM_H
 
 #include "../ir/ir.h"
-#include "comm.h"
+#include "../comm/comm.h"
 
 /* A host tensor.  Values are stored as doubles already rounded to the
  * dtype (bf16/f16 round-to-nearest-even, f32, i32 wrap-around), so the
@@ -24,7 +24,7 @@ typedef struct Tensor {
  * every store) or f64 (no rounding at all, for error analysis). */
 typedef enum SimMode { SIM_GPU, SIM_F64 } SimMode;
 
-/* runtime/sim_tensor.c: tensors and the CPU kernel of every op */
+/* sim/tensor.c: tensors and the CPU kernel of every op */
 Tensor sim_tensor(DType dt, int rank, const int64_t *dim); /* NaN-poisoned */
 Tensor sim_tensor_of(const Type *t, bool local, int nranks);
 void sim_free(Tensor *t);
@@ -60,7 +60,7 @@ Tensor sim_sub(const Tensor *t, const int64_t *lo, const int64_t *hi);  /* a box
 void sim_put(Tensor *t, const int64_t *lo, const Tensor *sub);          /* and back */
 void sim_unpack(const double *buf, int axis, int nblocks, Tensor *t);
 
-/* runtime/sim_comm.c: the `sim` backend, P threads meeting in shared memory */
+/* sim/comm.c: the `sim` backend, P threads meeting in shared memory */
 typedef struct SimWorld SimWorld;
 SimWorld *sim_world_new(int nranks, int timeout_ms);
 void sim_world_free(SimWorld *w);
@@ -69,8 +69,8 @@ bool sim_world_failed(SimWorld *w, char *why, size_t n);
 void sim_abort(CommBackend *b, const char *why); /* this rank failed: every wait ends */
 int sim_world_first(SimWorld *w);                /* the rank that failed first, or -1 */
 
-/* runtime/sim_run.c: the oracle and SPMD execution */
-/* Deliberately wrong lowerings, for tests (names in sim_run.c). */
+/* sim/run.c: the oracle and SPMD execution */
+/* Deliberately wrong lowerings, for tests (names in sim/run.c). */
 enum { BR_MM_NOSLICE, BR_EW_NOSLICE, BR_AR_LOCAL, BR_RS_BLOCK, BR_AG_ORDER, BR_A2A_ORDER, BR_SHIFT_BACK,
        BR_MEAN_LOCAL, BR_SCATTER_BLOCK, BR_COMM_ORDER, SIM_NBREAK };
 typedef struct SimBreak {
@@ -104,7 +104,7 @@ void sim_compare(const Func *ref_ir, const Func *run_ir, const SimOpts *o, SimRe
 void sim_result_free(SimResult *r);
 bool sim_break_known(const char *names, char *bad, size_t n);
 
-/* runtime/sim_plan.c: ranks running a plan (two lanes each, flags) */
+/* sim/plan.c: ranks running a plan (two lanes each, flags) */
 struct Plan;
 bool sim_race_check(const struct Plan *p, char *why, size_t n);
 bool sim_plan_run(const struct Plan *p, const Tensor *in, const SimOpts *o, int gpus, int calls, Tensor *out,
@@ -112,7 +112,7 @@ bool sim_plan_run(const struct Plan *p, const Tensor *in, const SimOpts *o, int 
 void sim_compare_plan(const Func *ref_ir, const struct Plan *p, const SimOpts *o, int gpus, SimResult *r);
 
 /* internals shared by the two ways of running ranks: op by op
- * (sim_run.c) and by plan (sim_plan.c) */
+ * (sim/run.c) and by plan (sim/plan.c) */
 typedef struct SimCtx {
 	const Func *f;
 	int r, P;

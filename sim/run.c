@@ -1,4 +1,4 @@
-/* runtime/sim_run.c -- the oracle and SPMD execution on simulated ranks.
+/* sim/run.c -- the oracle and SPMD execution on simulated ranks.
  *
  * The oracle evaluates an op on global tensors, in order, ignoring
  * placements: an op's meaning is a function on global tensors (DESIGN
