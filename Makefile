@@ -103,17 +103,27 @@ $(BUILD)/asan/.links:
 # ---- fuzzing (clang + libFuzzer) ----
 FUZZ_CC ?= clang
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -DSYNCC_FUZZ
+FUZZ_OBJ_FLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -DSYNCC_FUZZ
 FUZZ_SECONDS ?= 600
 
-$(BUILD)/fuzz/syncc-fuzz: tests/fuzz/fuzz_front.c $(LIB_SRC) $(HDRS)
+# The library once, an object per file (so make -j builds it in parallel),
+# instrumented for both targets; the targets link it with their driver.
+FUZZ_WARN = $(filter-out -Wpedantic,$(WARN)) -Wno-unused-but-set-variable -Wno-unknown-warning-option
+FUZZ_LIB_OBJ := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(filter-out tools/driver.c tools/calib.c,$(LIB_SRC)))
+
+$(BUILD)/fuzz/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(filter-out -Wpedantic,$(WARN)) -Wno-unused-but-set-variable -Wno-unknown-warning-option $(DEFS) $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_front.c $(filter-out tools/driver.c tools/calib.c,$(LIB_SRC)) -lm
+	$(FUZZ_CC) $(FUZZ_WARN) $(DEFS) $(FUZZ_OBJ_FLAGS) -c -o $@ $<
+
+$(BUILD)/fuzz/syncc-fuzz: tests/fuzz/fuzz_front.c $(FUZZ_LIB_OBJ) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_WARN) $(DEFS) $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_front.c $(FUZZ_LIB_OBJ) -lm
 
 # The back end too: planning, lowering to PTX and the launcher, and the
 # simulator on small ops (tests/fuzz/fuzz_back.c).
-$(BUILD)/fuzz/syncc-fuzz-back: tests/fuzz/fuzz_back.c $(LIB_SRC) $(HDRS)
+$(BUILD)/fuzz/syncc-fuzz-back: tests/fuzz/fuzz_back.c $(FUZZ_LIB_OBJ) $(HDRS)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(filter-out -Wpedantic,$(WARN)) -Wno-unused-but-set-variable -Wno-unknown-warning-option $(DEFS) $(FUZZ_FLAGS) -DSYNCC_ROOT='"$(CURDIR)"' -o $@ tests/fuzz/fuzz_back.c $(filter-out tools/driver.c tools/calib.c,$(LIB_SRC)) -lm -lpthread
+	$(FUZZ_CC) $(FUZZ_WARN) $(DEFS) $(FUZZ_FLAGS) -DSYNCC_ROOT='"$(CURDIR)"' -o $@ tests/fuzz/fuzz_back.c $(FUZZ_LIB_OBJ) -lm -lpthread
 
 fuzz-build: $(BUILD)/fuzz/syncc-fuzz $(BUILD)/fuzz/syncc-fuzz-back
 

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "../../codegen/codegen.h"
-#include "../../runtime/sim.h"
+#include "../../sim/sim.h"
 
 #ifndef SYNCC_ROOT
 #define SYNCC_ROOT "."
