@@ -14,9 +14,11 @@
  * A member read only inside its group is `internal`: it lives in
  * registers (f32) and is never stored.  Joining is refused when another
  * operand's kernel depends on the group (one kernel would wait on itself)
- * and where the kernel would pass the backend's limits (FUSE_MAX_*): a
- * group that comes out too big is cut and the pass runs again, so a valid
- * op never fails to lower because fusion made its kernel too big. */
+ * and where the kernel would pass the backend's limits (FUSE_MAX_*:
+ * tensors read and instructions are counted as members join; a group that
+ * stores too many tensors, or a row group the row kernel cannot run, is
+ * cut in half and the pass runs again), so a valid op never fails to
+ * lower because fusion made its kernel too big. */
 #include "ir.h"
 
 #include <stdlib.h>
@@ -245,6 +247,7 @@ anchor_kind(const Ins *in)
  * one reachability question. */
 typedef struct Group {
 	int nmem, cap;                /* members; most allowed (0: any) */
+	int ins;                      /* instructions its programs may take (an upper bound) */
 	Val in[FUSE_MAX_TENSORS + 1]; /* tensors read from outside */
 	int nin;
 	int nstage, axis;             /* reductions and the dim they reduce */
@@ -375,6 +378,26 @@ ew_fits(const Func *f, const Groups *gs, Val v, Val p)
 	return ty_same_shape(&in->ty, &g->ty) && pl_eq(in->ty.pl, g->ty.pl);
 }
 
+/* Instructions member v adds to its group's programs, as codegen/lower.c
+ * emits them, at most: itself, a rounding cast if it is a stored 16-bit
+ * value (whether it is stored is known only later: assume so), a mean's
+ * scale, a constant per constant operand, a load per new input. */
+static int
+member_ins(const Func *f, const Group *gr, Val g, Val v)
+{
+	const Ins *in = &f->ins[v];
+	int n = 1 + 2 * (in->op == OP_MEAN) + (ir_ops[in->op].cls == OC_REDUCE);
+	n += in->op != OP_CAST && (in->ty.dt == DT_BF16 || in->ty.dt == DT_F16);
+	for (int i = 0; i < in->narg && i < 2; i++) {
+		Val u = in->arg[i];
+		bool seen = f->ins[u].group == g;
+		for (int j = 0; j < gr->nin && !seen; j++)
+			seen = gr->in[j] == u;
+		n += !seen; /* a constant, or a tensor read the first time */
+	}
+	return n;
+}
+
 /* v joins p's group g: refused when it does not fit, when the group is
  * full, or when an operand's kernel already depends on g, which would
  * make g wait on itself. */
@@ -388,7 +411,7 @@ can_join(const Func *f, const Groups *gs, Val v, Val p)
 		return false;
 	if (red ? !reduce_fits(f, gs, v, p) : !ew_fits(f, gs, v, p))
 		return false;
-	if (!inputs_fit(f, gr, a->group, v))
+	if (!inputs_fit(f, gr, a->group, v) || gr->ins + member_ins(f, gr, a->group, v) > FUSE_MAX_INS)
 		return false;
 	memset(gs->memo, 0, (size_t)f->nins); /* one target group: one memo */
 	for (int i = 0; i < in->narg; i++) {
@@ -428,8 +451,11 @@ join(Func *f, Groups *gs, Val v, Val g)
 	gs->next[v] = gs->first[g];
 	gs->first[g] = v;
 	gr->nmem++;
+	if (in->op == OP_MATMUL)
+		gr->ins = 1; /* the accumulator; its operands are not its epilogue's inputs */
 	if (in->op == OP_MATMUL || !anchor_kind(in))
-		return; /* a matmul's operands are not its epilogue's inputs */
+		return;
+	gr->ins += member_ins(f, gr, g, v) + (g == v); /* the anchor: the accumulator too */
 	add_inputs(f, gr, g, v);
 	if (ir_ops[in->op].cls == OC_REDUCE) {
 		if (!gr->nstage)
@@ -459,54 +485,37 @@ set_internal(Func *f)
 	free(n);
 }
 
-/* Instructions of group a's programs, as codegen/lower.c emits them: one
- * per member, a rounding cast after a stored 16-bit member, one per input
- * and constant, the accumulator and a mean's scale. */
+/* Tensors group a stores (its members read outside it or returned). */
 static int
-group_ins(const Func *f, Val a, const Group *gr, int *nout)
+group_outs(const Func *f, const Groups *gs, Val a)
 {
-	int n = 1 + gr->nin + gr->nstage, nconst = 0;
-	Val consts[FUSE_MAX_INS + 1];
-	*nout = 0;
-	for (Val m = a; m < f->nins; m++) {
-		const Ins *in = &f->ins[m];
-		if (in->group != a)
-			continue;
-		n += 1 + (!in->internal && in->op != OP_CAST && (in->ty.dt == DT_BF16 || in->ty.dt == DT_F16));
-		n += 2 * (in->op == OP_MEAN);
-		*nout += !in->internal;
-		for (int i = 0; i < in->narg; i++) {
-			Val u = in->arg[i];
-			bool seen = false;
-			if (f->ins[u].op != OP_CONST)
-				continue;
-			for (int j = 0; j < nconst && !seen; j++)
-				seen = consts[j] == u;
-			if (!seen && nconst <= FUSE_MAX_INS)
-				consts[nconst++] = u;
-		}
-	}
-	return n + nconst;
+	int n = 0;
+	for (Val m = gs->first[a]; m >= 0; m = gs->next[m])
+		n += !f->ins[m].internal;
+	return n;
 }
 
-/* The first group that does not fit the backend, or -1. */
-static Val
-bad_group(const Func *f, const Groups *gs)
+/* Caps every group that does not fit the backend (more stored tensors
+ * than a kernel takes, or a row group the row kernel cannot run) at half
+ * its members; false if every group fits. */
+static bool
+cap_bad_groups(const Func *f, Groups *gs)
 {
 	int *stage_of = xmalloc(((size_t)f->nins + 1) * sizeof *stage_of);
-	Val bad = -1;
-	for (Val a = 0; a < f->nins && bad < 0; a++) {
+	bool any = false;
+	for (Val a = 0; a < f->nins; a++) {
 		RowGroup rg;
 		const char *why;
-		int nout;
-		if (f->ins[a].group != a || gs->g[a].nmem < 2)
+		Group *gr = &gs->g[a];
+		if (f->ins[a].group != a || gr->nmem < 2)
 			continue;
-		if (group_ins(f, a, &gs->g[a], &nout) > FUSE_MAX_INS || nout > FUSE_MAX_TENSORS ||
-		    ir_rowgroup(f, a, &rg, stage_of, &why) < 0)
-			bad = a;
+		if (group_outs(f, gs, a) > FUSE_MAX_TENSORS || (gr->nstage && ir_rowgroup(f, a, &rg, stage_of, &why) < 0)) {
+			gr->cap = gr->nmem / 2;
+			any = true;
+		}
 	}
 	free(stage_of);
-	return bad;
+	return any;
 }
 
 /* Whether v's shape stretches to the shape of value s (numpy). */
@@ -552,13 +561,18 @@ pull_leaves(Func *f, Groups *gs)
 		if (!leaf || into < 0 || into > v || f->ins[into].op == OP_MATMUL || !anchor_kind(&f->ins[into]))
 			continue;
 		space = gs->g[into].nstage ? gs->g[into].space : into;
-		if (!broadcasts_to(f, v, space) || !inputs_fit(f, &gs->g[into], into, v))
+		if (!broadcasts_to(f, v, space) || !inputs_fit(f, &gs->g[into], into, v) ||
+		    gs->g[into].ins + member_ins(f, &gs->g[into], into, v) > FUSE_MAX_INS)
 			continue;
 		if (gs->g[into].nstage && !inputs_rowwise(f, &(Group){0}, space, gs->g[into].axis, v))
 			continue;
 		in->group = into;
+		gs->first[v] = -1;
 		gs->g[v].nmem = 0;
+		gs->next[v] = gs->first[into];
+		gs->first[into] = v;
 		gs->g[into].nmem++;
+		gs->g[into].ins += member_ins(f, &gs->g[into], into, v);
 		add_inputs(f, &gs->g[into], into, v);
 	}
 	free(reader);
@@ -584,14 +598,11 @@ pass_fuse(Func *f)
 {
 	size_t n = (size_t)f->nins + 1;
 	Groups gs = {xmalloc(n * sizeof(Val)), xmalloc(n * sizeof(Val)), xcalloc(n, sizeof(Group)), xmalloc(n)};
-	Val bad;
 	group_all(f, &gs);
 	/* a group past a limit keeps half its members and the pass runs
-	 * again (each round shrinks a group, so it ends) */
-	while ((bad = bad_group(f, &gs)) >= 0) {
-		gs.g[bad].cap = gs.g[bad].nmem / 2;
+	 * again (each round halves every such group, so it ends soon) */
+	while (cap_bad_groups(f, &gs))
 		group_all(f, &gs);
-	}
 	free(gs.first);
 	free(gs.next);
 	free(gs.g);
