@@ -244,6 +244,11 @@ struct syn_ctx {
 	int ext_clean;  /* ext is behind every op's work (none ran on the lanes since) */
 	int local;      /* the op in progress has no communication (syn_begin_local) */
 	CUstream run;   /* and the stream its kernels go on: ext, or the compute lane */
+	/* CUDA graph capture of ext (rt_stream.c): nothing is logged, and the
+	 * next op's flags [next_flag, next_flag + next_nflags) are cleared at its
+	 * start so every replay counts its epochs from zero */
+	int capturing;
+	int next_flag, next_nflags; /* syn_op_flags; next_nflags < 0: not said */
 	ncclComm_t comm;
 	int sms, free_sms, max_ctas;
 	CommBackend *be[SYN_BACKENDS];
@@ -328,6 +333,8 @@ int rt_log(syn_ctx *c, RtItemKind kind, int lane, int flag, int peer, int chunk,
 int rt_flag_wait(syn_ctx *c, CUstream s, CUdeviceptr flag, uint64_t value, const char *what);
 int rt_flag_write(syn_ctx *c, CUstream s, CUdeviceptr flag, uint64_t value, const char *what);
 int rt_entry(syn_ctx *c);
+/* rt_stream.c */
+int rt_capture_flags(syn_ctx *c, CUstream s, const char *op);
 
 /* rt_watch.c */
 int rt_watch_start(syn_ctx *c);

@@ -40,6 +40,7 @@ rt_ctx_new(const RtEnv *env, const syn_opts *o)
 	c->trace = c->env.trace;
 	c->nflags = c->env.nflags;
 	c->cur_op = -1;
+	c->next_nflags = -1;
 	c->texp_rank = -1;
 	c->clk0.rtt = c->clk1.rtt = -1; /* not measured */
 	pthread_mutexattr_init(&ma);
@@ -178,6 +179,11 @@ syn_state(syn_ctx *c, const char *key, size_t bytes, void **p)
 			*p = c->state[i].p;
 			return 0;
 		}
+	if (c->capturing) /* the set-up's copies to the GPU would break the capture */
+		return rt_seterr(c, SYN_EUNSUPPORTED,
+		                 "rank %d: '%s' is called for the first time inside a CUDA graph capture: call it once "
+		                 "before capturing (its first call uploads its tables)",
+		                 c->rank, key);
 	if (!(n = realloc(c->state, sizeof *c->state * (size_t)(c->nstate + 1))) || !(*p = calloc(1, bytes ? bytes : 1)))
 		return SYN_ENOMEM;
 	c->state = n;

@@ -84,6 +84,8 @@ rt_log(syn_ctx *c, RtItemKind kind, int lane, int flag, int peer, int chunk, uin
 	RtItem *it;
 	CUevent e;
 	int r;
+	if (c->capturing) /* a captured event cannot be queried: replays are not logged */
+		return SYN_OK;
 	pthread_mutex_lock(&c->mu);
 	if (c->nitems >= LOG_MAX || (c->nitems == c->citems && grow_items(c))) {
 		pthread_mutex_unlock(&c->mu);
@@ -194,7 +196,7 @@ op_new(syn_ctx *c, const char *name)
 	rt_fmt(op->name, sizeof op->name, "%s", name ? name : "?");
 	op->epoch = ++c->epoch;
 	op->anchor = -1;
-	if (c->trace && (op->anchor = rt_anchor(c)) < 0)
+	if (c->trace && !c->capturing && (op->anchor = rt_anchor(c)) < 0)
 		return c->failed ? c->failed : SYN_ECUDA;
 	c->cur_op = c->nops++;
 	return SYN_OK;
@@ -205,7 +207,7 @@ begin(syn_ctx *c, const char *name, int local)
 {
 	int r;
 	pthread_mutex_lock(&c->mu);
-	if (c->nitems > LOG_COMPACT)
+	if (c->nitems > LOG_COMPACT && !c->capturing) /* no event queries under capture */
 		rt_harvest(c);
 	r = op_new(c, name);
 	c->in_op = !r;
@@ -222,6 +224,10 @@ syn_begin(syn_ctx *c, const char *name, uint64_t *epoch)
 	if ((r = rt_entry(c)) || (r = rt_stream_fork(c)) || (r = begin(c, name, 0)))
 		return r;
 	c->ext_clean = 0; /* this op's work is on the lanes */
+	if ((r = rt_capture_flags(c, c->lane[SYN_COMPUTE], name))) {
+		c->in_op = 0;
+		return r;
+	}
 	/* the comm lane reads inputs the compute lane's earlier work produced */
 	if ((r = rt_cu(c, cuEventRecord(c->fork, c->lane[SYN_COMPUTE]), "cuEventRecord(fork)")) ||
 	    (r = rt_cu(c, cuStreamWaitEvent(c->lane[SYN_COMM], c->fork, 0), "cuStreamWaitEvent(fork)")) ||
@@ -244,7 +250,13 @@ syn_begin_local(syn_ctx *c, const char *name, uint64_t *epoch)
 	if (c->has_ext && (r = rt_stream_join(c)))
 		return r;
 	c->run = c->has_ext ? c->ext : c->lane[SYN_COMPUTE];
-	if ((r = begin(c, name, 1)) || (c->trace && (r = rt_log(c, IK_BEGIN, SYN_COMPUTE, -1, -1, -1, 0, name))))
+	if ((r = begin(c, name, 1)))
+		return r;
+	if ((r = rt_capture_flags(c, c->run, name))) {
+		c->in_op = 0;
+		return r;
+	}
+	if (c->trace && (r = rt_log(c, IK_BEGIN, SYN_COMPUTE, -1, -1, -1, 0, name)))
 		return r;
 	*epoch = c->epoch;
 	return SYN_OK;
@@ -365,6 +377,11 @@ syn_coll(syn_ctx *c, syn_backend be, const CommChunk *ch)
 		return rt_seterr(c, SYN_EARG, "rank %d: syn_coll: no backend %d", c->rank, (int)be);
 	if ((r = rt_chunk_check(ch, c->rank, c->nranks, err, sizeof err)))
 		return rt_seterr(c, r, "%s", err);
+	if (c->capturing && be == SYN_CE && c->nranks > 1)
+		return rt_seterr(c, SYN_EUNSUPPORTED,
+		                 "rank %d: the ce backend cannot run inside a CUDA graph capture across ranks (its peer "
+		                 "handshakes count calls on the host): compile the op with --comm-backend nccl",
+		                 c->rank);
 	if ((r = c->be[be]->collective(c->be[be], ch, c->lane[SYN_COMM])))
 		return r;
 	rt_fmt(what, sizeof what, "%s %s %s x%zu", rt_backend_name(be), rt_op_name(ch->op), rt_dtype_name(ch->dt),

@@ -19,6 +19,56 @@ ext_event(syn_ctx *c, CUevent *e)
 	return rt_cu(c, cuEventCreate(e, CU_EVENT_DISABLE_TIMING), "cuEventCreate (caller's stream)");
 }
 
+/* Whether the caller's stream is capturing a CUDA graph (under the lock:
+ * the watchdog thread leaves the GPU alone meanwhile). */
+static int
+capture_state(syn_ctx *c)
+{
+	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+	int r = rt_cu(c, cuStreamIsCapturing(c->ext, &st), "cuStreamIsCapturing (caller's stream)");
+	if (r)
+		return r;
+	if (st == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
+		return rt_seterr(c, SYN_EARG, "rank %d: the caller's stream is in an invalidated CUDA graph capture", c->rank);
+	pthread_mutex_lock(&c->mu);
+	c->capturing = st == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+	pthread_mutex_unlock(&c->mu);
+	return SYN_OK;
+}
+
+/* Under capture: the op's own flags back to zero on `s`, before anything
+ * of the op that waits for them (syn_begin: before the comm lane forks). */
+int
+rt_capture_flags(syn_ctx *c, CUstream s, const char *op)
+{
+	int first = c->next_flag, n = c->next_nflags;
+	c->next_nflags = -1;
+	if (!c->capturing)
+		return SYN_OK;
+	if (n < 0)
+		return rt_seterr(c, SYN_EUNSUPPORTED,
+		                 "rank %d: op '%s' cannot be captured in a CUDA graph: its launcher does not say its flags "
+		                 "(built by an older syncc: rebuild it)",
+		                 c->rank, op);
+	if (!n)
+		return SYN_OK;
+	if (!c->flags || first < 0 || first + n > c->nflags)
+		return rt_seterr(c, SYN_EARG, "rank %d: op '%s': flags %d..%d are not this context's (it has %d)", c->rank, op,
+		                 first, first + n - 1, c->nflags);
+	return rt_cu(c, cuMemsetD32Async(c->flags->peer[c->rank] + (CUdeviceptr)first * 8, 0, (size_t)n * 2, s),
+	             "cuMemsetD32Async (the op's flags, under CUDA graph capture)");
+}
+
+int
+syn_op_flags(syn_ctx *c, int first, int n)
+{
+	if (!c)
+		return SYN_EARG;
+	c->next_flag = first;
+	c->next_nflags = n;
+	return SYN_OK;
+}
+
 int
 syn_stream_enter(syn_ctx *c, void *stream)
 {
@@ -29,6 +79,8 @@ syn_stream_enter(syn_ctx *c, void *stream)
 		return rt_seterr(c, SYN_EARG, "rank %d: syn_stream_enter inside op '%s' (between syn_begin and syn_end)",
 		                 c->rank, c->cur_op >= 0 ? c->ops[c->cur_op].name : "?");
 	c->ext = (CUstream)stream;
+	if ((r = capture_state(c)))
+		return r;
 	c->has_ext = 1;
 	c->ext_waited = 0;
 	c->ext_clean = 1;
@@ -78,6 +130,9 @@ syn_stream_leave(syn_ctx *c, void *stream)
 		                 c->rank, stream);
 	r = rt_stream_join(c);
 	c->has_ext = 0;
+	pthread_mutex_lock(&c->mu);
+	c->capturing = 0;
+	pthread_mutex_unlock(&c->mu);
 	return r;
 }
 

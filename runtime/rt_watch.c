@@ -388,7 +388,7 @@ watch_main(void *p)
 	while (!atomic_load(&c->wdog_stop)) {
 		nanosleep(&ts, NULL);
 		pthread_mutex_lock(&c->mu);
-		if (!c->failed)
+		if (!c->failed && !c->capturing) /* no queries while a graph is captured */
 			rt_watch_tick(c);
 		pthread_mutex_unlock(&c->mu);
 	}

@@ -201,6 +201,11 @@ int syn_tmap_encode(syn_ctx *c, syn_tmap *m, const char *what, uint64_t addr, Co
 
 /* ---- one operator call ---- */
 int syn_check_args(syn_ctx *c, const char *op, int n, const syn_tensor *t, const syn_argspec *s);
+/* The flags the next op (its syn_begin or syn_begin_local) owns, of this
+ * rank: [first, first + n).  Only read under CUDA graph capture of the
+ * caller's stream: a replay cannot advance the epoch the capture recorded,
+ * so the op clears its flags first and each replay counts from zero. */
+int syn_op_flags(syn_ctx *c, int first, int n);
 int syn_begin(syn_ctx *c, const char *op, uint64_t *epoch);
 /* An op with no communication: as syn_begin, but its kernels go on the
  * caller's stream inside syn_stream_enter .. leave (else the compute lane),
@@ -236,7 +241,12 @@ int syn_mark_ms(syn_ctx *c, int from, int to, float *ms);
  *   syn_stream_leave(c, s)   s waits for the compute lane if an op ran there
  * Both only enqueue, and neither waits for anything it need not.  Ops of
  * one context are meant for one caller stream at a time: a local op's
- * scratch buffers are the op's, reused by its next call in stream order. */
+ * scratch buffers are the op's, reused by its next call in stream order.
+ * The caller's stream may be capturing a CUDA graph (torch.cuda.graph):
+ * then nothing is logged for the watchdog or the trace, each op clears its
+ * flags at its start (syn_op_flags), an op's first call (which uploads its
+ * tables) is refused, and so is the ce backend across ranks (its peer
+ * handshakes count calls on the host). */
 int syn_stream_enter(syn_ctx *c, void *stream);
 int syn_stream_leave(syn_ctx *c, void *stream);
 

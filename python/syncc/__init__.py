@@ -13,6 +13,8 @@ import os
 from .errors import ArgumentError, CompileError, RuntimeFailure, SynccError
 from . import build, signature
 
+__version__ = "0.1.0"  # pyproject.toml's
+
 __all__ = ["load", "Module", "SynccError", "CompileError", "ArgumentError", "RuntimeFailure"]
 
 # libsyncrt wants 32 hardware queues and NCCL's kernel stacks reserved at
@@ -60,12 +62,30 @@ def _world():
 class Op:
     """One op of a loaded module: call it with this rank's tensors."""
 
-    def __init__(self, module, launcher):
+    def __init__(self, module, launcher, key):
         self._module, self._launcher = module, launcher
         self.signature = launcher.op
         self.__name__ = launcher.op.name
+        self.torch_op = None  # torch.ops.syncc.<name>.default (torchop.py)
+        self._torch = self._routed = None
+        try:
+            import torch
+        except ImportError:
+            return
+        from . import torchop
+        self._torch, self._routed = torch, torchop.tracing_or_profiling
+        self.torch_op = torchop.register(launcher.op, key, self._direct, module._ctx.torch_device)
+
+    def _direct(self, tensors):
+        return self._launcher(self._module._ctx, tensors)
 
     def __call__(self, *tensors):
+        """The op on this rank's tensors, on torch's current stream.  Under
+        torch.compile or torch.profiler through torch.ops.syncc (traced
+        with no graph break, profiled under its name); else one foreign
+        call."""
+        if self.torch_op is not None and self._routed(self._torch):
+            return self.torch_op(*tensors)
         return self._launcher(self._module._ctx, tensors)
 
     def __repr__(self):
@@ -80,7 +100,8 @@ class Module:
     def __init__(self, path, b, ctx, so):
         from . import runtime
         self.path, self.build, self._ctx = path, b, ctx
-        self.ops = {name: Op(self, runtime.Launcher(so, o)) for name, o in b.sig.ops.items()}
+        key = os.path.basename(os.path.normpath(b.dir))
+        self.ops = {name: Op(self, runtime.Launcher(so, o), key) for name, o in b.sig.ops.items()}
 
     def __getattr__(self, name):
         ops = self.__dict__.get("ops", {})

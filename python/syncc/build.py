@@ -29,14 +29,25 @@ def _repo_root():
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def _install_tree():
+    """The source tree `pip install ./python` installed this package from
+    (setup.py writes _tree.py), or None."""
+    try:
+        from . import _tree
+    except ImportError:
+        return None
+    return _tree.TREE
+
+
 def find_tools():
     """SYNCC and SYNCRT_LIB if set; else the source tree this package sits
-    in (python/syncc/ beside a built syncc); else syncc on PATH and its
+    in (python/syncc/ beside a built syncc), or was installed from by pip;
+    else syncc on PATH and its
     installed prefix (bin/../lib, bin/../include/syncc)."""
     syncc = os.environ.get("SYNCC")
-    root = _repo_root()
-    if not syncc and os.access(os.path.join(root, "syncc"), os.X_OK):
-        syncc = os.path.join(root, "syncc")
+    for root in (_repo_root(), _install_tree()):
+        if not syncc and root and os.access(os.path.join(root, "syncc"), os.X_OK):
+            syncc = os.path.join(root, "syncc")
     if not syncc:
         syncc = shutil.which("syncc")
     if not syncc:

@@ -243,6 +243,54 @@ def tests(root, run, Fail):
         finally:
             shutil.rmtree(d, ignore_errors=True)
 
+    def t_torch_schema():
+        from syncc import torchop
+
+        class A:
+            def __init__(self, name):
+                self.name = name
+
+        class Sig:
+            def __init__(self, name, args, nres):
+                self.name, self.args, self.results = name, [A(a) for a in args], [A("r") for _ in range(nres)]
+
+        got = torchop.schema(sig_p2())
+        expect(got == "(Tensor x, Tensor w) -> Tensor", "row_linear's torch schema: %s" % got)
+        got = torchop.schema(Sig("f", ["self", "out", "x", "x", "2bad"], 2))
+        expect(got == "(Tensor a0, Tensor a1, Tensor x, Tensor a3, Tensor a4) -> (Tensor, Tensor)",
+               "names the schema cannot take become a<i>, two results a tuple: %s" % got)
+        a, b = torchop.op_name(sig_p2(), "ab-cd/0123456789abcdef"), torchop.op_name(sig_p2(), "ab-cd/0123456789abcdef")
+        expect(a != b and a.startswith("row_linear_abcd01234567_"), "operator names unique per load: %s %s" % (a, b))
+
+    def t_pip_install():
+        """pip install ./python into a fresh target: the installed package
+        (run from elsewhere, no SYNCC) finds this tree's syncc through the
+        _tree.py setup.py wrote, and python -m syncc --version says so."""
+        d = tempfile.mkdtemp(prefix="syncc-pip-")
+        made = [p for p in (os.path.join(root, "python", "build"), os.path.join(root, "python", "syncc.egg-info"))
+                if not os.path.exists(p)]
+        try:
+            cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", os.path.join(d, "t")]
+            if importlib.util.find_spec("setuptools") and importlib.util.find_spec("wheel"):
+                cmd.append("--no-build-isolation")  # no download needed
+            env = dict(os.environ, SYNCC_NO_MAKE="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
+            p = subprocess.run(cmd + [os.path.join(root, "python")], capture_output=True, timeout=240, env=env)
+            expect(p.returncode == 0, "pip install ./python failed:\n%s" % p.stderr.decode("utf-8", "replace")[-2000:])
+            env = {k: v for k, v in os.environ.items() if k not in ("SYNCC", "SYNCRT_LIB", "PYTHONPATH")}
+            env["PYTHONPATH"] = os.path.join(d, "t")
+            p = subprocess.run([sys.executable, "-m", "syncc", "--version"], capture_output=True, timeout=60, env=env,
+                               cwd=d)
+            outp = p.stdout.decode()
+            expect(p.returncode == 0 and outp.startswith("syncc (python) ") and
+                   ("syncc       %s (syncc " % os.path.join(root, "syncc")) in outp,
+                   "python -m syncc --version from the installed package:\n%s%s" % (outp, p.stderr.decode()))
+            p = subprocess.run([sys.executable, "-m", "syncc", "--bogus"], capture_output=True, timeout=60, env=env, cwd=d)
+            expect(p.returncode == 2 and b"usage: python -m syncc" in p.stderr, "a bad option: usage, exit 2")
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+            for m in made:
+                shutil.rmtree(m, ignore_errors=True)
+
     out = [("python/" + k[2:], v) for k, v in sorted(locals().items()) if k.startswith("t_")]
 
     tools = build.find_tools()
@@ -270,4 +318,23 @@ def tests(root, run, Fail):
             raises(syncc.ArgumentError, lambda: signature.check_call(op, [torch.zeros(64, 128, dtype=torch.bfloat16), w], 0, 0),
                    "shape is (64, 128), expected (64, 64)")
         out.append(("python/torch-checker (CPU torch tensors)", torch_checker))
+
+        def torch_fake():
+            """The custom op's fake implementation under FakeTensorMode: the
+            results' local shapes and dtypes, no kernel run (a CPU stand-in
+            for the launcher's CUDA kernel, which is registered for CUDA)."""
+            import torch
+            from torch._subclasses.fake_tensor import FakeTensorMode
+            from syncc import torchop
+            op = sig_p2()
+            called = []
+            top = torchop.register(op, "cpu-test-key", lambda ts: called.append(ts), torch.device("cpu"))
+            with FakeTensorMode():
+                x = torch.empty(64, 64, dtype=torch.bfloat16)
+                w = torch.empty(64, 32, dtype=torch.bfloat16)
+                y = top(x, w)
+            expect(tuple(y.shape) == (64, 32) and y.dtype == torch.bfloat16 and not called,
+                   "fake result bf16 (64, 32), launcher not called: %s %s" % (tuple(y.shape), y.dtype))
+            expect(str(top).startswith("syncc.row_linear_cputestkey_"), "operator name: %s" % top)
+        out.append(("python/torch-fake (custom op's fake implementation)", torch_fake))
     return out
