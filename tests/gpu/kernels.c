@@ -6,7 +6,7 @@
  *   gpu-kernels CASE...       runs those cases (tests/gpu/gpu-check-kernels runs
  *                             each in its own process, so a fault in one
  *                             cannot take the others' context with it)
- *   gpu-kernels perf [TILE]   matmul throughput at 4096^3 and 8192^3 bf16
+ *   gpu-kernels perf [TILE]   matmul throughput at 4096^3 and 8192^3 bf16 (PERF_SHAPES: others)
  *   gpu-kernels perf-flags    the cost of per-tile flag raises, wgmma
  *
  * Every check draws fresh random inputs (never zeros), poisons outputs with
@@ -1383,12 +1383,42 @@ perf_wants(const char *only, int t)
 /* `only`: a tile name, "wgmma" (every wgmma tile and the mma.sync
  * default), "f32" (the FFMA tiles, on f32 operands), or NULL (every tile:
  * the tensor-core ones on bf16, the FFMA ones on f32). */
+enum { PERF_MAX_SHAPES = 32 };
+
+/* PERF_SHAPES="MxNxK MxNxK ..." in place of the table (the small-M and
+ * ragged shapes of bench/p1, say); returns the count. */
+static size_t
+perf_shape_list(int64_t (*out)[3])
+{
+	const char *e = getenv("PERF_SHAPES");
+	size_t n = 0;
+	if (!e || !*e) {
+		memcpy(out, perf_shapes, sizeof perf_shapes);
+		return NELEM(perf_shapes);
+	}
+	while (*e && n < PERF_MAX_SHAPES) {
+		long long m, nn, k;
+		int used = 0;
+		if (sscanf(e, " %lldx%lldx%lld%n", &m, &nn, &k, &used) != 3 || m <= 0 || nn <= 0 || k <= 0) {
+			fprintf(stderr, "PERF_SHAPES: cannot read a shape MxNxK at '%s'\n", e);
+			exit(2);
+		}
+		out[n][0] = m, out[n][1] = nn, out[n][2] = k, n++;
+		e += used;
+		while (*e == ' ' || *e == ',')
+			e++;
+	}
+	return n;
+}
+
 static void
 perf(const char *only)
 {
-	for (size_t si = 0; si < NELEM(perf_shapes); si++)
+	int64_t shapes[PERF_MAX_SHAPES][3];
+	size_t nshapes = perf_shape_list(shapes);
+	for (size_t si = 0; si < nshapes; si++)
 		for (int f32 = 0; f32 < 2; f32++) {
-			int64_t m = perf_shapes[si][0], n = perf_shapes[si][1], k = perf_shapes[si][2];
+			int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
 			DType dt = f32 ? DT_F32 : DT_BF16;
 			bool any = false;
 			for (int t = 0; t < ptx_ntiles; t++)
