@@ -15,7 +15,7 @@ from . import build, signature
 
 __version__ = "0.1.0"  # pyproject.toml's
 
-__all__ = ["load", "Module", "SynccError", "CompileError", "ArgumentError", "RuntimeFailure"]
+__all__ = ["load", "Module", "BucketModule", "SynccError", "CompileError", "ArgumentError", "RuntimeFailure"]
 
 # libsyncrt wants 32 hardware queues and NCCL's kernel stacks reserved at
 # init (runtime/README.md); the settings only count if they are there before
@@ -119,11 +119,99 @@ class Module:
         self._ctx.close()
 
 
+MAX_BUCKETS = 32
+
+
+class BucketOp:
+    """One op of a bucketed load: the call goes to the bucket whose
+    argument shapes are the tensors' (one dict lookup), else an
+    ArgumentError that lists the buckets."""
+
+    def __init__(self, name, by_shape, what):
+        self.__name__, self._by_shape, self._what = name, by_shape, what
+        self.buckets = list(by_shape.values())
+
+    def __call__(self, *tensors):
+        op = self._by_shape.get(tuple(tuple(t.shape) for t in tensors))
+        if op is None:
+            raise ArgumentError("%s: argument shapes %s match no bucket of %s; the buckets take %s" % (
+                self.__name__, ", ".join(str(tuple(t.shape)) for t in tensors), self._what,
+                "; ".join(", ".join(str(s) for s in k) for k in self._by_shape)))
+        return op(*tensors)
+
+
+class BucketModule:
+    """A .syn file loaded once per value of its bucketed parameters
+    (syncc.load(path, M=[1024, 2048, 4096])): one compiled build and one
+    libsyncrt context per bucket, made at load; each op picks its bucket
+    by the shapes of its arguments at call time."""
+
+    def __init__(self, path, buckets, modules):
+        self.path, self.buckets, self.modules = path, buckets, modules
+        what = ", ".join("%s in %s" % (k, list(v)) for k, v in buckets.items())
+        self.ops = {}
+        for name in modules[0].ops:
+            by_shape = {}
+            for m in modules:
+                op = m.ops[name]
+                key = tuple(tuple(a.local) for a in op.signature.args)
+                if key in by_shape:
+                    raise ArgumentError("%s: op %s takes the same argument shapes %s in two buckets of %s: its "
+                                        "bucketed parameters do not set its arguments' shapes" % (path, name, key, what))
+                by_shape[key] = op
+            self.ops[name] = BucketOp(name, by_shape, what)
+
+    def __getattr__(self, name):
+        ops = self.__dict__.get("ops", {})
+        if name in ops:
+            return ops[name]
+        raise AttributeError("%s has no op '%s' (it has: %s)" % (self.__dict__.get("path"), name, ", ".join(sorted(ops))))
+
+    def sync(self):
+        for m in self.modules:
+            m.sync()
+
+    def close(self):
+        for m in self.modules:
+            m.close()
+
+
+def _bucket_values(params):
+    """{name: [values]} of the parameters given as lists, and the plain rest."""
+    buckets = {k: list(v) for k, v in params.items() if isinstance(v, (list, tuple))}
+    for k, v in buckets.items():
+        if not v or len(set(v)) != len(v):
+            raise ArgumentError("parameter %s=%r: buckets need distinct values, at least one" % (k, v))
+    n = 1
+    for v in buckets.values():
+        n *= len(v)
+    if n > MAX_BUCKETS:
+        raise ArgumentError("%s: %d buckets, more than %d (each is a build and a libsyncrt context)" % (
+            ", ".join(buckets), n, MAX_BUCKETS))
+    return buckets, {k: v for k, v in params.items() if k not in buckets}
+
+
 def load(path, ranks=None, entry=None, cache=None, **params):
     """Compile `path` (-D NAME=VALUE for each keyword) for `ranks` ranks
     (default WORLD_SIZE), build its launcher into the cache (SYNCC_CACHE,
     default ~/.cache/syncc) and make this rank's libsyncrt context.  Every
-    rank calls it, in the same order as its other loads."""
+    rank calls it, in the same order as its other loads.  A keyword given a
+    list (M=[1024, 2048, 4096]) makes buckets: a build and a context per
+    value (per combination, for several lists), and each op picks the
+    bucket its arguments' shapes match at call time (BucketModule)."""
+    import itertools
+    buckets, plain = _bucket_values(params)
+    if buckets:
+        names = sorted(buckets)
+        mods = []
+        try:
+            for combo in itertools.product(*(buckets[k] for k in names)):
+                mods.append(load(path, ranks, entry, cache, **dict(plain, **dict(zip(names, combo)))))
+            return BucketModule(path, buckets, mods)
+        except BaseException:
+            for m in mods:
+                m.close()
+            raise
     import ctypes
     from . import runtime
     rank, world = _world()

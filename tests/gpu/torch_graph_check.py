@@ -214,6 +214,27 @@ def first_call_in_capture(tmp, res):
     return ok
 
 
+def buckets(res):
+    """row_linear loaded with M=[256, 512, 1024]: each call goes to the
+    bucket its shapes match, checked against torch; M = 300 must raise."""
+    mod = syncc.load(os.path.join(ROOT, "examples/row_linear.syn"), M=[256, 512, 1024], N=1024, K=2048)
+    dev = torch.device("cuda", 0)
+    errs = {}
+    for m in (1024, 256, 512, 256):
+        x = torch.randn(m, 2048, device=dev).to(torch.bfloat16)
+        w = (torch.randn(2048, 1024, device=dev) / 2048 ** 0.5).to(torch.bfloat16)
+        errs[m] = rel_err(mod.row_linear(x, w), x.float() @ w.float())
+    msg = None
+    try:
+        mod.row_linear(torch.randn(300, 2048, device=dev).to(torch.bfloat16), w)
+    except syncc.ArgumentError as e:
+        msg = str(e)
+    ok = all(e <= TOL for e in errs.values()) and bool(msg) and "match no bucket" in msg
+    res["buckets M=[256, 512, 1024]"] = {"rel_err": errs, "M=300": msg, "ok": ok}
+    mod.close()
+    return ok
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     torch.cuda.set_device(0)
@@ -227,6 +248,11 @@ def main():
                 res.setdefault(c[0], {})["error"] = traceback.format_exc()
                 print(traceback.format_exc(), file=sys.stderr)
                 ok = False
+        try:
+            ok &= buckets(res)
+        except Exception:
+            res["buckets"] = {"error": traceback.format_exc()}
+            ok = False
         try:
             ok &= first_call_in_capture(tmp, res)
         except Exception:
