@@ -15,7 +15,7 @@ from . import build, signature
 
 __version__ = "0.1.0"  # pyproject.toml's
 
-__all__ = ["load", "Module", "BucketModule", "SynccError", "CompileError", "ArgumentError", "RuntimeFailure"]
+__all__ = ["load", "Module", "BucketModule", "BucketOp", "SynccError", "CompileError", "ArgumentError", "RuntimeFailure"]
 
 # libsyncrt wants 32 hardware queues and NCCL's kernel stacks reserved at
 # init (runtime/README.md); the settings only count if they are there before

@@ -243,6 +243,30 @@ def tests(root, run, Fail):
         finally:
             shutil.rmtree(d, ignore_errors=True)
 
+    def t_buckets():
+        """Bucketed loads without a GPU: the parameter split, the limits,
+        and BucketOp's dispatch by argument shapes on stand-in ops."""
+        b, plain = syncc._bucket_values({"M": [1024, 2048], "N": 64})
+        expect(b == {"M": [1024, 2048]} and plain == {"N": 64}, "M buckets, N plain: %s %s" % (b, plain))
+        raises(syncc.ArgumentError, lambda: syncc._bucket_values({"M": []}), "distinct values, at least one")
+        raises(syncc.ArgumentError, lambda: syncc._bucket_values({"M": [1, 1]}), "distinct values")
+        raises(syncc.ArgumentError, lambda: syncc._bucket_values({"M": list(range(8)), "N": list(range(5))}),
+               "40 buckets, more than 32")
+
+        class Small:
+            def __init__(self, tag):
+                self.tag = tag
+
+            def __call__(self, *ts):
+                return self.tag
+
+        op = syncc.BucketOp("f", {((8, 4), (4,)): Small("a"), ((16, 4), (4,)): Small("b")}, "M in [8, 16]")
+        expect(op(T("bf16", (16, 4)), T("bf16", (4,))) == "b" and op(T("bf16", (8, 4)), T("bf16", (4,))) == "a",
+               "each call to the bucket of its shapes")
+        raises(syncc.ArgumentError, lambda: op(T("bf16", (9, 4)), T("bf16", (4,))),
+               "f: argument shapes (9, 4), (4,) match no bucket of M in [8, 16]; the buckets take (8, 4), (4,); "
+               "(16, 4), (4,)")
+
     def t_torch_schema():
         from syncc import torchop
 
