@@ -25,6 +25,7 @@ enum {
 	RT_DEFAULT_PORT = 29500,
 	RT_STAMPS = 4096,      /* host-mapped u64 words: anchors, then the clock probe */
 	RT_PROBE_WORDS = 64,
+	RT_BE_FLAGS = 4,       /* handshake flags per rank: ce's arrive and done, p2p's */
 };
 
 /* ---- rt_err.c ---- */
@@ -136,6 +137,8 @@ int rt_plan_cap(int nranks); /* entries a plan may need */
 /* ---- rt_ptx.c ---- */
 extern const char rt_builtin_ptx[];
 extern const char rt_tool_ptx[]; /* rt_cal_*, rt_ref_matmul */
+/* runtime/rt_p2p.cu through nvcc at build time ("" where nvcc was not found) */
+extern const char rt_p2p_ptx[];
 
 #ifdef RT_CUDA
 /* ================= the GPU half ================= */
@@ -246,9 +249,14 @@ struct syn_ctx {
 	CUstream run;   /* and the stream its kernels go on: ext, or the compute lane */
 	ncclComm_t comm;
 	int sms, free_sms, max_ctas;
+	/* ranks of this process on this rank's GPU (syn_init_local with a GPU
+	 * named twice): sms is this rank's share of the device's, and NCCL,
+	 * which refuses a GPU twice, has no communicator (comm is NULL) */
+	int share;
 	CommBackend *be[SYN_BACKENDS];
 	/* flags: a symmetric allocation; generated code owns [0, nflags), the
-	 * ce backend [nflags, nflags + 2 * nranks) */
+	 * ce backend [nflags, nflags + 2 * nranks), the p2p backend the next
+	 * 2 * nranks (RT_BE_FLAGS per rank in all) */
 	int nflags, nflags_all;
 	RtSym *flags;
 	uint64_t *flag_host; /* pinned copy for the watchdog */
@@ -343,7 +351,7 @@ void rt_abort_wait(syn_ctx *c, int ms);
 typedef struct RtBe {
 	CommBackend b;
 	syn_ctx *c;
-	uint64_t seq; /* ce: collectives so far, the value of its arrive/done flags */
+	uint64_t seq; /* ce, p2p: collectives so far, the value of their arrive/done flags */
 } RtBe;
 RtBe *rt_be_new(syn_ctx *c, CommBackendKind kind);
 /* rt_nccl_new, rt_ce_new, ...: one per row of comm/backends.h */

@@ -131,6 +131,8 @@ syn_grid_persistent(syn_ctx *c, syn_kernel *k, unsigned block, unsigned smem, un
 	                    "cuOccupancyMaxActiveBlocksPerMultiprocessor")))
 		return r;
 	k->occ_block = block, k->occ_smem = smem, k->occ_per = per;
+	if (c->share > 1 && per > 1) /* ranks on one GPU: one CTA per SM of this rank's share (share_device) */
+		per = 1;
 	if (per <= 0 || c->free_sms >= c->sms)
 		return rt_seterr(c, SYN_EARG, "rank %d: kernel %s with %u threads and %u B shared memory: %d blocks "
 		                 "per SM on %d SMs with %d kept free: no persistent grid",

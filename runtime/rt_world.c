@@ -291,6 +291,10 @@ world_peer_access(syn_ctx **cs, int n)
 		for (int j = 0; j < n; j++) {
 			int can = 0;
 			CUresult e;
+			if (i != j && cs[i]->dev == cs[j]->dev) { /* one GPU, one context: addresses are shared */
+				cs[i]->reach[j] = 1;
+				continue;
+			}
 			if (i == j || cuDeviceCanAccessPeer(&can, cs[i]->dev, cs[j]->dev) != CUDA_SUCCESS || !can)
 				continue;
 			cuCtxSetCurrent(cs[i]->cu);
@@ -311,7 +315,7 @@ world_flags(syn_ctx **cs, int n)
 		RtSym *s = calloc(1, sizeof *s);
 		syn_ctx *c = cs[i];
 		cuCtxSetCurrent(c->cu);
-		c->nflags_all = c->nflags + 2 * n;
+		c->nflags_all = c->nflags + RT_BE_FLAGS * n;
 		if (!s || !(s->peer = calloc((size_t)n, sizeof *s->peer))) {
 			free(s);
 			return rt_seterr(c, SYN_ENOMEM, "rank %d: out of host memory", c->rank);
@@ -356,7 +360,8 @@ world_comms(syn_ctx **cs, int n)
 	return SYN_OK;
 }
 
-/* The GPUs of a one-process world: each visible, none twice. */
+/* The GPUs of a one-process world: each visible.  A GPU named twice
+ * holds two ranks (share_device). */
 static int
 check_devices(syn_ctx *c, int n, const int *dev, int have)
 {
@@ -368,11 +373,33 @@ check_devices(syn_ctx *c, int n, const int *dev, int have)
 		if (dev[i] < 0 || dev[i] >= have)
 			return rt_seterr(c, SYN_EARG, "syn_init_local: rank %d on GPU %d, but only GPUs 0 to %d are visible%s%s",
 			                 i, dev[i], have - 1, vis ? " with CUDA_VISIBLE_DEVICES=" : "", vis ? vis : "");
-		for (int j = 0; j < i; j++)
-			if (dev[j] == dev[i])
-				return rt_seterr(c, SYN_EARG, "syn_init_local: ranks %d and %d both on GPU %d", j, i, dev[i]);
 	}
 	return SYN_OK;
+}
+
+/* Ranks on one GPU: each gets its share of the SMs, and a persistent
+ * kernel one CTA per SM of it, so every rank's kernels are resident at
+ * once (a CTA never takes more than an SM, and R shares fit the device):
+ * a rank's kernel spinning on a flag that another rank's kernel raises
+ * would otherwise wait for SMs that kernel holds.  Returns 1 when some GPU
+ * holds more than one rank. */
+static int
+share_device(syn_ctx **cs, int n)
+{
+	int shared = 0;
+	for (int i = 0; i < n; i++) {
+		syn_ctx *c = cs[i];
+		c->share = 0;
+		for (int j = 0; j < n; j++)
+			c->share += cs[j]->dev == c->dev;
+		if (c->share < 2)
+			continue;
+		shared = 1;
+		c->sms /= c->share;
+		if (c->free_sms >= c->sms)
+			c->free_sms = c->sms / 4 > 0 ? c->sms / 4 : 1;
+	}
+	return shared;
 }
 
 int
@@ -424,8 +451,9 @@ syn_init_local(int n, syn_ctx **cs, const syn_opts *o)
 		for (int p = 0; p < n; p++)
 			rt_fmt(cs[i]->peer_node + (size_t)p * RT_NODELEN, RT_NODELEN, "process");
 	}
-	if ((r = world_peer_access(cs, n)) || (r = world_flags(cs, n)) || (r = world_comms(cs, n)) ||
-	    (r = nccl_warmup(cs, n)))
+	if ((r = world_peer_access(cs, n)) || (r = world_flags(cs, n)))
+		return r;
+	if (!share_device(cs, n) && ((r = world_comms(cs, n)) || (r = nccl_warmup(cs, n))))
 		return r;
 	for (int i = 0; i < n; i++) {
 		cuCtxSetCurrent(cs[i]->cu);

@@ -229,16 +229,45 @@ share(double part, double whole)
 	return whole > 0 ? 100 * part / whole : 0;
 }
 
+/* Why a collective is on its backend: one chunk's predicted time on each
+ * backend the options allow (the profile's curves, comm/backends.h's
+ * rows), the chosen one first.  The search scores whole plans, so a
+ * backend can win with a slower chunk that overlaps better. */
 static void
-explain_choices(const Func *f, const NodeChoice *ch, Buf *b)
+explain_backend(const Plan *p, const SchedOpts *o, Val v, const NodeChoice *c, Buf *b)
 {
+	const Ins *in = &p->f->ins[v];
+	const Blk *k = NULL;
+	for (int i = 0; i < p->g->n && !k; i++)
+		if (p->g->b[i].kind == BK_COMM && p->g->b[i].node == v && p->g->b[i].phase == 0)
+			k = &p->g->b[i];
+	if (!k || p->f->nranks == 1)
+		return;
+	buf_printf(b, " (a chunk of %.0f bytes: %s %.1f us", k->bytes, comm_backends[c->backend].name,
+	           prof_comm_us(o->prof, c->backend, sched_comm_op(in), k->bytes, p->f->nranks));
+	for (int be = 0; be < BE_COUNT; be++)
+		if (be != (int)c->backend && backend_ok(o, in, be))
+			buf_printf(b, ", %s %.1f us", comm_backends[be].name,
+			           prof_comm_us(o->prof, (CommBackendKind)be, sched_comm_op(in), k->bytes, p->f->nranks));
+	if (!o->prof->npts[c->backend][sched_comm_op(in)] && c->backend != BE_DEFAULT)
+		buf_printf(b, "; no %s curve in the profile: priced as %s", comm_backends[c->backend].name,
+		           comm_backends[BE_DEFAULT].name);
+	buf_printf(b, ")");
+}
+
+static void
+explain_choices(const Plan *p, const SchedOpts *o, const NodeChoice *ch, Buf *b)
+{
+	const Func *f = p->f;
 	for (Val v = 0; v < f->nins; v++) {
 		const Ins *in = &f->ins[v];
-		if (is_comm(in))
-			buf_printf(b, "    %s %%%d: %d chunk%s, %s%s\n", ir_ops[in->op].name, v, ch[v].nchunks,
+		if (is_comm(in)) {
+			buf_printf(b, "    %s %%%d: %d chunk%s, %s%s", ir_ops[in->op].name, v, ch[v].nchunks,
 			           ch[v].nchunks == 1 ? "" : "s", comm_backends[ch[v].backend].name,
 			           ch[v].self_first ? ", own block first" : "");
-		else if (in->group == v && in->op != OP_PARAM && in->op != OP_CONST && ch[v].nchunks > 1)
+			explain_backend(p, o, v, &ch[v], b);
+			buf_printf(b, "\n");
+		} else if (in->group == v && in->op != OP_PARAM && in->op != OP_CONST && ch[v].nchunks > 1)
 			buf_printf(b, "    %s %%%d: %d bands%s\n", ir_ops[in->op].name, v, ch[v].nchunks,
 			           ch[v].self_first ? ", starting at this rank's rows" : "");
 	}
@@ -338,7 +367,7 @@ sched_plan(const Func *f, const SchedOpts *o)
 		buf_printf(&why, "not overlapped (no compute runs under communication), %.0f%% faster than serial from %s:\n",
 		           100 * (1 - p->makespan / p->serial), ch);
 	}
-	explain_choices(f, p->is_serial ? serial_ch : best, &why);
+	explain_choices(p, o, p->is_serial ? serial_ch : best, &why);
 	snprintf(p->why, sizeof p->why, "%s", why.s);
 	buf_free(&why);
 	sched_assign_flags(p);

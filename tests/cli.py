@@ -437,8 +437,12 @@ def tests(syncc, run, Fail):
                    "--gpus %r: a plain-words error, exit 2" % bad, out, err)
 
     def t_gpus_twice():
+        # two ranks on one GPU need a backend NCCL is not: p2p
         rc, out, err = run([syncrun, ex, "--gpus=1,0,1"])
-        expect(rc == 2 and "--gpus=1,0,1: GPU 1 is named twice (one rank per GPU)" in err, "--gpus names a GPU twice", out, err)
+        expect(rc == 2 and "--gpus: GPU 1 is named twice; two ranks on one GPU need --comm-backend p2p" in err,
+               "--gpus names a GPU twice without p2p", out, err)
+        rc, out, err = run([syncrun, ex, "--gpus=0,0", "--comm-backend", "nccl"])
+        expect(rc == 2 and "GPU 0 is named twice" in err, "--gpus names a GPU twice with nccl", out, err)
 
     def t_gpus_vs_ranks():
         rc, out, err = run([syncrun, ex, "--gpus", "0,1", "--ranks", "3"])

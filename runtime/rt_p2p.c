@@ -1,0 +1,223 @@
+/* runtime/rt_p2p.c -- the `p2p` backend: every collective by one kernel
+ * of libsyncrt's own (runtime/rt_p2p.cu) that reads the peers' send
+ * buffers through symmetric memory and writes only this rank's recv: the
+ * pull form of a one-shot all_reduce (vLLM's and TensorRT-LLM's small-
+ * message all-reduce), reduce_scatter, all_gather, all_to_all and shift.
+ * It runs where the peers' memory is mapped: the GPUs of one process (peer
+ * access), the processes of one node (CUDA IPC), or two ranks on one GPU
+ * (one process: the only backend that can, NCCL refuses a GPU twice).
+ *
+ * A chunk on the comm stream, between two flag handshakes like the copy
+ * engine's (runtime/rt_ce.c), on flags of its own:
+ *
+ *   1. tell each rank that reads my send that it is ready (my comm lane
+ *      has passed everything before this chunk);
+ *   2. wait until each rank whose send I read has said the same;
+ *   3. the kernel: loads from the peers, stores into my recv;
+ *   4. tell each rank I read from that I am done with its send;
+ *   5. wait until each rank that reads my send is done with it, so nothing
+ *      after this chunk on my lanes overwrites it under them.
+ *
+ * Arrival of rank p is flag nflags + 2P + p, completion nflags + 3P + p,
+ * holding the number of p2p collectives so far (every rank counts alike).
+ * A peer that never arrives is a stuck wait the watchdog names (rank,
+ * flag, chunk) -- never a hang.  Send buffers must be inside syn_alloc
+ * buffers, at the same offset on every rank (as the copy engine's recv). */
+#define RT_CUDA 1
+#include "rt.h"
+#include "rt_p2p.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { P2P_THREADS = 512 };
+
+static const syn_image p2p_image = {"libsyncrt p2p kernels (runtime/rt_p2p.cu)", rt_p2p_ptx, NULL, 0};
+
+static CUdeviceptr
+flag_of(const syn_ctx *c, int owner, int idx)
+{
+	return c->flags->peer[owner] ? c->flags->peer[owner] + (CUdeviceptr)idx * 8 : 0;
+}
+
+/* Member j of this rank's group (comm/comm.h), and this rank's place. */
+static int
+member(const CommChunk *ch, int me, int j, int P)
+{
+	int gs = ch->gsize ? ch->gsize : P, st = ch->gsize ? ch->gstride : 1, i = (me / st) % gs;
+	return me + (j - i) * st;
+}
+
+/* The ranks whose send I read (src) and those that read mine (readers). */
+static int
+partners(const syn_ctx *c, const CommChunk *ch, int *src, int *readers)
+{
+	int P = c->nranks, G = ch->gsize ? ch->gsize : P, mi = (c->rank / (ch->gsize ? ch->gstride : 1)) % G, n = 0;
+	if (ch->op == CO_SHIFT) {
+		src[0] = member(ch, c->rank, ((mi - ch->shift) % G + G) % G, P);
+		readers[0] = member(ch, c->rank, (mi + ch->shift) % G, P);
+		return src[0] == c->rank ? 0 : 1;
+	}
+	for (int j = 0; j < G; j++)
+		if (member(ch, c->rank, j, P) != c->rank) {
+			src[n] = readers[n] = member(ch, c->rank, j, P);
+			n++;
+		}
+	return n;
+}
+
+static int
+refuse(syn_ctx *c, const CommChunk *ch, int status, const char *why, int p)
+{
+	return rt_seterr(c, status, "rank %d: p2p backend: chunk %d (%s): %s%s", c->rank, ch->id, rt_op_name(ch->op), why,
+	                 p >= 0 && strcmp(c->node, c->peer_node + (size_t)p * RT_NODELEN) ? " (it is on another node)" : "");
+}
+
+/* Where rank q's copy of my address `mine` (inside symmetric buffer s) is
+ * mapped here. */
+static CUdeviceptr
+at_peer(const RtSym *s, int q, const char *mine)
+{
+	return s->peer[q] + ((CUdeviceptr)(uintptr_t)mine - s->base);
+}
+
+/* The kernel's arguments; everything checked before anything is
+ * enqueued, so a refusal leaves the context usable. */
+static int
+plan(syn_ctx *c, const CommChunk *ch, RtP2pArgs *a, int *reduce)
+{
+	int P = c->nranks, G = ch->gsize ? ch->gsize : P, mi = (c->rank / (ch->gsize ? ch->gstride : 1)) % G;
+	size_t es = rt_dtype_size(ch->dt), ss = (ch->send_stride ? ch->send_stride : ch->count) * es,
+	       rs = (ch->recv_stride ? ch->recv_stride : ch->count) * es;
+	size_t sbytes = comm_colls[ch->op].send ? ss * (size_t)(G - 1) + ch->count * es : ch->count * es;
+	const char *send = ch->send;
+	char *recv = ch->recv;
+	const RtSym *s = rt_sym_find(c, (CUdeviceptr)(uintptr_t)send, sbytes);
+	if (G > RT_P2P_MAXPEERS)
+		return refuse(c, ch, SYN_EUNSUPPORTED, "more than 8 ranks in the group; use the nccl backend", -1);
+	if (!s)
+		return refuse(c, ch, SYN_EARG, "send is not inside a syn_alloc buffer, so the peers cannot read it", -1);
+	for (int j = 0; j < G; j++)
+		if (!s->peer[member(ch, c->rank, j, P)])
+			return refuse(c, ch, SYN_EUNSUPPORTED, "a peer's memory is not mapped here; use the nccl backend",
+			              member(ch, c->rank, j, P));
+	memset(a, 0, sizeof *a);
+	a->count = ch->count;
+	a->dt = (int)ch->dt;
+	a->red = (int)ch->red;
+	*reduce = ch->op == CO_ALL_REDUCE || ch->op == CO_REDUCE_SCATTER;
+	switch (ch->op) {
+	case CO_ALL_REDUCE:
+	case CO_REDUCE_SCATTER: /* recv = red over members of their block mi (all_reduce: the whole send) */
+		a->n = G;
+		a->dst[0] = (CUdeviceptr)(uintptr_t)recv;
+		for (int j = 0; j < G; j++)
+			a->src[j] = at_peer(s, member(ch, c->rank, j, P), send + (ch->op == CO_REDUCE_SCATTER ? (size_t)mi * ss : 0));
+		break;
+	case CO_ALL_GATHER: /* recv block j = send of member j */
+	case CO_ALL_TO_ALL: /* recv block j = send block mi of member j */
+		a->n = G;
+		for (int j = 0; j < G; j++) {
+			a->src[j] = at_peer(s, member(ch, c->rank, j, P), send + (ch->op == CO_ALL_TO_ALL ? (size_t)mi * ss : 0));
+			a->dst[j] = (CUdeviceptr)(uintptr_t)(recv + (size_t)j * rs);
+		}
+		break;
+	case CO_SHIFT: /* recv = send of member mi - shift */
+		a->n = 1;
+		a->src[0] = at_peer(s, member(ch, c->rank, ((mi - ch->shift) % G + G) % G, P), send);
+		a->dst[0] = (CUdeviceptr)(uintptr_t)recv;
+		break;
+	case CO_COUNT:
+		return refuse(c, ch, SYN_EARG, "no such collective", -1);
+	}
+	return SYN_OK;
+}
+
+static int
+raise_at(syn_ctx *c, CUstream s, const int *who, int n, int base, uint64_t seq)
+{
+	int r;
+	for (int i = 0; i < n; i++)
+		if ((r = rt_flag_write(c, s, flag_of(c, who[i], base + c->rank), seq, "cuStreamWriteValue64 (p2p)")))
+			return r;
+	return SYN_OK;
+}
+
+static int
+wait_for(syn_ctx *c, CUstream s, const int *who, int n, int base, uint64_t seq, int chunk, const char *what)
+{
+	char w[48];
+	int r;
+	for (int i = 0; i < n; i++) {
+		int idx = base + who[i];
+		rt_fmt(w, sizeof w, "p2p %s of rank %d", what, who[i]);
+		if ((r = rt_flag_wait(c, s, c->flags->base + (CUdeviceptr)idx * 8, seq, "cuStreamWaitValue64 (p2p)")) ||
+		    (r = rt_log(c, IK_WAIT, SYN_COMM, idx, c->rank, chunk, seq, w)))
+			return r;
+	}
+	return SYN_OK;
+}
+
+/* CTAs of the kernel: the SMs kernels leave the comm backend (at least
+ * one), no more than the data needs. */
+static int
+launch(syn_ctx *c, CUstream s, const CommChunk *ch, RtP2pArgs *a, int reduce)
+{
+	syn_kernel *k;
+	unsigned long long per = (unsigned long long)P2P_THREADS * 16 / rt_dtype_size(ch->dt) * 4;
+	unsigned long long want = (a->count * (unsigned long long)(reduce ? 1 : a->n) + per - 1) / per;
+	unsigned grid = (unsigned)(c->free_sms > 1 ? c->free_sms : 1);
+	void *prm[] = {a};
+	int r;
+	if (!rt_p2p_ptx[0])
+		return refuse(c, ch, SYN_EUNSUPPORTED,
+		              "libsyncrt was built without nvcc, so it has no p2p kernels; use the nccl or ce backend", -1);
+	if ((r = syn_kernel_get(c, &p2p_image, reduce ? "rt_p2p_reduce" : "rt_p2p_copy", &k)))
+		return r;
+	if (want < grid)
+		grid = want ? (unsigned)want : 1;
+	return rt_cu(c, cuLaunchKernel(k->fn, grid, 1, 1, P2P_THREADS, 1, 1, 0, s, prm, NULL),
+	             reduce ? "cuLaunchKernel(rt_p2p_reduce)" : "cuLaunchKernel(rt_p2p_copy)");
+}
+
+static int
+collective(CommBackend *b, const CommChunk *ch, void *lane)
+{
+	RtBe *be = (RtBe *)b;
+	syn_ctx *c = be->c;
+	CUstream s = lane;
+	int *src = malloc(sizeof(int) * (size_t)c->nranks), *readers = malloc(sizeof(int) * (size_t)c->nranks);
+	int arrive = c->nflags + 2 * c->nranks, done = c->nflags + 3 * c->nranks, n, reduce = 0, r;
+	RtP2pArgs a;
+	uint64_t seq;
+	if (!src || !readers) {
+		r = rt_seterr(c, SYN_ENOMEM, "rank %d: out of host memory", c->rank);
+		goto out;
+	}
+	if ((r = plan(c, ch, &a, &reduce)))
+		goto out;
+	n = partners(c, ch, src, readers);
+	for (int i = 0; i < n; i++)
+		if (!flag_of(c, src[i], 0) || !flag_of(c, readers[i], 0)) {
+			r = refuse(c, ch, SYN_EUNSUPPORTED, "a peer's flags are not mapped here; use the nccl backend", src[i]);
+			goto out;
+		}
+	seq = ++be->seq;
+	if (!(r = raise_at(c, s, readers, n, arrive, seq)) && !(r = wait_for(c, s, src, n, arrive, seq, ch->id, "arrival")) &&
+	    !(r = launch(c, s, ch, &a, reduce)) && !(r = raise_at(c, s, src, n, done, seq)))
+		r = wait_for(c, s, readers, n, done, seq, ch->id, "completion");
+out:
+	free(src);
+	free(readers);
+	return r;
+}
+
+CommBackend *
+rt_p2p_new(syn_ctx *c)
+{
+	RtBe *be = rt_be_new(c, BE_P2P);
+	if (!be)
+		return NULL;
+	be->b.collective = collective;
+	return &be->b;
+}
