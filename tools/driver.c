@@ -145,16 +145,17 @@ parse_budget(Driver *d, const char *flag, const char *val)
 }
 
 /* A GPU named twice in --gpus holds two ranks of one process; NCCL
- * refuses that, so the collectives must all be on a backend that can
- * (comm/backends.h: p2p can run every collective, ce only moves data). */
+ * refuses that, so the collectives must be on a backend that can
+ * (comm/backends.h: p2p can run every collective; ce only moves data, and
+ * a reduction it leaves to nccl is refused by name at run time). */
 static int
 shared_gpu(const Driver *d)
 {
 	for (int i = 0; i < d->ngpus; i++)
 		for (int j = 0; j < i; j++)
-			if (d->gpus[i] == d->gpus[j] && d->backend != 1 + BE_P2P) {
+			if (d->gpus[i] == d->gpus[j] && d->backend != 1 + BE_P2P && d->backend != 1 + BE_CE) {
 				diag_usage("--gpus: GPU %d is named twice; two ranks on one GPU need --comm-backend p2p "
-				           "(NCCL refuses a GPU twice)", d->gpus[i]);
+				           "(or ce, which cannot reduce; NCCL refuses a GPU twice)", d->gpus[i]);
 				return EXIT_USAGE;
 			}
 	return -1;
