@@ -49,6 +49,7 @@ typedef struct RtEnv {
 	int boot_port;   /* SYNC_BOOT_PORT, 0: not given */
 	int timeout_ms, boot_timeout_ms;
 	int nccl_max_ctas, free_sms, nflags, trace, watchdog_ms;
+	int sym_vmm; /* one-process symmetric memory by cuMemCreate + cuMemMap (0: cuMemAlloc) */
 	char hostid[RT_NODELEN]; /* NCCL_HOSTID, "" if unset */
 } RtEnv;
 typedef const char *(*RtGetenv)(const char *name, void *ud);
@@ -137,8 +138,11 @@ int rt_plan_cap(int nranks); /* entries a plan may need */
 /* ---- rt_ptx.c ---- */
 extern const char rt_builtin_ptx[];
 extern const char rt_tool_ptx[]; /* rt_cal_*, rt_ref_matmul */
-/* runtime/rt_p2p.cu through nvcc at build time ("" where nvcc was not found) */
+/* runtime/rt_p2p.cu through nvcc at build time ("" and 0 bytes where nvcc
+ * was not found) */
 extern const char rt_p2p_ptx[];
+extern const unsigned char rt_p2p_cubin[];
+const syn_image *rt_p2p_image(void); /* both, as one module */
 
 #ifdef RT_CUDA
 /* ================= the GPU half ================= */
@@ -186,7 +190,11 @@ typedef struct RtSym {
 	size_t bytes;
 	CUdeviceptr *peer; /* nranks; 0 = not mapped; [rank] = base */
 	int ipc;           /* peers opened with cuIpcOpenMemHandle */
+	int vmm;           /* RT_VMM_*: what of a cuMemCreate mapping is made (0: cuMemAlloc) */
+	CUmemGenericAllocationHandle h;
+	size_t mapped;     /* bytes reserved and mapped: `bytes` rounded up to the granularity */
 } RtSym;
+enum { RT_VMM_CREATED = 1, RT_VMM_RESERVED = 2, RT_VMM_MAPPED = 4 };
 
 struct syn_kernel {
 	CUfunction fn;
@@ -319,11 +327,13 @@ int rt_ctx_finish(syn_ctx *c);
 
 /* rt_sym.c: symmetric memory */
 int rt_sym_alloc(syn_ctx *c, size_t bytes, RtSym **out); /* collective */
+int rt_sym_local(syn_ctx *c, size_t bytes, RtSym *s);     /* this rank's part of it, zeroed */
 void rt_sym_release(syn_ctx *c, RtSym *s, int free_base);
 RtSym *rt_sym_find(const syn_ctx *c, CUdeviceptr p, size_t bytes);
 
 /* rt_module.c: modules */
 int rt_module_load(syn_ctx *c, const syn_image *img, CUmodule *m);
+int rt_module_try(syn_ctx *c, const syn_image *img, char *why, size_t n); /* loaded and kept, or why not; never fails the context */
 void rt_modules_free(syn_ctx *c);
 
 /* rt_world.c: the world of ranks, the NCCL communicator */

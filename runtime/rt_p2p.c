@@ -32,7 +32,14 @@
 
 enum { P2P_THREADS = 512 };
 
-static const syn_image p2p_image = {"libsyncrt p2p kernels (runtime/rt_p2p.cu)", rt_p2p_ptx, NULL, 0};
+/* The backend: its kernels, loaded when the context is set up (loading a
+ * module beside a running persistent kernel is not something to find out
+ * about mid-operator), or why they are not there. */
+typedef struct RtP2p {
+	RtBe be;
+	syn_kernel *reduce, *copy;
+	char why[160];
+} RtP2p;
 
 static CUdeviceptr
 flag_of(const syn_ctx *c, int owner, int idx)
@@ -161,19 +168,16 @@ wait_for(syn_ctx *c, CUstream s, const int *who, int n, int base, uint64_t seq, 
 /* CTAs of the kernel: the SMs kernels leave the comm backend (at least
  * one), no more than the data needs. */
 static int
-launch(syn_ctx *c, CUstream s, const CommChunk *ch, RtP2pArgs *a, int reduce)
+launch(RtP2p *pb, CUstream s, const CommChunk *ch, RtP2pArgs *a, int reduce)
 {
-	syn_kernel *k;
+	syn_ctx *c = pb->be.c;
+	syn_kernel *k = reduce ? pb->reduce : pb->copy;
 	unsigned long long per = (unsigned long long)P2P_THREADS * 16 / rt_dtype_size(ch->dt) * 4;
 	unsigned long long want = (a->count * (unsigned long long)(reduce ? 1 : a->n) + per - 1) / per;
 	unsigned grid = (unsigned)(c->free_sms > 1 ? c->free_sms : 1);
 	void *prm[] = {a};
-	int r;
-	if (!rt_p2p_ptx[0])
-		return refuse(c, ch, SYN_EUNSUPPORTED,
-		              "libsyncrt was built without nvcc, so it has no p2p kernels; use the nccl or ce backend", -1);
-	if ((r = syn_kernel_get(c, &p2p_image, reduce ? "rt_p2p_reduce" : "rt_p2p_copy", &k)))
-		return r;
+	if (!k)
+		return refuse(c, ch, SYN_EUNSUPPORTED, pb->why, -1);
 	if (want < grid)
 		grid = want ? (unsigned)want : 1;
 	return rt_cu(c, cuLaunchKernel(k->fn, grid, 1, 1, P2P_THREADS, 1, 1, 0, s, prm, NULL),
@@ -194,6 +198,10 @@ collective(CommBackend *b, const CommChunk *ch, void *lane)
 		r = rt_seterr(c, SYN_ENOMEM, "rank %d: out of host memory", c->rank);
 		goto out;
 	}
+	if (!((RtP2p *)be)->reduce) {
+		r = refuse(c, ch, SYN_EUNSUPPORTED, ((RtP2p *)be)->why, -1);
+		goto out;
+	}
 	if ((r = plan(c, ch, &a, &reduce)))
 		goto out;
 	n = partners(c, ch, src, readers);
@@ -204,7 +212,7 @@ collective(CommBackend *b, const CommChunk *ch, void *lane)
 		}
 	seq = ++be->seq;
 	if (!(r = raise_at(c, s, readers, n, arrive, seq)) && !(r = wait_for(c, s, src, n, arrive, seq, ch->id, "arrival")) &&
-	    !(r = launch(c, s, ch, &a, reduce)) && !(r = raise_at(c, s, src, n, done, seq)))
+	    !(r = launch((RtP2p *)be, s, ch, &a, reduce)) && !(r = raise_at(c, s, src, n, done, seq)))
 		r = wait_for(c, s, readers, n, done, seq, ch->id, "completion");
 out:
 	free(src);
@@ -212,12 +220,41 @@ out:
 	return r;
 }
 
+static void
+load_kernels(RtP2p *pb)
+{
+	const syn_image *img = rt_p2p_image();
+	syn_ctx *c = pb->be.c;
+	char why[128];
+	if (!rt_p2p_ptx[0] && !img->cubin_size) {
+		rt_fmt(pb->why, sizeof pb->why, "libsyncrt was built without nvcc, so it has no p2p kernels; use the nccl backend");
+		return;
+	}
+	if (rt_module_try(c, img, why, sizeof why)) {
+		rt_fmt(pb->why, sizeof pb->why, "libsyncrt's p2p kernels did not load: %s; use the nccl backend", why);
+		return;
+	}
+	if (syn_kernel_get(c, img, "rt_p2p_reduce", &pb->reduce) || syn_kernel_get(c, img, "rt_p2p_copy", &pb->copy)) {
+		rt_fmt(pb->why, sizeof pb->why, "libsyncrt's p2p kernels: %s", c->err);
+		pb->reduce = pb->copy = NULL;
+	}
+}
+
 CommBackend *
 rt_p2p_new(syn_ctx *c)
 {
 	RtBe *be = rt_be_new(c, BE_P2P);
-	if (!be)
+	RtP2p *pb = be ? calloc(1, sizeof *pb) : NULL;
+	if (!pb) {
+		free(be);
 		return NULL;
-	be->b.collective = collective;
-	return &be->b;
+	}
+	pb->be = *be;
+	free(be);
+	pb->be.b.collective = collective;
+	if (c->nranks > 1)
+		load_kernels(pb);
+	else
+		rt_fmt(pb->why, sizeof pb->why, "one rank: nothing to send");
+	return &pb->be.b;
 }

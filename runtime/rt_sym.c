@@ -1,6 +1,13 @@
 /* runtime/rt_sym.c -- symmetric memory: every rank allocates the same
  * buffer and maps the others' (UVA in one process, CUDA IPC between the
- * processes of a node), for the flags, the copy engine and syn_alloc. */
+ * processes of a node), for the flags, the copy engine, the p2p backend
+ * and syn_alloc.  In one process a rank's part is physical memory of its
+ * GPU (cuMemCreate) mapped at an address it reserves (cuMemMap), readable
+ * and writable by every GPU of the process that can reach it
+ * (cuMemSetAccess): the peers use the same address.  Between processes it
+ * is cuMemAlloc memory opened by CUDA IPC.  SYNC_SYM_VMM=0 takes cuMemAlloc
+ * in one process too.  Whatever was made is unmapped and freed on every
+ * path out, a failed allocation included. */
 #define RT_CUDA 1
 #include "rt.h"
 
@@ -29,16 +36,115 @@ map_peer(syn_ctx *c, const SymPub *pub, int p, RtSym *s)
 	return m;
 }
 
+/* This rank's part, in the reverse order of vmm_map. */
+static void
+local_free(RtSym *s)
+{
+	if (!s->vmm) {
+		if (s->base)
+			cuMemFree(s->base);
+	} else {
+		if (s->vmm & RT_VMM_MAPPED)
+			cuMemUnmap(s->base, s->mapped);
+		if (s->vmm & RT_VMM_RESERVED)
+			cuMemAddressFree(s->base, s->mapped);
+		if (s->vmm & RT_VMM_CREATED)
+			cuMemRelease(s->h);
+	}
+	s->base = 0;
+	s->vmm = 0;
+}
+
 void
 rt_sym_release(syn_ctx *c, RtSym *s, int free_base)
 {
 	for (int p = 0; p < c->nranks && s->peer; p++)
 		if (p != c->rank && s->peer[p] && s->ipc)
 			cuIpcCloseMemHandle(s->peer[p]);
-	if (free_base && s->base)
-		cuMemFree(s->base);
+	if (free_base)
+		local_free(s);
 	free(s->peer);
 	free(s);
+}
+
+/* The GPUs that will use this rank's memory: its own, and in one process
+ * every other rank's that can reach it by peer access. */
+static int
+access_list(const syn_ctx *c, CUmemAccessDesc *acc)
+{
+	int n = 0;
+	for (int q = 0; q < c->nranks; q++) {
+		const syn_ctx *o = q == c->rank ? c : c->world ? c->world->ctx[q] : NULL;
+		int can = 0, dup = 0;
+		if (!o)
+			continue;
+		for (int i = 0; i < n; i++)
+			dup |= acc[i].location.id == o->device;
+		if (dup || (o->dev != c->dev && (cuDeviceCanAccessPeer(&can, o->dev, c->dev) != CUDA_SUCCESS || !can)))
+			continue;
+		memset(&acc[n], 0, sizeof acc[n]);
+		acc[n].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+		acc[n].location.id = o->device;
+		acc[n].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+		n++;
+	}
+	return n;
+}
+
+static int
+vmm_map(syn_ctx *c, RtSym *s)
+{
+	CUmemAllocationProp prop;
+	CUmemAccessDesc *acc = calloc((size_t)c->nranks + 1, sizeof *acc);
+	size_t gran = 0;
+	int r;
+	if (!acc)
+		return rt_seterr(c, SYN_ENOMEM, "rank %d: symmetric allocation: out of host memory", c->rank);
+	memset(&prop, 0, sizeof prop);
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = c->device;
+	if (!(r = rt_cu(c, cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+	                "cuMemGetAllocationGranularity (symmetric)"))) {
+		s->mapped = ((s->bytes ? s->bytes : 1) + gran - 1) / gran * gran;
+		r = rt_cu(c, cuMemCreate(&s->h, s->mapped, &prop, 0), "cuMemCreate (symmetric)");
+	}
+	if (!r) {
+		s->vmm |= RT_VMM_CREATED;
+		r = rt_cu(c, cuMemAddressReserve(&s->base, s->mapped, gran, 0, 0), "cuMemAddressReserve (symmetric)");
+	}
+	if (!r) {
+		s->vmm |= RT_VMM_RESERVED;
+		r = rt_cu(c, cuMemMap(s->base, s->mapped, 0, s->h, 0), "cuMemMap (symmetric)");
+	}
+	if (!r) {
+		s->vmm |= RT_VMM_MAPPED;
+		r = rt_cu(c, cuMemSetAccess(s->base, s->mapped, acc, (size_t)access_list(c, acc)), "cuMemSetAccess (symmetric)");
+	}
+	free(acc);
+	return r;
+}
+
+/* This rank's part of a symmetric allocation, zeroed: mapped memory in one
+ * process, cuMemAlloc memory (which CUDA IPC can open) between processes.
+ * On failure nothing of it is left. */
+int
+rt_sym_local(syn_ctx *c, size_t bytes, RtSym *s)
+{
+	int r;
+	s->bytes = bytes;
+	if (c->world && c->env.sym_vmm) {
+		r = vmm_map(c, s);
+		if (!r)
+			r = rt_cu(c, cuMemsetD8(s->base, 0, s->mapped), "cuMemsetD8 (symmetric)");
+	} else {
+		r = rt_cu(c, cuMemAlloc(&s->base, bytes ? bytes : 1), "cuMemAlloc (symmetric)");
+		if (!r)
+			r = rt_cu(c, cuMemsetD8(s->base, 0, bytes ? bytes : 1), "cuMemsetD8 (symmetric)");
+	}
+	if (r)
+		local_free(s);
+	return r;
 }
 
 /* Collective: every rank allocates `bytes` (zeroed) and learns where the
@@ -58,10 +164,7 @@ rt_sym_alloc(syn_ctx *c, size_t bytes, RtSym **out)
 		free(s);
 		return rt_seterr(c, SYN_ENOMEM, "rank %d: symmetric allocation: out of host memory", c->rank);
 	}
-	s->bytes = bytes;
-	r = rt_cu(c, cuMemAlloc(&s->base, bytes ? bytes : 1), "cuMemAlloc (symmetric)");
-	if (!r)
-		r = rt_cu(c, cuMemsetD8(s->base, 0, bytes ? bytes : 1), "cuMemsetD8 (symmetric)");
+	r = rt_sym_local(c, bytes, s);
 	mine.base = s->base;
 	mine.dev = c->device;
 	if (!r && !c->world && c->nranks > 1)

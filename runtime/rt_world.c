@@ -321,9 +321,7 @@ world_flags(syn_ctx **cs, int n)
 			return rt_seterr(c, SYN_ENOMEM, "rank %d: out of host memory", c->rank);
 		}
 		c->flags = s;
-		s->bytes = (size_t)c->nflags_all * 8;
-		if ((r = rt_cu(c, cuMemAlloc(&s->base, s->bytes), "cuMemAlloc(flags)")) ||
-		    (r = rt_cu(c, cuMemsetD8(s->base, 0, s->bytes), "cuMemsetD8(flags)")) ||
+		if ((r = rt_sym_local(c, (size_t)c->nflags_all * 8, s)) ||
 		    (r = rt_cu(c, cuMemHostAlloc((void **)&c->flag_host, s->bytes, 0), "cuMemHostAlloc(flag copy)")))
 			return r;
 	}

@@ -45,17 +45,27 @@ $(BUILD)/rt/%.o: runtime/%.c $(RT_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(RT_CFLAGS) -c -o $@ $<
 
-# The p2p backend's kernels: CUDA source to PTX, embedded as a C string
-# (one line of PTX a string literal).  Without nvcc the string is empty and
-# the backend refuses its chunks with an error that says so.
+# The p2p backend's kernels: CUDA source to PTX and an sm_90 cubin, both
+# embedded (the PTX as a string, a line of it a literal; the cubin as bytes),
+# so a context loads the cubin at set-up without a JIT.  Without nvcc both
+# are empty and the backend refuses its chunks with an error that says so.
 $(BUILD)/rt/rt_p2p.ptx: runtime/rt_p2p.cu runtime/rt_p2p.h
 	@mkdir -p $(dir $@)
 	$(if $(RT_NVCC),$(RT_NVCC) -arch=sm_90 -ptx -O3 -Iruntime -o $@ runtime/rt_p2p.cu,: > $@)
 
-$(BUILD)/rt/rt_p2p_ptx.c: $(BUILD)/rt/rt_p2p.ptx
+$(BUILD)/rt/rt_p2p.cubin: runtime/rt_p2p.cu runtime/rt_p2p.h
+	@mkdir -p $(dir $@)
+	$(if $(RT_NVCC),$(RT_NVCC) -arch=sm_90 -cubin -O3 -Iruntime -o $@ runtime/rt_p2p.cu,: > $@)
+
+$(BUILD)/rt/rt_p2p_ptx.c: $(BUILD)/rt/rt_p2p.ptx $(BUILD)/rt/rt_p2p.cubin runtime/runtime.mk
 	{ echo '/* generated from runtime/rt_p2p.cu by runtime/runtime.mk */'; \
 	  echo '#include "rt.h"'; echo 'const char rt_p2p_ptx[] ='; \
-	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^.*$$/"&\\n"/' $<; echo '"";'; } > $@
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^.*$$/"&\\n"/' $(BUILD)/rt/rt_p2p.ptx; echo '"";'; \
+	  echo 'const unsigned char rt_p2p_cubin[] = {'; \
+	  od -An -v -tx1 $(BUILD)/rt/rt_p2p.cubin | sed -e 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '0};'; \
+	  echo 'static const syn_image image = {"libsyncrt p2p kernels (runtime/rt_p2p.cu)", rt_p2p_ptx, rt_p2p_cubin,'; \
+	  echo '                                sizeof rt_p2p_cubin - 1};'; \
+	  echo 'const syn_image *rt_p2p_image(void) { return &image; }'; } > $@
 
 $(BUILD)/rt/rt_p2p_ptx.o: $(BUILD)/rt/rt_p2p_ptx.c $(RT_HDRS)
 	$(CC) $(RT_CFLAGS) -Wno-overlength-strings -Iruntime -c -o $@ $<
