@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "syncrt.h"
+#include "rt_p2p.h"
 
 #define RT_NELEM(a) (sizeof(a) / sizeof((a)[0]))
 #if defined(__GNUC__)
@@ -134,6 +135,19 @@ typedef struct RtXfer {
 int rt_plan_nccl(const CommChunk *ch, int rank, int nranks, RtXfer *x, int cap);
 int rt_plan_ce(const CommChunk *ch, int rank, int nranks, RtXfer *x, int cap);
 int rt_plan_cap(int nranks); /* entries a plan may need */
+/* p2p: one kernel's pieces, pulled from the peers' send buffers (the same
+ * offsets of the same symmetric allocation there), and the handshakes'
+ * partners: the ranks whose send this rank reads, and those that read its */
+typedef struct RtP2pPlan {
+	int reduce;                        /* 1: recv + dst[0] = red over n sources */
+	int n;                             /* sources (reduce) or pieces (copy) */
+	int src_rank[RT_P2P_MAXPEERS];
+	size_t src_off[RT_P2P_MAXPEERS];   /* bytes into that rank's send */
+	size_t dst_off[RT_P2P_MAXPEERS];   /* bytes into this rank's recv */
+	int npartners;                     /* ranks other than this one in each list */
+	int reads[RT_P2P_MAXPEERS], readers[RT_P2P_MAXPEERS];
+} RtP2pPlan;
+int rt_plan_p2p(const CommChunk *ch, int rank, int nranks, RtP2pPlan *p); /* -1: more than RT_P2P_MAXPEERS in the group */
 
 /* ---- rt_ptx.c ---- */
 extern const char rt_builtin_ptx[];

@@ -47,32 +47,6 @@ flag_of(const syn_ctx *c, int owner, int idx)
 	return c->flags->peer[owner] ? c->flags->peer[owner] + (CUdeviceptr)idx * 8 : 0;
 }
 
-/* Member j of this rank's group (comm/comm.h), and this rank's place. */
-static int
-member(const CommChunk *ch, int me, int j, int P)
-{
-	int gs = ch->gsize ? ch->gsize : P, st = ch->gsize ? ch->gstride : 1, i = (me / st) % gs;
-	return me + (j - i) * st;
-}
-
-/* The ranks whose send I read (src) and those that read mine (readers). */
-static int
-partners(const syn_ctx *c, const CommChunk *ch, int *src, int *readers)
-{
-	int P = c->nranks, G = ch->gsize ? ch->gsize : P, mi = (c->rank / (ch->gsize ? ch->gstride : 1)) % G, n = 0;
-	if (ch->op == CO_SHIFT) {
-		src[0] = member(ch, c->rank, ((mi - ch->shift) % G + G) % G, P);
-		readers[0] = member(ch, c->rank, (mi + ch->shift) % G, P);
-		return src[0] == c->rank ? 0 : 1;
-	}
-	for (int j = 0; j < G; j++)
-		if (member(ch, c->rank, j, P) != c->rank) {
-			src[n] = readers[n] = member(ch, c->rank, j, P);
-			n++;
-		}
-	return n;
-}
-
 static int
 refuse(syn_ctx *c, const CommChunk *ch, int status, const char *why, int p)
 {
@@ -80,62 +54,30 @@ refuse(syn_ctx *c, const CommChunk *ch, int status, const char *why, int p)
 	                 p >= 0 && strcmp(c->node, c->peer_node + (size_t)p * RT_NODELEN) ? " (it is on another node)" : "");
 }
 
-/* Where rank q's copy of my address `mine` (inside symmetric buffer s) is
- * mapped here. */
-static CUdeviceptr
-at_peer(const RtSym *s, int q, const char *mine)
-{
-	return s->peer[q] + ((CUdeviceptr)(uintptr_t)mine - s->base);
-}
-
-/* The kernel's arguments; everything checked before anything is
+/* The kernel's arguments from the plan (runtime/rt_plan.c), each source a
+ * peer's send as mapped here; everything checked before anything is
  * enqueued, so a refusal leaves the context usable. */
 static int
-plan(syn_ctx *c, const CommChunk *ch, RtP2pArgs *a, int *reduce)
+kernel_args(syn_ctx *c, const CommChunk *ch, const RtP2pPlan *p, RtP2pArgs *a)
 {
-	int P = c->nranks, G = ch->gsize ? ch->gsize : P, mi = (c->rank / (ch->gsize ? ch->gstride : 1)) % G;
-	size_t es = rt_dtype_size(ch->dt), ss = (ch->send_stride ? ch->send_stride : ch->count) * es,
-	       rs = (ch->recv_stride ? ch->recv_stride : ch->count) * es;
+	int G = ch->gsize ? ch->gsize : c->nranks;
+	size_t es = rt_dtype_size(ch->dt), ss = (ch->send_stride ? ch->send_stride : ch->count) * es;
 	size_t sbytes = comm_colls[ch->op].send ? ss * (size_t)(G - 1) + ch->count * es : ch->count * es;
-	const char *send = ch->send;
-	char *recv = ch->recv;
-	const RtSym *s = rt_sym_find(c, (CUdeviceptr)(uintptr_t)send, sbytes);
-	if (G > RT_P2P_MAXPEERS)
-		return refuse(c, ch, SYN_EUNSUPPORTED, "more than 8 ranks in the group; use the nccl backend", -1);
+	const RtSym *s = rt_sym_find(c, (CUdeviceptr)(uintptr_t)ch->send, sbytes);
+	CUdeviceptr off = (CUdeviceptr)(uintptr_t)ch->send - (s ? s->base : 0);
 	if (!s)
 		return refuse(c, ch, SYN_EARG, "send is not inside a syn_alloc buffer, so the peers cannot read it", -1);
-	for (int j = 0; j < G; j++)
-		if (!s->peer[member(ch, c->rank, j, P)])
-			return refuse(c, ch, SYN_EUNSUPPORTED, "a peer's memory is not mapped here; use the nccl backend",
-			              member(ch, c->rank, j, P));
 	memset(a, 0, sizeof *a);
 	a->count = ch->count;
 	a->dt = (int)ch->dt;
 	a->red = (int)ch->red;
-	*reduce = ch->op == CO_ALL_REDUCE || ch->op == CO_REDUCE_SCATTER;
-	switch (ch->op) {
-	case CO_ALL_REDUCE:
-	case CO_REDUCE_SCATTER: /* recv = red over members of their block mi (all_reduce: the whole send) */
-		a->n = G;
-		a->dst[0] = (CUdeviceptr)(uintptr_t)recv;
-		for (int j = 0; j < G; j++)
-			a->src[j] = at_peer(s, member(ch, c->rank, j, P), send + (ch->op == CO_REDUCE_SCATTER ? (size_t)mi * ss : 0));
-		break;
-	case CO_ALL_GATHER: /* recv block j = send of member j */
-	case CO_ALL_TO_ALL: /* recv block j = send block mi of member j */
-		a->n = G;
-		for (int j = 0; j < G; j++) {
-			a->src[j] = at_peer(s, member(ch, c->rank, j, P), send + (ch->op == CO_ALL_TO_ALL ? (size_t)mi * ss : 0));
-			a->dst[j] = (CUdeviceptr)(uintptr_t)(recv + (size_t)j * rs);
-		}
-		break;
-	case CO_SHIFT: /* recv = send of member mi - shift */
-		a->n = 1;
-		a->src[0] = at_peer(s, member(ch, c->rank, ((mi - ch->shift) % G + G) % G, P), send);
-		a->dst[0] = (CUdeviceptr)(uintptr_t)recv;
-		break;
-	case CO_COUNT:
-		return refuse(c, ch, SYN_EARG, "no such collective", -1);
+	a->n = p->n;
+	for (int j = 0; j < p->n; j++) {
+		if (!s->peer[p->src_rank[j]])
+			return refuse(c, ch, SYN_EUNSUPPORTED, "a peer's memory is not mapped here; use the nccl backend",
+			              p->src_rank[j]);
+		a->src[j] = s->peer[p->src_rank[j]] + off + p->src_off[j];
+		a->dst[j] = (CUdeviceptr)(uintptr_t)ch->recv + p->dst_off[j];
 	}
 	return SYN_OK;
 }
@@ -190,33 +132,27 @@ collective(CommBackend *b, const CommChunk *ch, void *lane)
 	RtBe *be = (RtBe *)b;
 	syn_ctx *c = be->c;
 	CUstream s = lane;
-	int *src = malloc(sizeof(int) * (size_t)c->nranks), *readers = malloc(sizeof(int) * (size_t)c->nranks);
-	int arrive = c->nflags + 2 * c->nranks, done = c->nflags + 3 * c->nranks, n, reduce = 0, r;
+	int arrive = c->nflags + 2 * c->nranks, done = c->nflags + 3 * c->nranks, n, r;
+	const int *src, *readers;
+	RtP2pPlan p;
 	RtP2pArgs a;
 	uint64_t seq;
-	if (!src || !readers) {
-		r = rt_seterr(c, SYN_ENOMEM, "rank %d: out of host memory", c->rank);
-		goto out;
-	}
-	if (!((RtP2p *)be)->reduce) {
-		r = refuse(c, ch, SYN_EUNSUPPORTED, ((RtP2p *)be)->why, -1);
-		goto out;
-	}
-	if ((r = plan(c, ch, &a, &reduce)))
-		goto out;
-	n = partners(c, ch, src, readers);
+	if (!((RtP2p *)be)->reduce)
+		return refuse(c, ch, SYN_EUNSUPPORTED, ((RtP2p *)be)->why, -1);
+	if (rt_plan_p2p(ch, c->rank, c->nranks, &p))
+		return refuse(c, ch, SYN_EUNSUPPORTED, "more than 8 ranks in the group; use the nccl backend", -1);
+	if ((r = kernel_args(c, ch, &p, &a)))
+		return r;
+	n = p.npartners, src = p.reads, readers = p.readers;
 	for (int i = 0; i < n; i++)
-		if (!flag_of(c, src[i], 0) || !flag_of(c, readers[i], 0)) {
-			r = refuse(c, ch, SYN_EUNSUPPORTED, "a peer's flags are not mapped here; use the nccl backend", src[i]);
-			goto out;
-		}
+		if (!flag_of(c, src[i], 0) || !flag_of(c, readers[i], 0))
+			return refuse(c, ch, SYN_EUNSUPPORTED, "a peer's flags are not mapped here; use the nccl backend", src[i]);
 	seq = ++be->seq;
 	if (!(r = raise_at(c, s, readers, n, arrive, seq)) && !(r = wait_for(c, s, src, n, arrive, seq, ch->id, "arrival")) &&
-	    !(r = launch((RtP2p *)be, s, ch, &a, reduce)) && !(r = raise_at(c, s, src, n, done, seq)))
+	    !(r = launch((RtP2p *)be, s, ch, &a, p.reduce)))
+		r = raise_at(c, s, src, n, done, seq);
+	if (!r)
 		r = wait_for(c, s, readers, n, done, seq, ch->id, "completion");
-out:
-	free(src);
-	free(readers);
 	return r;
 }
 
