@@ -50,7 +50,7 @@ typedef struct RtEnv {
 	int boot_port;   /* SYNC_BOOT_PORT, 0: not given */
 	int timeout_ms, boot_timeout_ms;
 	int nccl_max_ctas, free_sms, nflags, trace, watchdog_ms;
-	int sym_vmm; /* one-process symmetric memory by cuMemCreate + cuMemMap (0: cuMemAlloc) */
+	int sym_vmm; /* symmetric memory by cuMemCreate + cuMemMap: 0 never, 1 in one process, 2 between processes too */
 	char hostid[RT_NODELEN]; /* NCCL_HOSTID, "" if unset */
 } RtEnv;
 typedef const char *(*RtGetenv)(const char *name, void *ud);
@@ -207,6 +207,13 @@ typedef struct RtSym {
 	int vmm;           /* RT_VMM_*: what of a cuMemCreate mapping is made (0: cuMemAlloc) */
 	CUmemGenericAllocationHandle h;
 	size_t mapped;     /* bytes reserved and mapped: `bytes` rounded up to the granularity */
+	int legacy;        /* cuMemAlloc whatever SYNC_SYM_VMM says (the retry after a failed import) */
+	struct RtSymImport { /* per peer: another process's memory imported by its POSIX fd */
+		CUmemGenericAllocationHandle h;
+		CUdeviceptr va;
+		size_t mapped;
+		int vmm; /* RT_VMM_* */
+	} *imp;
 } RtSym;
 enum { RT_VMM_CREATED = 1, RT_VMM_RESERVED = 2, RT_VMM_MAPPED = 4 };
 
