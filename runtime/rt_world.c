@@ -254,6 +254,43 @@ boot_world(syn_ctx *c, ncclUniqueId *id)
 	return SYN_OK;
 }
 
+/* This rank's share of a GPU that `share` ranks run on (share_device). */
+static void
+take_share(syn_ctx *c, int share)
+{
+	c->share = share;
+	if (share < 2)
+		return;
+	c->sms /= share;
+	if (c->free_sms >= c->sms)
+		c->free_sms = c->sms / 4 > 0 ? c->sms / 4 : 1;
+}
+
+/* The processes of a node on one GPU (each with CUDA_VISIBLE_DEVICES
+ * naming the same one, say): their GPUs' UUIDs compared.  NCCL refuses a
+ * GPU twice, so such a world has no communicator; the p2p and ce backends
+ * run there, the kernels on shares of the SMs as in one process (though
+ * the GPU time-slices kernels of different processes: only plans whose
+ * kernels never wait for a collective run at speed). */
+static int
+process_share(syn_ctx *c)
+{
+	CUuuid mine, *all = calloc((size_t)c->nranks, sizeof *all);
+	int r, share = 0;
+	if (!all)
+		return rt_seterr(c, SYN_ENOMEM, "rank %d: out of host memory", c->rank);
+	memset(&mine, 0, sizeof mine);
+	r = rt_cu(c, cuDeviceGetUuid(&mine, c->dev), "cuDeviceGetUuid");
+	if (rt_allgather(c, &mine, sizeof mine, all) && !r)
+		r = SYN_EFAILED;
+	for (int p = 0; p < c->nranks && !r; p++)
+		share += rt_same_node(c, p) && !memcmp(&all[p], &mine, sizeof mine);
+	free(all);
+	if (!r)
+		take_share(c, share);
+	return r;
+}
+
 int
 syn_init(syn_ctx **out, const syn_opts *o)
 {
@@ -272,8 +309,10 @@ syn_init(syn_ctx **out, const syn_opts *o)
 	if (r)
 		return rt_seterr(c, r, "rank ?: %s", err);
 	if ((r = rt_cu(c, cuInit(0), "cuInit")) || (r = pick_device(c, &dev)) || (r = rt_ctx_open(c, dev)) ||
-	    (r = boot_world(c, &id)) || (r = rt_ctx_flags(c)))
+	    (r = boot_world(c, &id)) || (r = process_share(c)) || (r = rt_ctx_flags(c)))
 		return r;
+	if (c->share > 1)
+		return rt_ctx_finish(c);
 	nccl_config(c, &cfg);
 	r = ncclCommInitRankConfig(&c->comm, c->nranks, id, c->rank, &cfg);
 	if ((r = rt_nccl_settle_ms(c, (ncclResult_t)r, "ncclCommInitRankConfig", c->env.boot_timeout_ms)) ||
@@ -393,9 +432,7 @@ share_device(syn_ctx **cs, int n)
 		if (c->share < 2)
 			continue;
 		shared = 1;
-		c->sms /= c->share;
-		if (c->free_sms >= c->sms)
-			c->free_sms = c->sms / 4 > 0 ? c->sms / 4 : 1;
+		take_share(c, c->share);
 	}
 	return shared;
 }
