@@ -27,6 +27,7 @@ enum {
 	RT_STAMPS = 4096,      /* host-mapped u64 words: anchors, then the clock probe */
 	RT_PROBE_WORDS = 64,
 	RT_BE_FLAGS = 4,       /* handshake flags per rank: ce's arrive and done, p2p's */
+	RT_BE_WORDS = 1,       /* and after them: the p2p kernels' block counter */
 };
 
 /* ---- rt_err.c ---- */
@@ -50,6 +51,7 @@ typedef struct RtEnv {
 	int boot_port;   /* SYNC_BOOT_PORT, 0: not given */
 	int timeout_ms, boot_timeout_ms;
 	int nccl_max_ctas, free_sms, nflags, trace, watchdog_ms;
+	int p2p_kflags; /* the p2p kernels do their handshakes themselves (runtime/rt_p2p.h) */
 	int sym_vmm; /* symmetric memory by cuMemCreate + cuMemMap: 0 never, 1 in one process, 2 between processes too */
 	char hostid[RT_NODELEN]; /* NCCL_HOSTID, "" if unset */
 } RtEnv;

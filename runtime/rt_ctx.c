@@ -146,7 +146,7 @@ int
 rt_ctx_flags(syn_ctx *c)
 {
 	int r;
-	c->nflags_all = c->nflags + RT_BE_FLAGS * c->nranks;
+	c->nflags_all = c->nflags + RT_BE_FLAGS * c->nranks + RT_BE_WORDS;
 	if ((r = rt_sym_alloc(c, (size_t)c->nflags_all * 8, &c->flags)))
 		return r;
 	return rt_cu(c, cuMemHostAlloc((void **)&c->flag_host, (size_t)c->nflags_all * 8, 0),

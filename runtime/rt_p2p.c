@@ -20,6 +20,9 @@
  *
  * Arrival of rank p is flag nflags + 2P + p, completion nflags + 3P + p,
  * holding the number of p2p collectives so far (every rank counts alike).
+ * With SYNC_P2P_KFLAGS=1 the kernel does the same handshakes itself
+ * (runtime/rt_p2p.h): one launch a chunk instead of four stream operations
+ * and a launch.
  * A peer that never arrives is a stuck wait the watchdog names (rank,
  * flag, chunk) -- never a hang.  Send buffers must be inside syn_alloc
  * buffers, at the same offset on every rank (as the copy engine's recv). */
@@ -38,6 +41,7 @@ enum { P2P_THREADS = 512 };
 typedef struct RtP2p {
 	RtBe be;
 	syn_kernel *reduce, *copy;
+	uint64_t blocks; /* kflags: blocks of every p2p kernel so far, the value its counter reaches */
 	char why[160];
 } RtP2p;
 
@@ -107,8 +111,33 @@ wait_for(syn_ctx *c, CUstream s, const int *who, int n, int base, uint64_t seq, 
 	return SYN_OK;
 }
 
+/* kflags: the handshake's addresses for the kernel, the flag layout of
+ * the stream form (the file's head comment); the block counter after the
+ * backends' flags (RT_BE_WORDS). */
+static void
+kernel_flags(syn_ctx *c, const RtP2pPlan *p, uint64_t seq, RtP2pArgs *a)
+{
+	int arrive = c->nflags + 2 * c->nranks, done = c->nflags + 3 * c->nranks;
+	a->kflags = 1;
+	a->npart = p->npartners;
+	a->seq = seq;
+	a->errw = syn_errw_addr(c);
+	a->timeout_ns = syn_timeout_ns(c);
+	a->counter = c->flags->base + (CUdeviceptr)(c->nflags + RT_BE_FLAGS * c->nranks) * 8;
+	for (int i = 0; i < p->npartners; i++) {
+		a->raise_arrive[i] = flag_of(c, p->readers[i], arrive + c->rank);
+		a->raise_done[i] = flag_of(c, p->reads[i], done + c->rank);
+		a->wait_arrive_id[i] = (unsigned)(arrive + p->reads[i]);
+		a->wait_done_id[i] = (unsigned)(done + p->readers[i]);
+		a->wait_arrive[i] = c->flags->base + (CUdeviceptr)a->wait_arrive_id[i] * 8;
+		a->wait_done[i] = c->flags->base + (CUdeviceptr)a->wait_done_id[i] * 8;
+	}
+}
+
 /* CTAs of the kernel: the SMs kernels leave the comm backend (at least
- * one), no more than the data needs. */
+ * one), no more than the data needs -- with kflags they wait for the
+ * peers, so no more than those SMs, or a kernel beside it could hold the
+ * SMs a peer's kernel needs. */
 static int
 launch(RtP2p *pb, CUstream s, const CommChunk *ch, RtP2pArgs *a, int reduce)
 {
@@ -122,6 +151,8 @@ launch(RtP2p *pb, CUstream s, const CommChunk *ch, RtP2pArgs *a, int reduce)
 		return refuse(c, ch, SYN_EUNSUPPORTED, pb->why, -1);
 	if (want < grid)
 		grid = want ? (unsigned)want : 1;
+	if (a->kflags)
+		a->target = pb->blocks += grid;
 	return rt_cu(c, cuLaunchKernel(k->fn, grid, 1, 1, P2P_THREADS, 1, 1, 0, s, prm, NULL),
 	             reduce ? "cuLaunchKernel(rt_p2p_reduce)" : "cuLaunchKernel(rt_p2p_copy)");
 }
@@ -148,6 +179,18 @@ collective(CommBackend *b, const CommChunk *ch, void *lane)
 		if (!flag_of(c, src[i], 0) || !flag_of(c, readers[i], 0))
 			return refuse(c, ch, SYN_EUNSUPPORTED, "a peer's flags are not mapped here; use the nccl backend", src[i]);
 	seq = ++be->seq;
+	if (c->env.p2p_kflags) { /* one launch: the kernel waits and raises */
+		kernel_flags(c, &p, seq, &a);
+		if ((r = launch((RtP2p *)be, s, ch, &a, p.reduce)))
+			return r;
+		/* logged as the lane's waits, so a failing rank's watchdog names and
+		 * releases them as it does the stream form's */
+		for (int i = 0; i < n; i++)
+			if ((r = rt_log(c, IK_WAIT, SYN_COMM, (int)a.wait_arrive_id[i], c->rank, ch->id, seq, "p2p kernel: arrival")) ||
+			    (r = rt_log(c, IK_WAIT, SYN_COMM, (int)a.wait_done_id[i], c->rank, ch->id, seq, "p2p kernel: completion")))
+				return r;
+		return SYN_OK;
+	}
 	if (!(r = raise_at(c, s, readers, n, arrive, seq)) && !(r = wait_for(c, s, src, n, arrive, seq, ch->id, "arrival")) &&
 	    !(r = launch((RtP2p *)be, s, ch, &a, p.reduce)))
 		r = raise_at(c, s, src, n, done, seq);

@@ -1,10 +1,12 @@
 // runtime/rt_p2p.cu -- the p2p backend's kernels: a chunk's data moved by
 // loads from the peers' symmetric buffers (NVLink, or the same GPU when two
-// ranks share one) and stores into this rank's own buffer.  The flag
-// handshakes around them are the launcher's (runtime/rt_p2p.c), so these
-// kernels never wait: one may queue behind a persistent kernel and still
-// cannot deadlock it.  Compiled to PTX by nvcc at build time
-// (runtime/runtime.mk) and JIT-loaded by each context on first use.
+// ranks share one) and stores into this rank's own buffer.  By default the
+// flag handshakes around them are the launcher's stream operations
+// (runtime/rt_p2p.c), so these kernels never wait; with kflags (rt_p2p.h)
+// they do the handshakes themselves, one launch a chunk, their blocks no
+// more than the SMs kernels leave the comm backend.  Compiled to PTX and a
+// cubin by nvcc at build time (runtime/runtime.mk), loaded by each context
+// when it is set up.
 //
 // Reductions accumulate in f32 (i32 in i32, wrapping) in source order and
 // round once; 16-byte loads where every address and the count allow.
@@ -93,14 +95,99 @@ __device__ void reduce_all(const RtP2pArgs &a)
 	reduce_scalar<T>(a, words * V, a.count);
 }
 
+// ---- the in-kernel handshake (kflags) ----
+
+__device__ __forceinline__ unsigned long long ld_acquire(unsigned long long p)
+{
+	unsigned long long v;
+	asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+}
+
+__device__ __forceinline__ void st_release(unsigned long long p, unsigned long long v)
+{
+	asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+__device__ __forceinline__ unsigned long long now_ns()
+{
+	unsigned long long t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+
+// The first timeout of the context wins the error word, as the generated
+// kernels' do (runtime/syncrt.h SYN_ERRW_*).
+__device__ void report(const RtP2pArgs &a, unsigned id)
+{
+	unsigned *w = (unsigned *)a.errw;
+	if (atomicCAS(&w[0], 0u, 1u) == 0u) {
+		w[1] = id;
+		w[2] = blockIdx.x;
+		w[3] = RT_P2P_SITE;
+		__threadfence_system();
+	}
+}
+
+__device__ bool wait_geq(const RtP2pArgs &a, unsigned long long addr, unsigned id)
+{
+	unsigned long long t0 = now_ns();
+	while (ld_acquire(addr) < a.seq) {
+		if (now_ns() - t0 > a.timeout_ns) {
+			report(a, id);
+			return false;
+		}
+		__nanosleep(100);
+	}
+	return true;
+}
+
+// Block 0 says this rank's send is ready; every block waits until its
+// sources' are.  False: a source never came (the error word says which).
+__device__ bool arrive(const RtP2pArgs &a)
+{
+	__shared__ int ok;
+	if (threadIdx.x == 0)
+		ok = 1;
+	if (blockIdx.x == 0 && threadIdx.x < a.npart)
+		st_release(a.raise_arrive[threadIdx.x], a.seq);
+	__syncthreads();
+	if (threadIdx.x < a.npart && !wait_geq(a, a.wait_arrive[threadIdx.x], a.wait_arrive_id[threadIdx.x]))
+		ok = 0;
+	__syncthreads();
+	return ok;
+}
+
+// The last block done tells the sources their sends are free, then waits
+// until this rank's readers are done with its own.
+__device__ void depart(const RtP2pArgs &a)
+{
+	__syncthreads();
+	if (threadIdx.x != 0)
+		return;
+	__threadfence();
+	if (atomicAdd((unsigned long long *)a.counter, 1ull) + 1 != a.target)
+		return;
+	__threadfence_system();
+	for (int i = 0; i < a.npart; i++)
+		st_release(a.raise_done[i], a.seq);
+	for (int i = 0; i < a.npart; i++)
+		if (!wait_geq(a, a.wait_done[i], a.wait_done_id[i]))
+			return;
+}
+
 extern "C" __global__ void __launch_bounds__(512) rt_p2p_reduce(const RtP2pArgs a)
 {
+	if (a.kflags && !arrive(a))
+		return;
 	switch (a.dt) {
 	case DT_F32: reduce_all<float>(a); break;
 	case DT_F16: reduce_all<__half>(a); break;
 	case DT_BF16: reduce_all<__nv_bfloat16>(a); break;
 	default: reduce_all<int32_t>(a); break;
 	}
+	if (a.kflags)
+		depart(a);
 }
 
 // Piece j of n: bytes bytes from src[j] to dst[j], 16 at a time where both
@@ -111,6 +198,8 @@ extern "C" __global__ void __launch_bounds__(512) rt_p2p_copy(const RtP2pArgs a)
 	const unsigned long long bytes = a.count * es;
 	const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
 	const unsigned long long t0 = blockIdx.x * blockDim.x + threadIdx.x;
+	if (a.kflags && !arrive(a))
+		return;
 	for (int j = 0; j < a.n; j++) {
 		const char *s = (const char *)a.src[j];
 		char *d = (char *)a.dst[j];
@@ -124,4 +213,6 @@ extern "C" __global__ void __launch_bounds__(512) rt_p2p_copy(const RtP2pArgs a)
 				((uint32_t *)d)[i] = ((const uint32_t *)s)[i];
 		}
 	}
+	if (a.kflags)
+		depart(a);
 }

@@ -354,7 +354,7 @@ world_flags(syn_ctx **cs, int n)
 		RtSym *s = calloc(1, sizeof *s);
 		syn_ctx *c = cs[i];
 		cuCtxSetCurrent(c->cu);
-		c->nflags_all = c->nflags + RT_BE_FLAGS * n;
+		c->nflags_all = c->nflags + RT_BE_FLAGS * n + RT_BE_WORDS;
 		if (!s || !(s->peer = calloc((size_t)n, sizeof *s->peer))) {
 			free(s);
 			return rt_seterr(c, SYN_ENOMEM, "rank %d: out of host memory", c->rank);
