@@ -18,8 +18,13 @@
  *   smsnote  what a measured `commsms NAME N` is, in a calibrated profile
  *
  * NCCL: maxCTAs and no CTA clusters (runtime/rt_nccl.c); CE: the copy
- * engine over peer access (runtime/rt_ce.c). */
+ * engine over peer access (runtime/rt_ce.c); P2P: libsyncrt's own kernels
+ * reading the peers' symmetric buffers, one launch a chunk between flag
+ * handshakes (runtime/rt_p2p.c), the only backend that runs two ranks on
+ * one GPU (NCCL refuses a GPU twice). */
 B(NCCL, nccl, CC_REDUCE | CC_NODES, 1,
   "libsyncrt's setting: SMs kept free for NCCL (SYNC_FREE_SMS, by default its maxCTAs)")
 B(CE,   ce,   0,                    0,
   "SMs a kernel leaves the copy engine's copies beside it")
+B(P2P,  p2p,  CC_REDUCE,            1,
+  "SMs kept free for the p2p kernels beside a compute kernel (SYNC_FREE_SMS)")

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "syncrt.h"
+#include "rt_p2p.h"
 
 #define RT_NELEM(a) (sizeof(a) / sizeof((a)[0]))
 #if defined(__GNUC__)
@@ -25,6 +26,8 @@ enum {
 	RT_DEFAULT_PORT = 29500,
 	RT_STAMPS = 4096,      /* host-mapped u64 words: anchors, then the clock probe */
 	RT_PROBE_WORDS = 64,
+	RT_BE_FLAGS = 4,       /* handshake flags per rank: ce's arrive and done, p2p's */
+	RT_BE_WORDS = 1,       /* and after them: the p2p kernels' block counter */
 };
 
 /* ---- rt_err.c ---- */
@@ -48,6 +51,8 @@ typedef struct RtEnv {
 	int boot_port;   /* SYNC_BOOT_PORT, 0: not given */
 	int timeout_ms, boot_timeout_ms;
 	int nccl_max_ctas, free_sms, nflags, trace, watchdog_ms;
+	int p2p_kflags; /* the p2p kernels do their handshakes themselves (runtime/rt_p2p.h) */
+	int sym_vmm; /* symmetric memory by cuMemCreate + cuMemMap: 0 never, 1 in one process, 2 between processes too */
 	char hostid[RT_NODELEN]; /* NCCL_HOSTID, "" if unset */
 } RtEnv;
 typedef const char *(*RtGetenv)(const char *name, void *ud);
@@ -132,10 +137,28 @@ typedef struct RtXfer {
 int rt_plan_nccl(const CommChunk *ch, int rank, int nranks, RtXfer *x, int cap);
 int rt_plan_ce(const CommChunk *ch, int rank, int nranks, RtXfer *x, int cap);
 int rt_plan_cap(int nranks); /* entries a plan may need */
+/* p2p: one kernel's pieces, pulled from the peers' send buffers (the same
+ * offsets of the same symmetric allocation there), and the handshakes'
+ * partners: the ranks whose send this rank reads, and those that read its */
+typedef struct RtP2pPlan {
+	int reduce;                        /* 1: recv + dst[0] = red over n sources */
+	int n;                             /* sources (reduce) or pieces (copy) */
+	int src_rank[RT_P2P_MAXPEERS];
+	size_t src_off[RT_P2P_MAXPEERS];   /* bytes into that rank's send */
+	size_t dst_off[RT_P2P_MAXPEERS];   /* bytes into this rank's recv */
+	int npartners;                     /* ranks other than this one in each list */
+	int reads[RT_P2P_MAXPEERS], readers[RT_P2P_MAXPEERS];
+} RtP2pPlan;
+int rt_plan_p2p(const CommChunk *ch, int rank, int nranks, RtP2pPlan *p); /* -1: more than RT_P2P_MAXPEERS in the group */
 
 /* ---- rt_ptx.c ---- */
 extern const char rt_builtin_ptx[];
 extern const char rt_tool_ptx[]; /* rt_cal_*, rt_ref_matmul */
+/* runtime/rt_p2p.cu through nvcc at build time ("" and 0 bytes where nvcc
+ * was not found) */
+extern const char rt_p2p_ptx[];
+extern const unsigned char rt_p2p_cubin[];
+const syn_image *rt_p2p_image(void); /* both, as one module */
 
 #ifdef RT_CUDA
 /* ================= the GPU half ================= */
@@ -183,7 +206,18 @@ typedef struct RtSym {
 	size_t bytes;
 	CUdeviceptr *peer; /* nranks; 0 = not mapped; [rank] = base */
 	int ipc;           /* peers opened with cuIpcOpenMemHandle */
+	int vmm;           /* RT_VMM_*: what of a cuMemCreate mapping is made (0: cuMemAlloc) */
+	CUmemGenericAllocationHandle h;
+	size_t mapped;     /* bytes reserved and mapped: `bytes` rounded up to the granularity */
+	int legacy;        /* cuMemAlloc whatever SYNC_SYM_VMM says (the retry after a failed import) */
+	struct RtSymImport { /* per peer: another process's memory imported by its POSIX fd */
+		CUmemGenericAllocationHandle h;
+		CUdeviceptr va;
+		size_t mapped;
+		int vmm; /* RT_VMM_* */
+	} *imp;
 } RtSym;
+enum { RT_VMM_CREATED = 1, RT_VMM_RESERVED = 2, RT_VMM_MAPPED = 4 };
 
 struct syn_kernel {
 	CUfunction fn;
@@ -251,9 +285,14 @@ struct syn_ctx {
 	int next_flag, next_nflags; /* syn_op_flags; next_nflags < 0: not said */
 	ncclComm_t comm;
 	int sms, free_sms, max_ctas;
+	/* ranks of this process on this rank's GPU (syn_init_local with a GPU
+	 * named twice): sms is this rank's share of the device's, and NCCL,
+	 * which refuses a GPU twice, has no communicator (comm is NULL) */
+	int share;
 	CommBackend *be[SYN_BACKENDS];
 	/* flags: a symmetric allocation; generated code owns [0, nflags), the
-	 * ce backend [nflags, nflags + 2 * nranks) */
+	 * ce backend [nflags, nflags + 2 * nranks), the p2p backend the next
+	 * 2 * nranks (RT_BE_FLAGS per rank in all) */
 	int nflags, nflags_all;
 	RtSym *flags;
 	uint64_t *flag_host; /* pinned copy for the watchdog */
@@ -316,11 +355,13 @@ int rt_ctx_finish(syn_ctx *c);
 
 /* rt_sym.c: symmetric memory */
 int rt_sym_alloc(syn_ctx *c, size_t bytes, RtSym **out); /* collective */
+int rt_sym_local(syn_ctx *c, size_t bytes, RtSym *s);     /* this rank's part of it, zeroed */
 void rt_sym_release(syn_ctx *c, RtSym *s, int free_base);
 RtSym *rt_sym_find(const syn_ctx *c, CUdeviceptr p, size_t bytes);
 
 /* rt_module.c: modules */
 int rt_module_load(syn_ctx *c, const syn_image *img, CUmodule *m);
+int rt_module_try(syn_ctx *c, const syn_image *img, char *why, size_t n); /* loaded and kept, or why not; never fails the context */
 void rt_modules_free(syn_ctx *c);
 
 /* rt_world.c: the world of ranks, the NCCL communicator */
@@ -350,7 +391,7 @@ void rt_abort_wait(syn_ctx *c, int ms);
 typedef struct RtBe {
 	CommBackend b;
 	syn_ctx *c;
-	uint64_t seq; /* ce: collectives so far, the value of its arrive/done flags */
+	uint64_t seq; /* ce, p2p: collectives so far, the value of their arrive/done flags */
 } RtBe;
 RtBe *rt_be_new(syn_ctx *c, CommBackendKind kind);
 /* rt_nccl_new, rt_ce_new, ...: one per row of comm/backends.h */

@@ -141,12 +141,13 @@ rt_ctx_open(syn_ctx *c, int device)
 	return SYN_OK;
 }
 
-/* The flags: generated code's [0, nflags) and the ce backend's 2 per rank. */
+/* The flags: generated code's [0, nflags) and the ce and p2p backends' 2
+ * per rank each. */
 int
 rt_ctx_flags(syn_ctx *c)
 {
 	int r;
-	c->nflags_all = c->nflags + 2 * c->nranks;
+	c->nflags_all = c->nflags + RT_BE_FLAGS * c->nranks + RT_BE_WORDS;
 	if ((r = rt_sym_alloc(c, (size_t)c->nflags_all * 8, &c->flags)))
 		return r;
 	return rt_cu(c, cuMemHostAlloc((void **)&c->flag_host, (size_t)c->nflags_all * 8, 0),

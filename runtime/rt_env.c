@@ -35,6 +35,8 @@ static const struct {
 	{"SYNC_TRACE", offsetof(RtEnv, trace), 0, 0, 1},
 	{"SYNC_WATCHDOG_MS", offsetof(RtEnv, watchdog_ms), 20, 1, 60000},
 	{"SYNC_BOOT_PORT", offsetof(RtEnv, boot_port), 0, 0, 65535},
+	{"SYNC_SYM_VMM", offsetof(RtEnv, sym_vmm), 1, 0, 2},
+	{"SYNC_P2P_KFLAGS", offsetof(RtEnv, p2p_kflags), 0, 0, 1},
 };
 
 const char *

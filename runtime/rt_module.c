@@ -60,6 +60,41 @@ module_for(syn_ctx *c, const syn_image *img)
 	return &v[c->nmods++];
 }
 
+/* A module loaded now and kept with the context's (rt_modules_free unloads
+ * it), or why not in `why` -- a backend's own kernels that a context can do
+ * without: their failure refuses that backend's work, not the context. */
+int
+rt_module_try(syn_ctx *c, const syn_image *img, char *why, size_t n)
+{
+	RtModule *v;
+	CUmodule m;
+	CUresult r = CUDA_ERROR_INVALID_IMAGE;
+	const char *name = NULL;
+	for (int i = 0; i < c->nmods; i++)
+		if (c->mods[i].img == img)
+			return SYN_OK;
+	if (img->cubin && img->cubin_size)
+		r = cuModuleLoadData(&m, img->cubin);
+	if (r != CUDA_SUCCESS && img->ptx && img->ptx[0])
+		r = cuModuleLoadData(&m, img->ptx);
+	if (r != CUDA_SUCCESS) {
+		cuGetErrorName(r, &name);
+		rt_fmt(why, n, "neither its cubin nor its PTX loaded (%s)", name ? name : "?");
+		return SYN_EUNSUPPORTED;
+	}
+	if (!(v = realloc(c->mods, sizeof *v * (size_t)(c->nmods + 1)))) {
+		cuModuleUnload(m);
+		rt_fmt(why, n, "out of host memory");
+		return SYN_ENOMEM;
+	}
+	c->mods = v;
+	memset(&v[c->nmods], 0, sizeof *v);
+	v[c->nmods].img = img;
+	v[c->nmods].mod = m;
+	c->nmods++;
+	return SYN_OK;
+}
+
 /* The context's per-thread local memory grown now, while the op is being
  * set up, to what this kernel needs: grown at a launch instead, the driver
  * waits for the device to go idle first, and beside a kernel spinning for
@@ -131,6 +166,8 @@ syn_grid_persistent(syn_ctx *c, syn_kernel *k, unsigned block, unsigned smem, un
 	                    "cuOccupancyMaxActiveBlocksPerMultiprocessor")))
 		return r;
 	k->occ_block = block, k->occ_smem = smem, k->occ_per = per;
+	if (c->share > 1 && per > 1) /* ranks on one GPU: one CTA per SM of this rank's share (share_device) */
+		per = 1;
 	if (per <= 0 || c->free_sms >= c->sms)
 		return rt_seterr(c, SYN_EARG, "rank %d: kernel %s with %u threads and %u B shared memory: %d blocks "
 		                 "per SM on %d SMs with %d kept free: no persistent grid",

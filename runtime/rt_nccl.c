@@ -94,6 +94,13 @@ collective(CommBackend *b, const CommChunk *ch, void *lane)
 		free(x);
 		return rt_seterr(c, SYN_EUNSUPPORTED, "rank %d: %s: no NCCL form", c->rank, what);
 	}
+	if (!c->comm && c->share > 1 && !c->failed) {
+		free(x);
+		return rt_seterr(c, SYN_EUNSUPPORTED,
+		                 "rank %d: %s: %d ranks share GPU %d and NCCL cannot run two ranks on one GPU, so there is "
+		                 "no communicator; use the p2p or ce backend (--comm-backend p2p)",
+		                 c->rank, what, c->share, c->device);
+	}
 	pthread_mutex_lock(&c->mu);
 	r = c->comm ? run_plan(c, x, n, ch, lane, what) : (c->failed ? c->failed : SYN_EFAILED);
 	pthread_mutex_unlock(&c->mu);

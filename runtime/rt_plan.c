@@ -8,8 +8,12 @@
  * at its owner for reduce_scatter, send/recv pairs for all_gather and
  * shift; all_to_all is always send/recv pairs (own block by a local copy).
  * ce: copies only (no reductions), pushed into the peers' recv at the same
- * offset of the same symmetric allocation. */
+ * offset of the same symmetric allocation.
+ * p2p: one kernel's pieces, pulled from the peers' send at the same offset
+ * of the same symmetric allocation, written only into this rank's recv. */
 #include "rt.h"
+
+#include <string.h>
 
 static size_t
 stride_of(size_t stride, size_t count)
@@ -129,4 +133,52 @@ rt_plan_ce(const CommChunk *ch, int rank, int nranks, RtXfer *x, int cap)
 		break;
 	}
 	return bad ? -1 : n;
+}
+
+/* Member j of this rank's group (comm/comm.h). */
+static int
+member(const CommChunk *ch, int me, int j, int P)
+{
+	int gs = ch->gsize ? ch->gsize : P, st = ch->gsize ? ch->gstride : 1, i = (me / st) % gs;
+	return me + (j - i) * st;
+}
+
+int
+rt_plan_p2p(const CommChunk *ch, int rank, int nranks, RtP2pPlan *p)
+{
+	int G = ch->gsize ? ch->gsize : nranks, mi = (rank / (ch->gsize ? ch->gstride : 1)) % G;
+	size_t es = rt_dtype_size(ch->dt), ss = stride_of(ch->send_stride, ch->count) * es,
+	       rs = stride_of(ch->recv_stride, ch->count) * es;
+	memset(p, 0, sizeof *p);
+	if (G > RT_P2P_MAXPEERS)
+		return -1;
+	p->reduce = ch->op == CO_ALL_REDUCE || ch->op == CO_REDUCE_SCATTER;
+	switch (ch->op) {
+	case CO_ALL_REDUCE:      /* recv = red over members of their send */
+	case CO_REDUCE_SCATTER:  /* recv = red over members of their send block mi */
+	case CO_ALL_GATHER:      /* recv block j = send of member j */
+	case CO_ALL_TO_ALL:      /* recv block j = send block mi of member j */
+		p->n = G;
+		for (int j = 0; j < G; j++) {
+			p->src_rank[j] = member(ch, rank, j, nranks);
+			p->src_off[j] = ch->op == CO_REDUCE_SCATTER || ch->op == CO_ALL_TO_ALL ? (size_t)mi * ss : 0;
+			p->dst_off[j] = p->reduce ? 0 : (size_t)j * rs;
+		}
+		for (int j = 0; j < G; j++)
+			if (member(ch, rank, j, nranks) != rank) {
+				p->reads[p->npartners] = p->readers[p->npartners] = member(ch, rank, j, nranks);
+				p->npartners++;
+			}
+		return 0;
+	case CO_SHIFT: /* recv = send of member mi - shift */
+		p->n = 1;
+		p->src_rank[0] = member(ch, rank, ((mi - ch->shift) % G + G) % G, nranks);
+		p->reads[0] = p->src_rank[0];
+		p->readers[0] = member(ch, rank, (mi + ch->shift) % G, nranks);
+		p->npartners = p->src_rank[0] != rank;
+		return 0;
+	case CO_COUNT:
+		break;
+	}
+	return -1;
 }

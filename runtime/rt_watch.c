@@ -82,9 +82,13 @@ flag_desc(const syn_ctx *c, int flag, char *out, size_t n)
 {
 	if (flag < c->nflags)
 		return rt_fmt(out, n, "flag %d", flag);
-	if (flag < c->nflags + c->nranks)
-		return rt_fmt(out, n, "flag %d (ce arrival of rank %d)", flag, flag - c->nflags);
-	return rt_fmt(out, n, "flag %d (ce completion of rank %d)", flag, flag - c->nflags - c->nranks);
+	/* the backends' handshakes (runtime/rt_ce.c, rt_p2p.c): nranks each */
+	static const char *const kind[] = {"ce arrival", "ce completion", "p2p arrival", "p2p completion"};
+	int i = (flag - c->nflags) / c->nranks;
+	_Static_assert(RT_NELEM(kind) == RT_BE_FLAGS, "a name for each backend handshake flag");
+	if (i >= 0 && i < (int)RT_NELEM(kind))
+		return rt_fmt(out, n, "flag %d (%s of rank %d)", flag, kind[i], (flag - c->nflags) % c->nranks);
+	return rt_fmt(out, n, "flag %d", flag);
 }
 
 static size_t

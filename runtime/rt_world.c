@@ -254,6 +254,43 @@ boot_world(syn_ctx *c, ncclUniqueId *id)
 	return SYN_OK;
 }
 
+/* This rank's share of a GPU that `share` ranks run on (share_device). */
+static void
+take_share(syn_ctx *c, int share)
+{
+	c->share = share;
+	if (share < 2)
+		return;
+	c->sms /= share;
+	if (c->free_sms >= c->sms)
+		c->free_sms = c->sms / 4 > 0 ? c->sms / 4 : 1;
+}
+
+/* The processes of a node on one GPU (each with CUDA_VISIBLE_DEVICES
+ * naming the same one, say): their GPUs' UUIDs compared.  NCCL refuses a
+ * GPU twice, so such a world has no communicator; the p2p and ce backends
+ * run there, the kernels on shares of the SMs as in one process (though
+ * the GPU time-slices kernels of different processes: only plans whose
+ * kernels never wait for a collective run at speed). */
+static int
+process_share(syn_ctx *c)
+{
+	CUuuid mine, *all = calloc((size_t)c->nranks, sizeof *all);
+	int r, share = 0;
+	if (!all)
+		return rt_seterr(c, SYN_ENOMEM, "rank %d: out of host memory", c->rank);
+	memset(&mine, 0, sizeof mine);
+	r = rt_cu(c, cuDeviceGetUuid(&mine, c->dev), "cuDeviceGetUuid");
+	if (rt_allgather(c, &mine, sizeof mine, all) && !r)
+		r = SYN_EFAILED;
+	for (int p = 0; p < c->nranks && !r; p++)
+		share += rt_same_node(c, p) && !memcmp(&all[p], &mine, sizeof mine);
+	free(all);
+	if (!r)
+		take_share(c, share);
+	return r;
+}
+
 int
 syn_init(syn_ctx **out, const syn_opts *o)
 {
@@ -272,8 +309,10 @@ syn_init(syn_ctx **out, const syn_opts *o)
 	if (r)
 		return rt_seterr(c, r, "rank ?: %s", err);
 	if ((r = rt_cu(c, cuInit(0), "cuInit")) || (r = pick_device(c, &dev)) || (r = rt_ctx_open(c, dev)) ||
-	    (r = boot_world(c, &id)) || (r = rt_ctx_flags(c)))
+	    (r = boot_world(c, &id)) || (r = process_share(c)) || (r = rt_ctx_flags(c)))
 		return r;
+	if (c->share > 1)
+		return rt_ctx_finish(c);
 	nccl_config(c, &cfg);
 	r = ncclCommInitRankConfig(&c->comm, c->nranks, id, c->rank, &cfg);
 	if ((r = rt_nccl_settle_ms(c, (ncclResult_t)r, "ncclCommInitRankConfig", c->env.boot_timeout_ms)) ||
@@ -291,6 +330,10 @@ world_peer_access(syn_ctx **cs, int n)
 		for (int j = 0; j < n; j++) {
 			int can = 0;
 			CUresult e;
+			if (i != j && cs[i]->dev == cs[j]->dev) { /* one GPU, one context: addresses are shared */
+				cs[i]->reach[j] = 1;
+				continue;
+			}
 			if (i == j || cuDeviceCanAccessPeer(&can, cs[i]->dev, cs[j]->dev) != CUDA_SUCCESS || !can)
 				continue;
 			cuCtxSetCurrent(cs[i]->cu);
@@ -311,15 +354,13 @@ world_flags(syn_ctx **cs, int n)
 		RtSym *s = calloc(1, sizeof *s);
 		syn_ctx *c = cs[i];
 		cuCtxSetCurrent(c->cu);
-		c->nflags_all = c->nflags + 2 * n;
+		c->nflags_all = c->nflags + RT_BE_FLAGS * n + RT_BE_WORDS;
 		if (!s || !(s->peer = calloc((size_t)n, sizeof *s->peer))) {
 			free(s);
 			return rt_seterr(c, SYN_ENOMEM, "rank %d: out of host memory", c->rank);
 		}
 		c->flags = s;
-		s->bytes = (size_t)c->nflags_all * 8;
-		if ((r = rt_cu(c, cuMemAlloc(&s->base, s->bytes), "cuMemAlloc(flags)")) ||
-		    (r = rt_cu(c, cuMemsetD8(s->base, 0, s->bytes), "cuMemsetD8(flags)")) ||
+		if ((r = rt_sym_local(c, (size_t)c->nflags_all * 8, s)) ||
 		    (r = rt_cu(c, cuMemHostAlloc((void **)&c->flag_host, s->bytes, 0), "cuMemHostAlloc(flag copy)")))
 			return r;
 	}
@@ -356,7 +397,8 @@ world_comms(syn_ctx **cs, int n)
 	return SYN_OK;
 }
 
-/* The GPUs of a one-process world: each visible, none twice. */
+/* The GPUs of a one-process world: each visible.  A GPU named twice
+ * holds two ranks (share_device). */
 static int
 check_devices(syn_ctx *c, int n, const int *dev, int have)
 {
@@ -368,11 +410,31 @@ check_devices(syn_ctx *c, int n, const int *dev, int have)
 		if (dev[i] < 0 || dev[i] >= have)
 			return rt_seterr(c, SYN_EARG, "syn_init_local: rank %d on GPU %d, but only GPUs 0 to %d are visible%s%s",
 			                 i, dev[i], have - 1, vis ? " with CUDA_VISIBLE_DEVICES=" : "", vis ? vis : "");
-		for (int j = 0; j < i; j++)
-			if (dev[j] == dev[i])
-				return rt_seterr(c, SYN_EARG, "syn_init_local: ranks %d and %d both on GPU %d", j, i, dev[i]);
 	}
 	return SYN_OK;
+}
+
+/* Ranks on one GPU: each gets its share of the SMs, and a persistent
+ * kernel one CTA per SM of it, so every rank's kernels are resident at
+ * once (a CTA never takes more than an SM, and R shares fit the device):
+ * a rank's kernel spinning on a flag that another rank's kernel raises
+ * would otherwise wait for SMs that kernel holds.  Returns 1 when some GPU
+ * holds more than one rank. */
+static int
+share_device(syn_ctx **cs, int n)
+{
+	int shared = 0;
+	for (int i = 0; i < n; i++) {
+		syn_ctx *c = cs[i];
+		c->share = 0;
+		for (int j = 0; j < n; j++)
+			c->share += cs[j]->dev == c->dev;
+		if (c->share < 2)
+			continue;
+		shared = 1;
+		take_share(c, c->share);
+	}
+	return shared;
 }
 
 int
@@ -424,8 +486,9 @@ syn_init_local(int n, syn_ctx **cs, const syn_opts *o)
 		for (int p = 0; p < n; p++)
 			rt_fmt(cs[i]->peer_node + (size_t)p * RT_NODELEN, RT_NODELEN, "process");
 	}
-	if ((r = world_peer_access(cs, n)) || (r = world_flags(cs, n)) || (r = world_comms(cs, n)) ||
-	    (r = nccl_warmup(cs, n)))
+	if ((r = world_peer_access(cs, n)) || (r = world_flags(cs, n)))
+		return r;
+	if (!share_device(cs, n) && ((r = world_comms(cs, n)) || (r = nccl_warmup(cs, n))))
 		return r;
 	for (int i = 0; i < n; i++) {
 		cuCtxSetCurrent(cs[i]->cu);

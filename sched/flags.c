@@ -13,6 +13,15 @@
  *    has a CTA that is not waiting on it (co-residency);
  *  - a compute kernel that spins on a flag leaves the SMs its comm
  *    backend needs, or the communication it waits for never runs.
+ * Remote flags -- the p2p and ce backends' handshakes, in the peers'
+ * memory -- make chunk c of rank r wait for the same chunk c on its peers.
+ * Every rank runs this one plan (one lane order for all; the stagger is in
+ * rank-relative regions, not in the order), so the union graph over the
+ * ranks is P copies of this one joined only at equal chunks: it has a
+ * cycle only if this one does, and the same two checks cover it.  The SMs
+ * the p2p kernels need are its `commsms`, checked as any backend's.  The
+ * simulator runs the handshakes themselves (sim/comm.c) and names a flag
+ * that never comes.
  * A plan that fails is a compiler bug (an internal error). */
 #include "sched.h"
 

@@ -172,6 +172,15 @@ backend_ok(const SchedOpts *o, const Ins *in, int be)
 	return be == (comm_backend_can((CommBackendKind)want, op, o->topo.nodes) ? want : (int)BE_DEFAULT);
 }
 
+/* A backend with no curve of its own for the op, where the search picks:
+ * priced as the default backend (prof_comm_us), it can only tie with it,
+ * so its candidates are not scored. */
+static bool
+unpriced(const SchedOpts *o, const Ins *in, int be)
+{
+	return !o->backend && be != BE_DEFAULT && !o->prof->npts[be][sched_comm_op(in)];
+}
+
 /* The default choices with a requested backend where it applies. */
 static void
 default_choice(const Func *f, const SchedOpts *o, NodeChoice *ch)
@@ -198,7 +207,7 @@ search(const Func *f, const SchedOpts *o, NodeChoice *best, double *best_t, doub
 				for (int be = 0; be < BE_COUNT; be++)
 					for (int self = 0; self < 2; self++) {
 						double t, peak;
-						if (!backend_ok(o, in, be))
+						if (!backend_ok(o, in, be) || unpriced(o, in, be))
 							continue;
 						if (self && !(in->op == OP_ALL_GATHER && feeds_matmul_rows(f, v)))
 							continue;
@@ -229,16 +238,52 @@ share(double part, double whole)
 	return whole > 0 ? 100 * part / whole : 0;
 }
 
+/* One backend's predicted time of a chunk, and whether it has a curve of
+ * its own for the op (without one it is priced as the default backend). */
 static void
-explain_choices(const Func *f, const NodeChoice *ch, Buf *b)
+explain_price(const SchedOpts *o, int be, CommOp op, double bytes, int P, const char *sep, Buf *b)
 {
+	buf_printf(b, "%s%s %.1f us", sep, comm_backends[be].name, prof_comm_us(o->prof, (CommBackendKind)be, op, bytes, P));
+	if (be != BE_DEFAULT && !o->prof->npts[be][op])
+		buf_printf(b, " (no curve: priced as %s)", comm_backends[BE_DEFAULT].name);
+}
+
+/* Why a collective is on its backend: one chunk's predicted time on each
+ * backend the search scored (the options allow it, the profile has its
+ * curve), the chosen one first.  The search scores whole plans, so a
+ * backend can win with a slower chunk that overlaps better. */
+static void
+explain_backend(const Plan *p, const SchedOpts *o, Val v, const NodeChoice *c, Buf *b)
+{
+	const Ins *in = &p->f->ins[v];
+	const Blk *k = NULL;
+	CommOp op = sched_comm_op(in);
+	for (int i = 0; i < p->g->n && !k; i++)
+		if (p->g->b[i].kind == BK_COMM && p->g->b[i].node == v && p->g->b[i].phase == 0)
+			k = &p->g->b[i];
+	if (!k || p->f->nranks == 1)
+		return;
+	buf_printf(b, " (a chunk of %.0f bytes: ", k->bytes);
+	explain_price(o, c->backend, op, k->bytes, p->f->nranks, "", b);
+	for (int be = 0; be < BE_COUNT; be++)
+		if (be != (int)c->backend && backend_ok(o, in, be) && !unpriced(o, in, be))
+			explain_price(o, be, op, k->bytes, p->f->nranks, ", ", b);
+	buf_printf(b, ")");
+}
+
+static void
+explain_choices(const Plan *p, const SchedOpts *o, const NodeChoice *ch, Buf *b)
+{
+	const Func *f = p->f;
 	for (Val v = 0; v < f->nins; v++) {
 		const Ins *in = &f->ins[v];
-		if (is_comm(in))
-			buf_printf(b, "    %s %%%d: %d chunk%s, %s%s\n", ir_ops[in->op].name, v, ch[v].nchunks,
+		if (is_comm(in)) {
+			buf_printf(b, "    %s %%%d: %d chunk%s, %s%s", ir_ops[in->op].name, v, ch[v].nchunks,
 			           ch[v].nchunks == 1 ? "" : "s", comm_backends[ch[v].backend].name,
 			           ch[v].self_first ? ", own block first" : "");
-		else if (in->group == v && in->op != OP_PARAM && in->op != OP_CONST && ch[v].nchunks > 1)
+			explain_backend(p, o, v, &ch[v], b);
+			buf_printf(b, "\n");
+		} else if (in->group == v && in->op != OP_PARAM && in->op != OP_CONST && ch[v].nchunks > 1)
 			buf_printf(b, "    %s %%%d: %d bands%s\n", ir_ops[in->op].name, v, ch[v].nchunks,
 			           ch[v].self_first ? ", starting at this rank's rows" : "");
 	}
@@ -338,7 +383,7 @@ sched_plan(const Func *f, const SchedOpts *o)
 		buf_printf(&why, "not overlapped (no compute runs under communication), %.0f%% faster than serial from %s:\n",
 		           100 * (1 - p->makespan / p->serial), ch);
 	}
-	explain_choices(f, p->is_serial ? serial_ch : best, &why);
+	explain_choices(p, o, p->is_serial ? serial_ch : best, &why);
 	snprintf(p->why, sizeof p->why, "%s", why.s);
 	buf_free(&why);
 	sched_assign_flags(p);

@@ -6,12 +6,22 @@
  * buffers alive until everyone has read them.  Every wait has a deadline;
  * a deadline passed is an error naming the rank, the op and the chunk.
  * Buffers hold doubles (sim/sim.h: Tensor); reductions round to the
- * chunk's dtype after each addition, in rank order, as a ring does. */
+ * chunk's dtype after each addition, in rank order, as a ring does.
+ *
+ * The `p2p` backend's chunks (sim_p2p_of) run libsyncrt's protocol
+ * instead (runtime/rt_p2p.c): no rendezvous, only remote flags -- each
+ * rank publishes its send buffer (its symmetric memory), raises an arrival
+ * flag in every reader's flag array, waits for the arrival flags of the
+ * ranks it reads from, reads their buffers, raises a completion flag in
+ * theirs and waits for its own readers' completions.  Flags hold the count
+ * of p2p chunks so far, like the GPU's; a flag that never comes is a
+ * timeout naming the rank, the chunk and whose flag it was. */
 #include "sim.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +29,9 @@
 
 typedef struct SimComm {
 	CommBackend b;
+	CommBackend p2p; /* the same rank's p2p backend */
 	SimWorld *w;
+	uint64_t p2p_seq; /* p2p chunks so far: the value of their flags */
 	char err[512];
 } SimComm;
 
@@ -34,6 +46,11 @@ struct SimWorld {
 	int first;           /* the rank whose failure came first (-1: none) */
 	char why[512];
 	SimComm *ranks;
+	/* p2p: each rank's published chunk (its symmetric send buffer), and
+	 * the flags in each rank's memory: arrive[owner * P + from], done[...] */
+	const CommChunk *volatile *pub;
+	uint64_t *arrive, *done;
+	int drop_rank; /* tests: this rank raises no arrival flag at its first p2p chunk (-1: none) */
 };
 
 static void
@@ -139,7 +156,7 @@ member(const CommChunk *ch, int me, int j, int P)
 }
 
 static void
-compute(SimComm *c, const CommChunk *ch)
+compute(SimComm *c, const CommChunk *ch, const CommChunk *const *posted)
 {
 	SimWorld *w = c->w;
 	int me = c->b.rank, P = w->nranks, G = ch->gsize ? ch->gsize : P;
@@ -151,10 +168,10 @@ compute(SimComm *c, const CommChunk *ch)
 	case CO_REDUCE_SCATTER:
 		for (size_t i = 0; i < n; i++) {
 			int blk = ch->op == CO_ALL_REDUCE ? 0 : mi;
-			const CommChunk *p0 = w->posted[member(ch, me, 0, P)];
+			const CommChunk *p0 = posted[member(ch, me, 0, P)];
 			double acc = block(p0, p0->send, p0->send_stride, blk)[i];
 			for (int j = 1; j < G; j++) {
-				const CommChunk *pj = w->posted[member(ch, me, j, P)];
+				const CommChunk *pj = posted[member(ch, me, j, P)];
 				acc = sim_round((DType)ch->dt, combine(ch->red, acc, block(pj, pj->send, pj->send_stride, blk)[i]));
 			}
 			out[i] = acc;
@@ -162,16 +179,16 @@ compute(SimComm *c, const CommChunk *ch)
 		return;
 	case CO_ALL_GATHER:
 		for (int j = 0; j < G; j++)
-			memcpy((double *)block(ch, out, ch->recv_stride, j), w->posted[member(ch, me, j, P)]->send, n * sizeof(double));
+			memcpy((double *)block(ch, out, ch->recv_stride, j), posted[member(ch, me, j, P)]->send, n * sizeof(double));
 		return;
 	case CO_ALL_TO_ALL:
 		for (int j = 0; j < G; j++) {
-			const CommChunk *pj = w->posted[member(ch, me, j, P)];
+			const CommChunk *pj = posted[member(ch, me, j, P)];
 			memcpy((double *)block(ch, out, ch->recv_stride, j), block(pj, pj->send, pj->send_stride, mi), n * sizeof(double));
 		}
 		return;
 	case CO_SHIFT:
-		memcpy(out, w->posted[member(ch, me, ((mi - ch->shift) % G + G) % G, P)]->send, n * sizeof(double));
+		memcpy(out, posted[member(ch, me, ((mi - ch->shift) % G + G) % G, P)]->send, n * sizeof(double));
 		return;
 	case CO_COUNT: /* no case for another: a new collective fails to compile here */
 		break;
@@ -192,7 +209,7 @@ sim_collective(CommBackend *b, const CommChunk *ch, void *lane)
 		rendezvous(c, ch);
 		return -1;
 	}
-	compute(c, ch);
+	compute(c, ch, w->posted);
 	if (!rendezvous(c, ch)) /* nobody's buffers are reused before all have read */
 		return -1;
 	w->posted[b->rank] = NULL;
@@ -250,6 +267,152 @@ sim_error(CommBackend *b)
 	return ((SimComm *)b)->err;
 }
 
+/* ---- the p2p protocol ---- */
+
+static SimComm *
+p2p_comm(CommBackend *b)
+{
+	return (SimComm *)((char *)b - offsetof(SimComm, p2p));
+}
+
+/* The ranks whose send this rank reads (src), those that read its own. */
+static int
+p2p_partners(const CommChunk *ch, int me, int P, int *src, int *readers)
+{
+	int G = ch->gsize ? ch->gsize : P, mi = (me / (ch->gsize ? ch->gstride : 1)) % G, n = 0;
+	if (ch->op == CO_SHIFT) {
+		src[0] = member(ch, me, ((mi - ch->shift) % G + G) % G, P);
+		readers[0] = member(ch, me, (mi + ch->shift) % G, P);
+		return src[0] != me;
+	}
+	for (int j = 0; j < G; j++)
+		if (member(ch, me, j, P) != me) {
+			src[n] = readers[n] = member(ch, me, j, P);
+			n++;
+		}
+	return n;
+}
+
+static bool
+p2p_fail(SimComm *c, const char *msg)
+{
+	snprintf(c->err, sizeof c->err, "%s", msg);
+	pthread_mutex_lock(&c->w->mu);
+	fail_locked(c->w, c->b.rank, c->err);
+	pthread_mutex_unlock(&c->w->mu);
+	return false;
+}
+
+/* Wait until flag[owner * P + from] >= seq for every `from` in who. */
+static bool
+p2p_wait(SimComm *c, const CommChunk *ch, uint64_t *flags, const int *who, int n, uint64_t seq, const char *what)
+{
+	SimWorld *w = c->w;
+	double t0 = now_ms();
+	for (int i = 0; i < n; i++) {
+		uint64_t *f = &flags[(size_t)c->b.rank * w->nranks + who[i]];
+		while (__atomic_load_n(f, __ATOMIC_ACQUIRE) < seq) {
+			char msg[512];
+			if (w->failed) {
+				snprintf(c->err, sizeof c->err, "%s", w->why);
+				return false;
+			}
+			if (now_ms() - t0 > w->timeout_ms) {
+				snprintf(msg, sizeof msg,
+				         "rank %d waited %d ms in p2p %s of chunk %d for the %s flag of rank %d to reach %llu "
+				         "(it is %llu): a remote flag never raised",
+				         c->b.rank, w->timeout_ms, comm_colls[ch->op].name, ch->id, what, who[i],
+				         (unsigned long long)seq, (unsigned long long)__atomic_load_n(f, __ATOMIC_ACQUIRE));
+				return p2p_fail(c, msg);
+			}
+			sched_yield();
+		}
+	}
+	return true;
+}
+
+static void
+p2p_raise(SimComm *c, uint64_t *flags, const int *who, int n, uint64_t seq)
+{
+	for (int i = 0; i < n; i++)
+		__atomic_store_n(&flags[(size_t)who[i] * c->w->nranks + c->b.rank], seq, __ATOMIC_RELEASE);
+}
+
+/* The chunks this rank reads must be the same call as its own. */
+static bool
+p2p_agree(SimComm *c, const CommChunk *ch, const int *src, int n)
+{
+	for (int i = 0; i < n; i++) {
+		const CommChunk *o = c->w->pub[src[i]];
+		if (o->op != ch->op || o->id != ch->id || o->dt != ch->dt || o->count != ch->count || o->red != ch->red ||
+		    o->shift != ch->shift || o->gsize != ch->gsize || o->gstride != ch->gstride) {
+			char msg[512];
+			snprintf(msg, sizeof msg,
+			         "rank %d published p2p %s of chunk %d (%zu elements) while rank %d read it for %s of chunk %d "
+			         "(%zu elements)",
+			         src[i], comm_colls[o->op].name, o->id, o->count, c->b.rank, comm_colls[ch->op].name, ch->id,
+			         ch->count);
+			return p2p_fail(c, msg);
+		}
+	}
+	return true;
+}
+
+static int
+p2p_collective(CommBackend *b, const CommChunk *ch, void *lane)
+{
+	SimComm *c = p2p_comm(b);
+	SimWorld *w = c->w;
+	int P = w->nranks, me = b->rank, *src = xcalloc((size_t)P, sizeof *src), *readers = xcalloc((size_t)P, sizeof *readers);
+	int n = p2p_partners(ch, me, P, src, readers);
+	uint64_t seq = ++c->p2p_seq;
+	bool ok;
+	(void)lane;
+	__atomic_store_n(&w->pub[me], ch, __ATOMIC_RELEASE);
+	if (!(w->drop_rank == me && seq == 1))
+		p2p_raise(c, w->arrive, readers, n, seq);
+	ok = p2p_wait(c, ch, w->arrive, src, n, seq, "arrival") && p2p_agree(c, ch, src, n);
+	if (ok) {
+		compute(c, ch, (const CommChunk *const *)w->pub);
+		p2p_raise(c, w->done, src, n, seq);
+		ok = p2p_wait(c, ch, w->done, readers, n, seq, "completion");
+	}
+	free(src);
+	free(readers);
+	return ok ? 0 : -1;
+}
+
+/* Lane flags are the rank's own, whichever backend a chunk is on. */
+static int
+p2p_wait_flag(CommBackend *b, void *lane, volatile uint64_t *flag, uint64_t epoch, int flag_id)
+{
+	return sim_wait_flag(&p2p_comm(b)->b, lane, flag, epoch, flag_id);
+}
+
+static int
+p2p_raise_flag(CommBackend *b, void *lane, volatile uint64_t *flag, uint64_t epoch, int flag_id)
+{
+	return sim_raise_flag(&p2p_comm(b)->b, lane, flag, epoch, flag_id);
+}
+
+static const char *
+p2p_error(CommBackend *b)
+{
+	return p2p_comm(b)->err;
+}
+
+CommBackend *
+sim_p2p_of(CommBackend *b)
+{
+	return &((SimComm *)b)->p2p;
+}
+
+void
+sim_world_drop_flag(SimWorld *w, int rank)
+{
+	w->drop_rank = rank;
+}
+
 SimWorld *
 sim_world_new(int nranks, int timeout_ms)
 {
@@ -261,10 +424,15 @@ sim_world_new(int nranks, int timeout_ms)
 	pthread_cond_init(&w->cv, NULL);
 	w->posted = xcalloc(nranks, sizeof *w->posted);
 	w->ranks = xcalloc(nranks, sizeof *w->ranks);
+	w->pub = xcalloc(nranks, sizeof *w->pub);
+	w->arrive = xcalloc((size_t)nranks * nranks, sizeof *w->arrive);
+	w->done = xcalloc((size_t)nranks * nranks, sizeof *w->done);
+	w->drop_rank = -1;
 	for (int r = 0; r < nranks; r++) {
 		SimComm *c = &w->ranks[r];
 		c->w = w;
 		c->b = (CommBackend){"sim", sim_collective, sim_wait_flag, sim_raise_flag, sim_error, r, nranks};
+		c->p2p = (CommBackend){"p2p", p2p_collective, p2p_wait_flag, p2p_raise_flag, p2p_error, r, nranks};
 	}
 	return w;
 }
@@ -277,6 +445,9 @@ sim_world_free(SimWorld *w)
 	pthread_mutex_destroy(&w->mu);
 	pthread_cond_destroy(&w->cv);
 	free(w->posted);
+	free((void *)w->pub);
+	free(w->arrive);
+	free(w->done);
 	free(w->ranks);
 	free(w);
 }

@@ -195,6 +195,15 @@ one_box(const PRank *k, const Region *r)
 	return abs[0];
 }
 
+/* The backend a collective's chunks go through: the plan's choice, p2p
+ * (libsyncrt's remote-flag protocol, sim/comm.c) or every other one as
+ * the `sim` rendezvous. */
+static CommBackend *
+comm_of(PRank *k, const BlockGraph *g, Val v)
+{
+	return g->choice[v].backend == BE_P2P ? sim_p2p_of(k->c.comm) : k->c.comm;
+}
+
 /* The own block of an all_gather, copied locally into its slot. */
 static bool
 exec_self(PRank *k, const Blk *b)
@@ -216,7 +225,7 @@ exec_allgather(PRank *k, const BlockGraph *g, const Blk *b, Val v, const Ins *in
 	bool self = g->choice[v].self_first, ok;
 	int e = in->axis, P = k->c.P;
 	c.id = b->index;
-	if ((ok = sim_comm_call(&k->c, &c, "all_gather"))) {
+	if ((ok = sim_comm_call_on(&k->c, comm_of(k, g, v), &c, "all_gather"))) {
 		for (int p = 0; p < P; p++) {
 			int src = k->c.brk->on[BR_AG_ORDER] ? P - 1 - p : p;
 			Tensor blk = s;
@@ -235,7 +244,7 @@ exec_allgather(PRank *k, const BlockGraph *g, const Blk *b, Val v, const Ins *in
 }
 
 static bool
-exec_reduce_scatter(PRank *k, const Blk *b, Val v, const Ins *in)
+exec_reduce_scatter(PRank *k, const BlockGraph *g, const Blk *b, Val v, const Ins *in)
 {
 	const Tensor *x = &k->val[in->arg[0]];
 	Tensor *y = &k->val[v];
@@ -259,7 +268,7 @@ exec_reduce_scatter(PRank *k, const Blk *b, Val v, const Ins *in)
 	out = piece;
 	c = sim_chunk(in, v, CO_REDUCE_SCATTER, send, out.v, (size_t)piece.n);
 	c.id = b->index;
-	if ((ok = sim_comm_call(&k->c, &c, "reduce_scatter")))
+	if ((ok = sim_comm_call_on(&k->c, comm_of(k, g, v), &c, "reduce_scatter")))
 		sim_put(y, by.lo, &out);
 	free(send);
 	sim_free(&piece);
@@ -284,11 +293,11 @@ exec_samebox(PRank *k, const BlockGraph *g, int bi, Val v, const Ins *in)
 		if (c.shift == 0)
 			memcpy(r.v, s.v, (size_t)s.n * sizeof *r.v);
 		else
-			ok = sim_comm_call(&k->c, &c, "shift");
+			ok = sim_comm_call_on(&k->c, comm_of(k, g, v), &c, "shift");
 	} else if (k->c.brk->on[BR_AR_LOCAL]) {
 		memcpy(r.v, s.v, (size_t)s.n * sizeof *r.v);
 	} else {
-		ok = sim_comm_call(&k->c, &c, "all_reduce");
+		ok = sim_comm_call_on(&k->c, comm_of(k, g, v), &c, "all_reduce");
 	}
 	if (ok)
 		sim_put(y, bx.lo, &r);
@@ -315,13 +324,13 @@ exec_phase(PRank *k, const BlockGraph *g, int bi, Val v, const Ins *in, int gpus
 		*stg = xcalloc(part + 1, sizeof **stg);
 		c = sim_chunk(in, v, CO_REDUCE_SCATTER, send, *stg, part);
 		c.gsize = gpus, c.gstride = 1, c.id = b->index;
-		ok = sim_comm_call(&k->c, &c, "all_reduce (intra-node reduce-scatter phase)");
+		ok = sim_comm_call_on(&k->c, comm_of(k, g, v), &c, "all_reduce (intra-node reduce-scatter phase)");
 		free(send);
 	} else if (b->phase == 1) {
 		double *tmp = xmalloc((part + 1) * sizeof *tmp);
 		c = sim_chunk(in, v, CO_ALL_REDUCE, *stg, tmp, part);
 		c.gsize = nodes, c.gstride = gpus, c.id = b->index;
-		if ((ok = sim_comm_call(&k->c, &c, "all_reduce (inter-node phase)")))
+		if ((ok = sim_comm_call_on(&k->c, comm_of(k, g, v), &c, "all_reduce (inter-node phase)")))
 			memcpy(*stg, tmp, part * sizeof *tmp);
 		free(tmp);
 	} else {
@@ -329,7 +338,7 @@ exec_phase(PRank *k, const BlockGraph *g, int bi, Val v, const Ins *in, int gpus
 		Tensor r = s;
 		c = sim_chunk(in, v, CO_ALL_GATHER, *stg, all, part);
 		c.gsize = gpus, c.gstride = 1, c.id = b->index;
-		if ((ok = sim_comm_call(&k->c, &c, "all_reduce (intra-node all-gather phase)"))) {
+		if ((ok = sim_comm_call_on(&k->c, comm_of(k, g, v), &c, "all_reduce (intra-node all-gather phase)"))) {
 			r.v = all;
 			sim_put(&k->val[v], bx.lo, &r);
 		}
@@ -355,14 +364,20 @@ exec_comm(PRank *k, const BlockGraph *g, int bi, int gpus)
 	case OP_ALL_GATHER:
 		return exec_allgather(k, g, b, v, in);
 	case OP_REDUCE_SCATTER:
-		return exec_reduce_scatter(k, b, v, in);
+		return exec_reduce_scatter(k, g, b, v, in);
 	case OP_ALL_REDUCE:
 	case OP_SHIFT:
 		return exec_samebox(k, g, bi, v, in);
 	case OP_RESHARD:
 		return sim_run_reshard(&k->c, v, in, &k->val[in->arg[0]], &k->val[v]);
-	default:
-		return sim_run_comm(&k->c, v, in, &k->val[in->arg[0]], &k->val[v]);
+	default: { /* all_to_all: whole, through a context on the chunk's backend */
+		SimCtx kc = k->c;
+		bool ok;
+		kc.comm = comm_of(k, g, v);
+		if (!(ok = sim_run_comm(&kc, v, in, &k->val[in->arg[0]], &k->val[v])))
+			memcpy(k->c.err, kc.err, sizeof kc.err);
+		return ok;
+	}
 	}
 }
 
@@ -487,6 +502,8 @@ sim_plan_run(const Plan *p, const Tensor *in, const SimOpts *o, int gpus, int ca
 	char bad[80];
 	if (!sim_parse_breaks(o->breaks, &brk, bad, sizeof bad))
 		die("unknown break %s", bad);
+	if (brk.on[BR_P2P_FLAG])
+		sim_world_drop_flag(w, 0);
 	for (int r = 0; r < P; r++)
 		shard[r] = xcalloc((size_t)f->nin + 1, sizeof **shard);
 	for (int i = 0; i < f->nin; i++)

@@ -34,6 +34,7 @@ static const char *const break_names[SIM_NBREAK] = {
 	"mean-local",     /* mean of a split dim divides by the local length */
 	"scatter-block",  /* a local scatter keeps block 0 on every rank */
 	"comm-order",     /* rank 0 runs its comm lane's chunks backwards (plans only) */
+	"p2p-flag",       /* rank 0 raises no arrival flag at its first p2p chunk (plans only) */
 };
 
 bool
@@ -245,12 +246,18 @@ sim_slice_local(const Tensor *t, int axis, SimCtx *k)
 }
 
 bool
+sim_comm_call_on(SimCtx *k, CommBackend *be, CommChunk *c, const char *what)
+{
+	if (be->collective(be, c, NULL) == 0)
+		return true;
+	snprintf(k->err, sizeof k->err, "rank %d, %s: %s", k->r, what, be->error(be));
+	return false;
+}
+
+bool
 sim_comm_call(SimCtx *k, CommChunk *c, const char *what)
 {
-	if (k->comm->collective(k->comm, c, NULL) == 0)
-		return true;
-	snprintf(k->err, sizeof k->err, "rank %d, %s: %s", k->r, what, k->comm->error(k->comm));
-	return false;
+	return sim_comm_call_on(k, k->comm, c, what);
 }
 
 CommChunk

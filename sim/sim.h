@@ -65,6 +65,8 @@ typedef struct SimWorld SimWorld;
 SimWorld *sim_world_new(int nranks, int timeout_ms);
 void sim_world_free(SimWorld *w);
 CommBackend *sim_backend(SimWorld *w, int rank);
+CommBackend *sim_p2p_of(CommBackend *sim); /* the same rank's p2p backend (libsyncrt's protocol) */
+void sim_world_drop_flag(SimWorld *w, int rank); /* tests: rank raises no arrival flag at its first p2p chunk */
 bool sim_world_failed(SimWorld *w, char *why, size_t n);
 void sim_abort(CommBackend *b, const char *why); /* this rank failed: every wait ends */
 int sim_world_first(SimWorld *w);                /* the rank that failed first, or -1 */
@@ -72,7 +74,7 @@ int sim_world_first(SimWorld *w);                /* the rank that failed first, 
 /* sim/run.c: the oracle and SPMD execution */
 /* Deliberately wrong lowerings, for tests (names in sim/run.c). */
 enum { BR_MM_NOSLICE, BR_EW_NOSLICE, BR_AR_LOCAL, BR_RS_BLOCK, BR_AG_ORDER, BR_A2A_ORDER, BR_SHIFT_BACK,
-       BR_MEAN_LOCAL, BR_SCATTER_BLOCK, BR_COMM_ORDER, SIM_NBREAK };
+       BR_MEAN_LOCAL, BR_SCATTER_BLOCK, BR_COMM_ORDER, BR_P2P_FLAG, SIM_NBREAK };
 typedef struct SimBreak {
 	bool on[SIM_NBREAK];
 } SimBreak;
@@ -128,6 +130,7 @@ void sim_make_shards(const Func *f, const Tensor *g, int pi, Tensor **shard, uin
 bool sim_assemble(const Func *f, int oi, Tensor *const *vals, Tensor *out, char *err, size_t n);
 CommChunk sim_chunk(const Ins *in, Val v, CommOp op, const void *send, void *recv, size_t count);
 bool sim_comm_call(SimCtx *k, CommChunk *c, const char *what);
+bool sim_comm_call_on(SimCtx *k, CommBackend *be, CommChunk *c, const char *what);
 bool sim_run_comm(SimCtx *k, Val v, const Ins *in, Tensor *x, Tensor *out);
 bool sim_run_reshard(SimCtx *k, Val v, const Ins *in, Tensor *x, Tensor *out);
 

@@ -437,8 +437,12 @@ def tests(syncc, run, Fail):
                    "--gpus %r: a plain-words error, exit 2" % bad, out, err)
 
     def t_gpus_twice():
+        # two ranks on one GPU need a backend NCCL is not: p2p
         rc, out, err = run([syncrun, ex, "--gpus=1,0,1"])
-        expect(rc == 2 and "--gpus=1,0,1: GPU 1 is named twice (one rank per GPU)" in err, "--gpus names a GPU twice", out, err)
+        expect(rc == 2 and "--gpus: GPU 1 is named twice; two ranks on one GPU need --comm-backend p2p" in err,
+               "--gpus names a GPU twice without p2p", out, err)
+        rc, out, err = run([syncrun, ex, "--gpus=0,0", "--comm-backend", "nccl"])
+        expect(rc == 2 and "GPU 0 is named twice" in err, "--gpus names a GPU twice with nccl", out, err)
 
     def t_gpus_vs_ranks():
         rc, out, err = run([syncrun, ex, "--gpus", "0,1", "--ranks", "3"])
@@ -469,16 +473,16 @@ def tests(syncc, run, Fail):
 
     def t_comm_backend():
         a2a = os.path.join(os.path.dirname(ex), "a2a_matmul.syn")
-        for be, want in (("nccl", ["SYN_NCCL", "SYN_NCCL"]), ("ce", ["SYN_CE", "SYN_NCCL"])):
+        for be, want in (("nccl", ["SYN_NCCL", "SYN_NCCL"]), ("ce", ["SYN_CE", "SYN_NCCL"]), ("p2p", ["SYN_P2P", "SYN_P2P"])):
             rc, out, err = run([syncc, a2a, "--ranks", "2", "--comm-backend", be, "--emit=host"])
-            got = re.findall(r"syn_coll\(ctx, (SYN_[A-Z]+)", out)
+            got = re.findall(r"syn_coll\(ctx, (SYN_[A-Z0-9]+)", out)
             expect(rc == 0 and got == want,
-                   "--comm-backend %s: the all_to_all on %s, the reduce_scatter on nccl (the copy engine cannot add): %s"
-                   % (be, want[0], got), out, err)
+                   "--comm-backend %s: the all_to_all on %s, the reduce_scatter on %s (the copy engine cannot add): %s"
+                   % (be, want[0], want[1], got), out, err)
         for tool in (syncc, syncrun):
             for argv in (["--comm-backend", "nvlink"], ["--comm-backend", "ce", "--comm-backend", "bogus"]):
                 rc, out, err = run([tool, a2a, "--ranks", "2"] + argv)
-                expect(rc == 2 and "--comm-backend" in err and "write nccl or ce" in err,
+                expect(rc == 2 and "--comm-backend" in err and "write nccl, ce or p2p" in err,
                        "%s: a bad --comm-backend, exit 2" % " ".join(argv), out, err)
 
     # Synthetic measurements: each collective exactly alpha + bytes/beta,

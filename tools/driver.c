@@ -144,7 +144,25 @@ parse_budget(Driver *d, const char *flag, const char *val)
 	return -1;
 }
 
-/* --gpus 0,1: local GPU ordinals (after CUDA_VISIBLE_DEVICES), each once. */
+/* A GPU named twice in --gpus holds two ranks of one process; NCCL
+ * refuses that, so the collectives must be on a backend that can
+ * (comm/backends.h: p2p can run every collective; ce only moves data, and
+ * a reduction it leaves to nccl is refused by name at run time). */
+static int
+shared_gpu(const Driver *d)
+{
+	for (int i = 0; i < d->ngpus; i++)
+		for (int j = 0; j < i; j++)
+			if (d->gpus[i] == d->gpus[j] && d->backend != 1 + BE_P2P && d->backend != 1 + BE_CE) {
+				diag_usage("--gpus: GPU %d is named twice; two ranks on one GPU need --comm-backend p2p "
+				           "(or ce, which cannot reduce; NCCL refuses a GPU twice)", d->gpus[i]);
+				return EXIT_USAGE;
+			}
+	return -1;
+}
+
+/* --gpus 0,1: local GPU ordinals (after CUDA_VISIBLE_DEVICES); one named
+ * twice holds two ranks (shared_gpu checks the backend allows it). */
 static int
 parse_gpus(Driver *d, const char *flag, const char *val)
 {
@@ -159,11 +177,6 @@ parse_gpus(Driver *d, const char *flag, const char *val)
 			diag_usage("%s: write the GPUs as numbers separated by commas, e.g. --gpus 0,1", flag);
 			return EXIT_USAGE;
 		}
-		for (int i = 0; i < d->ngpus; i++)
-			if (d->gpus[i] == g) {
-				diag_usage("%s: GPU %lld is named twice (one rank per GPU)", flag, g);
-				return EXIT_USAGE;
-			}
 		if (d->ngpus == LIM_GPUS) {
 			diag_usage("%s: more than %d GPUs", flag, LIM_GPUS);
 			return EXIT_USAGE;
@@ -384,7 +397,7 @@ int
 drv_args(Driver *d, int argc, char **argv, const OptId *allowed, int nallowed, const char *usage)
 {
 	static char sharedir[4300];
-	int ranks_given = 0;
+	int ranks_given = 0, rc;
 	d->mem_budget = -1;
 	d->opt.libdir = drv_libdir();
 	snprintf(sharedir, sizeof sharedir, "%s/stdlib", share_dir());
@@ -455,6 +468,8 @@ drv_args(Driver *d, int argc, char **argv, const OptId *allowed, int nallowed, c
 		           d->topo.gpus);
 		return EXIT_USAGE;
 	}
+	if ((rc = shared_gpu(d)) >= 0)
+		return rc;
 	if (d->ngpus && ranks_given && d->ngpus != d->opt.nranks) {
 		diag_usage("--gpus names %d GPU%s, but --ranks says %d (one rank per GPU)", d->ngpus, d->ngpus == 1 ? "" : "s",
 		           d->opt.nranks);

@@ -23,7 +23,7 @@ static const char usage[] =
 	"  --no-pass=LIST          skip these graph passes (comma-separated)\n"
 	"  --emit=plan|timeline|blocks  print the plan (the timeline is PREDICTED) before running\n"
 	"  --explain, --profile NAME, --topo NxG, --mem-budget B, --serial,\n"
-	"  --comm-backend nccl|ce: as for syncc\n"
+	"  --comm-backend nccl|ce|p2p: as for syncc\n"
 	"  --trace FILE.json, --timeline-svg FILE.svg: the predicted timeline\n"
 	"  --measured FILE.json    a measured trace drawn under it in --timeline-svg\n"
 	"  --interp                run the IR op by op instead of the plan\n"

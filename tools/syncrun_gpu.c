@@ -22,7 +22,7 @@
 static const char usage[] =
 	"usage: syncrun-gpu FILE.syn [options]   (syncrun runs it when GPUs are present)\n"
 	"  --ranks P, -D NAME=VALUE, -I DIR, --entry OP, --seed S, --profile NAME, --serial,\n"
-	"  --comm-backend nccl|ce, --no-pass=LIST, --explain, --emit=plan|timeline: as for syncrun --sim\n"
+	"  --comm-backend nccl|ce|p2p, --no-pass=LIST, --explain, --emit=plan|timeline: as for syncrun --sim\n"
 	"  --gpus LIST             local GPUs of the ranks, e.g. 0,1 (rank r on LIST[r]; sets --ranks)\n"
 	"  --calibrate PROFILE     measure this machine and write PROFILE (docs/profiles.md)\n"
 	"  --bench N               time the median of N calls (after 3 warm-up calls)\n"

@@ -5,9 +5,11 @@
  *                                MASTER_ADDR=127.0.0.1, MASTER_PORT; "net": each rank
  *                                its own NCCL_HOSTID, NCCL_NET=Socket, NCCL_SOCKET_IFNAME=lo
  *   rt_test rank SUITE           one rank of that (what spawn execs)
+ *   rt_test shared SUITE         one process, both ranks on GPU 0 (no NCCL: the
+ *                                nccl cases are skipped; p2p and ce run)
  *
  * SUITE colls: chunked all_reduce (sum, max) / reduce_scatter / all_gather /
- *   all_to_all / shift of f32 and bf16 through nccl and ce, packed and
+ *   all_to_all / shift of f32 and bf16 through nccl, ce and p2p, packed and
  *   strided; every chunk gated by a flag a kernel raises late (the send
  *   buffer is poison until then), every result copied out by a kernel that
  *   waits on the comm lane's flag, checked bit-exactly against a CPU
@@ -306,6 +308,8 @@ compare(syn_ctx *c, const Case *k, int cs, const void *out, const void *recv, ch
 	return bad;
 }
 
+static int shared; /* rt_test shared: both ranks on GPU 0, no NCCL communicator */
+
 static int
 run_case(syn_ctx *c, Bufs *b, const Case *k, int cs, void *host, void *out, void *recv)
 {
@@ -420,7 +424,8 @@ suite_colls(syn_ctx *c, void *arg)
 					for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
 						Case k = {(CommOp)o, red ? CR_MAX : CR_SUM, dt ? CD_BF16 : CD_F32, (syn_backend)be,
 						          shapes[s].nchunks, shapes[s].pad, 0};
-						if (!comm_backend_can((CommBackendKind)be, (CommOp)o, net ? 2 : 1))
+						if (!comm_backend_can((CommBackendKind)be, (CommOp)o, net ? 2 : 1) ||
+						    (shared && be == SYN_NCCL))
 							continue;
 						if (run_case(c, &b, &k, cs++, host, out, recv))
 							fails++;
@@ -429,7 +434,7 @@ suite_colls(syn_ctx *c, void *arg)
 						if (cs == 3 && refusals(c, &b, net))
 							fails++;
 					}
-	if (!net) {
+	if (!net && !shared) {
 		Case k = {CO_ALL_REDUCE, CR_SUM, CD_F32, SYN_NCCL, 4, 0, 1};
 		run_case(c, &b, &k, cs++, host, out, recv);
 	}
@@ -612,7 +617,11 @@ mode_local(Suite fn)
 {
 	syn_ctx *cs[2];
 	double t0 = now_s();
-	int r = syn_init_local(2, cs, NULL), rc;
+	int gpu0[2] = {0, 0};
+	syn_opts so;
+	memset(&so, 0, sizeof so);
+	so.devices = gpu0;
+	int r = syn_init_local(2, cs, shared ? &so : NULL), rc;
 	if (r) {
 		printf("FAIL syn_init_local: %s: %s\n", syn_status_name(r), syn_error(cs[0] ? cs[0] : cs[1]));
 		return 1;
@@ -744,8 +753,11 @@ main(int argc, char **argv)
 	Suite fn = suite_of(sname);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
+	shared = !strcmp(mode, "shared");
+	if (shared)
+		mode = "local";
 	if (!fn || (strcmp(mode, "local") && strcmp(mode, "spawn") && strcmp(mode, "rank"))) {
-		fprintf(stderr, "usage: rt_test local|spawn|rank colls|timeout|ktimeout|persist [net]\n");
+		fprintf(stderr, "usage: rt_test local|spawn|rank|shared colls|timeout|ktimeout|persist [net]\n");
 		return 2;
 	}
 	seed = getenv("RT_SEED") ? strtoull(getenv("RT_SEED"), NULL, 10) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);

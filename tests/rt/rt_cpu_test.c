@@ -458,6 +458,7 @@ typedef struct SimRank {
 	float send[SIM_ELEMS], recv[SIM_ELEMS];
 	RtXfer x[64];
 	int nx;
+	RtP2pPlan pp;
 } SimRank;
 
 static SimRank sim[SIM_MAXR];
@@ -546,6 +547,26 @@ sim_ce(int P)
 	return 0;
 }
 
+/* The p2p plans: every rank pulls from the others' send (at the offsets
+ * of the same allocation, here the same arrays) into its own recv, sums in
+ * source order as the kernel does. */
+static int
+sim_p2p(int P, const CommChunk *mine)
+{
+	for (int r = 0; r < P; r++) {
+		const RtP2pPlan *p = &sim[r].pp;
+		size_t off = (size_t)((const float *)mine[r].send - sim[r].send) * 4;
+		char *recv = (char *)mine[r].recv;
+		for (int j = 0; j < p->n; j++) {
+			const float *src = (const float *)(const void *)((const char *)sim[p->src_rank[j]].send + off + p->src_off[j]);
+			float *dst = (float *)(void *)(recv + p->dst_off[p->reduce ? 0 : j]);
+			for (size_t e = 0; e < mine[r].count; e++)
+				dst[e] = p->reduce && j ? dst[e] + src[e] : src[e];
+		}
+	}
+	return 0;
+}
+
 /* The meaning of one whole collective (comm.h), block size n, strides
  * ss/rs, on element arrays. */
 static float
@@ -593,6 +614,7 @@ plan_case(int be, CommOp op, int P, int shift, size_t n, size_t pad, int nchunks
 			sim[r].recv[e] = POISON;
 		}
 	for (int c = 0; c < nchunks; c++) {
+		CommChunk mine[SIM_MAXR];
 		for (int r = 0; r < P; r++) {
 			CommChunk ch = {op, CD_F32, CR_SUM, sim[r].send + (size_t)c * cs, sim[r].recv + (size_t)c * cs,
 			                cs, ss, rs, shift, c, 0, 0};
@@ -602,11 +624,15 @@ plan_case(int be, CommOp op, int P, int shift, size_t n, size_t pad, int nchunks
 				ch.recv_stride = 0;
 			if (nchunks == 1 && !pad)
 				ch.send_stride = ch.recv_stride = 0;
-			sim[r].nx = (be ? rt_plan_ce : rt_plan_nccl)(&ch, r, P, sim[r].x, rt_plan_cap(P));
+			mine[r] = ch;
+			if (be == BE_P2P)
+				sim[r].nx = rt_plan_p2p(&ch, r, P, &sim[r].pp);
+			else
+				sim[r].nx = (be == BE_CE ? rt_plan_ce : rt_plan_nccl)(&ch, r, P, sim[r].x, rt_plan_cap(P));
 			if (sim[r].nx < 0)
 				return -2;
 		}
-		if ((be ? sim_ce : sim_nccl)(P))
+		if ((be == BE_P2P ? sim_p2p(P, mine) : be == BE_CE ? sim_ce(P) : sim_nccl(P)))
 			return -3;
 	}
 	for (int r = 0; r < P; r++)
@@ -630,7 +656,7 @@ t_plan(void)
 		int nchunks;
 	} shapes[] = {{0, 1}, {0, 4}, {8, 1}, {8, 2}};
 	int cases = 0;
-	for (int be = 0; be < 2; be++) /* plan_case: rt_plan_nccl, rt_plan_ce */
+	for (int be = 0; be < BE_COUNT; be++) /* plan_case: rt_plan_nccl, rt_plan_ce, rt_plan_p2p */
 		for (int o = 0; o < CO_COUNT; o++)
 			for (int P = 1; P <= 4; P++)
 				for (size_t s = 0; s < RT_NELEM(shapes); s++)

@@ -1,7 +1,8 @@
 """The simulator's own failures (issue 17, item 9): one rank's failure ends
 every rank's waits at once instead of the watchdog's whole timeout, and
 ranks calling different chunks of a collective are caught at that chunk,
-by its number, even when the chunks have the same size."""
+by its number, even when the chunks have the same size; the p2p backend's
+remote-flag protocol runs every example and names a dropped flag."""
 import os
 import time
 
@@ -32,5 +33,27 @@ def tests(root, run, Fail):
                             "--break", "comm-order"])
         expect(rc == 1 and "FAILED" in out and "all_reduce of chunk 1" in out and "all_reduce of chunk 0" in out,
                "ranks in different chunks of one collective: caught at the chunk, by number", out, err)
+
+    def t_p2p_examples():
+        # every example's plans on the p2p backend at P = 2, 4, 8: libsyncrt's
+        # remote-flag protocol (sim/comm.c) instead of the rendezvous, checked
+        # against the oracle; --explain must say the collectives are on p2p
+        import glob
+        for f in sorted(glob.glob(os.path.join(root, "examples", "*.syn"))):
+            for P in ("2", "4", "8"):
+                rc, out, err = run([syncrun, "--sim", f, "--ranks", P, "--comm-backend", "p2p", "--explain"])
+                expect(rc == 0 and "FAILED" not in out and ", p2p" in out + err,
+                       "%s at P = %s on p2p matches the oracle" % (os.path.basename(f), P), out, err)
+
+    def t_p2p_dropped_flag():
+        # rank 0 never raises its arrival flag for its first p2p chunk: every
+        # reader's wait ends in a timeout that names the chunk and the flag
+        t0 = time.time()
+        rc, out, err = run([syncrun, "--sim", "examples/gemm_rs.syn", "--ranks", "4", "--comm-backend", "p2p",
+                            "--break", "p2p-flag", "--timeout-ms", "1500"])
+        took = time.time() - t0
+        expect(rc == 1 and "FAILED" in out and "p2p reduce_scatter of chunk 0 for the arrival flag of rank 0" in out
+               and "a remote flag never raised" in out and took < 15,
+               "a dropped remote flag is a named timeout (%.1f s)" % took, out, err)
 
     return [("sim/" + k[2:], v) for k, v in sorted(locals().items()) if k.startswith("t_")]
