@@ -150,6 +150,8 @@ typedef struct PtxEwSpec {
 	PtxEwProg prog;
 	int64_t block_elems;            /* elements per block-list entry, 0 = 65536;
 	                                   blocks cut the space in row-major order */
+	bool causal;                    /* every output -inf where, in the last two dims, */
+	int64_t diag;                   /* the column is past the row + diag (a float dtype) */
 } PtxEwSpec;
 
 /* ---- row reductions over the last dim ----

@@ -114,7 +114,7 @@ ir_opname(const Ins *in, char *buf, size_t n)
 	case OP_SLICE:
 		snprintf(buf, n, "%s[%d, %lld:+%lld]", s, in->axis, (long long)in->a, (long long)in->b);
 		break;
-	case OP_SHIFT:
+	case OP_SHIFT: case OP_CAUSAL:
 		snprintf(buf, n, "%s[%lld]", s, (long long)in->a);
 		break;
 	case OP_CAST:

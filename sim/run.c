@@ -127,6 +127,9 @@ sim_local_compute(const Ins *in, Tensor *const *x, Tensor *out, DType st, SimMod
 	case OP_RESHAPE:
 		sim_copy_flat(x[0], out);
 		return true;
+	case OP_CAUSAL:
+		sim_causal(x[0], in->a, out);
+		return true;
 	case OP_SLICE:
 		sim_slice(x[0], in->axis, in->a, out);
 		return true;

@@ -51,6 +51,7 @@ bool sim_matmul_hooked(const Tensor *a, const Tensor *b, Tensor *out, DType stor
 void sim_reduce(Op op, const Tensor *a, int axis, int64_t divisor, Tensor *out, DType store, SimMode m);
 void sim_transpose(const Tensor *a, int d1, int d2, Tensor *out);
 void sim_copy_flat(const Tensor *a, Tensor *out);
+void sim_causal(const Tensor *a, int64_t k, Tensor *out); /* -inf past diagonal k of the last two dims */
 void sim_slice(const Tensor *a, int axis, int64_t start, Tensor *out);
 void sim_concat(const Tensor *const *parts, int n, int axis, Tensor *out);
 void sim_block(const Tensor *g, int axis, int r, int nblocks, Tensor *out); /* block r along axis */

@@ -481,6 +481,17 @@ sim_transpose(const Tensor *a, int d1, int d2, Tensor *out)
 	}
 }
 
+/* out[..., i, j] = j <= i + k ? a[..., i, j] : -inf. */
+void
+sim_causal(const Tensor *a, int64_t k, Tensor *out)
+{
+	int64_t R = a->dim[a->rank - 2], C = a->dim[a->rank - 1];
+	for (int64_t o = 0; o < out->n; o++) {
+		int64_t j = o % C, i = o / C % R;
+		out->v[o] = j <= i + k ? a->v[o] : -INFINITY;
+	}
+}
+
 void
 sim_copy_flat(const Tensor *a, Tensor *out)
 {

@@ -5,6 +5,7 @@
  *                 [--lda L] [--ldb L] [--batch B --batch-a S --batch-b S]
  *                 [--tile NAME] [--in T:Sb,Sr,Sc]... [--out T:Sb,Sr,Sc]... [--epi PROG]
  *   ptxgen ew     --shape D0,D1,.. --in T:S0,S1,..  --out T:S0,.. --prog PROG [--block E]
+ *                 [--causal K]  (outputs -inf past diagonal K of the last two dims)
  *   ptxgen rows   --rows R --len L --in T:Sr,Sc --out T:Sr,Sc
  *                 --stage RED[:PRE[:POST[:OUT]]]... [--map PROG] [--rows-per-block N]
  *   ptxgen tiles  lists the matmul tiles
@@ -168,6 +169,10 @@ parse(Args *a, int argc, char **argv)
 		} else if (!strcmp(o, "--shape")) a->ew.rank = nums(v, a->ew.dim, PTX_MAX_DIMS);
 		else if (!strcmp(o, "--prog")) prog(&a->ew.prog, v);
 		else if (!strcmp(o, "--block")) a->ew.block_elems = num(v);
+		else if (!strcmp(o, "--causal")) {
+			a->ew.causal = true;
+			a->ew.diag = *v == '-' ? -num(v + 1) : num(v);
+		}
 		else if (!strcmp(o, "--rows")) a->rows.rows = num(v);
 		else if (!strcmp(o, "--len")) a->rows.len = num(v);
 		else if (!strcmp(o, "--rows-per-block")) a->rows.rows_per_block = (int)num(v);
