@@ -150,6 +150,8 @@ typedef struct PtxEwSpec {
 	PtxEwProg prog;
 	int64_t block_elems;            /* elements per block-list entry, 0 = 65536;
 	                                   blocks cut the space in row-major order */
+	bool causal;                    /* every output -inf where, in the last two dims, */
+	int64_t diag;                   /* the column is past the row + diag (a float dtype) */
 } PtxEwSpec;
 
 /* ---- row reductions over the last dim ----
@@ -234,6 +236,27 @@ const char *ptx_rows_check(const PtxRowsSpec *s);
 /* Column mode: adjacent rows a lane takes in blocks of rb (a vector, 1 to 8). */
 int ptx_rows_col_vec(const PtxRowsSpec *s, int rb);
 void ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k);
+
+/* codegen/attn.c: the fused attention kernel (FlashAttention-2 style,
+ * mma.sync): per head z, o[z] = softmax(scale * q[z] k[z]^T, masked) v[z]
+ * over tiles of 64 queries (block x) and 64 keys, no scores in HBM.
+ * Tensors: q [batch * sq][d], k and v [batch * sk][d], o [batch * sq][d]
+ * (all of dt, rows contiguous), then, with stats, m and l [batch * sq]
+ * f32: the row max of scale * q k^T and the row sum of exp(s - m). */
+typedef struct PtxAttnSpec {
+	const char *name;
+	int site;
+	DType dt;             /* bf16 or f16 */
+	int64_t batch, sq, sk, d; /* d: 64 or 128 */
+	double scale;         /* > 0 */
+	bool causal;          /* key j masked for query i when j > i + diag */
+	int64_t diag;
+	bool normed;          /* o divided by the row sum (else the unnormalised output) */
+	bool stats;           /* m and l stored too */
+} PtxAttnSpec;
+const char *ptx_attn_check(const PtxAttnSpec *s);
+void ptx_emit_attn(Buf *b, const PtxAttnSpec *s, PtxKernel *k);
+int64_t ptx_attn_blocks(const PtxAttnSpec *s, PtxBlock *out); /* every (head, query tile); causal: longest first */
 
 /* codegen/prog.c: programs as text (tools and tests), and their meaning in
  * double precision (the CPU reference the GPU tests compare with).

@@ -49,6 +49,11 @@ ptx_ew_check(const PtxEwSpec *s)
 	}
 	if (s->block_elems < 0)
 		return "ew: block_elems must be >= 0";
+	if (s->causal && (s->rank < 2 || s->diag <= -((int64_t)1 << 40) || s->diag >= (int64_t)1 << 40))
+		return "ew: a causal mask needs rows and columns (rank >= 2) and a diagonal within them";
+	for (int i = 0; s->causal && i < s->nout; i++)
+		if (s->out[i].dt == DT_I32)
+			return "ew: a causal mask stores -inf, which i32 has not";
 	if (s->prog.nins == 0 || s->prog.nout == 0)
 		return "ew: empty program";
 	return ptx_prog_check(&s->prog, s->nin, s->nout, false, 0);
@@ -61,10 +66,11 @@ collapse(const PtxEwSpec *s, Space *sp)
 	int n = s->nin + s->nout;
 	sp->rank = 0;
 	for (int d = 0; d < s->rank; d++) {
-		if (s->dim[d] == 1 && s->rank > 1)
+		bool mask = s->causal && d >= s->rank - 2; /* the mask's rows and columns stay dims of their own */
+		if (s->dim[d] == 1 && s->rank > 1 && !mask)
 			continue;
 		int r = sp->rank;
-		bool merge = r > 0;
+		bool merge = r > 0 && !mask;
 		for (int i = 0; merge && i < n; i++) {
 			const int64_t *st = i < s->nin ? s->in[i].stride : s->out[i - s->nin].stride;
 			int64_t prev = i < s->nin ? sp->in[i][r - 1] : sp->out[i - s->nin][r - 1];
@@ -154,6 +160,23 @@ elem_addr(Ptx *p, const Space *sp, Reg base, const int64_t *st, DType dt, const 
 	return a;
 }
 
+/* past[j]: element j of the V from coordinates c[] lies past the mask's
+ * diagonal (column > row + diag, signed: the diagonal may be negative). */
+static void
+causal_preds(Ptx *p, const Space *sp, int64_t diag, const Reg *c, Reg *past)
+{
+	const char *sx = sp->wide ? "s64" : "s32";
+	RegClass rc = sp->wide ? RC_B64 : RC_B32;
+	Reg lim = ptx_reg(p, rc);
+	ptx_emit(p, "add.%s %s, %s, %lld;", sx, R(lim), R(c[sp->rank - 2]), (long long)diag);
+	for (int j = 0; j < sp->vec; j++) {
+		Reg col = ptx_reg(p, rc);
+		past[j] = ptx_reg(p, RC_PRED);
+		ptx_emit(p, "add.%s %s, %s, %d;", sx, R(col), R(c[sp->rank - 1]), j);
+		ptx_emit(p, "setp.gt.%s %s, %s, %s;", sx, R(past[j]), R(col), R(lim));
+	}
+}
+
 /* V consecutive elements starting at flat index e (a multiple of V). */
 static void
 ew_elements(Ptx *p, const PtxEwSpec *s, const Space *sp, Reg e)
@@ -161,7 +184,7 @@ ew_elements(Ptx *p, const PtxEwSpec *s, const Space *sp, Reg e)
 	const char *ix = sp->wide ? "u64" : "u32";
 	RegClass rc = sp->wide ? RC_B64 : RC_B32;
 	Reg c[PTX_MAX_DIMS], rest = ptx_reg(p, rc), vals[8][PTX_MAX_INS];
-	Reg in[PTX_MAX_TENSORS][8];
+	Reg in[PTX_MAX_TENSORS][8], past[8];
 	ValClass vc[PTX_MAX_INS];
 	int v = sp->vec;
 
@@ -189,12 +212,20 @@ ew_elements(Ptx *p, const PtxEwSpec *s, const Space *sp, Reg e)
 		}
 		ptx_prog_emit(p, &s->prog, &env, vals[j], vc);
 	}
+	if (s->causal)
+		causal_preds(p, sp, s->diag, c, past);
 	for (int o = 0; o < s->prog.nout; o++) {
 		const PtxOut *po = &s->prog.out[o];
 		const PtxTensor *t = &s->out[po->tensor];
 		Reg a = elem_addr(p, sp, p->tensor[s->nin + po->tensor], sp->out[po->tensor], t->dt, c), w[8];
-		for (int j = 0; j < v; j++)
+		for (int j = 0; j < v; j++) {
 			w[j] = ptx_convert(p, vals[j][po->val], vc[po->val], ptx_dtypes[t->dt].vc);
+			if (s->causal) {
+				Reg m = ptx_reg(p, RC_F32);
+				ptx_emit(p, "selp.f32 %s, 0fFF800000, %s, %s;", R(m), R(w[j]), R(past[j]));
+				w[j] = m;
+			}
+		}
 		ptx_store_vec(p, t->dt, a, v, w);
 	}
 }

@@ -515,10 +515,12 @@ lower_ew(Low *L, Val a, const int *bl, int nb)
 	return !L->failed;
 }
 
-/* A copy kernel: out (offset, strides) = in (offset, strides) over dims. */
+/* A copy kernel: out (offset, strides) = in (offset, strides) over dims;
+ * diag: NULL, or the causal mask's diagonal (-inf past it in the last two
+ * dims). */
 static bool
 lower_copy(Low *L, Val group, const int *bl, int nb, int rank, const int64_t *dims, LArg in, const int64_t *ist,
-           LArg out, const int64_t *ost, DType dt, bool raise)
+           LArg out, const int64_t *ost, DType dt, bool raise, const int64_t *diag)
 {
 	PtxEwSpec s;
 	LKernel *k = new_kernel(L, group);
@@ -535,6 +537,8 @@ lower_copy(Low *L, Val group, const int *bl, int nb, int rank, const int64_t *di
 	s.prog.ins[s.prog.nins++] = (PtxIns){OP_PARAM, 0, 0, 0, DT_F32};
 	s.prog.out[s.prog.nout++] = (PtxOut){0, 0};
 	s.block_elems = 0;
+	s.causal = diag != NULL;
+	s.diag = diag ? *diag : 0;
 	{
 		const char *why = ptx_ew_check(&s);
 		if (why)
@@ -586,18 +590,20 @@ lower_shape(Low *L, Val a, const int *bl, int nb)
 	switch (in->op) {
 	case OP_RESHAPE: {
 		int64_t nelem = ty_local_numel(&in->ty, L->P), one = 1;
-		return lower_copy(L, a, bl, nb, 1, &nelem, arg(x, 0, 0), &one, arg(a, 0, 0), &one, in->ty.dt, true);
+		return lower_copy(L, a, bl, nb, 1, &nelem, arg(x, 0, 0), &one, arg(a, 0, 0), &one, in->ty.dt, true, NULL);
 	}
 	case OP_TRANSPOSE:
 		t = xst[in->axis];
 		xst[in->axis] = xst[in->axis2];
 		xst[in->axis2] = t;
-		return lower_copy(L, a, bl, nb, R, od, arg(x, 0, 0), xst, arg(a, 0, 0), ost, in->ty.dt, true);
+		return lower_copy(L, a, bl, nb, R, od, arg(x, 0, 0), xst, arg(a, 0, 0), ost, in->ty.dt, true, NULL);
+	case OP_CAUSAL:
+		return lower_copy(L, a, bl, nb, R, od, arg(x, 0, 0), xst, arg(a, 0, 0), ost, in->ty.dt, true, &in->a);
 	case OP_SLICE:
-		return lower_copy(L, a, bl, nb, R, od, arg(x, in->a * xst[in->axis], 0), xst, arg(a, 0, 0), ost, in->ty.dt, true);
+		return lower_copy(L, a, bl, nb, R, od, arg(x, in->a * xst[in->axis], 0), xst, arg(a, 0, 0), ost, in->ty.dt, true, NULL);
 	case OP_SCATTER:
 		return lower_copy(L, a, bl, nb, R, od, arg(x, 0, xd[in->ty.pl.dim] / L->P * xst[in->ty.pl.dim]), xst,
-		                  arg(a, 0, 0), ost, in->ty.dt, true);
+		                  arg(a, 0, 0), ost, in->ty.dt, true, NULL);
 	case OP_CONCAT: {
 		int64_t at = 0;
 		for (int i = 0; i < in->narg; i++) {
@@ -605,7 +611,7 @@ lower_shape(Low *L, Val a, const int *bl, int nb)
 			local_dims(L, in->arg[i], pd);
 			rowmajor(L, in->arg[i], pst);
 			if (!lower_copy(L, a, bl, nb, R, pd, arg(in->arg[i], 0, 0), pst, arg(a, at * ost[in->axis], 0), ost,
-			                in->ty.dt, i == in->narg - 1))
+			                in->ty.dt, i == in->narg - 1, NULL))
 				return false;
 			at += pd[in->axis];
 		}
@@ -925,7 +931,7 @@ lower_self(Low *L, Val v, const int *bl, int nb)
 	rowmajor(L, x, xst);
 	rowmajor(L, v, yst);
 	return lower_copy(L, v, bl, nb, in->ty.rank, xd, arg(x, 0, 0), xst, arg(v, 0, xd[in->axis] * yst[in->axis]), yst,
-	                  in->ty.dt, true);
+	                  in->ty.dt, true, NULL);
 }
 
 /* ---- comm steps ---- */
@@ -1095,7 +1101,7 @@ lower_result_copies(Low *L)
 		rowmajor(L, v, st);
 		for (int k = 0; k < f->ins[v].ty.rank; k++)
 			n *= d[k];
-		if (!lower_copy(L, v, NULL, 0, 1, &n, arg(v, 0, 0), &one, arg(-1 - i, 0, 0), &one, f->ins[v].ty.dt, false))
+		if (!lower_copy(L, v, NULL, 0, 1, &n, arg(v, 0, 0), &one, arg(-1 - i, 0, 0), &one, f->ins[v].ty.dt, false, NULL))
 			return false;
 		/* one block: all of it, no flags (inputs are ready when the op starts) */
 		LKernel *k = &L->lo->kern[L->lo->nkern - 1];

@@ -60,6 +60,7 @@ ir_add(Func *f, Op op, Type ty, const Val *arg, int narg, Span sp)
 	in->span = sp;
 	in->narg = narg;
 	in->group = f->nins;
+	in->attn = -1;
 	if (narg) {
 		in->arg = arena_alloc(f->arena, narg * sizeof *arg);
 		memcpy(in->arg, arg, narg * sizeof *arg);
@@ -114,7 +115,7 @@ ir_opname(const Ins *in, char *buf, size_t n)
 	case OP_SLICE:
 		snprintf(buf, n, "%s[%d, %lld:+%lld]", s, in->axis, (long long)in->a, (long long)in->b);
 		break;
-	case OP_SHIFT:
+	case OP_SHIFT: case OP_CAUSAL:
 		snprintf(buf, n, "%s[%lld]", s, (long long)in->a);
 		break;
 	case OP_CAST:
@@ -150,7 +151,7 @@ print_ins(Buf *b, const Func *f, Val v)
 	ty_local_shape(&in->ty, f->nranks, loc);
 	buf_printf(b, " local ");
 	ty_print_shape(b, in->ty.rank, loc);
-	if (in->autoins || in->group != v || in->internal) {
+	if (in->autoins || in->group != v || in->internal || in->attn >= 0) {
 		buf_printf(b, "  ;");
 		if (in->autoins)
 			buf_printf(b, " inserted");
@@ -158,8 +159,12 @@ print_ins(Buf *b, const Func *f, Val v)
 			buf_printf(b, " fused into %%%d", in->group);
 		if (in->internal)
 			buf_printf(b, " internal");
+		if (in->attn >= 0)
+			buf_printf(b, " attention %%%d", in->attn);
 	}
 	buf_printf(b, "\n");
+	if (in->attn == v)
+		ir_attn_print(b, f, v);
 }
 
 void

@@ -87,6 +87,7 @@ typedef struct Ins {
 	Span span;
 	Val group;        /* fusion: the value that anchors this one's kernel (itself if none) */
 	bool internal;    /* fusion: kept in registers, never stored; only its group reads it */
+	Val attn;         /* the second matmul of the attention region this value is in, or -1 */
 } Ins;
 
 typedef struct Func Func;
@@ -165,6 +166,27 @@ Val ir_group_space(const Func *f, Val a, int *axis);
 /* u's local layout as {per row, per column} strides in elements (0:
  * stretched), if the row index can address it. */
 bool ir_row_strides(const Func *f, const RowGroup *rg, Val u, int64_t st[2]);
+
+/* ir/attn.c: attention regions.  A region is matmul(q, transpose(k)) ->
+ * casts, positive scales, a bias, a causal mask -> softmax over the keys
+ * (the last dim) -> matmul with v, its probabilities divided by the row
+ * sum before the second matmul (normed) or not; it exports the output,
+ * the row max and the row sum (if written), and nothing else. */
+enum { ATTN_MAX_MEMBERS = 32 };
+typedef struct Attn {
+	Val q, k, v, bias;   /* bias: -1 if none; k as [.., Sk, D] (the transpose's operand) */
+	Val mm1, mm2, max, sum; /* sum: -1 if the program has none */
+	double scale;        /* of q @ transpose(k), before the bias */
+	bool causal;         /* keys past query row + diag are masked */
+	int64_t diag;
+	bool normed;         /* mm2 is the normalised output (else the unnormalised one) */
+	DType pdt;           /* the dtype the probabilities meet v in */
+	Val mem[ATTN_MAX_MEMBERS];
+	int nmem;
+} Attn;
+bool ir_attn_match(const Func *f, Val mm2, Attn *a); /* mm2 ends a region: a filled */
+void pass_attn(Func *f);
+void ir_attn_print(Buf *b, const Func *f, Val mm2);
 
 /* ---- a compilation unit: the files, their ops, the options ---- */
 typedef enum AutoComm { AC_DEFAULT, AC_ON, AC_OFF } AutoComm;

@@ -37,6 +37,7 @@ O(SLICE,          "slice",          1, OC_SHAPE,   OF_LINEAR)
 O(CONCAT,         "concat",        -1, OC_SHAPE,   OF_LINEAR)
 O(SCATTER,        "scatter",        1, OC_SHAPE,   0)  /* @repl -> @split(d): keep own block, no traffic */
 O(BROADCAST,      "broadcast",      1, OC_SHAPE,   OF_EW) /* a scalar filling a shape (a constant kernel) */
+O(CAUSAL,         "causal",         1, OC_SHAPE,   0)  /* -inf above diagonal `a` of the last two dims (a masked copy) */
 /* collectives: one row each in comm/colls.h */
 #define C(NAME, name, ...) O(NAME, #name, 1, OC_COMM, 0)
 #include "../comm/colls.h"

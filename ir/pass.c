@@ -37,6 +37,7 @@ rw_emit(Rw *w, const Ins *in, const Val *args)
 	n->arg = keep;
 	n->group = v;
 	n->internal = false;
+	n->attn = -1;
 	return v;
 }
 
@@ -335,5 +336,6 @@ const PassInfo ir_passes[] = {
 	{"arsplit", pass_arsplit, false},
 	{"dce", pass_dce, false},
 	{"fuse", pass_fuse, false},
+	{"attn", pass_attn, false},
 };
 const int ir_npasses = (int)NELEM(ir_passes);

@@ -1403,6 +1403,49 @@ b_shift(Sema *s, const Builtin *b, SVal *x, int n, Span sp)
 	return r;
 }
 
+/* causal(x) or causal(x, k): x with -inf where the column is past the
+ * row plus k in its last two dims -- the mask of causal attention (k = 0),
+ * or of a block of keys k positions behind the queries.  The mask reads
+ * global positions, so the last two dims must be whole on each rank; it
+ * is no sum over ranks, so a @partial value must be reduced first. */
+static SVal
+b_causal(Sema *s, const Builtin *b, SVal *x, int n, Span sp)
+{
+	Type t;
+	int64_t k = 0;
+	(void)b;
+	if (!want_tensor(x[0], "causal") || (n == 2 && !want_int(x[1], "causal", "the diagonal", &k)))
+		return sv_err();
+	t = *sv_type(s, x[0]);
+	if (t.rank < 2) {
+		diag_error(sp, "causal needs a tensor of rank 2 or more (rows and columns)");
+		return sv_err();
+	}
+	if (t.dt == DT_I32) {
+		diag_error(sp, "causal is not defined on i32 (-inf has no i32 value); cast to a float dtype first");
+		return sv_err();
+	}
+	if (k <= -t.dim[t.rank - 2] - t.dim[t.rank - 1] || k >= t.dim[t.rank - 2] + t.dim[t.rank - 1]) {
+		diag_error(x[1].span, "causal: diagonal %lld is outside a %lld x %lld matrix", (long long)k,
+		           (long long)t.dim[t.rank - 2], (long long)t.dim[t.rank - 1]);
+		return sv_err();
+	}
+	if (t.pl.kind == PL_PARTIAL || (t.pl.kind == PL_SPLIT && t.pl.dim >= t.rank - 2)) {
+		if (rule_to_repl(s, &x[0]))
+			return b_causal(s, b, x, n, sp);
+		if (t.pl.kind == PL_PARTIAL)
+			diag_error(sp, "causal of a @partial(%s) value has no local form: reduce it first", pl_rednames[t.pl.red]);
+		else
+			diag_error(sp, "causal needs the last two dims whole on each rank; its operand is @split(%d)", t.pl.dim);
+		rule_repl_note(s, x[0]);
+		return sv_err();
+	}
+	SVal r = make(s, OP_CAUSAL, t, &x[0].v, 1, sp);
+	if (r.k == SV_TENSOR)
+		ins(s, r)->a = k;
+	return r;
+}
+
 /* In the order "did you mean" tries them (sema.c: the first of equally
  * near names wins); a collective's row comes from comm/colls.h and its
  * rule is b_<name> above. */
@@ -1411,6 +1454,7 @@ static const Builtin builtins[] = {
 	{"reshape", 2, 2, b_reshape, OP_RESHAPE, false},
 	{"slice", 4, 4, b_slice, OP_SLICE, false},
 	{"concat", 3, 1 << 16, b_concat, OP_CONCAT, false},
+	{"causal", 1, 2, b_causal, OP_CAUSAL, false},
 	{"cast", 2, 2, b_cast, OP_CAST, true},
 	{"sum", 2, 2, b_reduce, OP_SUM, false},
 	{"mean", 2, 2, b_reduce, OP_MEAN, false},

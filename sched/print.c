@@ -106,6 +106,8 @@ sched_print_plan(FILE *out, const Plan *p)
 					buf_printf(&o, "  wait f%d", g->b[b->pred[j]].flag);
 			if (b->flag >= 0)
 				buf_printf(&o, "  raise f%d", b->flag);
+			if (b->kind != BK_COMM && p->f->ins[b->node].attn >= 0)
+				buf_printf(&o, "  attention %%%d", p->f->ins[b->node].attn);
 			buf_printf(&o, "\n");
 		}
 	}

@@ -35,6 +35,7 @@ static const char *const break_names[SIM_NBREAK] = {
 	"scatter-block",  /* a local scatter keeps block 0 on every rank */
 	"comm-order",     /* rank 0 runs its comm lane's chunks backwards (plans only) */
 	"p2p-flag",       /* rank 0 raises no arrival flag at its first p2p chunk (plans only) */
+	"attn-norescale", /* an attention region's online softmax keeps sums made against an older max */
 };
 
 bool
@@ -127,6 +128,9 @@ sim_local_compute(const Ins *in, Tensor *const *x, Tensor *out, DType st, SimMod
 		return true;
 	case OP_RESHAPE:
 		sim_copy_flat(x[0], out);
+		return true;
+	case OP_CAUSAL:
+		sim_causal(x[0], in->a, out);
 		return true;
 	case OP_SLICE:
 		sim_slice(x[0], in->axis, in->a, out);
@@ -384,15 +388,80 @@ sim_store_dtype(const Ins *in)
 	return in->internal && in->op != OP_CAST && in->ty.dt != DT_I32 ? DT_F32 : in->ty.dt;
 }
 
+/* k's dim that dim d of transpose(k) (the last two swapped) is. */
+static int
+untransposed(int d, int R)
+{
+	return d == R - 1 ? R - 2 : d == R - 2 ? R - 1 : d;
+}
+
+/* An attention region, at its second matmul: its exports (the output,
+ * the row max, the row sum) from the local q, k, v and bias, each sliced
+ * where the unfused matmuls and the bias's add would slice it. */
+static bool
+rank_attention(Rank *k, Val mm2)
+{
+	const Func *f = k->c.f;
+	Attn a;
+	Tensor sl[4] = {{0}}, *x[4];
+	int s1[2], s2[2], R = f->ins[mm2].ty.rank;
+	if (!ir_attn_match(f, mm2, &a)) {
+		snprintf(k->c.err, sizeof k->c.err, "%%%d is marked as an attention region that does not match", mm2);
+		return false;
+	}
+	x[0] = &k->val[a.q];
+	x[1] = &k->val[a.k];
+	x[2] = &k->val[a.v];
+	x[3] = a.bias >= 0 ? &k->val[a.bias] : NULL;
+	ir_mm_slices(f, &f->ins[a.mm1], s1);
+	ir_mm_slices(f, &f->ins[mm2], s2);
+	if (s2[0] >= 0) {
+		snprintf(k->c.err, sizeof k->c.err, "attention %%%d: the probabilities would be sliced", mm2);
+		return false;
+	}
+	if (s1[0] >= 0)
+		sl[0] = sim_slice_local(x[0], s1[0], &k->c), x[0] = &sl[0];
+	if (s1[1] >= 0)
+		sl[1] = sim_slice_local(x[1], untransposed(s1[1], R), &k->c), x[1] = &sl[1];
+	if (s2[1] >= 0)
+		sl[2] = sim_slice_local(x[2], s2[1], &k->c), x[2] = &sl[2];
+	for (int i = 0; i < a.nmem && x[3]; i++) {
+		const Ins *m = &f->ins[a.mem[i]];
+		for (int j = 0; m->op == OP_ADD && j < 2; j++) {
+			int d = m->arg[j] == a.bias ? ir_ew_slice(f, m, j) : -1;
+			if (d >= 0 && !sl[3].v)
+				sl[3] = sim_slice_local(x[3], d, &k->c), x[3] = &sl[3];
+		}
+	}
+	k->val[mm2] = sim_tensor_of(&f->ins[mm2].ty, true, k->c.P);
+	sim_free(&k->val[a.max]);
+	k->val[a.max] = sim_tensor_of(&f->ins[a.max].ty, true, k->c.P);
+	if (a.sum >= 0) {
+		sim_free(&k->val[a.sum]);
+		k->val[a.sum] = sim_tensor_of(&f->ins[a.sum].ty, true, k->c.P);
+	}
+	sim_attention(&a, x[0], x[1], x[2], x[3], &k->val[mm2], f->ins[mm2].ty.dt, &k->val[a.max],
+	              a.sum >= 0 ? &k->val[a.sum] : NULL, k->c.brk->on[BR_ATTN_NORESCALE]);
+	for (int i = 0; i < 4; i++)
+		sim_free(&sl[i]);
+	return true;
+}
+
 static bool
 rank_op(Rank *k, Val v)
 {
 	const Func *f = k->c.f;
 	const Ins *in = &f->ins[v];
-	Tensor *out = &k->val[v], *xs[64], **x = in->narg > 64 ? xmalloc((size_t)in->narg * sizeof *x) : xs;
+	Tensor *out = &k->val[v], *xs[64], **x;
 	Tensor sliced[2] = {{0}};
 	DType st = sim_store_dtype(in);
 	bool ok = true;
+
+	if (in->attn >= 0) { /* computed whole at the region's second matmul */
+		*out = (Tensor){0};
+		return in->attn != v || rank_attention(k, v);
+	}
+	x = in->narg > 64 ? xmalloc((size_t)in->narg * sizeof *x) : xs;
 
 	for (int i = 0; i < in->narg; i++) {
 		const Ins *a = &f->ins[in->arg[i]];

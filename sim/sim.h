@@ -51,6 +51,7 @@ bool sim_matmul_hooked(const Tensor *a, const Tensor *b, Tensor *out, DType stor
 void sim_reduce(Op op, const Tensor *a, int axis, int64_t divisor, Tensor *out, DType store, SimMode m);
 void sim_transpose(const Tensor *a, int d1, int d2, Tensor *out);
 void sim_copy_flat(const Tensor *a, Tensor *out);
+void sim_causal(const Tensor *a, int64_t k, Tensor *out); /* -inf past diagonal k of the last two dims */
 void sim_slice(const Tensor *a, int axis, int64_t start, Tensor *out);
 void sim_concat(const Tensor *const *parts, int n, int axis, Tensor *out);
 void sim_block(const Tensor *g, int axis, int r, int nblocks, Tensor *out); /* block r along axis */
@@ -59,6 +60,20 @@ void sim_pack(const Tensor *t, int axis, int nblocks, double *buf);   /* blocks 
 Tensor sim_sub(const Tensor *t, const int64_t *lo, const int64_t *hi);  /* a box, as its own tensor */
 void sim_put(Tensor *t, const int64_t *lo, const Tensor *sub);          /* and back */
 void sim_unpack(const double *buf, int axis, int nblocks, Tensor *t);
+
+/* An attention region (ir/attn.c) as the fused kernel computes it, from
+ * local q [.., Sq, D], k [.., Sk, D], v [.., Sk, Dv] and the bias (NULL if
+ * none; broadcast to the scores from the right): per query row, keys in
+ * tiles of SIM_ATTN_TILE with a running max and sum in f32 (online
+ * softmax), tiles past a causal diagonal skipped, the probabilities
+ * rounded to a->pdt where they meet v; o (rounded to ost) normalised or
+ * not as the region's output is, and the row max m and row sum l when
+ * not NULL.  No scores are kept beyond one tile.  norescale: the wrong
+ * online softmax that forgets to rescale what it has summed when the max
+ * grows (a test's broken lowering). */
+enum { SIM_ATTN_TILE = 64 };
+void sim_attention(const Attn *a, const Tensor *q, const Tensor *k, const Tensor *v, const Tensor *bias, Tensor *o,
+                   DType ost, Tensor *m, Tensor *l, bool norescale);
 
 /* sim/comm.c: the `sim` backend, P threads meeting in shared memory */
 typedef struct SimWorld SimWorld;
@@ -74,7 +89,7 @@ int sim_world_first(SimWorld *w);                /* the rank that failed first, 
 /* sim/run.c: the oracle and SPMD execution */
 /* Deliberately wrong lowerings, for tests (names in sim/run.c). */
 enum { BR_MM_NOSLICE, BR_EW_NOSLICE, BR_AR_LOCAL, BR_RS_BLOCK, BR_AG_ORDER, BR_A2A_ORDER, BR_SHIFT_BACK,
-       BR_MEAN_LOCAL, BR_SCATTER_BLOCK, BR_COMM_ORDER, BR_P2P_FLAG, SIM_NBREAK };
+       BR_MEAN_LOCAL, BR_SCATTER_BLOCK, BR_COMM_ORDER, BR_P2P_FLAG, BR_ATTN_NORESCALE, SIM_NBREAK };
 typedef struct SimBreak {
 	bool on[SIM_NBREAK];
 } SimBreak;

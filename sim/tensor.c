@@ -481,6 +481,17 @@ sim_transpose(const Tensor *a, int d1, int d2, Tensor *out)
 	}
 }
 
+/* out[..., i, j] = j <= i + k ? a[..., i, j] : -inf. */
+void
+sim_causal(const Tensor *a, int64_t k, Tensor *out)
+{
+	int64_t R = a->dim[a->rank - 2], C = a->dim[a->rank - 1];
+	for (int64_t o = 0; o < out->n; o++) {
+		int64_t j = o % C, i = o / C % R;
+		out->v[o] = j <= i + k ? a->v[o] : -INFINITY;
+	}
+}
+
 void
 sim_copy_flat(const Tensor *a, Tensor *out)
 {
@@ -597,4 +608,104 @@ void
 sim_put(Tensor *t, const int64_t *lo, const Tensor *sub)
 {
 	box_copy(t, lo, (Tensor *)sub, false);
+}
+
+/* ---- attention regions (ir/attn.c) as the fused kernel runs them ---- */
+
+static int64_t
+batch_count(const Tensor *t)
+{
+	int64_t n = 1;
+	for (int d = 0; d < t->rank - 2; d++)
+		n *= t->dim[d];
+	return n;
+}
+
+/* bias element offset of score (b, i, j): strides along the scores'
+ * dims, 0 where the bias is stretched or has no such dim. */
+static void
+bias_strides(const Tensor *bias, int R, const int64_t *sdim, int64_t *st)
+{
+	int64_t acc = 1;
+	for (int d = R - 1; d >= 0; d--) {
+		int k = d - (R - bias->rank);
+		st[d] = k < 0 || bias->dim[k] == 1 ? 0 : acc;
+		if (k >= 0)
+			acc *= bias->dim[k];
+	}
+	(void)sdim;
+}
+
+void
+sim_attention(const Attn *a, const Tensor *q, const Tensor *k, const Tensor *v, const Tensor *bias, Tensor *o,
+              DType ost, Tensor *m, Tensor *l, bool norescale)
+{
+	int R = q->rank;
+	int64_t B = batch_count(q), Sq = q->dim[R - 2], D = q->dim[R - 1], Sk = k->dim[R - 2], Dv = v->dim[R - 1];
+	int64_t sdim[LIM_RANK], bst[LIM_RANK] = {0};
+	float *s = xmalloc((size_t)SIM_ATTN_TILE * sizeof *s), *acc = xmalloc((size_t)(Dv + 1) * sizeof *acc);
+	for (int d = 0; d < R; d++)
+		sdim[d] = d < R - 2 ? q->dim[d] : d == R - 2 ? Sq : Sk;
+	if (bias)
+		bias_strides(bias, R, sdim, bst);
+	for (int64_t b = 0; b < B; b++)
+		for (int64_t i = 0; i < Sq; i++) {
+			const double *qi = q->v + (b * Sq + i) * D;
+			float mrun = -INFINITY, lrun = 0;
+			int64_t boff = 0, rest = b;
+			for (int d = R - 3; d >= 0; d--) { /* the bias's offset of this row */
+				boff += rest % sdim[d] * bst[d];
+				rest /= sdim[d];
+			}
+			boff += i * bst[R - 2];
+			for (int64_t c = 0; c < Dv; c++)
+				acc[c] = 0;
+			for (int64_t j0 = 0; j0 < Sk; j0 += SIM_ATTN_TILE) {
+				int64_t n = Sk - j0 < SIM_ATTN_TILE ? Sk - j0 : SIM_ATTN_TILE;
+				float mt = -INFINITY, alpha;
+				if (a->causal && j0 > i + a->diag)
+					break; /* this tile and every later one is masked: skipped */
+				for (int64_t j = 0; j < n; j++) {
+					const double *kj = k->v + (b * Sk + j0 + j) * D;
+					float dot = 0;
+					for (int64_t d = 0; d < D; d++)
+						dot += (float)qi[d] * (float)kj[d];
+					s[j] = dot * (float)a->scale;
+					if (bias)
+						s[j] += (float)bias->v[boff + (j0 + j) * bst[R - 1]];
+					if (a->causal && j0 + j > i + a->diag)
+						s[j] = -INFINITY;
+					if (s[j] > mt)
+						mt = s[j];
+				}
+				if (mt == -INFINITY)
+					continue; /* nothing seen in this tile */
+				if (mt < mrun)
+					mt = mrun;
+				alpha = mrun == -INFINITY ? 0 : norescale ? 1 : expf(mrun - mt);
+				lrun *= alpha;
+				for (int64_t c = 0; c < Dv; c++)
+					acc[c] *= alpha;
+				for (int64_t j = 0; j < n; j++) {
+					float p = expf(s[j] - mt);
+					float pr = (float)sim_round(a->pdt, p); /* as p meets v in the second matmul */
+					const double *vj = v->v + (b * Sk + j0 + j) * Dv;
+					lrun += p;
+					for (int64_t c = 0; c < Dv; c++)
+						acc[c] += pr * (float)vj[c];
+				}
+				mrun = mt;
+			}
+			for (int64_t c = 0; c < Dv; c++) {
+				/* a row that sees no key: NaN, as the softmax written out gives */
+				double x = lrun == 0 ? NAN : a->normed ? acc[c] / lrun : acc[c];
+				o->v[(b * Sq + i) * Dv + c] = sim_round(ost, x);
+			}
+			if (m)
+				m->v[b * Sq + i] = mrun;
+			if (l)
+				l->v[b * Sq + i] = lrun == 0 ? NAN : lrun;
+		}
+	free(s);
+	free(acc);
 }

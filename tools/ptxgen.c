@@ -5,14 +5,18 @@
  *                 [--lda L] [--ldb L] [--batch B --batch-a S --batch-b S]
  *                 [--tile NAME] [--in T:Sb,Sr,Sc]... [--out T:Sb,Sr,Sc]... [--epi PROG]
  *   ptxgen ew     --shape D0,D1,.. --in T:S0,S1,..  --out T:S0,.. --prog PROG [--block E]
+ *                 [--causal K]  (outputs -inf past diagonal K of the last two dims)
  *   ptxgen rows   --rows R --len L --in T:Sr,Sc --out T:Sr,Sc
  *                 --stage RED[:PRE[:POST[:OUT]]]... [--map PROG] [--rows-per-block N]
+ *   ptxgen attn   --heads B --sq N --sk N --d 64|128 [--dtype bf16|f16] [--scale X]
+ *                 [--causal K] [--unnorm 1] [--stats 1]
  *   ptxgen tiles  lists the matmul tiles
  * Common: --name NAME.  PROG is codegen/prog.c's text form, e.g.
  * 'out0=add(acc,in0); out1=tanh(acc)'.  The PTX module goes to stdout,
  * after a comment line that says how to launch the kernel. */
 #include "../codegen/codegen.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +133,7 @@ typedef struct Args {
 	PtxMatmulSpec mm;
 	PtxEwSpec ew;
 	PtxRowsSpec rows;
+	PtxAttnSpec at;
 	PtxTensor in[PTX_MAX_TENSORS], out[PTX_MAX_TENSORS];
 	int nin, nout;
 	DType out_dt;
@@ -168,6 +173,17 @@ parse(Args *a, int argc, char **argv)
 		} else if (!strcmp(o, "--shape")) a->ew.rank = nums(v, a->ew.dim, PTX_MAX_DIMS);
 		else if (!strcmp(o, "--prog")) prog(&a->ew.prog, v);
 		else if (!strcmp(o, "--block")) a->ew.block_elems = num(v);
+		else if (!strcmp(o, "--causal")) {
+			a->ew.causal = a->at.causal = true;
+			a->ew.diag = a->at.diag = *v == '-' ? -num(v + 1) : num(v);
+		}
+		else if (!strcmp(o, "--heads")) a->at.batch = num(v);
+		else if (!strcmp(o, "--sq")) a->at.sq = num(v);
+		else if (!strcmp(o, "--sk")) a->at.sk = num(v);
+		else if (!strcmp(o, "--d")) a->at.d = num(v);
+		else if (!strcmp(o, "--scale")) a->at.scale = atof(v);
+		else if (!strcmp(o, "--unnorm")) a->at.normed = !num(v);
+		else if (!strcmp(o, "--stats")) a->at.stats = num(v) != 0;
 		else if (!strcmp(o, "--rows")) a->rows.rows = num(v);
 		else if (!strcmp(o, "--len")) a->rows.len = num(v);
 		else if (!strcmp(o, "--rows-per-block")) a->rows.rows_per_block = (int)num(v);
@@ -222,6 +238,15 @@ emit(Args *a)
 		if ((why = ptx_rows_check(s)))
 			usage("%s", why);
 		ptx_emit_rows(&b, s, &k);
+	} else if (!strcmp(a->kind, "attn")) {
+		PtxAttnSpec *s = &a->at;
+		s->name = a->name ? a->name : "syn_attn";
+		s->dt = a->mm.ab;
+		if (s->scale == 0 && s->d > 0)
+			s->scale = 1 / sqrt((double)s->d);
+		if ((why = ptx_attn_check(s)))
+			usage("%s", why);
+		ptx_emit_attn(&b, s, &k);
 	} else
 		usage("unknown kernel kind: %s", a->kind);
 	printf("// ptxgen: kernel %s threads %d smem %d tensors %d blocks %lld\n", k.name, k.threads, k.smem,
@@ -249,6 +274,7 @@ main(int argc, char **argv)
 	a.mm.batch = 1;
 	a.out_dt = DT_BF16;
 	a.mm.tile = -1;
+	a.at.normed = true;
 	parse(&a, argc, argv);
 	emit(&a);
 	return 0;

@@ -8,6 +8,7 @@
  *                             cannot take the others' context with it)
  *   gpu-kernels perf [TILE]   matmul throughput at 4096^3 and 8192^3 bf16 (PERF_SHAPES: others)
  *   gpu-kernels perf-flags    the cost of per-tile flag raises, wgmma
+ *   gpu-kernels perf-attn     the fused attention kernel at FlashAttention's sizes
  *
  * Every check draws fresh random inputs (never zeros), poisons outputs with
  * NaN first, and prints one line per output:
@@ -231,8 +232,16 @@ tol_of(DType dt)
 
 /* ref[i] is the expected value of element i, NaN where the buffer is not
  * part of the output (it must keep its poison). */
+static bool compare_tol(const char *name, const Tens *out, const double *ref, double tol);
+
 static bool
 compare(const char *name, const Tens *out, const double *ref)
+{
+	return compare_tol(name, out, ref, tol_of(out->dt));
+}
+
+static bool
+compare_tol(const char *name, const Tens *out, const double *ref, double tol)
 {
 	double num = 0, den = 0, maxabs = 0, rel;
 	int64_t n = 0, nonfinite = 0, clobbered = 0, shown = 0;
@@ -255,9 +264,9 @@ compare(const char *name, const Tens *out, const double *ref)
 			maxabs = fabs(d);
 	}
 	rel = den > 0 ? sqrt(num / den) : sqrt(num);
-	bool ok = nonfinite == 0 && clobbered == 0 && n > 0 && rel <= tol_of(out->dt);
+	bool ok = nonfinite == 0 && clobbered == 0 && n > 0 && rel <= tol;
 	printf("CASE %s: rel=%.3e maxabs=%.3e n=%lld nonfinite=%lld clobbered=%lld tol=%.0e %s\n", name, rel, maxabs,
-	       (long long)n, (long long)nonfinite, (long long)clobbered, tol_of(out->dt), ok ? "PASS" : "FAIL");
+	       (long long)n, (long long)nonfinite, (long long)clobbered, tol, ok ? "PASS" : "FAIL");
 	if (!ok) {
 		failures++;
 		/* where the first wrong elements are */
@@ -266,7 +275,7 @@ compare(const char *name, const Tens *out, const double *ref)
 			if (isnan(ref[i]))
 				continue;
 			double g = ptx_load(out->dt, out->h, i);
-			if (!(fabs(g - ref[i]) <= 8 * tol_of(out->dt) * (1 + fabs(ref[i])))) {
+			if (!(fabs(g - ref[i]) <= 8 * tol * (1 + fabs(ref[i])))) {
 				printf("    bad element %lld: got %.6g want %.6g\n", (long long)i, g, ref[i]);
 				k++;
 			}
@@ -1543,6 +1552,244 @@ case_mm_wgmma_small(void)
 	mm_run("wg_300x520x200", mm_spec("wg_san", DT_BF16, 300, 520, 200, "wg128x256x64s4", DT_BF16), 3);
 }
 
+/* ---- attention (codegen/attn.c) ---- */
+
+typedef struct AtCase {
+	PtxAttnSpec s;
+	Tens q, k, v, o, m, l;
+	double *ro, *rm, *rl;
+} AtCase;
+
+/* Row (head z, query i) of the f64 reference: the softmax written out. */
+static void
+at_ref_row(void *v, int64_t zi)
+{
+	AtCase *c = v;
+	const PtxAttnSpec *s = &c->s;
+	int64_t z = zi / s->sq, i = zi % s->sq, D = s->d;
+	double *sc = malloc((size_t)s->sk * sizeof *sc), mx = -INFINITY, l = 0;
+	for (int64_t j = 0; j < s->sk; j++) {
+		double d = 0;
+		for (int64_t e = 0; e < D; e++)
+			d += ptx_load(s->dt, c->q.h, (z * s->sq + i) * D + e) * ptx_load(s->dt, c->k.h, (z * s->sk + j) * D + e);
+		sc[j] = s->causal && j > i + s->diag ? -INFINITY : d * s->scale;
+		if (sc[j] > mx)
+			mx = sc[j];
+	}
+	for (int64_t j = 0; j < s->sk; j++)
+		l += sc[j] = exp(sc[j] - mx);
+	for (int64_t e = 0; e < D; e++) {
+		double o = 0;
+		for (int64_t j = 0; j < s->sk; j++)
+			o += sc[j] * ptx_load(s->dt, c->v.h, (z * s->sk + j) * D + e);
+		c->ro[(z * s->sq + i) * D + e] = s->normed ? o / l : o;
+	}
+	if (s->stats) {
+		c->rm[zi] = mx;
+		c->rl[zi] = l;
+	}
+	free(sc);
+}
+
+static Tens
+at_poisoned(DType dt, int64_t n)
+{
+	Tens t = tens_new(dt, n + 256); /* 256 elements past the end must keep their poison */
+	tens_poison(&t);
+	return t;
+}
+
+/* Runs an attention spec on `grid` CTAs (0: as many as fit) and checks o
+ * (and m, l) against the f64 reference, every output poisoned first. */
+static void
+at_run(const char *name, PtxAttnSpec s, int grid)
+{
+	AtCase c = {.s = s};
+	Buf b = {0};
+	PtxKernel k;
+	Launch l = {0};
+	char what[160];
+	double t0;
+	int64_t nq = s.batch * s.sq * s.d, nk = s.batch * s.sk * s.d;
+
+	s.name = c.s.name = "syn_attn";
+	printf("--- %s: attention %s heads %lld sq %lld sk %lld d %lld%s%s%s\n", name, ty_dtypes[s.dt].name,
+	       (long long)s.batch, (long long)s.sq, (long long)s.sk, (long long)s.d, s.causal ? " causal" : "",
+	       s.normed ? "" : " unnormalised", s.stats ? " stats" : "");
+	ptx_emit_attn(&b, &c.s, &k);
+	Kern kr = kern_load(&b, &k);
+	c.q = tens_new(s.dt, nq);
+	c.k = tens_new(s.dt, nk);
+	c.v = tens_new(s.dt, nk);
+	tens_random(&c.q, 1.5);
+	tens_random(&c.k, 1.5);
+	tens_random(&c.v, 1.0);
+	c.o = at_poisoned(s.dt, nq);
+	if (s.stats) {
+		c.m = at_poisoned(DT_F32, s.batch * s.sq);
+		c.l = at_poisoned(DT_F32, s.batch * s.sq);
+	}
+	PtxBlock *bl = calloc((size_t)k.nblocks, sizeof *bl);
+	ptx_attn_blocks(&c.s, bl);
+	l.blocks = upload_blocks(bl, k.nblocks);
+	l.nblocks = (uint32_t)k.nblocks;
+	l.grid = grid ? grid : (int)(k.nblocks < (int64_t)nsm * kr.per_sm ? k.nblocks : (int64_t)nsm * kr.per_sm);
+	l.s = stream[0];
+	l.t[0] = c.q.d;
+	l.t[1] = c.k.d;
+	l.t[2] = c.v.d;
+	l.t[3] = c.o.d;
+	if (s.stats) {
+		l.t[4] = c.m.d;
+		l.t[5] = c.l.d;
+	}
+	launch(&kr, &l);
+	CU(cuStreamSynchronize(l.s));
+	tens_fetch(&c.o);
+	if (s.stats) {
+		tens_fetch(&c.m);
+		tens_fetch(&c.l);
+	}
+	t0 = now_s();
+	c.ro = ref_new(c.o.n);
+	c.rm = ref_new(s.batch * s.sq + 256);
+	c.rl = ref_new(s.batch * s.sq + 256);
+	par_for(s.batch * s.sq, at_ref_row, &c);
+	printf("  reference: %.2f s, grid %d\n", now_s() - t0, l.grid);
+	snprintf(what, sizeof what, "%s/o", name);
+	compare(what, &c.o, c.ro);
+	if (s.stats) { /* f32, after exp2 approximations and f32 sums of up to sk terms */
+		snprintf(what, sizeof what, "%s/max", name);
+		compare_tol(what, &c.m, c.rm, 1e-4);
+		snprintf(what, sizeof what, "%s/sum", name);
+		compare_tol(what, &c.l, c.rl, 1e-3);
+	}
+	CU(cuMemFree(l.blocks));
+	free(bl);
+	tens_free(&c.q);
+	tens_free(&c.k);
+	tens_free(&c.v);
+	tens_free(&c.o);
+	if (s.stats) {
+		tens_free(&c.m);
+		tens_free(&c.l);
+	}
+	free(c.ro);
+	free(c.rm);
+	free(c.rl);
+	buf_free(&b);
+	CU(cuModuleUnload(kr.mod));
+}
+
+static PtxAttnSpec
+at_spec(DType dt, int64_t heads, int64_t sq, int64_t sk, int64_t d, bool causal, int64_t diag)
+{
+	PtxAttnSpec s = {.dt = dt, .batch = heads, .sq = sq, .sk = sk, .d = d, .scale = 1 / sqrt((double)d),
+	                 .causal = causal, .diag = diag, .normed = true};
+	return s;
+}
+
+/* Every dtype and head dim, ragged and whole tiles, causal and not, the
+ * partial outputs, a grid smaller than the blocks (a CTA runs several). */
+static void
+case_attn(void)
+{
+	static const DType dts[2] = {DT_BF16, DT_F16};
+	for (int t = 0; t < 2; t++)
+		for (int d = 64; d <= 128; d *= 2) {
+			char n[64];
+			snprintf(n, sizeof n, "attn_%s_d%d_s1000", ty_dtypes[dts[t]].name, d);
+			at_run(n, at_spec(dts[t], 3, 1000, 1000, d, false, 0), 0);
+			snprintf(n, sizeof n, "attn_%s_d%d_causal_s777", ty_dtypes[dts[t]].name, d);
+			at_run(n, at_spec(dts[t], 2, 777, 777, d, true, 0), 0);
+			snprintf(n, sizeof n, "attn_%s_d%d_s512_grid5", ty_dtypes[dts[t]].name, d);
+			at_run(n, at_spec(dts[t], 4, 512, 512, d, false, 0), 5);
+		}
+	{
+		PtxAttnSpec s = at_spec(DT_BF16, 2, 300, 450, 128, true, 150); /* a diagonal block: ring attention */
+		s.normed = false;
+		s.stats = true;
+		at_run("attn_bf16_d128_partials_diag150", s, 0);
+		s = at_spec(DT_F16, 2, 130, 70, 64, false, 0);
+		s.stats = true;
+		at_run("attn_f16_d64_sq130_sk70_stats", s, 0);
+		at_run("attn_bf16_d64_sq1", at_spec(DT_BF16, 5, 1, 333, 64, false, 0), 0);
+	}
+}
+
+/* Small enough for compute-sanitizer: ragged, causal, stats, two blocks per CTA. */
+static void
+case_attn_small(void)
+{
+	PtxAttnSpec s = at_spec(DT_BF16, 2, 150, 150, 128, true, 0);
+	s.stats = true;
+	at_run("attn_san", s, 3);
+}
+
+/* Kernel time at FlashAttention's sizes (F.scaled_dot_product_attention:
+ * bench/attn.py times it beside this kernel from PyTorch). */
+static void
+perf_attn(void)
+{
+	static const struct {
+		int64_t heads, s, d;
+		bool causal;
+	} sz[] = {{32, 2048, 128, false}, {16, 4096, 64, false}, {32, 8192, 128, true}};
+	for (size_t i = 0; i < NELEM(sz); i++) {
+		PtxAttnSpec s = at_spec(DT_BF16, sz[i].heads, sz[i].s, sz[i].s, sz[i].d, sz[i].causal, 0);
+		Buf b = {0};
+		PtxKernel k;
+		Launch l = {0};
+		Tens q = tens_new(DT_BF16, s.batch * s.sq * s.d), kk = tens_new(DT_BF16, s.batch * s.sq * s.d);
+		Tens v = tens_new(DT_BF16, s.batch * s.sq * s.d), o = tens_new(DT_BF16, s.batch * s.sq * s.d);
+		CUevent e0, e1;
+		float ms;
+		int reps = 20;
+		s.name = "syn_attn";
+		ptx_emit_attn(&b, &s, &k);
+		Kern kr = kern_load(&b, &k);
+		tens_random(&q, 1.5);
+		tens_random(&kk, 1.5);
+		tens_random(&v, 1.0);
+		PtxBlock *bl = calloc((size_t)k.nblocks, sizeof *bl);
+		ptx_attn_blocks(&s, bl);
+		l.blocks = upload_blocks(bl, k.nblocks);
+		l.nblocks = (uint32_t)k.nblocks;
+		l.grid = (int)(k.nblocks < (int64_t)nsm * kr.per_sm ? k.nblocks : (int64_t)nsm * kr.per_sm);
+		l.s = stream[0];
+		l.t[0] = q.d;
+		l.t[1] = kk.d;
+		l.t[2] = v.d;
+		l.t[3] = o.d;
+		CU(cuEventCreate(&e0, 0));
+		CU(cuEventCreate(&e1, 0));
+		for (int w = 0; w < 3; w++)
+			launch(&kr, &l);
+		CU(cuEventRecord(e0, l.s));
+		for (int r = 0; r < reps; r++)
+			launch(&kr, &l);
+		CU(cuEventRecord(e1, l.s));
+		CU(cuEventSynchronize(e1));
+		CU(cuEventElapsedTime(&ms, e0, e1));
+		ms /= reps;
+		double flop = 4.0 * (double)s.batch * (double)s.sq * (double)s.sk * (double)s.d * (s.causal ? 0.5 : 1);
+		printf("PERF attn %lldx%lldx%lld%s: %.4f ms %.1f TFLOP/s (grid %d, %d CTAs/SM, %d regs)\n",
+		       (long long)s.batch, (long long)s.sq, (long long)s.d, s.causal ? " causal" : "", ms,
+		       flop / (ms * 1e-3) / 1e12, l.grid, kr.per_sm, kr.regs);
+		fflush(stdout);
+		CU(cuEventDestroy(e0));
+		CU(cuEventDestroy(e1));
+		CU(cuMemFree(l.blocks));
+		free(bl);
+		tens_free(&q);
+		tens_free(&kk);
+		tens_free(&v);
+		tens_free(&o);
+		buf_free(&b);
+		CU(cuModuleUnload(kr.mod));
+	}
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
@@ -1556,7 +1803,8 @@ static const struct {
 	{"rows_layernorm", case_rows_layernorm}, {"rows_rmsnorm", case_rows_rmsnorm}, {"rows_wide", case_rows_wide},
 	{"rows_reduce", case_rows_reduce}, {"flags_late", case_flags_late},
 	{"flags_timeout", case_flags_timeout}, {"mm_f32", case_mm_f32},
-	{"rows_cols", case_rows_cols},
+	{"rows_cols", case_rows_cols},      {"attn", case_attn},
+	{"attn_small", case_attn_small},
 };
 
 int
@@ -1575,6 +1823,10 @@ main(int argc, char **argv)
 	gpu_init();
 	if (!strcmp(argv[1], "perf-flags")) {
 		perf_flags();
+		return failures ? 1 : 0;
+	}
+	if (!strcmp(argv[1], "perf-attn")) {
+		perf_attn();
 		return failures ? 1 : 0;
 	}
 	if (!strcmp(argv[1], "perf")) {

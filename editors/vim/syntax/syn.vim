@@ -25,7 +25,7 @@ syn keyword synPredefined   nranks
 
 " sum, max and min are reductions, and builtins when called.
 syn match   synReduction    "\<\%(sum\|max\|min\)\>"
-syn match   synBuiltin      "\<\%(exp\|log\|sqrt\|rsqrt\|tanh\|sigmoid\|abs\|max\|min\|cast\|sum\|mean\|amax\|amin\|transpose\|reshape\|slice\|concat\)\ze\s*("
+syn match   synBuiltin      "\<\%(exp\|log\|sqrt\|rsqrt\|tanh\|sigmoid\|abs\|max\|min\|cast\|sum\|mean\|amax\|amin\|transpose\|reshape\|slice\|concat\|causal\)\ze\s*("
 syn match   synCollective   "\<\%(all_reduce\|reduce_scatter\|all_gather\|all_to_all\|shift\)\ze\s*("
 syn match   synPlacement    "@\s*\%(repl\|split\|partial\)\>"
 

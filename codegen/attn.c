@@ -1,0 +1,534 @@
+/* codegen/attn.c -- the fused attention kernel (FlashAttention-2's
+ * forward pass): o = softmax(scale * q k^T, masked) v per head, with no
+ * scores in HBM.
+ *
+ * Per block (64 query rows of one head) the CTA's 4 warps each own 16
+ * rows.  Q is copied to shared memory once and kept in registers as mma
+ * A fragments; K and V tiles of 64 keys stream through two cp.async
+ * buffers each (K of tile t+1 is in flight while tile t's scores are
+ * made, V of tile t+1 while its probabilities meet V).  Scores are
+ * mma.sync.m16n8k16 accumulators in f32; the online softmax keeps each
+ * row's running max and sum in registers (exp2 with log2(e) folded into
+ * the scale), rescales the output accumulators when the max grows, and
+ * hands the probabilities to the second mma without leaving registers
+ * (the score accumulators' layout is the A fragment's).  A causal block
+ * stops at the last tile its rows can see; only tiles that cross the
+ * diagonal or the end of the keys are masked.
+ *
+ * Shared layout: rows of D*2 bytes; the 16-byte chunk c of row r sits at
+ * chunk c ^ (r & 7), so the 8 rows one ldmatrix reads hit 8 distinct bank
+ * groups.  Edges: query and key rows past the sequence load zeros
+ * (cp.async with a source size of 0, from the tensor's base) and keys past
+ * it are masked; stores are predicated.  Rows that see no key at all (a
+ * negative diagonal) have l = 0: their normalised output is NaN, as the
+ * softmax written out gives. */
+#include "codegen.h"
+
+#include <math.h>
+#include <stdio.h>
+
+enum { AT_BM = 64, AT_BN = 64, AT_WARPS = 4, AT_THREADS = 128 };
+
+#define R(r) ptx_rn(p, r)
+
+const char *
+ptx_attn_check(const PtxAttnSpec *s)
+{
+	if (s->dt != DT_BF16 && s->dt != DT_F16)
+		return "attn: q, k, v and o must be bf16 or f16";
+	if (s->d != 64 && s->d != 128)
+		return "attn: the head dim must be 64 or 128";
+	if (s->batch < 1 || s->sq < 1 || s->sk < 1 || s->batch > (1 << 30) || s->sq > (1 << 30) || s->sk > (1 << 30) ||
+	    s->batch * s->sq > ((int64_t)1 << 31) || s->batch * s->sk > ((int64_t)1 << 31))
+		return "attn: batch, sq and sk must be >= 1 and their products below 2^31 rows";
+	if (!(s->scale > 0) || !isfinite(s->scale))
+		return "attn: the scale must be positive and finite";
+	if (s->causal && (s->diag <= -((int64_t)1 << 30) || s->diag >= (int64_t)1 << 30))
+		return "attn: the causal diagonal is out of range";
+	return NULL;
+}
+
+int64_t
+ptx_attn_blocks(const PtxAttnSpec *s, PtxBlock *out)
+{
+	int64_t tm = (s->sq + AT_BM - 1) / AT_BM, n = 0;
+	/* causal: the longest rows (the last tiles) first, so the short ones
+	 * fill in at the end */
+	for (int64_t z = 0; z < s->batch; z++)
+		for (int64_t r = 0; r < tm; r++, n++)
+			if (out)
+				out[n] = (PtxBlock){.x = (uint32_t)(s->causal ? tm - 1 - r : r), .z = (uint32_t)z,
+				                    .in_flag = PTX_NO_FLAG, .out_flag = PTX_NO_FLAG};
+	return n;
+}
+
+typedef struct At {
+	Ptx *p;
+	const PtxAttnSpec *s;
+	int D, pitch, tile;   /* head dim, shared row bytes, bytes of one 64-row tile */
+	int cpr, rs, ni;      /* 16-byte chunks per row, rows between a thread's chunks, chunks per thread */
+	Reg sq0, sk0, sv0;    /* shared: Q tile, K buffers, V buffers */
+	Reg toff;             /* this thread's copy offset in a tile */
+	Reg lr0;              /* this thread's first copied row */
+	Reg qoff[8], koff[8], voff[8]; /* ldmatrix offsets per k step / d pair */
+	Reg lane, warp;
+	Reg qf[8][4];         /* Q A fragments, per k16 step of D */
+	Reg sacc[8][4];       /* scores: 8 n8 blocks of 64 keys */
+	Reg oacc[16][4];      /* output: D/8 n8 blocks */
+	Reg pf[4][4];         /* probabilities as A fragments, per k16 step of the 64 keys */
+	Reg mrow[2], lrow[2]; /* running max (log2 units) and partial sum, rows lane/4 and lane/4 + 8 */
+} At;
+
+static void
+at_setup(At *a)
+{
+	Ptx *p = a->p;
+	Reg t = ptx_reg(p, RC_B32), c = ptx_reg(p, RC_B32), lo = ptx_reg(p, RC_B32), hi = ptx_reg(p, RC_B32);
+	a->D = (int)a->s->d;
+	a->pitch = a->D * 2;
+	a->tile = AT_BN * a->pitch;
+	a->cpr = a->D / 8;
+	a->rs = AT_THREADS / a->cpr;
+	a->ni = AT_BN / a->rs;
+	a->sq0 = ptx_reg(p, RC_B32);
+	a->sk0 = ptx_reg(p, RC_B32);
+	a->sv0 = ptx_reg(p, RC_B32);
+	ptx_emit(p, "mov.u32 %s, ptx_smem;", R(a->sq0));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(a->sk0), R(a->sq0), a->tile);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(a->sv0), R(a->sk0), 2 * a->tile);
+	/* copies: thread t takes chunk t % cpr of rows t / cpr + i * rs */
+	a->lr0 = ptx_reg(p, RC_B32);
+	a->toff = ptx_reg(p, RC_B32);
+	ptx_emit(p, "div.u32 %s, %s, %d;", R(a->lr0), R(p->tid), a->cpr);
+	ptx_emit(p, "rem.u32 %s, %s, %d;", R(c), R(p->tid), a->cpr);
+	ptx_emit(p, "and.b32 %s, %s, 7;", R(t), R(a->lr0));
+	ptx_emit(p, "xor.b32 %s, %s, %s;", R(t), R(t), R(c));
+	ptx_emit(p, "shl.b32 %s, %s, 4;", R(t), R(t));
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(a->toff), R(a->lr0), a->pitch, R(t));
+	/* ldmatrix lanes */
+	a->lane = ptx_reg(p, RC_B32);
+	a->warp = ptx_reg(p, RC_B32);
+	ptx_emit(p, "and.b32 %s, %s, 31;", R(a->lane), R(p->tid));
+	ptx_emit(p, "shr.u32 %s, %s, 5;", R(a->warp), R(p->tid));
+	ptx_emit(p, "and.b32 %s, %s, 7;", R(lo), R(a->lane));
+	for (int k = 0; k < a->D / 16; k++) {
+		Reg r = ptx_reg(p, RC_B32), ch = ptx_reg(p, RC_B32);
+		/* Q (A, row-major): row warp*16 + lane % 16, chunk 2k + lane / 16 */
+		a->qoff[k] = ptx_reg(p, RC_B32);
+		ptx_emit(p, "and.b32 %s, %s, 15;", R(r), R(a->lane));
+		ptx_emit(p, "mad.lo.u32 %s, %s, 16, %s;", R(r), R(a->warp), R(r));
+		ptx_emit(p, "shr.u32 %s, %s, 4;", R(hi), R(a->lane));
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(ch), R(hi), 2 * k);
+		ptx_emit(p, "xor.b32 %s, %s, %s;", R(ch), R(ch), R(lo));
+		ptx_emit(p, "shl.b32 %s, %s, 4;", R(ch), R(ch));
+		ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(a->qoff[k]), R(r), a->pitch, R(ch));
+		/* K (B, n = keys as rows): key (lane / 16) * 8 + lane % 8, chunk 2k + (lane / 8) % 2 */
+		r = ptx_reg(p, RC_B32);
+		ch = ptx_reg(p, RC_B32);
+		a->koff[k] = ptx_reg(p, RC_B32);
+		ptx_emit(p, "shr.u32 %s, %s, 4;", R(r), R(a->lane));
+		ptx_emit(p, "mad.lo.u32 %s, %s, 8, %s;", R(r), R(r), R(lo));
+		ptx_emit(p, "bfe.u32 %s, %s, 3, 1;", R(ch), R(a->lane));
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(ch), R(ch), 2 * k);
+		ptx_emit(p, "xor.b32 %s, %s, %s;", R(ch), R(ch), R(lo));
+		ptx_emit(p, "shl.b32 %s, %s, 4;", R(ch), R(ch));
+		ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(a->koff[k]), R(r), a->pitch, R(ch));
+		/* V (B of p @ v, k = keys as rows, .trans): key lane % 8 + ((lane / 8) % 2) * 8,
+		 * chunk 2k + lane / 16 (k here: the pair of n8 blocks of D) */
+		r = ptx_reg(p, RC_B32);
+		ch = ptx_reg(p, RC_B32);
+		a->voff[k] = ptx_reg(p, RC_B32);
+		ptx_emit(p, "bfe.u32 %s, %s, 3, 1;", R(r), R(a->lane));
+		ptx_emit(p, "mad.lo.u32 %s, %s, 8, %s;", R(r), R(r), R(lo));
+		ptx_emit(p, "shr.u32 %s, %s, 4;", R(ch), R(a->lane));
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(ch), R(ch), 2 * k);
+		ptx_emit(p, "xor.b32 %s, %s, %s;", R(ch), R(ch), R(lo));
+		ptx_emit(p, "shl.b32 %s, %s, 4;", R(ch), R(ch));
+		ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(a->voff[k]), R(r), a->pitch, R(ch));
+	}
+}
+
+/* One 64-row tile of one head of a [heads * S][D] tensor into shared
+ * memory at dst: the head starts at row hrow, the tile at row trow of the
+ * head (the thread copies rows trow + lr0 + i * rs; those past S load
+ * zeros, from the tensor's base). */
+static void
+at_copy(At *a, Reg base, Reg hrow, Reg trow, int64_t S, Reg dst)
+{
+	Ptx *p = a->p;
+	Reg row = ptx_reg(p, RC_B32), rem = ptx_reg(p, RC_B32), g = ptx_reg(p, RC_B64), d = ptx_reg(p, RC_B32);
+	Reg c = ptx_reg(p, RC_B32);
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(row), R(trow), R(a->lr0));
+	ptx_emit(p, "sub.s32 %s, %lld, %s;", R(rem), (long long)S, R(row)); /* rows left from the first */
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(row), R(row), R(hrow));
+	ptx_emit(p, "rem.u32 %s, %s, %d;", R(c), R(p->tid), a->cpr);
+	ptx_mad_wide(p, g, row, a->pitch, base);
+	ptx_mad_wide(p, g, c, 16, g);
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(d), R(dst), R(a->toff));
+	for (int i = 0; i < a->ni; i++) {
+		Reg q = ptx_reg(p, RC_PRED), src = ptx_reg(p, RC_B64), n = ptx_reg(p, RC_B32);
+		ptx_emit(p, "setp.gt.s32 %s, %s, %d;", R(q), R(rem), i * a->rs);
+		ptx_emit(p, "add.u64 %s, %s, %lld;", R(src), R(g), (long long)i * a->rs * a->pitch);
+		ptx_emit(p, "selp.b64 %s, %s, %s, %s;", R(src), R(src), R(base), R(q));
+		ptx_emit(p, "selp.b32 %s, 16, 0, %s;", R(n), R(q));
+		ptx_emit(p, "cp.async.cg.shared.global [%s+%d], [%s], 16, %s;", R(d), i * a->rs * a->pitch, R(src), R(n));
+	}
+}
+
+static const char *
+ty(const At *a)
+{
+	return a->s->dt == DT_BF16 ? "bf16" : "f16";
+}
+
+static void
+mma(Ptx *p, const char *t, Reg *c, const Reg *x, Reg b0, Reg b1)
+{
+	ptx_emit(p,
+	         "mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 {%s, %s, %s, %s}, {%s, %s, %s, %s}, {%s, %s}, "
+	         "{%s, %s, %s, %s};",
+	         t, t, R(c[0]), R(c[1]), R(c[2]), R(c[3]), R(x[0]), R(x[1]), R(x[2]), R(x[3]), R(b0), R(b1), R(c[0]),
+	         R(c[1]), R(c[2]), R(c[3]));
+}
+
+/* scores = Q K^T for the K buffer at kb */
+static void
+at_scores(At *a, Reg kb)
+{
+	Ptx *p = a->p;
+	for (int j = 0; j < 8; j++)
+		for (int e = 0; e < 4; e++)
+			ptx_emit(p, "mov.f32 %s, 0f00000000;", R(a->sacc[j][e]));
+	for (int k = 0; k < a->D / 16; k++) {
+		Reg ad = ptx_reg(p, RC_B32);
+		ptx_emit(p, "add.u32 %s, %s, %s;", R(ad), R(kb), R(a->koff[k]));
+		for (int jp = 0; jp < 4; jp++) {
+			Reg b[4];
+			for (int e = 0; e < 4; e++)
+				b[e] = ptx_reg(p, RC_B32);
+			ptx_emit(p, "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%s, %s, %s, %s}, [%s+%d];", R(b[0]), R(b[1]),
+			         R(b[2]), R(b[3]), R(ad), jp * 16 * a->pitch);
+			mma(p, ty(a), a->sacc[2 * jp], a->qf[k], b[0], b[1]);
+			mma(p, ty(a), a->sacc[2 * jp + 1], a->qf[k], b[2], b[3]);
+		}
+	}
+}
+
+/* Masks the scores of key tile n0 (a register) where a key is past the
+ * keys or, causal, past its row's diagonal: -inf. */
+static void
+at_mask(At *a, Reg n0, Reg m0)
+{
+	Ptx *p = a->p;
+	const PtxAttnSpec *s = a->s;
+	Reg c0 = ptx_reg(p, RC_B32), row = ptx_reg(p, RC_B32);
+	ptx_emit(p, "and.b32 %s, %s, 3;", R(c0), R(a->lane));
+	ptx_emit(p, "shl.b32 %s, %s, 1;", R(c0), R(c0));
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(c0), R(c0), R(n0)); /* this thread's first key */
+	ptx_emit(p, "shr.u32 %s, %s, 2;", R(row), R(a->lane));
+	ptx_emit(p, "mad.lo.u32 %s, %s, 16, %s;", R(row), R(a->warp), R(row));
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(row), R(row), R(m0));
+	for (int h = 0; h < 2; h++) {
+		/* rel: the last key this row sees, less the thread's first key */
+		Reg rel = ptx_reg(p, RC_B32);
+		ptx_emit(p, "sub.s32 %s, %lld, %s;", R(rel), (long long)(s->sk - 1), R(c0));
+		if (s->causal) {
+			Reg lim = ptx_reg(p, RC_B32);
+			ptx_emit(p, "add.s32 %s, %s, %lld;", R(lim), R(row), (long long)(s->diag + 8 * h));
+			ptx_emit(p, "sub.s32 %s, %s, %s;", R(lim), R(lim), R(c0));
+			ptx_emit(p, "min.s32 %s, %s, %s;", R(rel), R(rel), R(lim));
+		}
+		for (int j = 0; j < 8; j++)
+			for (int e = 0; e < 2; e++) {
+				Reg q = ptx_reg(p, RC_PRED);
+				Reg *x = &a->sacc[j][2 * h + e];
+				ptx_emit(p, "setp.lt.s32 %s, %s, %d;", R(q), R(rel), 8 * j + e);
+				ptx_emit(p, "@%s mov.f32 %s, 0fFF800000;", R(q), R(*x));
+			}
+	}
+}
+
+static Reg
+quad_reduce(Ptx *p, Reg x, const char *op)
+{
+	for (int sh = 1; sh <= 2; sh *= 2) {
+		Reg t = ptx_reg(p, RC_F32);
+		ptx_emit(p, "shfl.sync.bfly.b32 %s, %s, %d, 31, 0xffffffff;", R(t), R(x), sh);
+		ptx_emit(p, "%s.f32 %s, %s, %s;", op, R(x), R(x), R(t));
+	}
+	return x;
+}
+
+/* The online softmax of one tile's scores: scale, running max, rescale,
+ * probabilities as A fragments. */
+static void
+at_softmax(At *a)
+{
+	Ptx *p = a->p;
+	Reg sc = ptx_imm_f32(p, a->s->scale * 1.4426950408889634);
+	for (int h = 0; h < 2; h++) {
+		Reg mt = ptx_reg(p, RC_F32), mu = ptx_reg(p, RC_F32), al = ptx_reg(p, RC_F32), q = ptx_reg(p, RC_PRED);
+		Reg sum = ptx_reg(p, RC_F32);
+		ptx_emit(p, "mov.f32 %s, %s;", R(mt), R(a->mrow[h]));
+		for (int j = 0; j < 8; j++)
+			for (int e = 0; e < 2; e++) {
+				Reg *x = &a->sacc[j][2 * h + e];
+				ptx_emit(p, "mul.f32 %s, %s, %s;", R(*x), R(*x), R(sc));
+				ptx_emit(p, "max.f32 %s, %s, %s;", R(mt), R(mt), R(*x));
+			}
+		quad_reduce(p, mt, "max");
+		/* a row that has seen only masked keys keeps -inf: subtract 0 */
+		ptx_emit(p, "setp.eq.f32 %s, %s, 0fFF800000;", R(q), R(mt));
+		ptx_emit(p, "selp.f32 %s, 0f00000000, %s, %s;", R(mu), R(mt), R(q));
+		ptx_emit(p, "sub.f32 %s, %s, %s;", R(al), R(a->mrow[h]), R(mu));
+		ptx_emit(p, "ex2.approx.ftz.f32 %s, %s;", R(al), R(al));
+		ptx_emit(p, "mov.f32 %s, %s;", R(a->mrow[h]), R(mt));
+		ptx_emit(p, "mul.f32 %s, %s, %s;", R(a->lrow[h]), R(a->lrow[h]), R(al));
+		for (int j = 0; j < a->D / 8; j++)
+			for (int e = 0; e < 2; e++)
+				ptx_emit(p, "mul.f32 %s, %s, %s;", R(a->oacc[j][2 * h + e]), R(a->oacc[j][2 * h + e]), R(al));
+		ptx_emit(p, "mov.f32 %s, 0f00000000;", R(sum));
+		for (int j = 0; j < 8; j++)
+			for (int e = 0; e < 2; e++) {
+				Reg *x = &a->sacc[j][2 * h + e];
+				ptx_emit(p, "sub.f32 %s, %s, %s;", R(*x), R(*x), R(mu));
+				ptx_emit(p, "ex2.approx.ftz.f32 %s, %s;", R(*x), R(*x));
+				ptx_emit(p, "add.f32 %s, %s, %s;", R(sum), R(sum), R(*x));
+			}
+		ptx_emit(p, "add.f32 %s, %s, %s;", R(a->lrow[h]), R(a->lrow[h]), R(sum));
+	}
+	/* k16 step k of p @ v: score blocks 2k and 2k + 1, rows r and r + 8 */
+	for (int k = 0; k < 4; k++)
+		for (int e = 0; e < 4; e++) {
+			Reg *x = a->sacc[2 * k + e / 2];
+			int h = e % 2;
+			ptx_emit(p, "cvt.rn.%sx2.f32 %s, %s, %s;", ty(a), R(a->pf[k][e]), R(x[2 * h + 1]), R(x[2 * h]));
+		}
+}
+
+/* o += p @ v for the V buffer at vb */
+static void
+at_pv(At *a, Reg vb)
+{
+	Ptx *p = a->p;
+	for (int dp = 0; dp < a->D / 16; dp++) {
+		Reg ad = ptx_reg(p, RC_B32);
+		ptx_emit(p, "add.u32 %s, %s, %s;", R(ad), R(vb), R(a->voff[dp]));
+		for (int k = 0; k < 4; k++) {
+			Reg b[4];
+			for (int e = 0; e < 4; e++)
+				b[e] = ptx_reg(p, RC_B32);
+			ptx_emit(p, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%s, %s, %s, %s}, [%s+%d];", R(b[0]),
+			         R(b[1]), R(b[2]), R(b[3]), R(ad), k * 16 * a->pitch);
+			mma(p, ty(a), a->oacc[2 * dp], a->pf[k], b[0], b[1]);
+			mma(p, ty(a), a->oacc[2 * dp + 1], a->pf[k], b[2], b[3]);
+		}
+	}
+}
+
+/* rows r (h = 0) and r + 8 (h = 1) of o, and of m and l */
+static void
+at_store(At *a, Reg m0)
+{
+	Ptx *p = a->p;
+	const PtxAttnSpec *s = a->s;
+	Reg row = ptx_reg(p, RC_B32), c0 = ptx_reg(p, RC_B32), zrow = ptx_reg(p, RC_B32);
+	ptx_emit(p, "shr.u32 %s, %s, 2;", R(row), R(a->lane));
+	ptx_emit(p, "mad.lo.u32 %s, %s, 16, %s;", R(row), R(a->warp), R(row));
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(row), R(row), R(m0));
+	ptx_emit(p, "and.b32 %s, %s, 3;", R(c0), R(a->lane));
+	ptx_emit(p, "shl.b32 %s, %s, 1;", R(c0), R(c0));
+	for (int h = 0; h < 2; h++) {
+		Reg r = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED), inv = ptx_reg(p, RC_F32), ad = ptx_reg(p, RC_B64);
+		Reg q4 = ptx_reg(p, RC_PRED);
+		int skip = ptx_label(p);
+		quad_reduce(p, a->lrow[h], "add");
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(r), R(row), 8 * h);
+		ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(r), (long long)s->sq);
+		ptx_emit(p, "@%s bra $L%d;", R(q), skip);
+		if (s->normed)
+			ptx_emit(p, "rcp.approx.ftz.f32 %s, %s;", R(inv), R(a->lrow[h]));
+		else
+			ptx_emit(p, "mov.f32 %s, 0f3F800000;", R(inv));
+		ptx_emit(p, "mad.lo.u32 %s, %s, %lld, %s;", R(zrow), R(p->z), (long long)s->sq, R(r));
+		ptx_mad_wide(p, ad, zrow, a->pitch, p->tensor[3]);
+		ptx_mad_wide(p, ad, c0, 2, ad);
+		for (int j = 0; j < a->D / 8; j++) {
+			Reg x0 = ptx_reg(p, RC_F32), x1 = ptx_reg(p, RC_F32), w = ptx_reg(p, RC_B32);
+			ptx_emit(p, "mul.f32 %s, %s, %s;", R(x0), R(a->oacc[j][2 * h]), R(inv));
+			ptx_emit(p, "mul.f32 %s, %s, %s;", R(x1), R(a->oacc[j][2 * h + 1]), R(inv));
+			ptx_emit(p, "cvt.rn.%sx2.f32 %s, %s, %s;", ty(a), R(w), R(x1), R(x0));
+			ptx_emit(p, "st.global.b32 [%s+%d], %s;", R(ad), j * 16, R(w));
+		}
+		if (s->stats) {
+			Reg mn = ptx_reg(p, RC_F32), ma = ptx_reg(p, RC_B64), la = ptx_reg(p, RC_B64);
+			ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q4), R(c0));
+			ptx_emit(p, "@%s bra $L%d;", R(q4), skip);
+			/* back to natural units: the region's max is of scale * q k */
+			ptx_emit(p, "mul.f32 %s, %s, 0f3F317218;", R(mn), R(a->mrow[h]));
+			ptx_mad_wide(p, ma, zrow, 4, p->tensor[4]);
+			ptx_mad_wide(p, la, zrow, 4, p->tensor[5]);
+			ptx_emit(p, "st.global.f32 [%s], %s;", R(ma), R(mn));
+			ptx_emit(p, "st.global.f32 [%s], %s;", R(la), R(a->lrow[h]));
+		}
+		ptx_place(p, skip);
+	}
+}
+
+static void
+at_block(At *a)
+{
+	Ptx *p = a->p;
+	const PtxAttnSpec *s = a->s;
+	Reg m0 = ptx_reg(p, RC_B32), zq = ptx_reg(p, RC_B32), zero = ptx_reg(p, RC_B32), krow = ptx_reg(p, RC_B32), nkt = ptx_reg(p, RC_B32);
+	Reg t = ptx_reg(p, RC_B32), n0 = ptx_reg(p, RC_B32), kb = ptx_reg(p, RC_B32), vb = ptx_reg(p, RC_B32);
+	Reg q = ptx_reg(p, RC_PRED), nxt = ptx_reg(p, RC_B32), kr = ptx_reg(p, RC_B32), ob = ptx_reg(p, RC_B32);
+	int64_t ntiles = (s->sk + AT_BN - 1) / AT_BN;
+	int loop = ptx_label(p), done = ptx_label(p), nomask = ptx_label(p), skipk = ptx_label(p),
+	    skipv = ptx_label(p);
+
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(m0), R(p->x), AT_BM);
+	ptx_emit(p, "mul.lo.u32 %s, %s, %lld;", R(zq), R(p->z), (long long)s->sq);
+	ptx_emit(p, "mul.lo.u32 %s, %s, %lld;", R(krow), R(p->z), (long long)s->sk);
+	/* key tiles this block sees: all, or up to the one holding its last
+	 * row's diagonal */
+	ptx_emit(p, "mov.u32 %s, %lld;", R(nkt), (long long)ntiles);
+	if (s->causal) {
+		Reg last = ptx_reg(p, RC_B32);
+		ptx_emit(p, "add.s32 %s, %s, %lld;", R(last), R(m0), (long long)(s->diag + AT_BM - 1 + AT_BN));
+		ptx_emit(p, "max.s32 %s, %s, 0;", R(last), R(last));
+		ptx_emit(p, "div.s32 %s, %s, %d;", R(last), R(last), AT_BN);
+		ptx_emit(p, "min.s32 %s, %s, %s;", R(nkt), R(nkt), R(last));
+	}
+	for (int h = 0; h < 2; h++) {
+		ptx_emit(p, "mov.f32 %s, 0fFF800000;", R(a->mrow[h]));
+		ptx_emit(p, "mov.f32 %s, 0f00000000;", R(a->lrow[h]));
+	}
+	for (int j = 0; j < a->D / 8; j++)
+		for (int e = 0; e < 4; e++)
+			ptx_emit(p, "mov.f32 %s, 0f00000000;", R(a->oacc[j][e]));
+	/* groups: {Q, K0}, {V0}, then per tile {K t+1}, {V t+1} (empty past the last) */
+	ptx_emit(p, "mov.u32 %s, 0;", R(zero));
+	at_copy(a, p->tensor[0], zq, m0, s->sq, a->sq0);
+	at_copy(a, p->tensor[1], krow, zero, s->sk, a->sk0);
+	ptx_emit(p, "cp.async.commit_group;");
+	at_copy(a, p->tensor[2], krow, zero, s->sk, a->sv0);
+	ptx_emit(p, "cp.async.commit_group;");
+	ptx_emit(p, "mov.u32 %s, 0;", R(t));
+	ptx_emit(p, "mov.u32 %s, 0;", R(ob));
+	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(q), R(nkt));
+	ptx_emit(p, "@%s bra $L%d;", R(q), done);
+	ptx_place(p, loop);
+	ptx_emit(p, "cp.async.wait_group 1;");
+	ptx_emit(p, "bar.sync 0;");
+	{
+		int noq = ptx_label(p);
+		ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(t));
+		ptx_emit(p, "@%s bra $L%d;", R(q), noq);
+		for (int k = 0; k < a->D / 16; k++) {
+			Reg ad = ptx_reg(p, RC_B32);
+			ptx_emit(p, "add.u32 %s, %s, %s;", R(ad), R(a->sq0), R(a->qoff[k]));
+			ptx_emit(p, "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%s, %s, %s, %s}, [%s];", R(a->qf[k][0]),
+			         R(a->qf[k][1]), R(a->qf[k][2]), R(a->qf[k][3]), R(ad));
+		}
+		ptx_place(p, noq);
+	}
+	/* this tile's buffers (ob: 0 or one tile's bytes) and the next tile's copy of K */
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(kb), R(a->sk0), R(ob));
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(vb), R(a->sv0), R(ob));
+	ptx_emit(p, "xor.b32 %s, %s, %d;", R(nxt), R(ob), a->tile);
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(kr), R(t));
+	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(kr), R(nkt));
+	ptx_emit(p, "@%s bra $L%d;", R(q), skipk);
+	{
+		Reg dst = ptx_reg(p, RC_B32), rk = ptx_reg(p, RC_B32);
+		ptx_emit(p, "add.u32 %s, %s, %s;", R(dst), R(a->sk0), R(nxt));
+		ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(rk), R(kr), AT_BN);
+		at_copy(a, p->tensor[1], krow, rk, s->sk, dst);
+	}
+	ptx_place(p, skipk);
+	ptx_emit(p, "cp.async.commit_group;");
+	at_scores(a, kb);
+	/* masks: the tile crossing the end of the keys, causal tiles crossing the diagonal */
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(n0), R(t), AT_BN);
+	{
+		Reg need = ptx_reg(p, RC_PRED), x = ptx_reg(p, RC_B32);
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(x), R(n0), AT_BN);
+		ptx_emit(p, "setp.gt.u32 %s, %s, %lld;", R(need), R(x), (long long)s->sk);
+		if (s->causal) {
+			Reg y = ptx_reg(p, RC_B32), q2 = ptx_reg(p, RC_PRED);
+			ptx_emit(p, "add.s32 %s, %s, %lld;", R(y), R(m0), (long long)(s->diag + 1 - AT_BN));
+			ptx_emit(p, "setp.gt.s32 %s, %s, %s;", R(q2), R(n0), R(y));
+			ptx_emit(p, "or.pred %s, %s, %s;", R(need), R(need), R(q2));
+		}
+		ptx_emit(p, "@!%s bra $L%d;", R(need), nomask);
+		at_mask(a, n0, m0);
+		ptx_place(p, nomask);
+	}
+	at_softmax(a);
+	ptx_emit(p, "cp.async.wait_group 1;");
+	ptx_emit(p, "bar.sync 0;");
+	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(kr), R(nkt));
+	ptx_emit(p, "@%s bra $L%d;", R(q), skipv);
+	{
+		Reg dst = ptx_reg(p, RC_B32), rk = ptx_reg(p, RC_B32);
+		ptx_emit(p, "add.u32 %s, %s, %s;", R(dst), R(a->sv0), R(nxt));
+		ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(rk), R(kr), AT_BN);
+		at_copy(a, p->tensor[2], krow, rk, s->sk, dst);
+	}
+	ptx_place(p, skipv);
+	ptx_emit(p, "cp.async.commit_group;");
+	at_pv(a, vb);
+	ptx_emit(p, "mov.u32 %s, %s;", R(ob), R(nxt));
+	ptx_emit(p, "mov.u32 %s, %s;", R(t), R(kr));
+	ptx_emit(p, "setp.lt.u32 %s, %s, %s;", R(q), R(t), R(nkt));
+	ptx_emit(p, "@%s bra $L%d;", R(q), loop);
+	ptx_place(p, done);
+	ptx_emit(p, "cp.async.wait_group 0;");
+	at_store(a, m0);
+}
+
+void
+ptx_emit_attn(Buf *b, const PtxAttnSpec *s, PtxKernel *k)
+{
+	const char *why = ptx_attn_check(s);
+	Ptx px, *p = &px;
+	At a = {.p = p, .s = s};
+	int nt = 4 + 2 * s->stats;
+
+	if (why)
+		die("ptx_emit_attn: %s", why);
+	ptx_kernel_begin(p, b, s->name, nt, AT_THREADS, 0);
+	p->site = s->site;
+	buf_printf(&p->head, "// attention %s heads %lld sq %lld sk %lld d %lld scale %.9g%s%s%s\n", ty_dtypes[s->dt].name,
+	           (long long)s->batch, (long long)s->sq, (long long)s->sk, (long long)s->d, s->scale,
+	           s->causal ? " causal" : "", s->normed ? "" : " unnormalised", s->stats ? " with row max and sum" : "");
+	for (int k2 = 0; k2 < (int)s->d / 16; k2++)
+		for (int e = 0; e < 4; e++)
+			a.qf[k2][e] = ptx_reg(p, RC_B32);
+	for (int j = 0; j < 8; j++)
+		for (int e = 0; e < 4; e++)
+			a.sacc[j][e] = ptx_reg(p, RC_F32);
+	for (int j = 0; j < (int)s->d / 8; j++)
+		for (int e = 0; e < 4; e++)
+			a.oacc[j][e] = ptx_reg(p, RC_F32);
+	for (int j = 0; j < 4; j++)
+		for (int e = 0; e < 4; e++)
+			a.pf[j][e] = ptx_reg(p, RC_B32);
+	for (int h = 0; h < 2; h++) {
+		a.mrow[h] = ptx_reg(p, RC_F32);
+		a.lrow[h] = ptx_reg(p, RC_F32);
+	}
+	ptx_params(p, nt);
+	at_setup(&a);
+	ptx_loop_begin(p);
+	at_block(&a);
+	ptx_loop_end(p);
+	ptx_kernel_end(p);
+	*k = (PtxKernel){0};
+	snprintf(k->name, sizeof k->name, "%s", s->name);
+	k->threads = AT_THREADS;
+	k->smem = 5 * a.tile; /* Q, two K, two V tiles */
+	k->ntensors = nt;
+	k->nblocks = ptx_attn_blocks(s, NULL);
+}
