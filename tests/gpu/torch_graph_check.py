@@ -31,6 +31,8 @@ import traceback
 import torch
 
 REPLAYS = int(os.environ.get("REPLAYS", "1000"))
+# torch.compile takes tens of seconds a function: the cases compiled
+COMPILE_CASES = os.environ.get("COMPILE_CASES", "row_linear,rmsnorm").split(",")
 OUT = os.environ.get("OUT", "build/gpu-out")
 TOL = 3e-2
 
@@ -109,7 +111,9 @@ def host_us(fn, n=2000):
 def one(label, path, params, opname, make, ref, res):
     r = res.setdefault(label, {"checks": {}})
     ok = True
+    t0 = time.time()
     mod = syncc.load(path, **params)
+    print("%s: loaded in %.1f s" % (label, time.time() - t0), flush=True)
     op = getattr(mod, opname)
     g = torch.Generator(device="cuda")
     g.manual_seed(7)
@@ -145,6 +149,10 @@ def one(label, path, params, opname, make, ref, res):
     r["checks"]["eager after replays equal"] = int(torch.equal(y, eager[1]))
     ok &= torch.equal(y, eager[1])
 
+    print("%s: eager %.2e, %d of %d replays differ" % (label, r["checks"]["eager vs f32 torch"], bad, REPLAYS), flush=True)
+    if label not in COMPILE_CASES:
+        return finish(op, pool, graph, label, r, ok)
+
     # torch.compile(fullgraph=True) around the op
     def f(*ins):
         a = op(*(ins[0] * 1, ) + tuple(ins[1:]))
@@ -158,7 +166,13 @@ def one(label, path, params, opname, make, ref, res):
     torch.cuda.synchronize()
     r["checks"]["torch.compile(fullgraph) vs eager"] = e = max(rel_err(got, want), rel_err(got2, f(*pool[3])))
     ok &= e <= 1e-3
+    print("%s: torch.compile rel err %.2e" % (label, e), flush=True)
+    return finish(op, pool, graph, label, r, ok)
 
+
+def finish(op, pool, graph, label, r, ok):
+    """The profiler's names and the host and device times of one case."""
+    opname = op.__name__
     # torch.profiler names it
     from torch.profiler import profile, ProfilerActivity
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
@@ -187,6 +201,7 @@ def one(label, path, params, opname, make, ref, res):
         b.synchronize()
         r["ms_%s_b2b" % name] = round(a.elapsed_time(b) / 50, 4)
     r["ok"] = bool(ok)
+    print("%s: %s" % (label, json.dumps(r)), flush=True)
     return ok
 
 
