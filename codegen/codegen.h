@@ -220,6 +220,7 @@ int ptx_tile_byname(const char *name); /* -1 if none */
 #define PTX_F32_TILE "ffma128x128x8s3"      /* the default for f32 operands (2 CTAs per SM) */
 #define PTX_F32_TILE_WIDE "ffma128x128x8s4" /* with epilogue inputs (1 CTA per SM, no spills) */
 int ptx_matmul_default_tile(const PtxMatmulSpec *s); /* the tile to use when none is asked for */
+int ptx_matmul_shape_tile(const PtxMatmulSpec *s, int sms); /* ... or a narrower one where it fills `sms` better */
 /* Fills all tiles (when out is not NULL) in grouped order: `group` tile rows
  * at a time, column by column, for L2 reuse; returns the number of tiles. */
 int64_t ptx_matmul_blocks(const PtxMatmulSpec *s, int group, PtxBlock *out);

@@ -344,7 +344,7 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 		return false;
 	if (s.epi.nout == 1 && s.epi.nins == 1) /* only the accumulator: no program */
 		s.epi.nins = s.epi.nout = 0;
-	s.tile = ptx_matmul_default_tile(&s);
+	s.tile = ptx_matmul_shape_tile(&s, L->p->compute_sms);
 	{
 		const char *why = ptx_matmul_check(&s);
 		if (why)

@@ -101,6 +101,39 @@ ptx_matmul_default_tile(const PtxMatmulSpec *s)
 	return ptx_tile_byname(vec ? PTX_SYNC_TILE : "128x128x32s4");
 }
 
+/* Per-tile cost of the 128 x 128 wgmma tile against the 128 x 256 one at
+ * equal k: 0.56, from 2048x8192x4096 on an H200 (0.2295 ms in 1024 tiles
+ * against 0.2010 ms in 512, bench/results/2026-12-03-tiles-h200.md). */
+#define WG_HALF_TILE_COST 0.56
+
+static int64_t
+tiles_of(const PtxMatmulSpec *s, const PtxTile *t)
+{
+	return ceil_div(s->m, t->bm) * ceil_div(s->n, t->bn) * (s->batch > 0 ? s->batch : 1);
+}
+
+/* The default tile, or the 128 x 128 wgmma tile where the wide tile leaves
+ * SMs idle: the wide tile's waves over `sms` cost more than the narrow
+ * one's (half the work each).  Small M is the case: 128x8192x4096 is 32
+ * wide tiles on 132 SMs, 0.0527 ms, and 64 narrow ones, 0.0327 ms (cuBLAS
+ * 0.0390); at 512x8192x4096 both make one or two waves and the wide tile
+ * stays (0.0581 against 0.0591).  sms <= 0: the default alone. */
+int
+ptx_matmul_shape_tile(const PtxMatmulSpec *s, int sms)
+{
+	int def = ptx_matmul_default_tile(s), half = ptx_tile_byname("wg128x128x64s6");
+	PtxMatmulSpec w = *s;
+	int64_t waves_def, waves_half;
+	if (sms <= 0 || def < 0 || half < 0 || ptx_tiles[def].kind != PTX_WGMMA || ptx_tiles[def].bn <= ptx_tiles[half].bn)
+		return def;
+	w.tile = half;
+	if (ptx_matmul_check(&w))
+		return def;
+	waves_def = ceil_div(tiles_of(s, &ptx_tiles[def]), sms);
+	waves_half = ceil_div(tiles_of(s, &ptx_tiles[half]), sms);
+	return (double)waves_half * WG_HALF_TILE_COST < (double)waves_def ? half : def;
+}
+
 int
 ptx_tile_byname(const char *name)
 {
