@@ -422,6 +422,8 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 			buf_printf(o, ", &tm%d", m);
 		buf_printf(o, "};\n\t\tunsigned grid[3] = {1, 1, 1}, block[3] = {%d, 1, 1};\n", kn->k.threads);
 		buf_printf(o, "\t\tif ((r = syn_grid_persistent(ctx, st->k[%d], %d, %d, &grid[0])))\n\t\t\treturn r;\n", k, kn->k.threads, kn->k.smem);
+		if (lo->p->grid_sms > 0) /* --tune's SM share: CTAs per SM as the occupancy gives */
+			buf_printf(o, "\t\tunsigned per_sm = grid[0] / (unsigned)(syn_sms(ctx) - syn_free_sms(ctx));\n");
 		/* syn_grid_persistent leaves the context's free SMs; a plan where no
 		 * collective runs beside a kernel, and no kernel waits for one, takes
 		 * them all (blocks per SM x every SM) */
@@ -437,6 +439,9 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 			buf_printf(o, "\t\tif (grid[0] > %du) /* the plan's compute SMs */\n\t\t\tgrid[0] = %du;\n", lo->p->compute_sms,
 			           lo->p->compute_sms);
 		}
+		if (lo->p->grid_sms > 0)
+			buf_printf(o, "\t\tif (grid[0] > per_sm * %du) /* --tune: %d SMs */\n\t\t\tgrid[0] = per_sm * %du;\n",
+			           lo->p->grid_sms, lo->p->grid_sms, lo->p->grid_sms);
 		buf_printf(o, "\t\tif (grid[0] > nblocks)\n\t\t\tgrid[0] = nblocks;\n");
 		buf_printf(o, "\t\tif ((r = syn_launch(ctx, st->k[%d], grid, block, %d, prm)))\n\t\t\treturn r;\n\t}\n", k, kn->k.smem);
 	}

@@ -57,6 +57,8 @@ static const struct {
 	{OPT_CALIBRATE, "calibrate", 0, true},
 	{OPT_CALSAMPLES, "calibrate-from-samples", 0, true},
 	{OPT_COMMBE, "comm-backend", 0, true},
+	{OPT_TUNE, "tune", 0, false},
+	{OPT_TUNEBUDGET, "tune-budget", 0, true},
 };
 
 static const struct {
@@ -318,6 +320,19 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 	case OPT_ALLPLANS:
 		d->all_plans = true;
 		return -1;
+	case OPT_TUNE:
+		d->tune = true;
+		return -1;
+	case OPT_TUNEBUDGET: {
+		const char *end;
+		double x;
+		if (!read_num(val, true, &x, &end) || *end || x <= 0 || x > 3600) {
+			diag_usage("%s: the tuning budget is seconds, more than 0 and at most 3600", flag);
+			return EXIT_USAGE;
+		}
+		d->tune_budget = x;
+		return -1;
+	}
 	case OPT_S:
 		d->emit = EMIT_PTX;
 		return -1;
