@@ -182,6 +182,8 @@ struct Plan {
 	/* codegen choices --tune measures (0: codegen's own) */
 	int tile;            /* 1 + the matmul tile (codegen's ptx_tiles) of every matmul */
 	int grid_sms;        /* SMs the persistent kernels may take */
+	int flag_base;       /* where its flags start in a context's array (each
+	                        candidate its own range, so no epoch meets another's) */
 };
 
 /* sched/list.c: critical path and list scheduling on the cost model */

@@ -657,6 +657,28 @@ out:
 	return status;
 }
 
+/* The launcher files of d->plans at PREFIX (--tune's candidates). */
+int
+drv_codegen(Driver *d, Unit *u, const char *prefix)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&text, &len);
+	Emit e = d->emit;
+	const char *o = d->output;
+	int r;
+	if (!mem)
+		die("open_memstream failed");
+	d->emit = EMIT_CODE;
+	d->output = prefix;
+	r = codegen_all(d, u, mem);
+	d->emit = e;
+	d->output = o;
+	fclose(mem);
+	free(text);
+	return r;
+}
+
 /* The profile the scheduler costs plans with: --profile, else the
  * simulator's or the H200's. */
 static const char *

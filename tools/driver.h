@@ -85,6 +85,7 @@ typedef enum OptId {
 /* tools/driver.c */
 int drv_args(Driver *d, int argc, char **argv, const OptId *allowed, int nallowed, const char *usage);
 int drv_compile(Driver *d, Unit **unit, Buf *out);
+int drv_codegen(Driver *d, Unit *u, const char *prefix); /* d->plans as PREFIX.{ptx,c,h} */
 bool drv_write(const char *path, const Buf *b);
 bool drv_write_all(const char *const *paths, const Buf *const *bufs, int n);
 void drv_crash_handler(void);
