@@ -744,7 +744,11 @@ plan_all(Driver *d, Unit *u, FILE *mem)
 		n++;
 	d->plans = xcalloc((size_t)n + 1, sizeof *d->plans);
 	for (Func *f = u->funcs; f; f = f->next) {
-		Plan *p = sched_plan(f, &o);
+		Plan *p = sched_plan(f, &o), *t = p->g && d->tune_picks ? tune_picked_plan(d, f) : NULL;
+		if (t) { /* syncc --tune: the measured pick */
+			sched_plan_free(p);
+			p = t;
+		}
 		d->plans[d->nplans++] = p;
 		if (!p->g) { /* past the planner's limits (docs/language.md §9) */
 			diag_error(f->span, "%s", p->why);

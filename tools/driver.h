@@ -58,6 +58,7 @@ typedef struct Driver {
 	bool all_plans;      /* run every plan the search scored */
 	bool tune;           /* --tune: time the best candidates, keep the fastest (tools/tune.c) */
 	double tune_budget;  /* --tune-budget SECONDS per op (0: TUNE_BUDGET_S) */
+	const char *tune_picks; /* syncc --tune: the file syncrun-gpu named its picks in */
 	int bench;           /* --bench N */
 	bool nocheck;        /* --no-check */
 	bool drop_flag;      /* --drop-flag (tests): the lowering drops one comm raise */
@@ -163,5 +164,7 @@ bool tune_over_budget(const Driver *d, double started);
 double tune_now(void);
 int tune_finish(Driver *d, Func *f, TuneSet *s); /* picks, caches, reports; an exit status */
 void tune_free(TuneSet *s);
+Plan *tune_picked_plan(Driver *d, Func *f); /* syncc --tune: the pick syncrun-gpu made, NULL: none */
+int tune_with_gpus(Driver *d);              /* syncc --tune: syncrun-gpu measures; an exit status */
 
 #endif

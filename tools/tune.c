@@ -17,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 static uint64_t
 fnv(const char *s, size_t n)
@@ -315,6 +317,13 @@ tune_finish(Driver *d, Func *f, TuneSet *s)
 	}
 	if (s->pick >= 0 && !s->cached && s->path[0])
 		write_cache(f, s);
+	if (s->pick >= 0 && s->path[0] && getenv("SYNCC_TUNE_PICKS")) { /* for syncc --tune, which started us */
+		FILE *o = fopen(getenv("SYNCC_TUNE_PICKS"), "a");
+		if (o) {
+			fprintf(o, "op %s %s\n", sym_str(f->name), s->path);
+			fclose(o);
+		}
+	}
 	report(d, f, s);
 	if (s->pick < 0) {
 		fprintf(stderr, "syncrun: --tune: no candidate of %s passed its check\n", sym_str(f->name));
@@ -330,4 +339,111 @@ tune_free(TuneSet *s)
 		free(s->row[i].pick.ch);
 	free(s->row);
 	buf_free(&s->key);
+}
+
+/* The pick lines of a cache entry syncrun-gpu has just checked. */
+static bool
+read_pick(const Func *f, const char *path, TunePick *k)
+{
+	FILE *in = fopen(path, "r");
+	char line[65536];
+	bool ok = in != NULL;
+	*k = (TunePick){0};
+	while (ok && fgets(line, sizeof line, in)) {
+		line[strcspn(line, "\n")] = 0;
+		if (strncmp(line, "pick plan ", 10) == 0 && strcmp(line + 10, "search")) {
+			k->ch = xmalloc((size_t)(f->nins + 1) * sizeof *k->ch);
+			ok = sched_choice_parse(f, line + 10, k->ch);
+		} else if (strncmp(line, "pick tile ", 10) == 0 && strcmp(line + 10, "default"))
+			ok = (k->tile = ptx_tile_byname(line + 10) + 1) > 0;
+		else if (strncmp(line, "pick sms ", 9) == 0)
+			ok = sscanf(line + 9, "%d", &k->sms) == 1;
+	}
+	if (in)
+		fclose(in);
+	return ok;
+}
+
+Plan *
+tune_picked_plan(Driver *d, Func *f)
+{
+	FILE *in = fopen(d->tune_picks, "r");
+	char op[256], path[4200];
+	Plan *p = NULL;
+	TunePick k;
+	while (in && !p && fscanf(in, "op %255s %4199[^\n]\n", op, path) == 2)
+		if (strcmp(op, sym_str(f->name)) == 0 && read_pick(f, path, &k)) {
+			p = tune_plan(d, f, &k);
+			free(k.ch);
+			diag_note(f->span, "op '%s': the plan --tune measured fastest (%s)", op, path);
+		}
+	if (in)
+		fclose(in);
+	return p;
+}
+
+/* syncc --tune: syncrun-gpu (beside this binary) looks the ops up in the
+ * cache or measures them, on the GPUs here, with this command line's
+ * choices; it names the cache entries it kept in SYNCC_TUNE_PICKS, which
+ * plan_all then compiles.  Without GPUs the search's plans, said so. */
+int
+tune_with_gpus(Driver *d)
+{
+	static char picks[] = "/tmp/syncc-tune-XXXXXX";
+	char gpu[4300], ranks[16], budget[32], mem[48];
+	const char *lib = drv_libdir(), *argv[64 + 4 * 32];
+	int n = 0, fd, st;
+	pid_t pid;
+	snprintf(gpu, sizeof gpu, "%.*s/syncrun-gpu", lib ? (int)(strlen(lib) - strlen("/stdlib")) : 1, lib ? lib : ".");
+	if (access("/dev/nvidia0", F_OK) != 0 || access(gpu, X_OK) != 0) {
+		fprintf(stderr, "syncc: --tune: %s: nothing measured; the search's plans (predicted)\n",
+		        access("/dev/nvidia0", F_OK) ? "no GPU here" : "this build has no GPU runtime (syncrun-gpu)");
+		return EXIT_OK;
+	}
+	if ((fd = mkstemp(picks)) < 0)
+		die("mkstemp failed");
+	close(fd);
+	snprintf(ranks, sizeof ranks, "%d", d->opt.nranks);
+	snprintf(budget, sizeof budget, "%g", d->tune_budget > 0 ? d->tune_budget : TUNE_BUDGET_S);
+	argv[n++] = gpu, argv[n++] = d->input, argv[n++] = "--tune", argv[n++] = "--tune-budget", argv[n++] = budget;
+	argv[n++] = "--ranks", argv[n++] = ranks;
+	for (int i = 0; i < d->opt.ndefines && i < 30; i++) {
+		Buf b = {0};
+		buf_printf(&b, "%s=%s", d->opt.defines[i].name, d->opt.defines[i].value);
+		argv[n++] = "-D", argv[n++] = arena_strndup(d->mem, b.s, b.len);
+		buf_free(&b);
+	}
+	for (int i = 0; i < d->opt.nincdirs && i < 30; i++)
+		argv[n++] = "-I", argv[n++] = d->opt.incdirs[i];
+	if (d->opt.entry)
+		argv[n++] = "--entry", argv[n++] = d->opt.entry;
+	if (d->profile)
+		argv[n++] = "--profile", argv[n++] = d->profile;
+	if (d->serial)
+		argv[n++] = "--serial";
+	if (d->backend)
+		argv[n++] = "--comm-backend", argv[n++] = comm_backends[d->backend - 1].name;
+	if (d->mem_budget >= 0 || d->mem_pct > 0) {
+		snprintf(mem, sizeof mem, d->mem_pct > 0 ? "%g%%" : "%.0f", d->mem_pct > 0 ? d->mem_pct : d->mem_budget);
+		argv[n++] = "--mem-budget", argv[n++] = mem;
+	}
+	if (d->nopass)
+		argv[n++] = "--no-pass", argv[n++] = d->nopass;
+	if (d->explain)
+		argv[n++] = "--explain";
+	argv[n] = NULL;
+	fflush(stdout);
+	if ((pid = fork()) == 0) {
+		setenv("SYNCC_TUNE_PICKS", picks, 1);
+		dup2(2, 1); /* its report on stderr: syncc's stdout is --emit's */
+		execv(gpu, (char *const *)argv);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "syncc: --tune: %s failed; nothing compiled\n", gpu);
+		remove(picks);
+		return EXIT_INPUT;
+	}
+	d->tune_picks = picks;
+	return EXIT_OK;
 }

@@ -85,6 +85,19 @@ def tests(root, run, Fail):
         rc, out, err = run([syncrun, "--sim", "--tune", "--interp", "examples/row_linear.syn"])
         expect(rc == 2 and "--interp" in err, "--tune with --interp is refused", out, err)
 
+    def t_syncc_without_gpu():
+        # syncc --tune measures through syncrun-gpu; with no GPU it says so
+        # and compiles the search's plans, the same code as without --tune
+        if os.path.exists("/dev/nvidia0"):
+            return
+        syncc = os.path.join(root, "syncc")
+        with tempfile.TemporaryDirectory() as tmp:
+            rc, out, err = run([syncc, "examples/row_linear.syn", "--ranks", "2", "--tune", "-o", tmp + "/a"])
+            expect(rc == 0 and "no GPU here: nothing measured" in err, "syncc --tune without a GPU", out, err)
+            rc, out2, err2 = run([syncc, "examples/row_linear.syn", "--ranks", "2", "-o", tmp + "/b"])
+            expect(open(tmp + "/a.ptx").read() == open(tmp + "/b.ptx").read(), "the same kernels as without --tune",
+                   out2, err2)
+
     def oracle(ex, p):
         def t():
             with tempfile.TemporaryDirectory() as cache:
