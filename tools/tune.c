@@ -274,6 +274,11 @@ report(const Driver *d, const Func *f, const TuneSet *s)
 		return;
 	printf("  tuning on %s; candidates (predicted by the cost model; measured: median of %d calls, slowest rank):\n",
 	       s->device, TUNE_CALLS);
+	for (int i = 0; i < s->n; i++)
+		if (s->row[i].pick.tile || s->row[i].pick.sms) {
+			printf("  (the cost model does not model matmul tiles or SM shares: those rows carry their plan's prediction)\n");
+			break;
+		}
 	for (int i = 0; i < s->n; i++) {
 		const TuneRow *r = &s->row[i];
 		char m[32] = "-";
