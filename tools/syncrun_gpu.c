@@ -685,8 +685,15 @@ tune_gpu(Driver *d, Unit *u, int fi, Func *f, const Ranks *rk, const char *dir)
 	for (int again = 0; again < 2; again++) {
 		tune_begin(d, f, device, true, &s);
 		s.measured = true;
-		for (int i = 0; i < s.n && !(i > 0 && tune_over_budget(d, t0)); i++)
+		for (int i = 0; i < s.n; i++) {
+			double over = i > 0 && tune_over_budget(d, t0);
+			/* under a launcher the ranks stop together: one rank's clock decides for all */
+			if (rk->per_process && i > 0 && agree_max(rk->cs[0], &over))
+				over = 1;
+			if (over > 0)
+				break;
 			tune_row(d, u, fi, f, rk, dir, &s, i);
+		}
 		if (!s.cached || s.row[0].state == TS_OK)
 			break;
 		printf("%s: --tune: the cached pick failed; tuning again\n", sym_str(f->name));
