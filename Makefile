@@ -32,11 +32,11 @@ GEN_CFLAGS = $(filter-out -Wpedantic,$(ALL_CFLAGS)) -Wno-unused-but-set-variable
 LIB_SRC := base/util.c base/diag.c \
            lexer/lexer.c parser/parser.c parser/ast.c \
            ir/type.c ir/ir.c ir/unit.c ir/sema.c ir/call.c ir/rules.c ir/pass.c ir/fuse.c ir/attn.c \
-           sched/blocks.c sched/cost.c sched/list.c sched/search.c sched/flags.c sched/print.c sched/svg.c sched/mtrace.c \
+           sched/blocks.c sched/cost.c sched/list.c sched/search.c sched/flags.c sched/print.c sched/svg.c sched/mtrace.c sched/tune.c \
            sim/tensor.c sim/comm.c sim/run.c sim/plan.c \
            codegen/ptx.c codegen/prog.c codegen/matmul.c codegen/wgmma.c codegen/simt.c codegen/ew.c codegen/rows.c codegen/attn.c codegen/lower.c \
            codegen/host.c codegen/cubin.c \
-           tools/driver.c tools/calib.c
+           tools/driver.c tools/calib.c tools/tune.c
 GEN_SRC := lexer/lexer.c parser/parser.c
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -109,7 +109,7 @@ FUZZ_SECONDS ?= 600
 # The library once, an object per file (so make -j builds it in parallel),
 # instrumented for both targets; the targets link it with their driver.
 FUZZ_WARN = $(filter-out -Wpedantic,$(WARN)) -Wno-unused-but-set-variable -Wno-unknown-warning-option
-FUZZ_LIB_OBJ := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(filter-out tools/driver.c tools/calib.c,$(LIB_SRC)))
+FUZZ_LIB_OBJ := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(filter-out tools/driver.c tools/calib.c tools/tune.c,$(LIB_SRC)))
 
 $(BUILD)/fuzz/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)

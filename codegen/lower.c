@@ -344,7 +344,8 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 		return false;
 	if (s.epi.nout == 1 && s.epi.nins == 1) /* only the accumulator: no program */
 		s.epi.nins = s.epi.nout = 0;
-	s.tile = ptx_matmul_shape_tile(&s, L->p->compute_sms);
+	/* --tune may ask for another tile; one the matmul cannot use is refused */
+	s.tile = L->p->tile > 0 && L->p->tile <= ptx_ntiles ? L->p->tile - 1 : ptx_matmul_shape_tile(&s, L->p->compute_sms);
 	{
 		const char *why = ptx_matmul_check(&s);
 		if (why)

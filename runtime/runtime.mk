@@ -28,7 +28,7 @@ RT_CPU_SRC := runtime/rt_err.c runtime/rt_env.c runtime/rt_boot.c runtime/rt_tra
               runtime/rt_check.c runtime/rt_plan.c runtime/rt_ptx.c
 RT_GPU_SRC := runtime/rt_ctx.c runtime/rt_cuerr.c runtime/rt_sym.c runtime/rt_module.c runtime/rt_world.c \
               runtime/rt_launch.c runtime/rt_watch.c runtime/rt_nccl.c \
-              runtime/rt_ce.c runtime/rt_p2p.c runtime/rt_clock.c runtime/rt_ref.c runtime/rt_stream.c
+              runtime/rt_ce.c runtime/rt_p2p.c runtime/rt_clock.c runtime/rt_ref.c runtime/rt_stream.c runtime/rt_info.c
 RT_HDRS := runtime/rt.h runtime/rt_p2p.h runtime/syncrt.h comm/comm.h comm/colls.h comm/backends.h
 
 # System headers are -isystem so their pedantry is not ours.

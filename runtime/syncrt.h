@@ -154,6 +154,8 @@ int syn_free_sms(const syn_ctx *c);
 void *syn_stream(const syn_ctx *c, syn_lane lane); /* the CUstream */
 const char *syn_error(const syn_ctx *c);
 const char *syn_status_name(int status);
+/* "NVIDIA H200, driver 12080, NCCL 22803" (rt_info.c): this rank's GPU and versions */
+int syn_device_info(const syn_ctx *c, char *buf, size_t n);
 
 /* ---- memory (collective: every rank calls with the same sizes) ---- */
 int syn_alloc(syn_ctx *c, size_t bytes, void **p);

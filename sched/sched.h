@@ -179,6 +179,11 @@ struct Plan {
 	                        kernels leave the backend its SMs (compute_sms) */
 	char why[4096];      /* --explain: why this plan */
 	int tried;           /* plans the search scored */
+	/* codegen choices --tune measures (0: codegen's own) */
+	int tile;            /* 1 + the matmul tile (codegen's ptx_tiles) of every matmul */
+	int grid_sms;        /* SMs the persistent kernels may take */
+	int flag_base;       /* where its flags start in a context's array (each
+	                        candidate its own range, so no epoch meets another's) */
 };
 
 /* sched/list.c: critical path and list scheduling on the cost model */
@@ -192,6 +197,19 @@ double sched_exposed(const Plan *p, double *busy, void (*each)(void *ctx, double
 Plan *sched_plan(const Func *f, const SchedOpts *o);
 Plan *sched_plan_for(const Func *f, const SchedOpts *o, const NodeChoice *choice); /* a given candidate */
 void sched_plan_free(Plan *p);
+
+/* sched/tune.c: --tune's candidates, the search's distinct plans by
+ * prediction; ch NULL is the plan sched_plan picks (it may be serial) */
+typedef struct TuneCand {
+	NodeChoice *ch;      /* f->nins choices, or NULL: the search's own plan */
+	double predicted;    /* µs, the cost model */
+} TuneCand;
+int sched_tune_candidates(const Func *f, const SchedOpts *o, int max, TuneCand **out);
+void sched_tune_free(TuneCand *c, int n);
+bool sched_choice_same(const NodeChoice *a, const NodeChoice *b, int n);
+void sched_choice_text(const Func *f, const NodeChoice *ch, Buf *b);       /* one line, for the cache */
+bool sched_choice_parse(const Func *f, const char *text, NodeChoice *ch); /* false: not this op's */
+void sched_choice_describe(const Func *f, const NodeChoice *ch, Buf *b);   /* for people */
 
 /* sched/flags.c: flags on cross-lane edges and the static protocol check */
 void sched_assign_flags(Plan *p);

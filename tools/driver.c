@@ -57,6 +57,8 @@ static const struct {
 	{OPT_CALIBRATE, "calibrate", 0, true},
 	{OPT_CALSAMPLES, "calibrate-from-samples", 0, true},
 	{OPT_COMMBE, "comm-backend", 0, true},
+	{OPT_TUNE, "tune", 0, false},
+	{OPT_TUNEBUDGET, "tune-budget", 0, true},
 };
 
 static const struct {
@@ -331,6 +333,19 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 	case OPT_ALLPLANS:
 		d->all_plans = true;
 		return -1;
+	case OPT_TUNE:
+		d->tune = true;
+		return -1;
+	case OPT_TUNEBUDGET: {
+		const char *end;
+		double x;
+		if (!read_num(val, true, &x, &end) || *end || x <= 0 || x > 3600) {
+			diag_usage("%s: the tuning budget is seconds, more than 0 and at most 3600", flag);
+			return EXIT_USAGE;
+		}
+		d->tune_budget = x;
+		return -1;
+	}
 	case OPT_S:
 		d->emit = EMIT_PTX;
 		return -1;
@@ -657,6 +672,28 @@ out:
 	return status;
 }
 
+/* The launcher files of d->plans at PREFIX (--tune's candidates). */
+int
+drv_codegen(Driver *d, Unit *u, const char *prefix)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&text, &len);
+	Emit e = d->emit;
+	const char *o = d->output;
+	int r;
+	if (!mem)
+		die("open_memstream failed");
+	d->emit = EMIT_CODE;
+	d->output = prefix;
+	r = codegen_all(d, u, mem);
+	d->emit = e;
+	d->output = o;
+	fclose(mem);
+	free(text);
+	return r;
+}
+
 /* The profile the scheduler costs plans with: --profile, else the
  * simulator's or the H200's. */
 static const char *
@@ -722,7 +759,11 @@ plan_all(Driver *d, Unit *u, FILE *mem)
 		n++;
 	d->plans = xcalloc((size_t)n + 1, sizeof *d->plans);
 	for (Func *f = u->funcs; f; f = f->next) {
-		Plan *p = sched_plan(f, &o);
+		Plan *p = sched_plan(f, &o), *t = p->g && d->tune_picks ? tune_picked_plan(d, f) : NULL;
+		if (t) { /* syncc --tune: the measured pick */
+			sched_plan_free(p);
+			p = t;
+		}
 		d->plans[d->nplans++] = p;
 		if (!p->g) { /* past the planner's limits (docs/language.md §9) */
 			diag_error(f->span, "%s", p->why);

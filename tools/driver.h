@@ -56,6 +56,9 @@ typedef struct Driver {
 	bool f64;
 	bool interp;         /* run the IR op by op instead of the plan */
 	bool all_plans;      /* run every plan the search scored */
+	bool tune;           /* --tune: time the best candidates, keep the fastest (tools/tune.c) */
+	double tune_budget;  /* --tune-budget SECONDS per op (0: TUNE_BUDGET_S) */
+	const char *tune_picks; /* syncc --tune: the file syncrun-gpu named its picks in */
 	int bench;           /* --bench N */
 	bool nocheck;        /* --no-check */
 	bool drop_flag;      /* --drop-flag (tests): the lowering drops one comm raise */
@@ -77,12 +80,13 @@ typedef enum OptId {
 	OPT_SIM, OPT_SEED, OPT_NOPASS, OPT_F64, OPT_BREAK, OPT_TIMEOUT,
 	OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_DROPEDGE, OPT_TRACE, OPT_SVG,
 	OPT_INTERP, OPT_ALLPLANS, OPT_S, OPT_BENCH, OPT_NOCHECK, OPT_DROPFLAG, OPT_DUMPOUT,
-	OPT_GPUS, OPT_CALIBRATE, OPT_CALSAMPLES, OPT_COMMBE, OPT_MEASURED,
+	OPT_GPUS, OPT_CALIBRATE, OPT_CALSAMPLES, OPT_COMMBE, OPT_MEASURED, OPT_TUNE, OPT_TUNEBUDGET,
 } OptId;
 
 /* tools/driver.c */
 int drv_args(Driver *d, int argc, char **argv, const OptId *allowed, int nallowed, const char *usage);
 int drv_compile(Driver *d, Unit **unit, Buf *out);
+int drv_codegen(Driver *d, Unit *u, const char *prefix); /* d->plans as PREFIX.{ptx,c,h} */
 bool drv_write(const char *path, const Buf *b);
 bool drv_write_all(const char *const *paths, const Buf *const *bufs, int n);
 void drv_crash_handler(void);
@@ -116,5 +120,51 @@ void cal_free(CalSamples *c);
 int cal_from_samples(const char *samples, const char *out);
 int cal_check_dest(const char *profile); /* an exit status: EXIT_OK if PROFILE's directory takes files */
 bool cal_write_samples(const CalSamples *c, const char *profile, bool partial);
+
+/* tools/tune.c: --tune (docs/scheduler.md, "Measured tuning").  A
+ * candidate is a plan of the search with, at P = 1 on GPUs, a matmul tile
+ * or an SM share of the code generator; each is run and checked, the
+ * fastest that passed is kept and cached under SYNCC_CACHE_DIR, keyed by
+ * the op (its IR), shapes, ranks, topology, profile and device. */
+enum { TUNE_MAX_PLANS = 6, TUNE_CALLS = 5 };
+#define TUNE_BUDGET_S 5.0
+
+typedef struct TunePick {
+	NodeChoice *ch;   /* NULL: the search's own plan */
+	int tile;         /* 0: codegen's default, else 1 + ptx_tiles index */
+	int sms;          /* 0: every SM the kernels would take */
+} TunePick;
+
+typedef enum TuneState { TS_NOTRUN, TS_OK, TS_FAILED, TS_REFUSED } TuneState;
+
+typedef struct TuneRow {
+	TunePick pick;
+	char what[320];   /* for people */
+	double predicted; /* µs, the cost model */
+	double measured;  /* µs, median of TUNE_CALLS calls (slowest rank); < 0: none */
+	TuneState state;
+	char why[240];    /* a failure's or refusal's words */
+} TuneRow;
+
+typedef struct TuneSet {
+	TuneRow *row;
+	int n;
+	int pick;          /* the kept row, -1: none passed */
+	bool measured;     /* times are measured (else PREDICTED) */
+	bool cached;       /* the pick came from the cache */
+	char path[4200];   /* the cache file ("" with no cache) */
+	char device[256];
+	Buf key;
+} TuneSet;
+
+void tune_begin(Driver *d, Func *f, const char *device, bool codegen, TuneSet *s);
+Plan *tune_plan(Driver *d, Func *f, const TunePick *k);
+bool tune_injected(int i);              /* SYNCC_TUNE_FAIL lists candidate i (tests) */
+bool tune_over_budget(const Driver *d, double started);
+double tune_now(void);
+int tune_finish(Driver *d, Func *f, TuneSet *s); /* picks, caches, reports; an exit status */
+void tune_free(TuneSet *s);
+Plan *tune_picked_plan(Driver *d, Func *f); /* syncc --tune: the pick syncrun-gpu made, NULL: none */
+int tune_with_gpus(Driver *d);              /* syncc --tune: syncrun-gpu measures; an exit status */
 
 #endif

@@ -24,6 +24,9 @@ static const char usage[] =
 	"  --topo NODESxGPUS       ranks in nodes of GPUs (sets --ranks); all_reduce in phases\n"
 	"  --mem-budget B|PCT%     extra memory in flight the plan may use\n"
 	"  --serial                emit the serial plan (no overlap)\n"
+	"  --tune                  compile the plan measured fastest on this machine's GPUs\n"
+	"                          (syncrun --tune: cached in SYNCC_CACHE_DIR, measured on a miss)\n"
+	"  --tune-budget SECONDS   time measuring may take per op (default 5)\n"
 	"  --comm-backend nccl|ce|p2p  collectives on this backend wherever it can (ce\n"
 	"                          cannot reduce, ce and p2p cannot cross nodes: nccl there)\n"
 	"  --trace FILE.json       the predicted timeline as a Chrome trace (Perfetto)\n"
@@ -47,7 +50,7 @@ static const char usage[] =
 static const OptId allowed[] = {
 	OPT_OUT, OPT_RANKS, OPT_DEFINE, OPT_INCLUDE, OPT_ENTRY, OPT_EMIT, OPT_DIAG,
 	OPT_AUTOCOMM, OPT_NOAUTOCOMM, OPT_DUMP, OPT_VERSION, OPT_HELP, OPT_NOPASS,
-	OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_COMMBE, OPT_DROPEDGE, OPT_TRACE, OPT_SVG, OPT_MEASURED, OPT_S,
+	OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_COMMBE, OPT_DROPEDGE, OPT_TRACE, OPT_SVG, OPT_MEASURED, OPT_S, OPT_TUNE, OPT_TUNEBUDGET,
 };
 
 int
@@ -67,7 +70,11 @@ main(int argc, char **argv)
 			drv_print_passes(stdout);
 		return r;
 	}
+	if (d.tune && (r = tune_with_gpus(&d)) != EXIT_OK)
+		return r;
 	r = drv_compile(&d, &u, &out);
+	if (d.tune_picks)
+		remove(d.tune_picks);
 	if (r == EXIT_OK && d.emit != EMIT_CODE && !drv_write(d.output, &out))
 		r = EXIT_INPUT;
 	buf_free(&out);

@@ -28,6 +28,10 @@ static const char usage[] =
 	"  --measured FILE.json    a measured trace drawn under it in --timeline-svg\n"
 	"  --interp                run the IR op by op instead of the plan\n"
 	"  --all-plans             run every candidate plan the search scored (tests)\n"
+	"  --tune                  run the best candidate plans, keep the fastest that passed its\n"
+	"                          check, cached in SYNCC_CACHE_DIR (with --sim: every candidate\n"
+	"                          checked, times PREDICTED); --explain lists them\n"
+	"  --tune-budget SECONDS   time --tune may take per op (default 5)\n"
 	"  --timeout-ms N          deadline of every wait before it is a deadlock (default 20000)\n"
 	"On GPUs (syncrun-gpu):\n"
 	"  --gpus LIST             local GPUs of the ranks, e.g. 0,1 or 1 (rank r on LIST[r];\n"
@@ -45,7 +49,7 @@ static const OptId allowed[] = {
 	OPT_RANKS, OPT_DEFINE, OPT_INCLUDE, OPT_ENTRY, OPT_DIAG, OPT_AUTOCOMM, OPT_NOAUTOCOMM, OPT_DUMP,
 	OPT_VERSION, OPT_HELP, OPT_SIM, OPT_SEED, OPT_NOPASS, OPT_F64, OPT_BREAK, OPT_TIMEOUT,
 	OPT_EMIT, OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_COMMBE, OPT_DROPEDGE, OPT_TRACE, OPT_SVG, OPT_MEASURED,
-	OPT_INTERP, OPT_ALLPLANS, OPT_GPUS, OPT_CALIBRATE, OPT_CALSAMPLES, OPT_BENCH, OPT_NOCHECK,
+	OPT_INTERP, OPT_ALLPLANS, OPT_TUNE, OPT_TUNEBUDGET, OPT_GPUS, OPT_CALIBRATE, OPT_CALSAMPLES, OPT_BENCH, OPT_NOCHECK,
 };
 
 static void
@@ -129,6 +133,53 @@ run_all_plans(Driver *d, Func *f)
 	       all ? "all ok" : "MISMATCH");
 	free(c.ch);
 	return all;
+}
+
+static bool run_one(const Driver *d, Func *f, const Plan *plan);
+
+/* --tune on the simulator: every candidate checked against the oracle,
+ * times from the cost model (PREDICTED); then the pick run as usual. */
+static bool
+run_tuned(Driver *d, Func *f)
+{
+	TuneSet s;
+	double t0 = tune_now();
+	SimOpts so = {SIM_GPU, d->seed, d->timeout_ms, d->breaks};
+	Plan *p;
+	bool ok;
+	if (!fits(f))
+		return false;
+	for (int again = 0; again < 2; again++) {
+		tune_begin(d, f, "simulator (no GPU: times PREDICTED)", false, &s);
+		for (int i = 0; i < s.n; i++) {
+			SimResult r;
+			if (i > 0 && tune_over_budget(d, t0))
+				break;
+			p = tune_plan(d, f, &s.row[i].pick);
+			sim_compare_plan(f->sema, p, &so, d->topo.gpus, &r);
+			s.row[i].state = r.ok && !tune_injected(i) ? TS_OK : TS_FAILED;
+			if (!r.ok)
+				snprintf(s.row[i].why, sizeof s.row[i].why, "%.200s", r.error[0] ? r.error : "mismatch with the oracle");
+			else if (tune_injected(i))
+				snprintf(s.row[i].why, sizeof s.row[i].why, "made to fail by SYNCC_TUNE_FAIL");
+			sim_result_free(&r);
+			sched_plan_free(p);
+		}
+		if (!s.cached || s.row[0].state == TS_OK)
+			break;
+		printf("%s: --tune: the cached pick failed its check; tuning again\n", sym_str(f->name));
+		remove(s.path);
+		tune_free(&s);
+	}
+	if (tune_finish(d, f, &s) != EXIT_OK) {
+		tune_free(&s);
+		return false;
+	}
+	p = tune_plan(d, f, &s.row[s.pick].pick);
+	ok = run_one(d, f, p);
+	sched_plan_free(p);
+	tune_free(&s);
+	return ok;
 }
 
 static bool
@@ -225,6 +276,10 @@ main(int argc, char **argv)
 			        access("/dev/nvidia0", F_OK) ? "no GPU here" : "this build has no GPU runtime (syncrun-gpu)");
 		}
 	}
+	if (d.tune && (d.interp || d.all_plans)) {
+		diag_usage("--tune runs plans; it cannot go with %s", d.interp ? "--interp" : "--all-plans");
+		return EXIT_USAGE;
+	}
 	if (d.emit == EMIT_DEFAULT)
 		d.emit = EMIT_IR;
 	d.need_plans = !d.interp;
@@ -236,7 +291,10 @@ main(int argc, char **argv)
 		bool all = true;
 		int i = 0;
 		for (Func *f = u->funcs; f; f = f->next, i++)
-			all = (d.all_plans ? run_all_plans(&d, f) : run_one(&d, f, d.interp ? NULL : d.plans[i])) && all;
+			all = (d.all_plans ? run_all_plans(&d, f)
+			       : d.tune    ? run_tuned(&d, f)
+			                   : run_one(&d, f, d.interp ? NULL : d.plans[i])) &&
+			      all;
 		if (!u->funcs)
 			fprintf(stderr, "syncrun: %s has no op to run\n", d.input);
 		r = all ? EXIT_OK : EXIT_INPUT;

@@ -8,6 +8,7 @@
 #include "driver.h"
 #include "../sim/sim.h"
 #include "../runtime/syncrt.h"
+#include "../codegen/codegen.h"
 
 #include <dlfcn.h>
 #include <math.h>
@@ -30,13 +31,17 @@ static const char usage[] =
 	"  --trace FILE.json       the measured timeline (Chrome trace, rank 0 writes it)\n"
 	"  --timeline-svg FILE     with --trace: the measured timeline drawn under the predicted one\n"
 	"  --dump-outputs DIR      write every rank's outputs (raw bytes) into DIR\n"
+	"  --tune                  time the best candidates (plans; at P = 1 matmul tiles and an\n"
+	"                          SM share), each checked against the CPU oracle, keep the\n"
+	"                          fastest, cached in SYNCC_CACHE_DIR; --explain lists them\n"
+	"  --tune-budget SECONDS   time --tune may take per op (default 5)\n"
 	"  --drop-flag             test only: raise no flag from the comm lane, so the\n"
 	"                          kernels' waits time out (SYNC_TIMEOUT_MS)\n";
 
 static const OptId allowed[] = {
 	OPT_RANKS, OPT_DEFINE, OPT_INCLUDE, OPT_ENTRY, OPT_DIAG, OPT_DUMP, OPT_VERSION, OPT_HELP, OPT_SEED,
 	OPT_NOPASS, OPT_PROFILE, OPT_SERIAL, OPT_COMMBE, OPT_EXPLAIN, OPT_EMIT, OPT_TRACE, OPT_SIM, OPT_BENCH, OPT_NOCHECK, OPT_DROPFLAG,
-	OPT_DUMPOUT, OPT_GPUS, OPT_CALIBRATE, OPT_SVG,
+	OPT_DUMPOUT, OPT_GPUS, OPT_CALIBRATE, OPT_SVG, OPT_TUNE, OPT_TUNEBUDGET,
 };
 
 typedef void (*AnyFn)(void); /* a launcher, cast to its arity when called (GCC: void (*)(void) casts freely) */
@@ -518,7 +523,7 @@ typedef struct Ranks {
  * *ms: the slowest local rank's median (with bench). */
 static bool
 run_func(Driver *d, Func *f, const Plan *plan, const Ranks *rk, const char *dir, const char *prefix, bool check,
-         double *ms_out)
+         double *ms_out, const char *sym, bool inject)
 {
 	int P = rk->P;
 	Job j = {d, f, plan, NULL, NULL, NULL, d->bench, check, NULL, NULL, NULL, NULL};
@@ -526,7 +531,7 @@ run_func(Driver *d, Func *f, const Plan *plan, const Ranks *rk, const char *dir,
 	double fl = flops_of(f), ms = 0;
 	bool ok = true;
 	char gl[512];
-	j.fn = build_launcher(dir, prefix, sym_str(f->name));
+	j.fn = build_launcher(dir, prefix, sym ? sym : sym_str(f->name));
 	j.in = sim_inputs(f->sema, d->seed);
 	j.shard = xcalloc((size_t)P, sizeof *j.shard);
 	j.got = xcalloc((size_t)P, sizeof *j.got);
@@ -550,6 +555,8 @@ run_func(Driver *d, Func *f, const Plan *plan, const Ranks *rk, const char *dir,
 	for (int q = rk->first; q < rk->first + rk->nlocal; q++)
 		if (j.status[q])
 			ok = false;
+	if (ok && inject && f->nout) /* tests: a wrong element the check must catch */
+		j.got[rk->first][f->out[0]].v[0] = NAN;
 	if (ok && j.check) {
 		if (oracle_bytes(f->sema) > REF_MAX_BYTES)
 			printf("  reference skipped: the oracle would hold %.0f GiB of values (check at smaller -D sizes)\n",
@@ -585,6 +592,123 @@ run_func(Driver *d, Func *f, const Plan *plan, const Ranks *rk, const char *dir,
 	free(j.ms);
 	free(j.status);
 	return ok;
+}
+
+/* ================= --tune: the candidates timed =================
+ * Each candidate is compiled as an op of its own name (OP_tuneI, its
+ * launcher state apart) with its flags in a range of its own (TUNE_FLAGS
+ * each), run TUNE_CALLS timed calls after the check against the CPU
+ * oracle; under a launcher every rank's time (failed: TUNE_FAILED) is
+ * reduced to the slowest over NCCL, so each rank keeps the same pick. */
+enum { TUNE_FLAGS = 256 };
+#define TUNE_FAILED 1e30
+
+/* v = the largest v of every rank (one process per rank). */
+static int
+agree_max(syn_ctx *c, double *v)
+{
+	float x = (float)*v;
+	void *send, *recv;
+	uint64_t e;
+	int st;
+	CommChunk ch = {CO_ALL_REDUCE, CD_F32, CR_MAX, NULL, NULL, 1, 0, 0, 0, 0, 0, 0};
+	if ((st = syn_alloc(c, 16, &send)) || (st = syn_alloc(c, 16, &recv)) || (st = syn_upload(c, send, &x, 4)))
+		return st;
+	ch.send = send, ch.recv = recv;
+	if ((st = syn_begin(c, "tune_agree", &e)) || (st = syn_coll(c, SYN_NCCL, &ch)) || (st = syn_end(c)) ||
+	    (st = syn_sync(c)) || (st = syn_download(c, &x, recv, 4)))
+		return st;
+	*v = x;
+	return SYN_OK;
+}
+
+/* Row i: lowered, compiled, run, checked, timed. */
+static void
+tune_row(Driver *d, Unit *u, int fi, Func *f, const Ranks *rk, const char *dir, TuneSet *s, int i)
+{
+	TuneRow *row = &s->row[i];
+	Plan *p = tune_plan(d, f, &row->pick), *orig = d->plans[fi];
+	Lowered lo = {0};
+	Sym name = f->name;
+	char sym[300], prefix[64], path[4200];
+	double ms = 0, v;
+	bool ok;
+	p->flag_base = i * TUNE_FLAGS;
+	ok = ptx_lower(p, &lo) && lo.nflags <= TUNE_FLAGS;
+	if (!ok) {
+		row->state = TS_REFUSED;
+		snprintf(row->why, sizeof row->why, "%.200s", lo.err[0] ? lo.err : "more flags than a candidate's range");
+	}
+	ptx_lowered_free(&lo);
+	if (!ok) {
+		sched_plan_free(p);
+		return;
+	}
+	snprintf(sym, sizeof sym, "%s_tune%d", sym_str(name), i);
+	snprintf(prefix, sizeof prefix, "tune%d", i);
+	snprintf(path, sizeof path, "%s/%s", dir, prefix);
+	f->name = sym_cstr(sym); /* the candidate's kernels and launcher: names of their own */
+	d->plans[fi] = p;
+	ok = drv_codegen(d, u, path) == EXIT_OK;
+	f->name = name;
+	d->plans[fi] = orig;
+	if (!ok) {
+		row->state = TS_REFUSED;
+		snprintf(row->why, sizeof row->why, "its code could not be generated");
+		sched_plan_free(p);
+		return;
+	}
+	printf("-- tune %s #%d: %s\n", sym_str(name), i, row->what);
+	ok = run_func(d, f, p, rk, dir, prefix, true, &ms, sym, tune_injected(i));
+	v = ok ? ms * 1e3 : TUNE_FAILED;
+	if (rk->per_process && agree_max(rk->cs[0], &v))
+		v = TUNE_FAILED;
+	row->state = v < TUNE_FAILED / 2 ? TS_OK : TS_FAILED;
+	row->measured = row->state == TS_OK ? v : -1;
+	if (row->state == TS_FAILED)
+		snprintf(row->why, sizeof row->why, "%s", ok ? "failed on another rank" : "its run or its check against the CPU oracle failed");
+	sched_plan_free(p);
+}
+
+static int
+tune_gpu(Driver *d, Unit *u, int fi, Func *f, const Ranks *rk, const char *dir)
+{
+	char base[200], device[300];
+	TuneSet s;
+	double t0 = tune_now();
+	int bench = d->bench, r;
+	if (syn_device_info(rk->cs[0], base, sizeof base))
+		snprintf(base, sizeof base, "an unnamed GPU");
+	snprintf(device, sizeof device, "%s; %d rank%s, %s", base, rk->P, rk->P == 1 ? "" : "s",
+	         rk->per_process ? "a process per GPU" : "one process");
+	d->bench = TUNE_CALLS;
+	for (int again = 0; again < 2; again++) {
+		tune_begin(d, f, device, true, &s);
+		s.measured = true;
+		for (int i = 0; i < s.n; i++) {
+			double over = i > 0 && tune_over_budget(d, t0);
+			/* under a launcher the ranks stop together: one rank's clock decides for all */
+			if (rk->per_process && i > 0 && agree_max(rk->cs[0], &over))
+				over = 1;
+			if (over > 0)
+				break;
+			tune_row(d, u, fi, f, rk, dir, &s, i);
+		}
+		if (!s.cached || s.row[0].state == TS_OK)
+			break;
+		printf("%s: --tune: the cached pick failed; tuning again\n", sym_str(f->name));
+		remove(s.path);
+		tune_free(&s);
+	}
+	d->bench = bench;
+	r = tune_finish(d, f, &s);
+	if (r == EXIT_OK && !s.cached && s.row[0].state == TS_OK && s.pick >= 0)
+		printf("%s: tuned %.1f us (#%d) vs untuned %.1f us (#0, the search's plan and the default code): %.2fx\n",
+		       sym_str(f->name), s.row[s.pick].measured, s.pick, s.row[0].measured,
+		       s.row[s.pick].measured > 0 ? s.row[0].measured / s.row[s.pick].measured : 0);
+	tune_free(&s);
+	fflush(stdout);
+	return r;
 }
 
 /* ================= --calibrate: measuring this machine =================
@@ -891,7 +1015,7 @@ cal_kernels(Driver *d, const Ranks *rk, const char *dir, const char *prefix, Cal
 		const char *name = sym_str(f->name);
 		const Type *a = &f->ins[f->in[0]].ty;
 		double ms, x[4];
-		if (!(ok = run_func(d, f, d->plans[i], rk, dir, prefix, false, &ms)))
+		if (!(ok = run_func(d, f, d->plans[i], rk, dir, prefix, false, &ms, NULL, false)))
 			break;
 		if (strncmp(name, "cal_mm_", 7) == 0) {
 			x[0] = (double)a->dim[0], x[1] = (double)f->outty[0].dim[1], x[2] = (double)a->dim[1], x[3] = ms * 1e3;
@@ -1039,7 +1163,9 @@ main(int argc, char **argv)
 	int i = 0;
 	for (Func *f = u->funcs; f; f = f->next, i++) {
 		double ms;
-		all_ok = run_func(&d, f, d.plans[i], &rk, dir, prefix, !d.nocheck, &ms) && all_ok;
+		all_ok = (d.tune ? tune_gpu(&d, u, i, f, &rk, dir) == EXIT_OK
+		                 : run_func(&d, f, d.plans[i], &rk, dir, prefix, !d.nocheck, &ms, NULL, false)) &&
+		         all_ok;
 	}
 	if (d.trace && all_ok) { /* collective: every local rank at once */
 		int tr = rk.per_process ? write_trace(rk.cs[0], (void *)d.trace) : syn_run_local(rk.cs, rk.P, write_trace, (void *)d.trace);
