@@ -128,6 +128,16 @@ operand(Low *L, Prog *pr, Val u)
 	return pr->at[u] = emit_ins(L, pr, (PtxIns){OP_PARAM, pr->nin++, 0, 0, DT_F32});
 }
 
+/* What a reduction's sum is multiplied by: one over the global length
+ * for a mean (a split dim's ranks each divide their part by all of it,
+ * as the simulator does), 1 for the others.  A reduction of one element
+ * per rank (ir_reduce_ew) is that element times it. */
+static double
+red_scale(const Func *f, const Ins *in)
+{
+	return in->op == OP_MEAN ? 1.0 / (double)f->ins[in->arg[0]].ty.dim[in->axis] : 1.0;
+}
+
 /* The member m of the group as instructions; a stored 16-bit member is
  * rounded before later members read it, as the simulator stores it. */
 static int
@@ -144,7 +154,14 @@ member(Low *L, Prog *pr, Val m)
 		x.b = operand(L, pr, in->arg[1]);
 	if (L->failed)
 		return -1;
-	r = emit_ins(L, pr, x);
+	if (ir_reduce_ew(L->f, in)) { /* the element, scaled for a mean */
+		r = x.a;
+		if (in->op == OP_MEAN) {
+			int c = emit_ins(L, pr, (PtxIns){OP_CONST, 0, 0, red_scale(L->f, in), DT_F32});
+			r = emit_ins(L, pr, (PtxIns){OP_MUL, x.a, c, 0, DT_F32});
+		}
+	} else
+		r = emit_ins(L, pr, x);
 	if (!in->internal && in->op != OP_CAST && (in->ty.dt == DT_BF16 || in->ty.dt == DT_F16))
 		r = emit_ins(L, pr, (PtxIns){OP_CAST, r, -1, 0, in->ty.dt});
 	return pr->at[m] = r;
@@ -676,19 +693,27 @@ rl_value(RowLow *r, Val v)
 		return r->at[v] = rl_input(r, v);
 	if (k >= 0 && k != r->post && r->rg->res[k] == v) /* a finished stage */
 		return r->at[v] = rl_ins(r, (PtxIns){PTX_OP_STAGE, k, 0, 0, DT_F32});
-	if (ir_ops[in->op].cls == OC_REDUCE) {
+	if (ir_ops[in->op].cls == OC_REDUCE && !ir_reduce_ew(f, in)) { /* a stage */
 		int acc = rl_ins(r, (PtxIns){PTX_OP_ACC, 0, 0, 0, DT_F32}), c;
 		if (k != r->post)
 			return refuse(r->L, "row group %%%d reads reduction %%%d before it is done", r->a, v), -1;
 		if (in->op != OP_MEAN)
 			return r->at[v] = acc;
 		/* the global length: the rows kernel sums */
-		c = rl_ins(r, (PtxIns){OP_CONST, 0, 0, 1.0 / (double)f->ins[in->arg[0]].ty.dim[in->axis], DT_F32});
+		c = rl_ins(r, (PtxIns){OP_CONST, 0, 0, red_scale(f, in), DT_F32});
 		return r->at[v] = rl_ins(r, (PtxIns){OP_MUL, acc, c, 0, DT_F32});
 	}
 	if (in->op == OP_BROADCAST)
 		return r->at[v] = rl_value(r, in->arg[0]);
-	{
+	if (ir_reduce_ew(f, in)) { /* per-row work: the element, scaled for a mean */
+		x = rl_value(r, in->arg[0]);
+		if (r->L->failed)
+			return -1;
+		if (in->op == OP_MEAN) {
+			int c = rl_ins(r, (PtxIns){OP_CONST, 0, 0, red_scale(f, in), DT_F32});
+			x = rl_ins(r, (PtxIns){OP_MUL, x, c, 0, DT_F32});
+		}
+	} else {
 		PtxIns p = {in->op, -1, -1, 0, in->ty.dt};
 		if (in->narg > 0)
 			p.a = rl_value(r, in->arg[0]);
@@ -1186,7 +1211,7 @@ ptx_lower(const Plan *p, Lowered *lo)
 			lower_matmul(&L, b->node, bl, nb);
 		else if (is_rowgroup(p->f, b->node))
 			lower_rows(&L, b->node, bl, nb);
-		else if ((ir_ops[an->op].flags & OF_EW) && an->op != OP_BROADCAST)
+		else if (((ir_ops[an->op].flags & OF_EW) && an->op != OP_BROADCAST) || ir_reduce_ew(p->f, an))
 			lower_ew(&L, b->node, bl, nb);
 		else if (an->op == OP_BROADCAST)
 			lower_ew(&L, b->node, bl, nb);

@@ -9,7 +9,11 @@
  * (rsqrt(mean + eps)) and the broadcast consumers of that (x * rsqrt(..))
  * are one kernel that reads its rows once -- norms and softmax are one
  * kernel, with no f32 intermediate in HBM (DESIGN §5).  A row group's
- * reductions are its stages, in order (codegen/rows.c runs them).
+ * reductions are its stages, in order (codegen/rows.c runs them).  A
+ * reduction over a dim with one element per rank (ir_reduce_ew: a size-1
+ * dim, or a split dim of size P) is no stage: it is elementwise work and
+ * joins and anchors groups as such -- a row kernel over rows one element
+ * long found no whole rows to read and refused (issue 16).
  *
  * A member read only inside its group is `internal`: it lives in
  * registers (f32) and is never stored.  Joining is refused when another
@@ -23,6 +27,14 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+/* A reduction that is a row group's stage: one over a dim of one element
+ * per rank is elementwise instead (ir_reduce_ew). */
+static bool
+is_stage(const Func *f, const Ins *in)
+{
+	return ir_ops[in->op].cls == OC_REDUCE && !ir_reduce_ew(f, in);
+}
 
 /* ---- shapes in a row group ---- */
 
@@ -114,7 +126,7 @@ exported(const Func *f, const RowGroup *rg, const int *stage_of, Val a, Val v)
 		if (ci->group != a)
 			continue;
 		for (int i = 0; i < ci->narg; i++)
-			if (ci->arg[i] == v && !(ir_ops[ci->op].cls != OC_REDUCE && is_row(f, rg, c) &&
+			if (ci->arg[i] == v && !(!is_stage(f, ci) && is_row(f, rg, c) &&
 			                         stage_of[c] == stage_of[v]))
 				return true;
 	}
@@ -171,7 +183,7 @@ ir_rowgroup(const Func *f, Val a, RowGroup *rg, int *stage_of, const char **why)
 		if (in->group != a)
 			continue;
 		stage_of[m] = -1;
-		if (ir_ops[in->op].cls != OC_REDUCE)
+		if (!is_stage(f, in))
 			continue;
 		if (!rg->nstage) {
 			rg->space = in->arg[0];
@@ -196,13 +208,13 @@ ir_rowgroup(const Func *f, Val a, RowGroup *rg, int *stage_of, const char **why)
 		const Ins *in = &f->ins[m];
 		if (in->group != a)
 			continue;
-		if (ir_ops[in->op].cls != OC_REDUCE && is_row(f, rg, m)) {
+		if (!is_stage(f, in) && is_row(f, rg, m)) {
 			for (int i = 0; i < in->narg; i++)
 				if (f->ins[in->arg[i]].group == a && stage_of[in->arg[i]] > stage_of[m])
 					stage_of[m] = stage_of[in->arg[i]];
 			if (stage_of[m] < 0 && !in->internal)
 				return rg_fail(why, "a row group stores a per-row value that no reduction made");
-		} else if (ir_ops[in->op].cls != OC_REDUCE && !is_full(f, rg, m) && !is_leaf(f, a, m))
+		} else if (!is_stage(f, in) && !is_full(f, rg, m) && !is_leaf(f, a, m))
 			return rg_fail(why, "a row group member is neither per element nor per row");
 		for (int i = 0; i < in->narg; i++) {
 			Val u = in->arg[i];
@@ -224,7 +236,7 @@ Val
 ir_group_space(const Func *f, Val a, int *axis)
 {
 	for (Val m = a; m < f->nins; m++)
-		if (f->ins[m].group == a && ir_ops[f->ins[m].op].cls == OC_REDUCE) {
+		if (f->ins[m].group == a && is_stage(f, &f->ins[m])) {
 			*axis = f->ins[m].axis;
 			return f->ins[m].arg[0];
 		}
@@ -333,9 +345,10 @@ inputs_rowwise(const Func *f, const Group *gr, Val space, int axis, Val extra)
 	return true;
 }
 
-/* Whether reduction v may join the group of its operand p: an
- * elementwise or row group whose rows it reduces, over the first or the
- * last dim, without making a partial value. */
+/* Whether reduction v (a stage: its rows are longer than one element)
+ * may join the group of its operand p: an elementwise or row group whose
+ * rows it reduces, over the first or the last dim, without making a
+ * partial value. */
 static bool
 reduce_fits(const Func *f, const Groups *gs, Val v, Val p)
 {
@@ -346,7 +359,7 @@ reduce_fits(const Func *f, const Groups *gs, Val v, Val p)
 	int ax = in->axis, R = pi->ty.rank;
 	if (an->op == OP_MATMUL || !anchor_kind(an) || !pl_eq(in->ty.pl, pi->ty.pl))
 		return false;
-	if (ty_local_dim(&pi->ty, ax, f->nranks) < 2 || gr->nstage == FUSE_MAX_STAGES)
+	if (gr->nstage == FUSE_MAX_STAGES)
 		return false;
 	for (int d = 0; d < ax && ax != R - 1; d++)
 		if (ty_local_dim(&pi->ty, d, f->nranks) != 1)
@@ -386,7 +399,7 @@ static int
 member_ins(const Func *f, const Group *gr, Val g, Val v)
 {
 	const Ins *in = &f->ins[v];
-	int n = 1 + 2 * (in->op == OP_MEAN) + (ir_ops[in->op].cls == OC_REDUCE);
+	int n = 1 + 2 * (in->op == OP_MEAN) + is_stage(f, in);
 	n += in->op != OP_CAST && (in->ty.dt == DT_BF16 || in->ty.dt == DT_F16);
 	for (int i = 0; i < in->narg && i < 2; i++) {
 		Val u = in->arg[i];
@@ -406,7 +419,7 @@ can_join(const Func *f, const Groups *gs, Val v, Val p)
 {
 	const Ins *in = &f->ins[v], *a = &f->ins[p];
 	const Group *gr = &gs->g[a->group];
-	bool red = ir_ops[in->op].cls == OC_REDUCE;
+	bool red = is_stage(f, in);
 	if (gr->cap && gr->nmem >= gr->cap)
 		return false;
 	if (red ? !reduce_fits(f, gs, v, p) : !ew_fits(f, gs, v, p))
@@ -457,7 +470,7 @@ join(Func *f, Groups *gs, Val v, Val g)
 		return;
 	gr->ins += member_ins(f, gr, g, v) + (g == v); /* the anchor: the accumulator too */
 	add_inputs(f, gr, g, v);
-	if (ir_ops[in->op].cls == OC_REDUCE) {
+	if (is_stage(f, in)) {
 		if (!gr->nstage)
 			gr->space = in->arg[0], gr->axis = in->axis;
 		gr->nstage++;

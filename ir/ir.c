@@ -224,6 +224,12 @@ ir_ew_slice(const Func *f, const Ins *in, int i)
 	return d >= 0 && t->dim[d] > 1 ? d : -1;
 }
 
+bool
+ir_reduce_ew(const Func *f, const Ins *in)
+{
+	return ir_ops[in->op].cls == OC_REDUCE && ty_local_dim(&f->ins[in->arg[0]].ty, in->axis, f->nranks) == 1;
+}
+
 /* ---- the verifier: structural facts every pass must keep ---- */
 
 static bool

@@ -121,6 +121,12 @@ CommOp ir_comm_op(Op op); /* a collective's CommOp; anything else is an internal
  * there; -1 for none (sim/ and codegen/ both follow it). */
 void ir_mm_slices(const Func *f, const Ins *in, int sl[2]);
 int ir_ew_slice(const Func *f, const Ins *in, int i);
+/* A reduction whose dim has one element on each rank (a literal size 1,
+ * or a split dim of size P): per rank it is elementwise -- sum, amax and
+ * amin are the element, mean the element over the global length -- so it
+ * fuses, bands and lowers as elementwise work, never as a row group (whose
+ * rows would be one element long). */
+bool ir_reduce_ew(const Func *f, const Ins *in);
 
 /* ir/pass.c: graph passes, in pipeline order */
 typedef struct PassInfo {

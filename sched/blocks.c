@@ -173,7 +173,8 @@ operand_box(const Func *f, Val v, Val u, const Box *out)
 
 /* The dim a group's bands cut by default: a matmul's rows of tiles, a row
  * group's rows (the dim it does not reduce), an elementwise group's first
- * dim; data movement is one block (-1). */
+ * dim (a reduction of one element per rank is elementwise, ir_reduce_ew);
+ * data movement is one block (-1). */
 int
 blk_band_dim(const Func *f, Val a)
 {
@@ -186,7 +187,8 @@ blk_band_dim(const Func *f, Val a)
 		return axis == 0 ? (r > 1 ? 1 : -1) : 0;
 	if (in->op == OP_MATMUL)
 		return r - 2;
-	if ((ir_ops[in->op].flags & OF_EW) || ir_ops[in->op].cls == OC_UNARY || ir_ops[in->op].cls == OC_BINARY)
+	if ((ir_ops[in->op].flags & OF_EW) || ir_ops[in->op].cls == OC_UNARY || ir_ops[in->op].cls == OC_BINARY ||
+	    ir_reduce_ew(f, in))
 		return 0;
 	return -1; /* data movement: one block */
 }
