@@ -64,11 +64,12 @@ typedef struct CommBackendInfo {
 	const char *cname; /* libsyncrt's constant, as launchers write it */
 	unsigned can;      /* CommCan */
 	int ctas;          /* runs CTAs of its own on the SMs kernels leave */
+	int maxranks;      /* most ranks in one collective's group, 0: any */
 	const char *smsnote; /* what a measured `commsms` of it is */
 } CommBackendInfo;
 
 static const CommBackendInfo comm_backends[BE_COUNT] = {
-#define B(NAME, name, can, ctas, smsnote) {#name, "SYN_" #NAME, can, ctas, smsnote},
+#define B(NAME, name, can, ctas, maxranks, smsnote) {#name, "SYN_" #NAME, can, ctas, maxranks, smsnote},
 #include "backends.h"
 #undef B
 };
@@ -104,12 +105,20 @@ comm_backend_list(char *buf, size_t n)
 	return buf;
 }
 
-/* Can backend `be` run collective `op` (across nodes: `nodes` > 1)? */
+/* Does a group of `ranks` ranks fit backend `be`'s limit (maxranks)? */
 static inline int
-comm_backend_can(CommBackendKind be, CommOp op, int nodes)
+comm_backend_fits(CommBackendKind be, int ranks)
+{
+	return !comm_backends[be].maxranks || ranks <= comm_backends[be].maxranks;
+}
+
+/* Can backend `be` run collective `op` over a group of `ranks` ranks
+ * (across nodes: `nodes` > 1)? */
+static inline int
+comm_backend_can(CommBackendKind be, CommOp op, int nodes, int ranks)
 {
 	unsigned need = comm_colls[op].needs | (nodes > 1 ? (unsigned)CC_NODES : 0u);
-	return (comm_backends[be].can & need) == need;
+	return (comm_backends[be].can & need) == need && comm_backend_fits(be, ranks);
 }
 
 /* Same order as the compiler's DType (ir/ir.h). */

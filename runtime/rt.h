@@ -149,7 +149,7 @@ typedef struct RtP2pPlan {
 	int npartners;                     /* ranks other than this one in each list */
 	int reads[RT_P2P_MAXPEERS], readers[RT_P2P_MAXPEERS];
 } RtP2pPlan;
-int rt_plan_p2p(const CommChunk *ch, int rank, int nranks, RtP2pPlan *p); /* -1: more than RT_P2P_MAXPEERS in the group */
+int rt_plan_p2p(const CommChunk *ch, int rank, int nranks, RtP2pPlan *p); /* -1: a group past p2p's maxranks */
 
 /* ---- rt_ptx.c ---- */
 extern const char rt_builtin_ptx[];

@@ -170,8 +170,12 @@ collective(CommBackend *b, const CommChunk *ch, void *lane)
 	uint64_t seq;
 	if (!((RtP2p *)be)->reduce)
 		return refuse(c, ch, SYN_EUNSUPPORTED, ((RtP2p *)be)->why, -1);
-	if (rt_plan_p2p(ch, c->rank, c->nranks, &p))
-		return refuse(c, ch, SYN_EUNSUPPORTED, "more than 8 ranks in the group; use the nccl backend", -1);
+	if (rt_plan_p2p(ch, c->rank, c->nranks, &p)) {
+		char why[96];
+		rt_fmt(why, sizeof why, "more than %d ranks in the group (comm/backends.h); use the nccl backend",
+		       comm_backends[BE_P2P].maxranks);
+		return refuse(c, ch, SYN_EUNSUPPORTED, why, -1);
+	}
 	if ((r = kernel_args(c, ch, &p, &a)))
 		return r;
 	n = p.npartners, src = p.reads, readers = p.readers;

@@ -5,7 +5,15 @@
 #ifndef SYNCRT_P2P_H
 #define SYNCRT_P2P_H
 
-enum { RT_P2P_MAXPEERS = 8 }; /* sources of a reduction, pieces of a copy */
+/* Sources of a reduction, pieces of a copy: the p2p row's maxranks
+ * (comm/backends.h), read here by a B() of its own so that this header,
+ * which nvcc compiles too, needs nothing else of comm/. */
+enum {
+#define B(NAME, name, can, ctas, maxranks, smsnote) RT_MAXRANKS_##NAME = (maxranks),
+#include "../comm/backends.h"
+#undef B
+	RT_P2P_MAXPEERS = RT_MAXRANKS_P2P
+};
 
 /* rt_p2p_reduce: dst[0][i] = red over j < n of src[j][i], i < count.
  * rt_p2p_copy:   dst[j][i] = src[j][i] for j < n, i < count.

@@ -143,6 +143,9 @@ member(const CommChunk *ch, int me, int j, int P)
 	return me + (j - i) * st;
 }
 
+/* A p2p plan's arrays hold a group of the row's maxranks: it must have one. */
+_Static_assert(RT_P2P_MAXPEERS > 0, "comm/backends.h: p2p's maxranks bounds its plans (runtime/rt_p2p.h)");
+
 int
 rt_plan_p2p(const CommChunk *ch, int rank, int nranks, RtP2pPlan *p)
 {
@@ -150,7 +153,7 @@ rt_plan_p2p(const CommChunk *ch, int rank, int nranks, RtP2pPlan *p)
 	size_t es = rt_dtype_size(ch->dt), ss = stride_of(ch->send_stride, ch->count) * es,
 	       rs = stride_of(ch->recv_stride, ch->count) * es;
 	memset(p, 0, sizeof *p);
-	if (G > RT_P2P_MAXPEERS)
+	if (!comm_backend_fits(BE_P2P, G)) /* its row's maxranks: the search's and the driver's limit too */
 		return -1;
 	p->reduce = ch->op == CO_ALL_REDUCE || ch->op == CO_REDUCE_SCATTER;
 	switch (ch->op) {

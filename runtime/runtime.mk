@@ -49,11 +49,11 @@ $(BUILD)/rt/%.o: runtime/%.c $(RT_HDRS)
 # embedded (the PTX as a string, a line of it a literal; the cubin as bytes),
 # so a context loads the cubin at set-up without a JIT.  Without nvcc both
 # are empty and the backend refuses its chunks with an error that says so.
-$(BUILD)/rt/rt_p2p.ptx: runtime/rt_p2p.cu runtime/rt_p2p.h
+$(BUILD)/rt/rt_p2p.ptx: runtime/rt_p2p.cu runtime/rt_p2p.h comm/backends.h
 	@mkdir -p $(dir $@)
 	$(if $(RT_NVCC),$(RT_NVCC) -arch=sm_90 -ptx -O3 -Iruntime -o $@ runtime/rt_p2p.cu,: > $@)
 
-$(BUILD)/rt/rt_p2p.cubin: runtime/rt_p2p.cu runtime/rt_p2p.h
+$(BUILD)/rt/rt_p2p.cubin: runtime/rt_p2p.cu runtime/rt_p2p.h comm/backends.h
 	@mkdir -p $(dir $@)
 	$(if $(RT_NVCC),$(RT_NVCC) -arch=sm_90 -cubin -O3 -Iruntime -o $@ runtime/rt_p2p.cu,: > $@)
 

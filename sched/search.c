@@ -163,20 +163,23 @@ fits(const SchedOpts *o, double peak, double serial_peak)
 	return budget < 0 || extra <= budget;
 }
 
-/* May collective `in` run on backend `be` under these options?  What a
- * backend can and a collective needs: comm/backends.h, comm/colls.h (the
- * copy engine moves data: it cannot reduce, nor reach another node).  A
- * requested backend that cannot run it leaves it on the default one. */
+/* May collective `in` of an op on P ranks run on backend `be` under these
+ * options?  What a backend can and a collective needs: comm/backends.h,
+ * comm/colls.h (the copy engine moves data: it cannot reduce, nor reach
+ * another node; p2p runs groups of at most its maxranks, and a
+ * collective's group is all P ranks).  A requested backend that cannot
+ * run it leaves it on the default one (tools/driver.c refuses one whose
+ * rank limit the op is past). */
 static bool
-backend_ok(const SchedOpts *o, const Ins *in, int be)
+backend_ok(const SchedOpts *o, const Ins *in, int be, int P)
 {
 	CommOp op = sched_comm_op(in);
 	int want = o->backend - 1;
-	if (!comm_backend_can((CommBackendKind)be, op, o->topo.nodes))
+	if (!comm_backend_can((CommBackendKind)be, op, o->topo.nodes, P))
 		return false;
 	if (!o->backend)
 		return true;
-	return be == (comm_backend_can((CommBackendKind)want, op, o->topo.nodes) ? want : (int)BE_DEFAULT);
+	return be == (comm_backend_can((CommBackendKind)want, op, o->topo.nodes, P) ? want : (int)BE_DEFAULT);
 }
 
 /* A backend with no curve of its own for the op, where the search picks:
@@ -194,7 +197,7 @@ default_choice(const Func *f, const SchedOpts *o, NodeChoice *ch)
 {
 	blk_default_choice(f, ch);
 	for (Val v = 0; v < f->nins; v++)
-		if (is_comm(&f->ins[v]) && o->backend && backend_ok(o, &f->ins[v], o->backend - 1))
+		if (is_comm(&f->ins[v]) && o->backend && backend_ok(o, &f->ins[v], o->backend - 1, f->nranks))
 			ch[v].backend = (CommBackendKind)(o->backend - 1);
 }
 
@@ -214,7 +217,7 @@ search(const Func *f, const SchedOpts *o, NodeChoice *best, double *best_t, doub
 				for (int be = 0; be < BE_COUNT; be++)
 					for (int self = 0; self < 2; self++) {
 						double t, peak;
-						if (!backend_ok(o, in, be) || unpriced(o, in, be))
+						if (!backend_ok(o, in, be, f->nranks) || unpriced(o, in, be))
 							continue;
 						if (self && !(in->op == OP_ALL_GATHER && feeds_matmul_rows(f, v)))
 							continue;
@@ -273,7 +276,7 @@ explain_backend(const Plan *p, const SchedOpts *o, Val v, const NodeChoice *c, B
 	buf_printf(b, " (a chunk of %.0f bytes: ", k->bytes);
 	explain_price(o, c->backend, op, k->bytes, p->f->nranks, "", b);
 	for (int be = 0; be < BE_COUNT; be++)
-		if (be != (int)c->backend && backend_ok(o, in, be) && !unpriced(o, in, be))
+		if (be != (int)c->backend && backend_ok(o, in, be, p->f->nranks) && !unpriced(o, in, be))
 			explain_price(o, be, op, k->bytes, p->f->nranks, ", ", b);
 	buf_printf(b, ")");
 }

@@ -106,6 +106,10 @@ sched_choice_parse(const Func *f, const char *text, NodeChoice *ch)
 		if (sscanf(p, " %d,%d,%d,%d,%d,%d%n", &nc, &dim, &be, &self, &il, &al, &used) != 6 || nc < 1 || nc > 4096 ||
 		    be < 0 || be >= BE_COUNT || il < 1 || al < 1)
 			return false;
+		/* a collective on a backend past its rank limit (a cache written
+		 * before the limit was the table's) is no plan of this op's */
+		if (ir_ops[f->ins[v].op].cls == OC_COMM && !comm_backend_fits((CommBackendKind)be, f->nranks))
+			return false;
 		ch[v] = (NodeChoice){nc, dim, (CommBackendKind)be, self != 0, il, al};
 		p += used;
 	}

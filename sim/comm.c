@@ -384,11 +384,22 @@ p2p_collective(CommBackend *b, const CommChunk *ch, void *lane)
 {
 	SimComm *c = p2p_comm(b);
 	SimWorld *w = c->w;
-	int P = w->nranks, me = b->rank, *src = xcalloc((size_t)P, sizeof *src), *readers = xcalloc((size_t)P, sizeof *readers);
-	int n = p2p_partners(ch, me, P, src, readers);
-	uint64_t seq = ++c->p2p_seq;
+	int P = w->nranks, me = b->rank, *src, *readers, n;
+	uint64_t seq;
 	bool ok;
 	(void)lane;
+	if (!comm_backend_fits(BE_P2P, ch->gsize ? ch->gsize : P)) { /* as libsyncrt refuses it (runtime/rt_p2p.c) */
+		char msg[256];
+		snprintf(msg, sizeof msg,
+		         "rank %d: p2p backend: chunk %d (%s): more than %d ranks in the group (comm/backends.h)", me,
+		         ch->id, comm_colls[ch->op].name, comm_backends[BE_P2P].maxranks);
+		p2p_fail(c, msg);
+		return -1;
+	}
+	src = xcalloc((size_t)P, sizeof *src);
+	readers = xcalloc((size_t)P, sizeof *readers);
+	n = p2p_partners(ch, me, P, src, readers);
+	seq = ++c->p2p_seq;
 	/* the world's copy: a reader may still read it after this rank has
 	 * failed and its lane has ended (the lane's own chunk is on its stack) */
 	w->pubcopy[me] = *ch;

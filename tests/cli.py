@@ -485,6 +485,32 @@ def tests(syncc, run, Fail):
                 expect(rc == 2 and "--comm-backend" in err and "write nccl, ce or p2p" in err,
                        "%s: a bad --comm-backend, exit 2" % " ".join(argv), out, err)
 
+    def t_comm_backend_rank_limit():
+        # p2p runs collectives over at most 8 ranks (comm/backends.h's
+        # maxranks, issue 19): asked for past it on one node it is refused,
+        # by syncc and syncrun, with --ranks or with --gpus naming the ranks;
+        # at 8 it runs, across nodes it leaves the collectives to nccl
+        ag = os.path.join(os.path.dirname(ex), "ag_gemm.syn")
+        want = "--comm-backend p2p: the p2p backend runs collectives over at most 8 ranks, not 16"
+        for argv in ([syncc, ag, "--ranks", "16", "--emit=plan"], [syncrun, "--sim", ag, "--ranks", "16"],
+                     [syncrun, ag, "--gpus", ",".join(["0"] * 16)]):
+            rc, out, err = run(argv + ["--comm-backend", "p2p"])
+            expect(rc == 2 and want in err and "use --comm-backend nccl" in err,
+                   "%s --comm-backend p2p: refused, exit 2" % " ".join(argv[1:]), out, err)
+        rc, out, err = run([syncrun, "--sim", ag, "--ranks", "8", "--comm-backend", "p2p", "--explain"])
+        expect(rc == 0 and "FAILED" not in out and "all_gather %2: 1 chunk, p2p" in out + err,
+               "--comm-backend p2p at 8 ranks: on p2p, matches the oracle", out, err)
+        rc, out, err = run([syncc, ag, "--topo", "2x8", "--comm-backend", "p2p", "--emit=plan", "--explain"])
+        expect(rc == 0 and "all_gather %2: 1 chunk, nccl" in out,
+               "--comm-backend p2p across nodes: the all_gather stays on nccl", out, err)
+        # the search never picks p2p past its limit: every candidate plan at
+        # P = 32 on the toy profile (where p2p is cheapest) runs in the
+        # simulator, whose p2p refuses a group past the limit as libsyncrt does
+        for f in (ag, os.path.join(os.path.dirname(ex), "ulysses.syn")):
+            rc, out, err = run([syncrun, "--sim", f, "--ranks", "32", "--profile", "sim", "--all-plans"])
+            expect(rc == 0 and "all ok" in out and "FAILED" not in out,
+                   "%s at P = 32, every candidate plan: no p2p past its limit" % os.path.basename(f), out, err)
+
     # Synthetic measurements: each collective exactly alpha + bytes/beta,
     # so the fit must give them back with no residual.
     def samples(base="h200-nvlink", extra=""):

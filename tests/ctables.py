@@ -25,5 +25,5 @@ def collectives(root):
 
 
 def backends(root):
-    """[{NAME, name, can, ctas, smsnote}] in order."""
-    return _rows(root, "comm/backends.h", "B", ["NAME", "name", "can", "ctas", "smsnote"])
+    """[{NAME, name, can, ctas, maxranks, smsnote}] in order."""
+    return _rows(root, "comm/backends.h", "B", ["NAME", "name", "can", "ctas", "maxranks", "smsnote"])

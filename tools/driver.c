@@ -163,6 +163,24 @@ shared_gpu(const Driver *d)
 	return -1;
 }
 
+/* --comm-backend NAME asks for every collective on it wherever it can;
+ * past its rank limit (comm/backends.h's maxranks: the peers p2p's kernels
+ * take) it can run none of them on one node, so the request is refused
+ * rather than quietly left to the default backend, and the search never
+ * picks it there either.  Across nodes only the default backend reaches
+ * (ce and p2p leave those collectives to it, as the usage says). */
+static int
+backend_fits(const Driver *d)
+{
+	const CommBackendInfo *b = d->backend ? &comm_backends[d->backend - 1] : NULL;
+	if (!b || d->topo.nodes > 1 || comm_backend_fits((CommBackendKind)(d->backend - 1), d->opt.nranks))
+		return -1;
+	diag_usage("--comm-backend %s: the %s backend runs collectives over at most %d ranks, not %d; leave the "
+	           "choice to the search (no --comm-backend) or use --comm-backend %s",
+	           b->name, b->name, b->maxranks, d->opt.nranks, comm_backends[BE_DEFAULT].name);
+	return EXIT_USAGE;
+}
+
 /* --gpus 0,1: local GPU ordinals (after CUDA_VISIBLE_DEVICES); one named
  * twice holds two ranks (shared_gpu checks the backend allows it). */
 static int
@@ -499,6 +517,8 @@ drv_args(Driver *d, int argc, char **argv, const OptId *allowed, int nallowed, c
 	}
 	if (d->ngpus && !ranks_given)
 		d->opt.nranks = d->topo.gpus = d->ngpus;
+	if ((rc = backend_fits(d)) >= 0)
+		return rc;
 	if (d->cal_samples && !d->calibrate) {
 		diag_usage("--calibrate-from-samples needs --calibrate PROFILE (the file to write)");
 		return EXIT_USAGE;

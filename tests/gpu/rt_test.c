@@ -424,7 +424,7 @@ suite_colls(syn_ctx *c, void *arg)
 					for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
 						Case k = {(CommOp)o, red ? CR_MAX : CR_SUM, dt ? CD_BF16 : CD_F32, (syn_backend)be,
 						          shapes[s].nchunks, shapes[s].pad, 0};
-						if (!comm_backend_can((CommBackendKind)be, (CommOp)o, net ? 2 : 1) ||
+						if (!comm_backend_can((CommBackendKind)be, (CommOp)o, net ? 2 : 1, syn_nranks(c)) ||
 						    (shared && be == SYN_NCCL))
 							continue;
 						if (run_case(c, &b, &k, cs++, host, out, recv))

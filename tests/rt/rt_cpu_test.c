@@ -667,7 +667,7 @@ t_plan(void)
 							continue;
 						r = plan_case(be, (CommOp)o, P, shift, n, shapes[s].pad, shapes[s].nchunks);
 						cases++;
-						if (!comm_backend_can((CommBackendKind)be, (CommOp)o, 1)) {
+						if (!comm_backend_can((CommBackendKind)be, (CommOp)o, 1, P)) {
 							EXPECT(r == -2, "%s must refuse %s", rt_backend_name(be), rt_op_name((CommOp)o));
 							continue;
 						}
@@ -697,6 +697,25 @@ t_plan(void)
 			kinds_ok &= x[i].kind == XK_SEND || x[i].kind == XK_RECV || x[i].kind == XK_COPY;
 		}
 		EXPECT(n == 7 && sends == 3 && kinds_ok, "packed all_to_all at P = 4: 3 sends, 3 receives, 1 copy (got %d)", n);
+	}
+	{
+		/* p2p's rank limit is its row's (comm/backends.h): a group of that
+		 * many is planned, one more refused, as the search and the driver
+		 * keep it (issue 19); RT_P2P_MAXPEERS, the kernels' argument
+		 * arrays, is made from the same column */
+		int lim = comm_backends[BE_P2P].maxranks;
+		float a[8], b[8 * 16];
+		RtP2pPlan pp;
+		CommChunk ch = {CO_ALL_REDUCE, CD_F32, CR_SUM, a, b, 8, 0, 0, 0, 0, 0, 0};
+		EXPECT(lim == RT_P2P_MAXPEERS, "p2p's maxranks %d is RT_P2P_MAXPEERS %d", lim, (int)RT_P2P_MAXPEERS);
+		EXPECT(!rt_plan_p2p(&ch, 0, lim, &pp) && pp.n == lim, "p2p plans an all_reduce of %d ranks", lim);
+		EXPECT(rt_plan_p2p(&ch, 0, lim + 1, &pp) == -1, "p2p refuses an all_reduce of %d ranks", lim + 1);
+		ch.op = CO_SHIFT, ch.shift = 1;
+		EXPECT(rt_plan_p2p(&ch, 0, 4 * lim, &pp) == -1, "p2p refuses a shift over %d ranks", 4 * lim);
+		EXPECT(comm_backend_can(BE_P2P, CO_ALL_REDUCE, 1, lim) &&
+		           !comm_backend_can(BE_P2P, CO_ALL_REDUCE, 1, lim + 1) &&
+		           comm_backend_can(BE_NCCL, CO_ALL_REDUCE, 1, 4 * lim),
+		       "comm_backend_can reads the rank limit");
 	}
 	printf("plan: %d cases on simulated ranks\n", cases);
 }
