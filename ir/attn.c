@@ -335,11 +335,25 @@ regroup(Func *f, const Attn *a)
 		if (a->mem[i] < anchor)
 			anchor = a->mem[i];
 	}
+	/* the rest of a member's group (an epilogue of the second matmul):
+	 * elementwise ones stay together at the first of them, others alone */
+	Val *moved = xcalloc((size_t)f->nins + 1, sizeof *moved);
 	for (Val v = 0; v < f->nins; v++)
-		if (!mem[v] && mem[f->ins[v].group]) {
+		moved[v] = -1;
+	for (Val v = 0; v < f->nins; v++) {
+		Val g = f->ins[v].group;
+		if (mem[v] || !mem[g])
+			continue;
+		if (!(ir_ops[f->ins[v].op].flags & OF_EW)) {
 			f->ins[v].group = v;
 			f->ins[v].internal = false;
+			continue;
 		}
+		if (moved[g] < 0)
+			moved[g] = v;
+		f->ins[v].group = moved[g];
+	}
+	free(moved);
 	for (int i = 0; i < a->nmem; i++) {
 		Val m = a->mem[i];
 		f->ins[m].group = anchor;
