@@ -336,15 +336,20 @@ regroup(Func *f, const Attn *a)
 			anchor = a->mem[i];
 	}
 	/* the rest of a member's group (an epilogue of the second matmul):
-	 * elementwise ones stay together at the first of them, others alone */
+	 * if all elementwise, one kernel at the first of them; else each
+	 * one alone, stored */
 	Val *moved = xcalloc((size_t)f->nins + 1, sizeof *moved);
-	for (Val v = 0; v < f->nins; v++)
+	bool *mixed = xcalloc((size_t)f->nins + 1, sizeof *mixed);
+	for (Val v = 0; v < f->nins; v++) {
 		moved[v] = -1;
+		if (!mem[v] && mem[f->ins[v].group] && !(ir_ops[f->ins[v].op].flags & OF_EW))
+			mixed[f->ins[v].group] = true;
+	}
 	for (Val v = 0; v < f->nins; v++) {
 		Val g = f->ins[v].group;
 		if (mem[v] || !mem[g])
 			continue;
-		if (!(ir_ops[f->ins[v].op].flags & OF_EW)) {
+		if (mixed[g]) {
 			f->ins[v].group = v;
 			f->ins[v].internal = false;
 			continue;
@@ -354,6 +359,7 @@ regroup(Func *f, const Attn *a)
 		f->ins[v].group = moved[g];
 	}
 	free(moved);
+	free(mixed);
 	for (int i = 0; i < a->nmem; i++) {
 		Val m = a->mem[i];
 		f->ins[m].group = anchor;
