@@ -92,7 +92,7 @@ static const char *const taken[] = {
 	"syn_stream_enter", "syn_stream_leave", "syn_sync", "syn_begin_local", "syn_trace_exposed", "syn_device_info", "syn_tensor", "syn_tensor_check", "syn_timeout_ns",
 	"syn_tmap", "syn_tmap_encode", "syn_trace_slots", "syn_trace_write", "syn_upload", "syn_wait",
 	/* the launcher's own */
-	"syn_blk", "syn_ptx_of_file", "syn_cubin_of_file", "syn_image_of_file",
+	"syn_blk", "syn_blk_varint", "syn_blk_run", "syn_blk_dec", "syn_blk_apply", "syn_blk_upload", "syn_ptx_of_file", "syn_cubin_of_file", "syn_image_of_file",
 };
 
 bool
@@ -227,24 +227,249 @@ address(Buf *o, const Lowered *lo, const Bufs *b, LArg a)
 	buf_printf(o, " + (%lldLL + (long long)rank * %lldLL) * %d", (long long)a.off, (long long)a.roff, es);
 }
 
+/* ---- block lists as compact data ----
+ * A C initialiser of every entry (8 ranks x 2048 entries of a matmul, 40
+ * bytes each) made the launcher of a 10-layer MLP 9.4 MB of the 10.4 MB
+ * .c and most of cc's 6 s.  Each rank's list is a byte string instead:
+ * runs of one field-wise step from the entry before (the list of a tile
+ * grid is a few steps, repeated), each run a varint count and the step's
+ * 8 fields as zigzag varints; the launcher decodes it at set-up. */
+static void
+enc_varint(Buf *o, uint64_t v)
+{
+	char c[10];
+	size_t n = 0;
+	do
+		c[n++] = (char)((v & 127) | (v > 127 ? 128 : 0));
+	while ((v >>= 7));
+	buf_put(o, c, n);
+}
+
+static void
+blk_fields(const PtxBlock *e, uint64_t f[8])
+{
+	f[0] = e->x, f[1] = e->y, f[2] = e->z, f[3] = e->in_flag;
+	f[4] = e->in_epoch, f[5] = e->out_flag, f[6] = e->out_op, f[7] = e->out_value;
+}
+
+/* One record: `run` entries, each `d` (field-wise) after the one before. */
+typedef struct BlkRun {
+	uint64_t run, d[8];
+} BlkRun;
+
+enum { BLK_PERIOD = 8 }; /* the longest group of records a replay repeats */
+
+static void
+enc_run(Buf *o, const BlkRun *r)
+{
+	enc_varint(o, r->run << 1);
+	for (int j = 0; j < 8; j++)
+		enc_varint(o, (r->d[j] << 1) ^ (0 - (r->d[j] >> 63))); /* zigzag: small steps back stay small */
+}
+
+/* How many times records [i, i+m) and the m after repeat the m before i. */
+static int
+enc_periods(const BlkRun *r, int n, int i, int m)
+{
+	int c = 0;
+	while (i + (c + 1) * m <= n && memcmp(r + i + c * m, r + i - m, (size_t)m * sizeof *r) == 0)
+		c++;
+	return c;
+}
+
+/* A tile grid walked row by row is a run of +1 in x and one step back in
+ * x and on in y, again and again: the records themselves repeat, and a
+ * replay (a varint m << 1 | 1, then the count) says "the last m records,
+ * that many times more". */
+static void
+enc_blocks(Buf *o, const PtxBlock *b, int n)
+{
+	uint64_t prev[8] = {0}, f[8], d[8];
+	BlkRun *r = xcalloc((size_t)n + 1, sizeof *r);
+	int nr = 0;
+	for (int i = 0; i < n; i++) {
+		blk_fields(&b[i], f);
+		for (int j = 0; j < 8; j++)
+			d[j] = f[j] - prev[j];
+		if (nr && memcmp(d, r[nr - 1].d, sizeof d) == 0)
+			r[nr - 1].run++;
+		else
+			r[nr].run = 1, memcpy(r[nr++].d, d, sizeof d);
+		memcpy(prev, f, sizeof f);
+	}
+	for (int i = 0; i < nr;) {
+		int best = 0, bm = 0;
+		for (int m = 1; m <= BLK_PERIOD && m <= i; m++) {
+			int c = enc_periods(r, nr, i, m);
+			if (c * m > best * bm)
+				best = c, bm = m;
+		}
+		if (best) {
+			enc_varint(o, (uint64_t)bm << 1 | 1);
+			enc_varint(o, (uint64_t)best);
+			i += best * bm;
+		} else {
+			enc_run(o, &r[i++]);
+		}
+	}
+	free(r);
+}
+
+/* Bytes as a C string, 3-digit octal escapes (a digit after one cannot
+ * join it), a line each 96 bytes. */
+static void
+c_bytes(Buf *o, const unsigned char *s, size_t n)
+{
+	buf_printf(o, "\t\"");
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = s[i];
+		if (i && i % 96 == 0)
+			buf_printf(o, "\"\n\t\"");
+		if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '?')
+			buf_printf(o, "\\%03o", c);
+		else
+			buf_printf(o, "%c", c);
+	}
+	buf_printf(o, "\"");
+}
+
+/* The decoder of enc_blocks' strings: written once, here, and both
+ * compiled into syncc (which decodes every list it encodes and compares,
+ * host_emit's round trip) and pasted into every launcher as text (the
+ * macro's #__VA_ARGS__; the launcher's syn_ctx, syn_blk and syn_upload are
+ * libsyncrt's, syncc's the stand-ins below).  A rank's list is decoded 128
+ * entries at a time, each piece uploaded (syn_upload waits for the copy):
+ * no allocation. */
+typedef struct BlkSink {
+	char unused;
+} syn_ctx;
+typedef PtxBlock syn_blk;
+enum { SYN_OK = 0, SYN_EARG = -1 };
+
+static int
+syn_upload(syn_ctx *ctx, void *dst, const void *src, size_t bytes)
+{
+	(void)ctx;
+	memcpy(dst, src, bytes);
+	return SYN_OK;
+}
+
+#define BLK_DECODER(...) __VA_ARGS__ static const char blk_decoder[] = #__VA_ARGS__;
+BLK_DECODER(
+static uint64_t
+syn_blk_varint(const unsigned char **s, const unsigned char *end)
+{
+	uint64_t v = 0;
+	for (int sh = 0; *s < end && sh < 64; sh += 7) {
+		unsigned char c = *(*s)++;
+		v |= (uint64_t)(c & 127) << sh;
+		if (!(c & 128))
+			break;
+	}
+	return v;
+}
+
+typedef struct {
+	uint64_t run, d[8];
+} syn_blk_run;
+
+typedef struct {
+	syn_blk piece[128];
+	syn_blk_run last[8];
+	uint64_t f[8], nrec;
+	uint32_t done, k, n;
+} syn_blk_dec;
+
+static int
+syn_blk_apply(syn_ctx *ctx, void *dst, syn_blk_dec *b, const syn_blk_run *rec)
+{
+	int r;
+	b->last[b->nrec++ % 8] = *rec;
+	for (uint64_t i = 0; i < rec->run; i++) {
+		for (int j = 0; j < 8; j++)
+			b->f[j] += rec->d[j];
+		if (b->done + b->k >= b->n)
+			return SYN_EARG;
+		b->piece[b->k++] = (syn_blk){(uint32_t)b->f[0], (uint32_t)b->f[1], (uint32_t)b->f[2], (uint32_t)b->f[3], b->f[4],
+		                             (uint32_t)b->f[5], (uint32_t)b->f[6], b->f[7]};
+		if (b->k == 128) {
+			if ((r = syn_upload(ctx, (char *)dst + (size_t)b->done * sizeof *b->piece, b->piece, sizeof b->piece)))
+				return r;
+			b->done += b->k;
+			b->k = 0;
+		}
+	}
+	return SYN_OK;
+}
+
+static int
+syn_blk_upload(syn_ctx *ctx, void *dst, const unsigned char *s, const unsigned char *end, uint32_t n)
+{
+	syn_blk_dec b;
+	int r;
+	memset(&b, 0, sizeof b);
+	b.n = n;
+	while (s < end) {
+		uint64_t tag = syn_blk_varint(&s, end);
+		if (tag & 1) {
+			uint64_t m = tag >> 1, c = syn_blk_varint(&s, end);
+			if (m < 1 || m > 8 || m > b.nrec)
+				return SYN_EARG;
+			for (uint64_t i = 0; i < c * m; i++) {
+				syn_blk_run rec = b.last[(b.nrec - m) % 8];
+				if ((r = syn_blk_apply(ctx, dst, &b, &rec)))
+					return r;
+			}
+		} else {
+			syn_blk_run rec = {tag >> 1, {0}};
+			for (int j = 0; j < 8; j++) {
+				uint64_t v = syn_blk_varint(&s, end);
+				rec.d[j] = (v >> 1) ^ (0 - (v & 1));
+			}
+			if ((r = syn_blk_apply(ctx, dst, &b, &rec)))
+				return r;
+		}
+	}
+	if (b.k && (r = syn_upload(ctx, (char *)dst + (size_t)b.done * sizeof *b.piece, b.piece, b.k * sizeof *b.piece)))
+		return r;
+	return b.done + b.k == n ? SYN_OK : SYN_EARG;
+}
+)
+
+/* The round trip: a list the launcher would not decode to itself is a
+ * bug of the encoder, never a launcher to write. */
+static void
+blk_roundtrip(const LKernel *kn, int r, const unsigned char *s, size_t n)
+{
+	syn_ctx sink;
+	PtxBlock *back = xcalloc((size_t)kn->nblocks + 1, sizeof *back);
+	if (syn_blk_upload(&sink, back, s, s + n, (uint32_t)kn->nblocks) != SYN_OK ||
+	    (kn->nblocks && memcmp(back, kn->blocks[r], (size_t)kn->nblocks * sizeof *back)))
+		die("the block list of %s, rank %d, does not decode to itself", kn->name, r);
+	free(back);
+}
+
 static void
 emit_blocks(Buf *o, const Lowered *lo, const char *op, int k)
 {
 	const LKernel *kn = &lo->kern[k];
-	buf_printf(o, "static const syn_blk %s_k%d_blocks[%d][%d] = {\n", op, k, lo->f->nranks, kn->nblocks ? kn->nblocks : 1);
+	Buf enc = {0};
+	size_t *at = xmalloc(((size_t)lo->f->nranks + 1) * sizeof *at);
 	for (int r = 0; r < lo->f->nranks; r++) {
-		buf_printf(o, "\t{");
-		for (int i = 0; i < kn->nblocks; i++) {
-			const PtxBlock *e = &kn->blocks[r][i];
-			buf_printf(o, "%s{%u,%u,%u,%uu,%llu,%uu,%u,%llu}", i == 0 ? "" : i % 4 ? ", " : ",\n\t ", e->x, e->y, e->z,
-			           e->in_flag, (unsigned long long)e->in_epoch, e->out_flag, e->out_op,
-			           (unsigned long long)e->out_value);
-		}
-		if (!kn->nblocks)
-			buf_printf(o, "{0}");
-		buf_printf(o, "},\n");
+		at[r] = enc.len;
+		enc_blocks(&enc, kn->blocks[r], kn->nblocks);
+		blk_roundtrip(kn, r, (const unsigned char *)enc.s + at[r], enc.len - at[r]);
 	}
+	at[lo->f->nranks] = enc.len;
+	buf_printf(o, "/* %s: %d entries a rank, %zu bytes encoded */\n", kn->name, kn->nblocks, enc.len);
+	buf_printf(o, "static const unsigned char %s_k%d_enc[] =\n", op, k);
+	c_bytes(o, (const unsigned char *)enc.s, enc.len);
+	buf_printf(o, ";\nstatic const uint32_t %s_k%d_at[%d] = {", op, k, lo->f->nranks + 1);
+	for (int r = 0; r <= lo->f->nranks; r++)
+		buf_printf(o, "%s%zuu", r ? ", " : "", at[r]);
 	buf_printf(o, "};\n");
+	buf_free(&enc);
+	free(at);
 }
 
 /* Tensor map m of a kernel (a wgmma matmul's operands), from the address
@@ -371,9 +596,9 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 	buf_printf(o, "static int\n%s_setup(syn_ctx *ctx, %s_state *st, int rank)\n{\n\tint r;\n\t(void)rank;\n\t(void)r;\n\t(void)syn_image_of_file;\n", id, id);
 	for (int k = 0; k < lo->nkern; k++) {
 		buf_printf(o, "\tif ((r = syn_kernel_get(ctx, &syn_image_of_file, \"%s\", &st->k[%d])) ||\n", lo->kern[k].name, k);
-		buf_printf(o, "\t    (r = syn_alloc(ctx, sizeof %s_k%d_blocks[0], &st->blocks[%d])) ||\n", id, k, k);
-		buf_printf(o, "\t    (r = syn_upload(ctx, st->blocks[%d], %s_k%d_blocks[rank], sizeof %s_k%d_blocks[0])))\n\t\treturn r;\n",
-		           k, id, k, id, k);
+		buf_printf(o, "\t    (r = syn_alloc(ctx, %d * sizeof(syn_blk), &st->blocks[%d])) ||\n", lo->kern[k].nblocks ? lo->kern[k].nblocks : 1, k);
+		buf_printf(o, "\t    (r = syn_blk_upload(ctx, st->blocks[%d], %s_k%d_enc + %s_k%d_at[rank], %s_k%d_enc + %s_k%d_at[rank + 1], %du)))\n\t\treturn r;\n",
+		           k, id, k, id, k, id, k, id, k, lo->kern[k].nblocks);
 	}
 	buf_printf(o, "\tfor (int i = 0; i < %d; i++)\n\t\tif ((r = syn_alloc(ctx, %s_scratch_bytes[i], &st->scratch[i])))\n\t\t\treturn r;\n",
 	           b.nscratch, id);
@@ -506,22 +731,24 @@ host_emit(Buf *c, Buf *h, const char *source, const char *prefix, Lowered *const
 	buf_printf(c, "; do not edit.\n");
 	buf_printf(c, " * Host launchers over libsyncrt (runtime/syncrt.h); the kernels' PTX is embedded%s. */\n",
 	           cubin ? " with its cubin" : "");
-	buf_printf(c, "#include <stdint.h>\n#include <stddef.h>\n\n#include \"%s.h\"\n\n", base);
+	buf_printf(c, "#include <stdint.h>\n#include <stddef.h>\n#include <string.h>\n\n#include \"%s.h\"\n\n", base);
 	buf_printf(c, "/* A block-list entry, laid out as codegen/codegen.h's PtxBlock. */\n");
 	buf_printf(c, "typedef struct {\n\tuint32_t x, y, z, in_flag;\n\tuint64_t in_epoch;\n\tuint32_t out_flag, out_op;\n\tuint64_t out_value;\n} syn_blk;\n\n");
+	buf_printf(c, "/* The block lists' decoder (codegen/host.c's BLK_DECODER). */\n%s\n\n", blk_decoder);
 	buf_printf(c, "static const char syn_ptx_of_file[] =\n\t");
 	c_string(c, ptx->s, ptx->len);
 	buf_printf(c, ";\n\n");
 	if (cubin) {
-		buf_printf(c, "static const unsigned char syn_cubin_of_file[%zu] = {", ncubin);
-		for (size_t i = 0; i < ncubin; i++)
-			buf_printf(c, "%s%u,", i % 24 ? "" : "\n\t", cubin[i]);
-		buf_printf(c, "\n};\n\n");
+		/* one string, not an initialiser of 660 000 numbers: cc reads it as
+		 * one token (the 10-layer MLP's launcher: 1.5 s less of cc) */
+		buf_printf(c, "static const unsigned char syn_cubin_of_file[%zu] =\n", ncubin + 1); /* and the string's 0 */
+		c_bytes(c, cubin, ncubin);
+		buf_printf(c, ";\n\n");
 	}
 	buf_printf(c, "static const syn_image syn_image_of_file = {");
 	c_string(c, source, strlen(source));
 	buf_printf(c, ", syn_ptx_of_file, %s, %s};\n", cubin ? "syn_cubin_of_file" : "NULL",
-	           cubin ? "sizeof syn_cubin_of_file" : "0");
+	           cubin ? "sizeof syn_cubin_of_file - 1" : "0");
 	for (int i = 0; i < nops; i++) {
 		const Func *f = ops[i]->f;
 		Buf doc = {0};

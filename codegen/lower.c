@@ -960,30 +960,64 @@ contiguous(Low *L, Val v, const Box *b, int64_t *off, int64_t *count)
 	return true;
 }
 
-/* The P blocks of a local value along dim d: each is `outer` runs of
- * width = (dims[d] / P) * st[d] elements, st[d - 1] apart, block q at
- * q * width.  Contiguous (one run, or P = 1): pk->rows = 0 and the
- * blocks' stride, n / P, in pk->stride -- at P = 1 the one block is the
- * whole value, not one run of it (a stride of one row made the runtime
- * refuse ulysses at P = 1: "send blocks overlap").  Returns n, the
- * value's element count. */
+/* Block b of value v as runs of its row-major layout: *off its first
+ * element; one run (pk->rows = 0) or `rows` runs of `width` elements
+ * `pitch` apart.  Returns its element count, -1 when it is no 2-D
+ * pattern.  Dims of extent 1 drop out; a dim and the run inside it merge
+ * when the run covers one step of the dim. */
 static int64_t
-a2a_side(Low *L, const int64_t *dims, const int64_t *st, int rank, int d, LPack *pk)
+box_runs(Low *L, Val v, const Box *b, LPack *pk, int64_t *off)
 {
-	int64_t outer = 1, n = 1;
-	for (int i = 0; i < rank; i++) {
-		n *= dims[i];
-		if (i < d)
-			outer *= dims[i];
+	int64_t st[LIM_RANK], e[LIM_RANK], s[LIM_RANK], n = 1;
+	int k = 0;
+	rowmajor(L, v, st);
+	*off = 0;
+	for (int i = L->f->ins[v].ty.rank - 1; i >= 0; i--) {
+		int64_t ext = b->hi[i] - b->lo[i];
+		*off += b->lo[i] * st[i];
+		n *= ext;
+		if (ext == 1)
+			continue;
+		if (k > 0 && e[k - 1] * s[k - 1] == st[i])
+			e[k - 1] *= ext;
+		else
+			e[k] = ext, s[k++] = st[i];
 	}
 	*pk = (LPack){0};
-	pk->width = dims[d] / L->P * st[d];
-	pk->stride = pk->width;
-	if (outer > 1 && st[d - 1] != pk->width) { /* P > 1: the runs do not touch */
-		pk->rows = outer;
-		pk->pitch = st[d - 1];
-	} else {
-		pk->stride = n / L->P;
+	if (k == 0 || (k == 1 && s[0] == 1))
+		return n;
+	if (k > 2 || (k == 2 && s[0] != 1))
+		return -1;
+	pk->rows = k == 2 ? e[1] : e[0];
+	pk->pitch = k == 2 ? s[1] : s[0];
+	pk->width = k == 2 ? e[0] : 1;
+	return n;
+}
+
+/* One side of an all_to_all chunk (side 0: its send blocks, 1: its recv
+ * blocks; blk_a2a_block): block q at *off + q * pk->stride, each one run
+ * (pk->rows = 0) or pk->rows runs of pk->width, packed by 2-D copies
+ * around the collective.  At P = 1 the one block is the whole chunk (a
+ * stride of one row made the runtime refuse ulysses at P = 1: "send blocks
+ * overlap").  Returns a block's element count, -1 when the blocks are no
+ * evenly spaced 2-D pattern. */
+static int64_t
+a2a_side(Low *L, Val v, const Region *r, int side, LPack *pk, int64_t *off)
+{
+	const Func *f = L->f;
+	Val val = side ? v : f->ins[v].arg[0];
+	Box q = blk_a2a_block(f, v, r, side, 0);
+	LPack qk;
+	int64_t qoff, n = box_runs(L, val, &q, pk, off);
+	pk->stride = n;
+	for (int p = 1; p < L->P && n >= 0; p++) {
+		q = blk_a2a_block(f, v, r, side, p);
+		if (box_runs(L, val, &q, &qk, &qoff) != n || qk.rows != pk->rows || qk.pitch != pk->pitch)
+			return -1;
+		if (p == 1)
+			pk->stride = qoff - *off;
+		else if (qoff - *off != p * pk->stride)
+			return -1;
 	}
 	return n;
 }
@@ -1063,16 +1097,14 @@ lower_step(Low *L, int bi)
 		return true;
 	}
 	case OP_ALL_TO_ALL: {
-		/* one chunk (the search never cuts an all_to_all): send blocks
-		 * along axis2 of x, receive blocks along axis of the result */
-		blk_abs_boxes(f, &b->in[0], 0, bx);
-		for (int i = 0; i < f->ins[x].ty.rank; i++)
-			if (bx[0].lo[i] != 0 || bx[0].hi[i] != xd[i])
-				return refuse(L, "all_to_all %%%d is cut into chunks; the PTX backend moves it whole", v);
-		s->send = arg(x, 0, 0);
-		s->recv = arg(v, 0, 0);
-		s->ch.count = (size_t)(a2a_side(L, xd, xst, f->ins[x].ty.rank, in->axis2, &s->pack) / L->P);
-		a2a_side(L, yd, yst, in->ty.rank, in->axis, &s->unpack);
+		/* slice b->index of every block: send blocks along axis2 of x,
+		 * receive blocks along axis of the result */
+		int64_t soff, roff, n = a2a_side(L, v, &b->in[0], 0, &s->pack, &soff);
+		if (n < 0 || a2a_side(L, v, &b->out[0], 1, &s->unpack, &roff) != n)
+			return refuse(L, "chunk %d of all_to_all %%%d: its blocks are no evenly spaced 2-D pattern", b->index, v);
+		s->send = arg(x, soff, 0);
+		s->recv = arg(v, roff, 0);
+		s->ch.count = (size_t)n;
 		s->ch.send_stride = s->pack.rows ? 0 : (size_t)s->pack.stride;
 		s->ch.recv_stride = s->unpack.rows ? 0 : (size_t)s->unpack.stride;
 		return true;

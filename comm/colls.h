@@ -19,5 +19,5 @@
 C(ALL_REDUCE,     all_reduce,     2, 0, 0, 1, 1, 3, CC_REDUCE, 2.0 * (p - 1) / p) /* recv[i] = red over ranks of send[i] */
 C(REDUCE_SCATTER, reduce_scatter, 3, 1, 0, 1, 1, 1, CC_REDUCE, (double)(p - 1) / p) /* recv[i] = red over ranks of send block `rank` [i] */
 C(ALL_GATHER,     all_gather,     2, 0, 1, 0, 1, 1, 0,         p - 1)               /* recv block q = send of rank q */
-C(ALL_TO_ALL,     all_to_all,     3, 1, 1, 0, 0, 1, 0,         (double)(p - 1) / p) /* recv block q = send block `rank` of rank q */
+C(ALL_TO_ALL,     all_to_all,     3, 1, 1, 0, 1, 1, 0,         (double)(p - 1) / p) /* recv block q = send block `rank` of rank q */
 C(SHIFT,          shift,          2, 0, 0, 0, 1, 1, 0,         1)                   /* recv = send of rank (rank - shift) mod P */

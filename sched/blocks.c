@@ -348,11 +348,90 @@ build_group(BlockGraph *g, Val a, const NodeChoice *ch, const Val *next)
 	}
 }
 
-static int
-chunk_dim(const Func *f, const Ins *in, int want, int nchunks)
+static bool
+is_comm(const Ins *in)
 {
+	return ir_ops[in->op].cls == OC_COMM || in->op == OP_RESHARD;
+}
+
+/* The dim group g's bands cut, when its space has `rank` dims (then they
+ * are the dims of a value of that rank it reads or writes), else -1. */
+static int
+group_dim(const Func *f, Val g, int rank)
+{
+	int d = blk_band_dim(f, g);
+	return d >= 0 && f->ins[ir_group_space(f, g, &(int){0})].ty.rank == rank ? d : -1;
+}
+
+/* The dim an all_to_all's chunks slice: the one its consumer's bands cut,
+ * else its producer's, so that a chunk that arrives feeds one band (or a
+ * band done lets one chunk go); dim 0 when neither has bands. */
+int
+blk_a2a_dim(const Func *f, Val v)
+{
+	const Ins *in = &f->ins[v];
+	Val src = f->ins[in->arg[0]].group;
+	int d;
+	for (Val u = v + 1; u < f->nins; u++)
+		for (int k = 0; k < f->ins[u].narg; k++)
+			if (f->ins[u].arg[k] == v && !is_comm(&f->ins[u]) && (d = group_dim(f, f->ins[u].group, in->ty.rank)) >= 0)
+				return d;
+	if (!is_comm(&f->ins[src]) && f->ins[src].op != OP_PARAM && (d = group_dim(f, src, in->ty.rank)) >= 0)
+		return d;
+	return 0;
+}
+
+/* The extent of the slice an all_to_all's chunks cut along dim d: within
+ * a block where d is a blocked dim (a of the result, b of the input). */
+static int64_t
+a2a_slice_len(const Func *f, const Ins *in, int d)
+{
+	return d == in->axis ? ty_local_dim(&f->ins[in->arg[0]].ty, d, f->nranks) : ty_local_dim(&in->ty, d, f->nranks);
+}
+
+/* Block q of the P blocks of one side of an all_to_all chunk (side 0:
+ * what it sends of x, blocked along b; 1: what it receives into y,
+ * blocked along a), in rank order: the region's q-th box (a chunk sliced
+ * along the blocked dim), or q-th of P pieces of its one box along the
+ * blocked dim. */
+Box
+blk_a2a_block(const Func *f, Val v, const Region *r, int side, int q)
+{
+	const Ins *in = &f->ins[v];
+	int P = f->nranks, d = side ? in->axis : in->axis2;
+	Box b = r->box[r->nbox == P ? q : 0];
+	if (r->nbox != P) {
+		int64_t len = b.hi[d] - b.lo[d], lo = b.lo[d];
+		b.lo[d] = lo + len * q / P;
+		b.hi[d] = lo + len * (q + 1) / P;
+	}
+	return b;
+}
+
+/* Is box b of value v one contiguous run of its row-major layout? */
+bool
+blk_box_contiguous(const Func *f, Val v, const Box *b)
+{
+	const Type *t = &f->ins[v].ty;
+	int first = -1;
+	for (int i = 0; i < t->rank; i++) {
+		int64_t ext = b->hi[i] - b->lo[i];
+		if (first < 0 && ext > 1)
+			first = i;
+		else if (first >= 0 && ext != ty_local_dim(t, i, f->nranks))
+			return false;
+	}
+	return true;
+}
+
+static int
+chunk_dim(const Func *f, Val v, int want, int nchunks)
+{
+	const Ins *in = &f->ins[v];
 	const Type *t = &in->ty;
 	switch (in->op) {
+	case OP_ALL_TO_ALL:
+		return want >= 0 && want < t->rank ? want : blk_a2a_dim(f, v);
 	case OP_REDUCE_SCATTER:
 	case OP_ALL_GATHER:
 	case OP_SHIFT:
@@ -411,6 +490,20 @@ comm_regions(BlockGraph *g, Blk *b, Val v, int dim, int c, int nc, bool self_fir
 			add_box(g, ry, by);
 		return;
 	}
+	case OP_ALL_TO_ALL: { /* slice c of every block along dim: P boxes on the side blocked there */
+		int64_t le = a2a_slice_len(f, in, dim), lo = cut(le, c, nc), hi = cut(le, c + 1, nc);
+		for (int side = 0; side < 2; side++) {
+			Region *r = side ? ry : rx;
+			Box q = side ? by : bx;
+			int nb = dim == (side ? in->axis : in->axis2) ? P : 1;
+			for (int p = 0; p < nb && r; p++) {
+				q.lo[dim] = p * (nb > 1 ? le : 0) + lo;
+				q.hi[dim] = p * (nb > 1 ? le : 0) + hi;
+				add_box(g, r, q);
+			}
+		}
+		return;
+	}
 	case OP_ALL_GATHER: {
 		int64_t le = ty_local_dim(&f->ins[x].ty, dim, P);
 		if (self_first && c == 0) { /* this rank's own block, copied locally */
@@ -450,7 +543,7 @@ build_comm(BlockGraph *g, Val v, const NodeChoice *ch, const Topo *topo)
 {
 	const Func *f = g->f;
 	const Ins *in = &f->ins[v];
-	int nc = ch->nchunks > 0 ? ch->nchunks : 1, dim = chunk_dim(f, in, ch->dim, nc);
+	int nc = ch->nchunks > 0 ? ch->nchunks : 1, dim = chunk_dim(f, v, ch->dim, nc);
 	int nphase = in->op != OP_RESHARD && topo && topo->nodes > 1 && topo->gpus > 1 ? comm_colls[ir_comm_op(in->op)].phases
 	                                                                               : 1;
 	bool self = ch->self_first && in->op == OP_ALL_GATHER && f->nranks > 1;
@@ -458,11 +551,14 @@ build_comm(BlockGraph *g, Val v, const NodeChoice *ch, const Topo *topo)
 	if (dim < 0) {
 		nc = 1;
 	} else {
-		len = in->op == OP_ALL_GATHER ? ty_local_dim(&f->ins[in->arg[0]].ty, dim, f->nranks)
-		                              : ty_local_dim(&in->ty, dim, f->nranks);
+		len = in->op == OP_ALL_GATHER   ? ty_local_dim(&f->ins[in->arg[0]].ty, dim, f->nranks)
+		      : in->op == OP_ALL_TO_ALL ? a2a_slice_len(f, in, dim)
+		                                : ty_local_dim(&in->ty, dim, f->nranks);
 		if (nc > len)
 			nc = (int)len;
 	}
+	if (in->op == OP_ALL_TO_ALL && f->nranks > MAXBOX)
+		nc = 1; /* a chunk would need a box per rank */
 	if (self)
 		nc++;
 	for (int c = 0; c < nc && !g->over; c++)
@@ -529,12 +625,6 @@ blk_default_choice(const Func *f, NodeChoice *choice)
 	for (Val v = 0; v < f->nins; v++)
 		choice[v] = (NodeChoice){1, -1, BE_DEFAULT, false, 1,
 		                          f->ins[v].op == OP_MATMUL || ir_attn_group(f, v) >= 0 ? SCHED_TILE_ROWS : 1};
-}
-
-static bool
-is_comm(const Ins *in)
-{
-	return ir_ops[in->op].cls == OC_COMM || in->op == OP_RESHARD;
 }
 
 /* next[m]: the next member of m's fused group, in value order. */

@@ -310,29 +310,21 @@ phase_us(const Profile *p, CommBackendKind be, Blk *b, double bytes, const Topo 
 	return prof_comm_us(p, be, CO_ALL_GATHER, bytes / gpus, gpus);
 }
 
-/* Are the P blocks along dim `dim` of a local shape not contiguous (a dim
- * before it holds more than one element)? */
-static bool
-blocks_strided(const Type *t, int nranks, int dim)
-{
-	int64_t d[LIM_RANK], outer = 1;
-	ty_local_shape(t, nranks, d);
-	for (int i = 0; i < dim; i++)
-		outer *= d[i];
-	return outer > 1;
-}
-
-/* An all_to_all whose blocks are not contiguous is packed before and
- * unpacked after by 2-D copies on the comm lane (codegen/host.c): a read
- * and a write of the rank's data per side that needs it. */
+/* An all_to_all chunk whose blocks are not contiguous runs is packed
+ * before and unpacked after by 2-D copies on the comm lane
+ * (codegen/host.c): a read and a write of the rank's data per side that
+ * needs it. */
 static double
-a2a_pack_us(const Profile *p, const Func *f, const Ins *in, double bytes)
+a2a_pack_us(const Profile *p, const Func *f, const Blk *b, double bytes)
 {
 	int sides = 0;
 	if (f->nranks == 1)
 		return 0;
-	sides += blocks_strided(&f->ins[in->arg[0]].ty, f->nranks, in->axis2); /* send: along b */
-	sides += blocks_strided(&in->ty, f->nranks, in->axis);                /* recv: along a */
+	for (int side = 0; side < 2; side++) {
+		const Region *r = side ? &b->out[0] : &b->in[0];
+		Box q = blk_a2a_block(f, b->node, r, side, 0);
+		sides += !blk_box_contiguous(f, r->v, &q);
+	}
 	return sides * 2 * bytes / (p->hbm_gbps * 1e3);
 }
 
@@ -355,7 +347,7 @@ comm_us(const Profile *p, const BlockGraph *g, Blk *b, const Topo *topo)
 	b->bytes = bytes;
 	if (b->nphase == 3) /* intra-node RS, inter-node AR on 1/G, intra-node AG */
 		return phase_us(p, be, b, bytes, topo);
-	double pack = in->op == OP_ALL_TO_ALL ? a2a_pack_us(p, f, in, bytes) : 0;
+	double pack = in->op == OP_ALL_TO_ALL ? a2a_pack_us(p, f, b, bytes) : 0;
 	if (topo && topo->nodes > 1) /* the ring crosses the network */
 		return inter_us(p, op, bytes, nranks) + p->streamop_us + pack;
 	return prof_comm_us(p, be, op, bytes, nranks) + p->streamop_us + pack;

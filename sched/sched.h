@@ -140,6 +140,9 @@ const char *blk_name(const BlockGraph *g, int i, char *buf, size_t n);
 int blk_band_dim(const Func *f, Val a); /* the dim group a's bands cut by default, -1 */
 /* The box of member m of a group that a band of the group's space covers. */
 Box blk_member_box(const Func *f, Val space, Val m, const Box *band);
+int blk_a2a_dim(const Func *f, Val v); /* the dim an all_to_all's chunks slice */
+Box blk_a2a_block(const Func *f, Val v, const Region *r, int side, int q); /* its block q (side 0: sent) */
+bool blk_box_contiguous(const Func *f, Val v, const Box *b);
 Box blk_space_box(const Func *f, Val space, Val v, const Box *vb); /* the band v's box vb lies in */
 
 /* ---- plans ---- */

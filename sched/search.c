@@ -58,6 +58,9 @@ set_bands(const Func *f, NodeChoice *ch)
 			 * its producer's bands are chunk-major too */
 			if (in->op == OP_REDUCE_SCATTER && blk_band_dim(f, src) == in->axis)
 				ch[src].interleave = f->nranks;
+			/* so does an all_to_all's cut along the dim it sends blocks of */
+			if (in->op == OP_ALL_TO_ALL && blk_a2a_dim(f, v) == in->axis2 && blk_band_dim(f, src) == in->axis2)
+				ch[src].interleave = f->nranks;
 		}
 		for (Val u = v + 1; u < f->nins; u++)
 			for (int k = 0; k < f->ins[u].narg; k++)
@@ -66,6 +69,10 @@ set_bands(const Func *f, NodeChoice *ch)
 					int want = ch[v].nchunks * (ch[v].self_first ? f->nranks : 1);
 					if (ch[gu].nchunks < want)
 						ch[gu].nchunks = want;
+					/* an all_to_all cut along the dim it receives blocks of
+					 * brings slice c of every block: its consumer's bands too */
+					if (in->op == OP_ALL_TO_ALL && blk_a2a_dim(f, v) == in->axis && blk_band_dim(f, gu) == in->axis)
+						ch[gu].interleave = f->nranks;
 					if (ch[v].self_first && f->ins[u].op == OP_MATMUL && k == 0)
 						ch[gu].self_first = true;
 				}

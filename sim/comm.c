@@ -41,6 +41,8 @@ struct SimWorld {
 	pthread_cond_t cv;
 	uint64_t gen;        /* rendezvous generation */
 	int arrived;
+	bool gen_ok;         /* the last generation completed before any failure */
+	bool disagree;       /* a rank of this call found the others in another call */
 	const CommChunk **posted;
 	bool failed;
 	int first;           /* the rank whose failure came first (-1: none) */
@@ -49,6 +51,7 @@ struct SimWorld {
 	/* p2p: each rank's published chunk (its symmetric send buffer), and
 	 * the flags in each rank's memory: arrive[owner * P + from], done[...] */
 	const CommChunk *volatile *pub;
+	CommChunk *pubcopy;  /* what pub points to: the world's copy, which outlives the rank's lane */
 	uint64_t *arrive, *done;
 	int drop_rank; /* tests: this rank raises no arrival flag at its first p2p chunk (-1: none) */
 };
@@ -76,23 +79,35 @@ fail_locked(SimWorld *w, int rank, const char *why)
 	pthread_cond_broadcast(&w->cv);
 }
 
-/* All P ranks arrive, or the deadline passes, or another rank failed. */
+/* All P ranks arrive, or the deadline passes, or (ENTRY only) another
+ * rank failed.  The verdict is the generation's, the same on every rank:
+ * a rank that leaves early on a failure leaves it incomplete, and the
+ * last to arrive then sees the failure too -- so no rank goes on to read
+ * the chunks of one that has left (its chunk lives on its lane's stack:
+ * reading it after that lane ended was a crash, under --break comm-order).
+ * FULL waits for every rank whatever failed meanwhile: it is only used
+ * after an ENTRY that passed, when every rank is sure to come. */
+enum { RDV_ENTRY, RDV_FULL };
+
 static bool
-rendezvous(SimComm *c, const CommChunk *ch)
+rendezvous(SimComm *c, const CommChunk *ch, int kind)
 {
 	SimWorld *w = c->w;
 	struct timespec ts;
 	uint64_t gen;
-	bool ok = true;
+	bool ok;
 	deadline(&ts, w->timeout_ms);
 	pthread_mutex_lock(&w->mu);
 	gen = w->gen;
 	if (++w->arrived == w->nranks) {
 		w->arrived = 0;
+		w->gen_ok = kind == RDV_FULL || !w->failed;
+		if (kind == RDV_ENTRY)
+			w->disagree = false;
 		w->gen++;
 		pthread_cond_broadcast(&w->cv);
 	}
-	while (w->gen == gen && !w->failed) {
+	while (w->gen == gen && (kind == RDV_FULL || !w->failed)) {
 		if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) == ETIMEDOUT && w->gen == gen) {
 			char why[512];
 			int missing = 0;
@@ -101,12 +116,13 @@ rendezvous(SimComm *c, const CommChunk *ch)
 			snprintf(why, sizeof why, "rank %d waited %d ms in %s of chunk %d: %d rank(s) never arrived (a deadlock)",
 			         c->b.rank, w->timeout_ms, comm_colls[ch->op].name, ch->id, missing);
 			fail_locked(w, c->b.rank, why);
+			if (kind == RDV_FULL)
+				break;
 		}
 	}
-	if (w->failed) {
-		snprintf(c->err, sizeof c->err, "%s", w->why);
-		ok = false;
-	}
+	ok = w->gen != gen && w->gen_ok;
+	if (!ok)
+		snprintf(c->err, sizeof c->err, "%s", w->failed ? w->why : "a rank left the collective");
 	pthread_mutex_unlock(&w->mu);
 	return ok;
 }
@@ -126,9 +142,6 @@ agree(SimComm *c, const CommChunk *ch)
 			snprintf(c->err, sizeof c->err,
 			         "rank %d called %s of chunk %d (%zu elements) while rank %d called %s of chunk %d (%zu elements)",
 			         r, comm_colls[o->op].name, o->id, o->count, c->b.rank, comm_colls[ch->op].name, ch->id, ch->count);
-			pthread_mutex_lock(&w->mu);
-			fail_locked(w, c->b.rank, c->err);
-			pthread_mutex_unlock(&w->mu);
 			return false;
 		}
 	}
@@ -203,15 +216,23 @@ sim_collective(CommBackend *b, const CommChunk *ch, void *lane)
 	SimWorld *w = c->w;
 	(void)lane;
 	w->posted[b->rank] = ch;
-	if (!rendezvous(c, ch))
+	if (!rendezvous(c, ch, RDV_ENTRY))
 		return -1;
-	if (!agree(c, ch)) {
-		rendezvous(c, ch);
+	if (!agree(c, ch)) { /* said after every rank has read the others' chunks */
+		pthread_mutex_lock(&w->mu);
+		w->disagree = true;
+		fail_locked(w, c->b.rank, c->err);
+		pthread_mutex_unlock(&w->mu);
+	}
+	rendezvous(c, ch, RDV_FULL);
+	if (w->disagree) { /* stable until the next call's entry: every rank gives up */
+		pthread_mutex_lock(&w->mu);
+		snprintf(c->err, sizeof c->err, "%s", w->why);
+		pthread_mutex_unlock(&w->mu);
 		return -1;
 	}
 	compute(c, ch, w->posted);
-	if (!rendezvous(c, ch)) /* nobody's buffers are reused before all have read */
-		return -1;
+	rendezvous(c, ch, RDV_FULL); /* nobody's buffers are reused before all have read */
 	w->posted[b->rank] = NULL;
 	return 0;
 }
@@ -368,7 +389,10 @@ p2p_collective(CommBackend *b, const CommChunk *ch, void *lane)
 	uint64_t seq = ++c->p2p_seq;
 	bool ok;
 	(void)lane;
-	__atomic_store_n(&w->pub[me], ch, __ATOMIC_RELEASE);
+	/* the world's copy: a reader may still read it after this rank has
+	 * failed and its lane has ended (the lane's own chunk is on its stack) */
+	w->pubcopy[me] = *ch;
+	__atomic_store_n(&w->pub[me], &w->pubcopy[me], __ATOMIC_RELEASE);
 	if (!(w->drop_rank == me && seq == 1))
 		p2p_raise(c, w->arrive, readers, n, seq);
 	ok = p2p_wait(c, ch, w->arrive, src, n, seq, "arrival") && p2p_agree(c, ch, src, n);
@@ -425,6 +449,7 @@ sim_world_new(int nranks, int timeout_ms)
 	w->posted = xcalloc(nranks, sizeof *w->posted);
 	w->ranks = xcalloc(nranks, sizeof *w->ranks);
 	w->pub = xcalloc(nranks, sizeof *w->pub);
+	w->pubcopy = xcalloc(nranks, sizeof *w->pubcopy);
 	w->arrive = xcalloc((size_t)nranks * nranks, sizeof *w->arrive);
 	w->done = xcalloc((size_t)nranks * nranks, sizeof *w->done);
 	w->drop_rank = -1;
@@ -446,6 +471,7 @@ sim_world_free(SimWorld *w)
 	pthread_cond_destroy(&w->cv);
 	free(w->posted);
 	free((void *)w->pub);
+	free(w->pubcopy);
 	free(w->arrive);
 	free(w->done);
 	free(w->ranks);

@@ -337,6 +337,42 @@ exec_reduce_scatter(PRank *k, const BlockGraph *g, const Blk *b, Val v, const In
 	return ok;
 }
 
+/* One chunk of an all_to_all: block q of what it sends goes to rank q,
+ * block q of what it receives comes from rank q (blk_a2a_block), packed
+ * for the backend. */
+static bool
+exec_all_to_all(PRank *k, const BlockGraph *g, const Blk *b, Val v, const Ins *in)
+{
+	const Func *f = g->f;
+	int P = k->c.P;
+	Box q0 = blk_a2a_block(f, v, &b->in[0], 0, 0);
+	Tensor s = sim_sub(&k->val[in->arg[0]], q0.lo, q0.hi);
+	size_t n = (size_t)s.n;
+	double *send = xmalloc((n * P + 1) * sizeof *send), *recv = xmalloc((n * P + 1) * sizeof *recv);
+	CommChunk c = sim_chunk(in, v, CO_ALL_TO_ALL, send, recv, n);
+	bool ok;
+	sim_free(&s);
+	for (int p = 0; p < P; p++) {
+		Box q = blk_a2a_block(f, v, &b->in[0], 0, p);
+		s = sim_sub(&k->val[in->arg[0]], q.lo, q.hi);
+		memcpy(send + (size_t)p * n, s.v, n * sizeof *send);
+		sim_free(&s);
+	}
+	c.id = b->index;
+	if ((ok = sim_comm_call(&k->c, &c, "all_to_all")))
+		for (int p = 0; p < P; p++) {
+			int src = k->c.brk->on[BR_A2A_ORDER] ? P - 1 - p : p;
+			Box q = blk_a2a_block(f, v, &b->out[0], 1, p);
+			Tensor r = sim_sub(&k->val[v], q.lo, q.hi);
+			memcpy(r.v, recv + (size_t)src * n, n * sizeof *recv);
+			sim_put(&k->val[v], q.lo, &r);
+			sim_free(&r);
+		}
+	free(send);
+	free(recv);
+	return ok;
+}
+
 /* all_reduce or shift of one box; a multi-node all_reduce in phases:
  * reduce-scatter inside the node, all_reduce of 1/G across nodes,
  * all_gather inside the node. */
@@ -427,6 +463,8 @@ exec_comm(PRank *k, const BlockGraph *g, int bi, int gpus)
 		return exec_allgather(k, g, b, v, in);
 	case OP_REDUCE_SCATTER:
 		return exec_reduce_scatter(k, g, b, v, in);
+	case OP_ALL_TO_ALL:
+		return exec_all_to_all(k, g, b, v, in);
 	case OP_ALL_REDUCE:
 	case OP_SHIFT:
 		return exec_samebox(k, g, bi, v, in);

@@ -81,23 +81,12 @@ typedef struct Cands {
 	int dup; /* candidates scored again, not run twice */
 } Cands;
 
-/* Two choices that make the same plan (the search scores some twice). */
-static bool
-same_choice(const NodeChoice *a, const NodeChoice *b, int n)
-{
-	for (int v = 0; v < n; v++)
-		if (a[v].nchunks != b[v].nchunks || a[v].dim != b[v].dim || a[v].backend != b[v].backend ||
-		    a[v].self_first != b[v].self_first || a[v].interleave != b[v].interleave || a[v].align != b[v].align)
-			return false;
-	return true;
-}
-
 static void
 keep_candidate(void *ctx, const NodeChoice *ch)
 {
 	Cands *c = ctx;
 	for (int i = 0; i < c->n; i++)
-		if (same_choice(c->ch[i], ch, c->nins)) {
+		if (sched_choice_same(c->ch[i], ch, c->nins)) { /* the search scores some twice */
 			c->dup++;
 			return;
 		}

@@ -60,6 +60,7 @@ typedef struct Job {
 	Tensor **got;         /* [rank][value]: downloaded outputs */
 	double *ms;           /* [rank]: median ms */
 	int *status;
+	AnyFn fn_arr;         /* syncc_<op>_on_stream: the tensors as one array, for ops of more than 8 */
 } Job;
 
 static int nranks_of_job;
@@ -147,9 +148,26 @@ tensor_of(void *data, const Type *t, int P)
 }
 
 /* The launcher takes one pointer per argument and result. */
+/* An op of more than 8 tensors through syncc_<op>_on_stream, on the
+ * compute lane as the caller's stream (the same order as syn_<op>). */
 static int
-call(AnyFn fn, syn_ctx *c, syn_tensor *a, int n)
+call_array(AnyFn fn, syn_ctx *c, syn_tensor *a, int n)
 {
+	syn_tensor **t = xcalloc((size_t)n, sizeof *t);
+	int r;
+	for (int i = 0; i < n; i++)
+		t[i] = &a[i];
+	r = ((int (*)(syn_ctx *, void *, syn_tensor *const *))fn)(c, syn_stream(c, SYN_COMPUTE), t);
+	free(t);
+	return r;
+}
+
+static int
+call(const Job *j, syn_ctx *c, syn_tensor *a, int n)
+{
+	AnyFn fn = j->fn;
+	if (n > 8)
+		return call_array(j->fn_arr, c, a, n);
 	switch (n) {
 	case 1: return ((int (*)(syn_ctx *, void *))fn)(c, &a[0]);
 	case 2: return ((int (*)(syn_ctx *, void *, void *))fn)(c, &a[0], &a[1]);
@@ -193,7 +211,7 @@ rank_main(syn_ctx *c, void *arg)
 		free(host);
 		a[i] = tensor_of(buf[i], t, P);
 	}
-	if ((st = call(j->fn, c, a, n)) || (st = syn_sync(c)))
+	if ((st = call(j, c, a, n)) || (st = syn_sync(c)))
 		goto fail;
 	for (int i = 0; i < f->nout; i++) {
 		const Type *t = &f->outty[i];
@@ -214,7 +232,7 @@ rank_main(syn_ctx *c, void *arg)
 	}
 	for (int it = 0; it < j->bench + 3 && j->bench; it++) { /* 3 warm-up calls */
 		float ms;
-		if ((st = syn_mark(c, 0)) || (st = call(j->fn, c, a, n)) || (st = syn_mark(c, 1)) || (st = syn_sync(c)) ||
+		if ((st = syn_mark(c, 0)) || (st = call(j, c, a, n)) || (st = syn_mark(c, 1)) || (st = syn_sync(c)) ||
 		    (st = syn_mark_ms(c, 0, 1, &ms)))
 			goto fail;
 		if (it >= 3)
@@ -425,7 +443,7 @@ runtime_dirs(char *inc, size_t n)
 }
 
 static AnyFn
-build_launcher(const char *dir, const char *prefix, const char *op)
+build_launcher(const char *dir, const char *prefix, const char *op, AnyFn *arr)
 {
 	char inc[4096], cmd[16384], so[4200], sym[256];
 	void *h;
@@ -442,6 +460,8 @@ build_launcher(const char *dir, const char *prefix, const char *op)
 	*(void **)&fn = dlsym(h, sym); /* POSIX: dlsym's object pointer holds a function */
 	if (!fn)
 		die("the launcher has no %s", sym);
+	snprintf(sym, sizeof sym, "syncc_%s_on_stream", op);
+	*(void **)arr = dlsym(h, sym); /* NULL for a tuner's variant: only ops of more than 8 tensors need it */
 	return fn;
 }
 
@@ -526,12 +546,15 @@ run_func(Driver *d, Func *f, const Plan *plan, const Ranks *rk, const char *dir,
          double *ms_out, const char *sym, bool inject)
 {
 	int P = rk->P;
-	Job j = {d, f, plan, NULL, NULL, NULL, d->bench, check, NULL, NULL, NULL, NULL};
+	Job j = {d, f, plan, NULL, NULL, NULL, d->bench, check, NULL, NULL, NULL, NULL, NULL};
 	uint64_t rng = d->seed ^ 0x5851f42d4c957f2dull;
 	double fl = flops_of(f), ms = 0;
 	bool ok = true;
 	char gl[512];
-	j.fn = build_launcher(dir, prefix, sym ? sym : sym_str(f->name));
+	j.fn = build_launcher(dir, prefix, sym ? sym : sym_str(f->name), &j.fn_arr);
+	if (f->nin + f->nout > 8 && !j.fn_arr)
+		die("op '%s' has %d tensors and its launcher no syncc_%s_on_stream", sym_str(f->name), f->nin + f->nout,
+		    sym ? sym : sym_str(f->name));
 	j.in = sim_inputs(f->sema, d->seed);
 	j.shard = xcalloc((size_t)P, sizeof *j.shard);
 	j.got = xcalloc((size_t)P, sizeof *j.got);

@@ -94,7 +94,17 @@ class Op:
             s.name, ", ".join("%s: %s" % (a.name, a.type) for a in s.args), ", ".join(r.type for r in s.results), s.ranks)
 
 
-class Module:
+class _Ops:
+    """Ops as attributes: mod.OP is mod.ops["OP"]."""
+
+    def __getattr__(self, name):
+        ops = self.__dict__.get("ops", {})
+        if name in ops:
+            return ops[name]
+        raise AttributeError("%s has no op '%s' (it has: %s)" % (self.__dict__.get("path"), name, ", ".join(sorted(ops))))
+
+
+class Module(_Ops):
     """A compiled .syn file, loaded into this process: one attribute per op."""
 
     def __init__(self, path, b, ctx, so):
@@ -102,12 +112,6 @@ class Module:
         self.path, self.build, self._ctx = path, b, ctx
         key = os.path.basename(os.path.normpath(b.dir))
         self.ops = {name: Op(self, runtime.Launcher(so, o), key) for name, o in b.sig.ops.items()}
-
-    def __getattr__(self, name):
-        ops = self.__dict__.get("ops", {})
-        if name in ops:
-            return ops[name]
-        raise AttributeError("%s has no op '%s' (it has: %s)" % (self.__dict__.get("path"), name, ", ".join(sorted(ops))))
 
     def sync(self):
         """Wait for every call so far with libsyncrt's watchdog; raises
@@ -140,7 +144,7 @@ class BucketOp:
         return op(*tensors)
 
 
-class BucketModule:
+class BucketModule(_Ops):
     """A .syn file loaded once per value of its bucketed parameters
     (syncc.load(path, M=[1024, 2048, 4096])): one compiled build and one
     libsyncrt context per bucket, made at load; each op picks its bucket
@@ -160,12 +164,6 @@ class BucketModule:
                                         "bucketed parameters do not set its arguments' shapes" % (path, name, key, what))
                 by_shape[key] = op
             self.ops[name] = BucketOp(name, by_shape, what)
-
-    def __getattr__(self, name):
-        ops = self.__dict__.get("ops", {})
-        if name in ops:
-            return ops[name]
-        raise AttributeError("%s has no op '%s' (it has: %s)" % (self.__dict__.get("path"), name, ", ".join(sorted(ops))))
 
     def sync(self):
         for m in self.modules:

@@ -56,4 +56,15 @@ def tests(root, run, Fail):
                and "a remote flag never raised" in out and took < 15,
                "a dropped remote flag is a named timeout (%.1f s)" % took, out, err)
 
+    def t_failing_calls_never_crash():
+        # rank 0's comm lane backwards on every candidate (nccl-style and
+        # p2p chunks): the ranks that found the mismatch used to leave while
+        # others still read the chunk on their lane's stack -- a crash in
+        # about one run of three; 8 runs here
+        for i in range(8):
+            rc, out, err = run([syncrun, "--sim", "examples/row_linear.syn", "--ranks", "4", "--all-plans", "--break",
+                                "comm-order"])
+            expect(rc == 1 and "MISMATCH" in out and "internal compiler error" not in err + out,
+                   "run %d: every candidate fails as a mismatch, none crashes" % i, out, err)
+
     return [("sim/" + k[2:], v) for k, v in sorted(locals().items()) if k.startswith("t_")]
