@@ -140,9 +140,14 @@ def one(label, path, params, opname, make, ref, res):
     op(*static)  # warm-up outside the capture (and its first call was above)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
+    dump = os.environ.get("DUMP_GRAPH") == "1"
+    if dump:
+        graph.enable_debug_mode()
     step(label, "capture")
     with torch.cuda.graph(graph):
         out = op(*static)
+    if dump:  # the captured nodes and edges, as Graphviz (DUMP_GRAPH=1)
+        graph.debug_dump(os.path.join(OUT, "graph.%s.dot" % label))
     step(label, "first replay")
     graph.replay()
     torch.cuda.synchronize()
