@@ -170,6 +170,19 @@ def one(label, path, params, opname, make, ref, res):
     y = op(*pool[1])
     r["checks"]["eager after replays equal"] = int(torch.equal(y, eager[1]))
     ok &= torch.equal(y, eager[1])
+    # and replays and eager calls interleaved after that, each against its input set
+    step(label, "replays and eager calls interleaved")
+    mixed = 0
+    for i in range(20):
+        k = i % len(pool)
+        for s, t in zip(static, pool[k]):
+            s.copy_(t)
+        graph.replay()
+        mixed += not torch.equal(out, eager[k])
+        mixed += not torch.equal(op(*pool[(k + 1) % len(pool)]), eager[(k + 1) % len(pool)])
+    torch.cuda.synchronize()
+    r["checks"]["interleaved replays and eager calls differing (of 40)"] = mixed
+    ok &= mixed == 0
 
     print("%s: eager %.2e, %d of %d replays differ" % (label, r["checks"]["eager vs f32 torch"], bad, REPLAYS), flush=True)
     if label not in COMPILE_CASES:
