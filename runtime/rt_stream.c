@@ -42,13 +42,19 @@ capture_state(syn_ctx *c)
  * flag counts its raises (a band's tiles add one each), and the waits the
  * capture recorded are for its call count then: on a replay that started
  * from cleared flags they would never be met. */
+static int
+captured_before(const syn_ctx *c, int first)
+{
+	return c->cleared && first >= 0 && first < c->nflags && c->cleared[first];
+}
+
 int
 rt_capture_flags(syn_ctx *c, CUstream s, const char *op)
 {
 	int first = c->next_flag, n = c->next_nflags;
 	c->next_nflags = -1;
 	c->op_cleared = 0;
-	if (!c->capturing && !(c->cleared && n > 0 && first >= 0 && first < c->nflags && c->cleared[first]))
+	if (!c->capturing && !captured_before(c, first))
 		return SYN_OK;
 	if (n < 0)
 		return rt_seterr(c, SYN_EUNSUPPORTED,
@@ -65,7 +71,7 @@ rt_capture_flags(syn_ctx *c, CUstream s, const char *op)
 	c->cleared[first] = 1;
 	c->op_cleared = 1;
 	return rt_cu(c, cuMemsetD32Async(c->flags->peer[c->rank] + (CUdeviceptr)first * 8, 0, (size_t)n * 2, s),
-	             "cuMemsetD32Async (the op's flags, under CUDA graph capture)");
+	             "cuMemsetD32Async (the op's flags, cleared at its start: it was captured in a CUDA graph)");
 }
 
 uint64_t
