@@ -132,17 +132,18 @@ def _row_case(name, M, N, dim):
                 kind="rows")
 
 
-def _attn_case(NH, S, D):
-    src = "use nn;\nparam NH = 8, S = 128, D = 64;\nop f(q: bf16[NH, S, D], k: bf16[NH, S, D], v: bf16[NH, S, D]) -> bf16[NH, S, D] {\n    return attention(q, k, v);\n}\n"
+def _attn_case(NH, S, D, causal=False):
+    src = "use nn;\nparam NH = 8, S = 128, D = 64;\nop f(q: bf16[NH, S, D], k: bf16[NH, S, D], v: bf16[NH, S, D]) -> bf16[NH, S, D] {\n    return %s(q, k, v);\n}\n" % (
+        "causal_attention" if causal else "attention")
 
     def inputs(dev):
         return [torch.randn(NH, S, D, device=dev, dtype=torch.bfloat16) for _ in range(3)]
 
     def eager(q, k, v):
-        return F.scaled_dot_product_attention(q, k, v)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
     return dict(src=src, params=dict(NH=NH, S=S, D=D), inputs=inputs, eager=eager, bytes=2 * 4 * NH * S * D,
-                flops=4.0 * NH * S * S * D, tol=2e-2, kind="attention")
+                flops=4.0 * NH * S * S * D * (0.5 if causal else 1), tol=2e-2, kind="attention")
 
 
 def cases():
@@ -164,6 +165,7 @@ def cases():
         c["%s_1024x8192x4096" % epi] = _mm_case(epi, 1024, 8192, 4096)
     c["attention_32x2048x128"] = _attn_case(32, 2048, 128)
     c["attention_16x4096x64"] = _attn_case(16, 4096, 64)
+    c["causal_attention_32x8192x128"] = _attn_case(32, 8192, 128, causal=True)
     return c
 
 

@@ -88,7 +88,7 @@ static const char *const taken[] = {
 	"syn_end", "syn_error", "syn_errw_addr", "syn_finalize", "syn_flag_addr", "syn_free", "syn_free_sms",
 	"syn_grid_persistent", "syn_image", "syn_init", "syn_init_local", "syn_kernel", "syn_kernel_get", "syn_lane",
 	"syn_launch", "syn_mark", "syn_mark_ms", "syn_nranks", "syn_opts", "syn_peer_ptr", "syn_raise", "syn_rank",
-	"syn_ref_matmul", "syn_run_local", "syn_op_flags", "syn_sms", "syn_state", "syn_status", "syn_status_name", "syn_stream",
+	"syn_ref_matmul", "syn_run_local", "syn_op_flags", "syn_epoch", "syn_sms", "syn_state", "syn_status", "syn_status_name", "syn_stream",
 	"syn_stream_enter", "syn_stream_leave", "syn_sync", "syn_begin_local", "syn_trace_exposed", "syn_device_info", "syn_tensor", "syn_tensor_check", "syn_timeout_ns",
 	"syn_tmap", "syn_tmap_encode", "syn_trace_slots", "syn_trace_write", "syn_upload", "syn_wait",
 	/* the launcher's own */
@@ -626,7 +626,7 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 	/* its flags, cleared at its start under CUDA graph capture (syncrt.h) */
 	buf_printf(o, "\tsyn_op_flags(ctx, %d, %d);\n", base, lo->nflags);
 	buf_printf(o, "\tif ((r = syn_begin%s(ctx, \"%s\", &e)))\n\t\treturn r;\n", lo->nstep ? "" : "_local", op);
-	buf_printf(o, "\te = ++st->calls; /* this op's call count: its flags' epoch */\n");
+	buf_printf(o, "\te = syn_epoch(ctx, &st->calls); /* its flags' epoch: the op's call count, or 1 */\n");
 	buf_printf(o, "\tflags = syn_flag_addr(ctx, rank, %d);\n\terrw = syn_errw_addr(ctx);\n\ttimeout = syn_timeout_ns(ctx);\n", base);
 	for (int k = 0; k < lo->nkern; k++) {
 		const LKernel *kn = &lo->kern[k];

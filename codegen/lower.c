@@ -1175,6 +1175,110 @@ lower_result_copies(Low *L)
 	return !L->failed;
 }
 
+/* ---- a fused attention region (ir/attn.c) -> the fused kernel (codegen/attn.c) ---- */
+
+enum { ATTN_ROWS = 64 }; /* query rows of one entry of the fused kernel */
+
+/* Entries of one band box: every (head, 64-query tile) in it, the heads
+ * flattened over the leading dims; causal: the longest tiles first. */
+static void
+attn_entries(LKernel *k, const Box *bx, const int64_t *od, int R, bool causal, const PtxBlock *proto, int r, int *n)
+{
+	int64_t idx[LIM_RANK], t0 = bx->lo[R - 2] / ATTN_ROWS, t1 = (bx->hi[R - 2] + ATTN_ROWS - 1) / ATTN_ROWS, nz = 1;
+	for (int d = 0; d < R - 2; d++)
+		nz *= bx->hi[d] - bx->lo[d];
+	for (int64_t pass = 0; pass < t1 - t0; pass++)
+		for (int64_t h = 0; h < nz; h++) {
+			int64_t rest = h, z = 0;
+			PtxBlock e = *proto;
+			for (int d = R - 3; d >= 0; d--) {
+				int64_t w = bx->hi[d] - bx->lo[d];
+				idx[d] = bx->lo[d] + rest % w;
+				rest /= w;
+			}
+			for (int d = 0; d < R - 2; d++)
+				z = z * od[d] + idx[d];
+			e.x = (uint32_t)(causal ? t1 - 1 - pass : t0 + pass);
+			e.z = (uint32_t)z;
+			append(k, r, n, &e);
+		}
+}
+
+static bool
+lower_attn(Low *L, Val a, Val mm2, const int *bl, int nb)
+{
+	const Func *f = L->f;
+	Attn at;
+	PtxAttnSpec s;
+	LKernel *k;
+	int R = f->ins[mm2].ty.rank, *n;
+	int64_t qd[LIM_RANK], kd[LIM_RANK], od[LIM_RANK];
+	char buf[160];
+	const char *why;
+	if (!ir_attn_match(f, mm2, &at))
+		return refuse(L, "attention %%%d does not match its region", mm2);
+	if ((why = ir_attn_unfused_why(f, &at, buf, sizeof buf)))
+		return refuse(L, "attention %%%d: %s", mm2, why);
+	local_dims(L, at.q, qd);
+	local_dims(L, at.k, kd);
+	local_dims(L, mm2, od);
+	memset(&s, 0, sizeof s);
+	k = new_kernel(L, a);
+	snprintf(k->name, sizeof k->name, "syn_%s_attn%d", sym_str(f->name), L->lo->nkern - 1);
+	s.name = k->name;
+	s.site = L->site++;
+	s.dt = f->ins[mm2].ty.dt;
+	s.batch = 1;
+	for (int d = 0; d < R - 2; d++)
+		s.batch *= od[d];
+	s.sq = qd[R - 2];
+	s.sk = kd[R - 2];
+	s.d = qd[R - 1];
+	s.scale = at.scale;
+	s.causal = at.causal;
+	s.diag = at.diag;
+	s.normed = at.normed;
+	s.stats = !f->ins[at.max].internal;
+	if ((why = ptx_attn_check(&s)))
+		return refuse(L, "attention %%%d: %s", mm2, why);
+	k->arg[k->narg++] = arg(at.q, 0, 0);
+	k->arg[k->narg++] = arg(at.k, 0, 0);
+	k->arg[k->narg++] = arg(at.v, 0, 0);
+	k->arg[k->narg++] = arg(mm2, 0, 0);
+	if (s.stats) {
+		k->arg[k->narg++] = arg(at.max, 0, 0);
+		k->arg[k->narg++] = arg(at.sum, 0, 0);
+	}
+	n = xcalloc((size_t)L->P, sizeof(int));
+	for (int i = 0; i < nb; i++) {
+		const Blk *b = &L->g->b[bl[i]];
+		const Region *ro = NULL;
+		PtxBlock proto = {0};
+		int before = n[0];
+		for (int j = 0; j < b->nout; j++)
+			if (b->out[j].v == mm2)
+				ro = &b->out[j];
+		band_flags(L, bl[i], &proto);
+		for (int r = 0; r < L->P && ro; r++) {
+			Box abs[2 * MAXBOX];
+			int nbox = blk_abs_boxes(f, ro, r, abs);
+			for (int q = 0; q < nbox; q++) {
+				if (abs[q].lo[R - 2] % ATTN_ROWS || (abs[q].hi[R - 2] % ATTN_ROWS && abs[q].hi[R - 2] != s.sq)) {
+					free(n);
+					return refuse(L, "a band of attention %%%d is not made of whole %d-row query tiles", mm2,
+					              ATTN_ROWS);
+				}
+				attn_entries(k, &abs[q], od, R, s.causal, &proto, r, n);
+			}
+		}
+		L->entries[bl[i]] = n[0] - before;
+	}
+	ptx_emit_attn(&L->lo->ptx, &s, &k->k);
+	finish_entries(L, k, n);
+	free(n);
+	return !L->failed;
+}
+
 /* ---- the whole plan ---- */
 
 static bool
@@ -1207,6 +1311,8 @@ ptx_lower(const Plan *p, Lowered *lo)
 		nb = group_blocks(&L, b->node, b->kind, bl);
 		if (b->kind == BK_COMM)
 			lower_self(&L, b->node, bl, nb);
+		else if (ir_attn_group(p->f, b->node) >= 0)
+			lower_attn(&L, b->node, ir_attn_group(p->f, b->node), bl, nb);
 		else if (an->op == OP_MATMUL)
 			lower_matmul(&L, b->node, bl, nb);
 		else if (is_rowgroup(p->f, b->node))

@@ -29,7 +29,7 @@
  * reading the peers' symmetric buffers, one launch a chunk between flag
  * handshakes (runtime/rt_p2p.c), the only backend that runs two ranks on
  * one GPU (NCCL refuses a GPU twice). */
-B(NCCL, nccl, CC_REDUCE | CC_NODES, 1, 0,
+B(NCCL, nccl, CC_REDUCE | CC_NODES | CC_CAPTURE, 1, 0,
   "libsyncrt's setting: SMs kept free for NCCL (SYNC_FREE_SMS, by default its maxCTAs)")
 B(CE,   ce,   0,                    0, 0,
   "SMs a kernel leaves the copy engine's copies beside it")

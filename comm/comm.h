@@ -18,6 +18,10 @@
 typedef enum CommCan {
 	CC_REDUCE = 1, /* arithmetic on the data: a reduction */
 	CC_NODES = 2,  /* reach ranks on other nodes */
+	/* run inside a CUDA graph capture across ranks: its handshakes are in
+	 * the stream, not counted on the host (a replay repeats the captured
+	 * count, which a host-counted handshake would have moved on) */
+	CC_CAPTURE = 4,
 } CommCan;
 
 /* The collectives, one per row of comm/colls.h (meanings there). */

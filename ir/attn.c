@@ -15,6 +15,7 @@
 #include "ir.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int
@@ -269,23 +270,6 @@ ir_attn_match(const Func *f, Val mm2, Attn *a)
 	return closed(f, a);
 }
 
-void
-pass_attn(Func *f)
-{
-	for (Val v = 0; v < f->nins; v++) {
-		Attn a;
-		bool taken = false;
-		if (f->ins[v].op != OP_MATMUL || !ir_attn_match(f, v, &a))
-			continue;
-		for (int i = 0; i < a.nmem; i++)
-			taken = taken || f->ins[a.mem[i]].attn >= 0;
-		if (taken) /* a member of an earlier region (its second matmul) */
-			continue;
-		for (int i = 0; i < a.nmem; i++)
-			f->ins[a.mem[i]].attn = v;
-	}
-}
-
 /* v is read past the region: returned, or read by a non-member. */
 static bool
 exported(const Func *f, Val v)
@@ -297,6 +281,120 @@ exported(const Func *f, Val v)
 			if (f->ins[c].arg[i] == v && f->ins[c].attn != f->ins[v].attn)
 				return true;
 	return false;
+}
+
+static bool
+same_place(const Place *a, const Place *b)
+{
+	return a->kind == b->kind && (a->kind != PL_SPLIT || a->dim == b->dim);
+}
+
+/* Why the fused kernel (codegen/attn.c) cannot run a marked region, or
+ * NULL: its limits, kept here because the pass decides the grouping and
+ * the plan says why (codegen checks the kernel's own limits again). */
+const char *
+ir_attn_unfused_why(const Func *f, const Attn *a, char *buf, size_t n)
+{
+	const Type *tq = &f->ins[a->q].ty, *tk = &f->ins[a->k].ty, *tv = &f->ins[a->v].ty, *to = &f->ins[a->mm2].ty;
+	int R = tq->rank;
+	int64_t d = ty_local_dim(tq, R - 1, f->nranks), dv = ty_local_dim(tv, R - 1, f->nranks);
+	bool mx = exported(f, a->max), sm = a->sum >= 0 && exported(f, a->sum);
+	if (a->bias >= 0)
+		snprintf(buf, n, "it adds a bias %%%d (the fused kernel has no bias input)", a->bias);
+	else if ((tq->dt != DT_BF16 && tq->dt != DT_F16) || tk->dt != tq->dt || tv->dt != tq->dt || to->dt != tq->dt ||
+	         a->pdt != tq->dt)
+		snprintf(buf, n, "q, k, v, the probabilities and the output are not all bf16 or all f16 (q is %s)",
+		         ty_dtypes[tq->dt].name);
+	else if ((d != 64 && d != 128) || dv != d)
+		snprintf(buf, n, "the head dim is %lld (the fused kernel takes 64 or 128, the same for v)", (long long)dv);
+	else if (!(same_place(&tq->pl, &to->pl) && same_place(&tk->pl, &tv->pl) &&
+	           (same_place(&tq->pl, &tk->pl) || (tq->pl.kind == PL_SPLIT && tq->pl.dim == R - 2 && tk->pl.kind == PL_REPL))))
+		snprintf(buf, n, "q, k, v and the output are split differently");
+	else if (a->causal && tq->pl.kind == PL_SPLIT && tq->pl.dim == R - 2)
+		snprintf(buf, n, "it is causal with the queries split across ranks (one diagonal per kernel)");
+	else if (mx != sm)
+		snprintf(buf, n, "it exports the row %s without the row %s", mx ? "max" : "sum", mx ? "sum" : "max");
+	else if ((mx && f->ins[a->max].ty.dt != DT_F32) || (sm && f->ins[a->sum].ty.dt != DT_F32))
+		snprintf(buf, n, "its row max or row sum is not f32");
+	else
+		return NULL;
+	return buf;
+}
+
+/* The region's members become one fused group anchored at the first of
+ * them, every one kept inside the kernel but the exports.  A value that
+ * fusion had put in a member's group without being a member (an epilogue
+ * after the second matmul) becomes a kernel of its own. */
+static void
+regroup(Func *f, const Attn *a)
+{
+	Val anchor = a->mm2;
+	bool *mem = xcalloc((size_t)f->nins + 1, sizeof *mem);
+	for (int i = 0; i < a->nmem; i++) {
+		mem[a->mem[i]] = true;
+		if (a->mem[i] < anchor)
+			anchor = a->mem[i];
+	}
+	/* the rest of a member's group (an epilogue of the second matmul):
+	 * if all elementwise, one kernel at the first of them; else each
+	 * one alone, stored */
+	Val *moved = xcalloc((size_t)f->nins + 1, sizeof *moved);
+	bool *mixed = xcalloc((size_t)f->nins + 1, sizeof *mixed);
+	for (Val v = 0; v < f->nins; v++) {
+		moved[v] = -1;
+		if (!mem[v] && mem[f->ins[v].group] && !(ir_ops[f->ins[v].op].flags & OF_EW))
+			mixed[f->ins[v].group] = true;
+	}
+	for (Val v = 0; v < f->nins; v++) {
+		Val g = f->ins[v].group;
+		if (mem[v] || !mem[g])
+			continue;
+		if (mixed[g]) {
+			f->ins[v].group = v;
+			f->ins[v].internal = false;
+			continue;
+		}
+		if (moved[g] < 0)
+			moved[g] = v;
+		f->ins[v].group = moved[g];
+	}
+	free(moved);
+	free(mixed);
+	for (int i = 0; i < a->nmem; i++) {
+		Val m = a->mem[i];
+		f->ins[m].group = anchor;
+		f->ins[m].internal = !(m == a->mm2 || ((m == a->max || m == a->sum) && exported(f, m)));
+	}
+	free(mem);
+}
+
+void
+pass_attn(Func *f)
+{
+	for (Val v = 0; v < f->nins; v++) {
+		Attn a;
+		bool taken = false;
+		char why[160];
+		if (f->ins[v].op != OP_MATMUL || !ir_attn_match(f, v, &a))
+			continue;
+		for (int i = 0; i < a.nmem; i++)
+			taken = taken || f->ins[a.mem[i]].attn >= 0;
+		if (taken) /* a member of an earlier region (its second matmul) */
+			continue;
+		for (int i = 0; i < a.nmem; i++)
+			f->ins[a.mem[i]].attn = v;
+		if (!ir_attn_unfused_why(f, &a, why, sizeof why))
+			regroup(f, &a);
+	}
+}
+
+Val
+ir_attn_group(const Func *f, Val a)
+{
+	Val mm2 = f->ins[a].attn;
+	/* the probabilities are in the output's group only when the region is fused */
+	return mm2 >= 0 && f->ins[a].group == a && f->ins[mm2].group == a && f->ins[f->ins[mm2].arg[0]].group == a ? mm2
+	                                                                                                          : -1;
 }
 
 /*     ; attention: q %0, k %1, v %2, scale 0.125, causal[0], bias %5;

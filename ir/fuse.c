@@ -235,6 +235,11 @@ ir_rowgroup(const Func *f, Val a, RowGroup *rg, int *stage_of, const char **why)
 Val
 ir_group_space(const Func *f, Val a, int *axis)
 {
+	Val mm2 = ir_attn_group(f, a);
+	if (mm2 >= 0) { /* a fused attention region: the output's rows, no row group */
+		*axis = -1;
+		return mm2;
+	}
 	for (Val m = a; m < f->nins; m++)
 		if (f->ins[m].group == a && is_stage(f, &f->ins[m])) {
 			*axis = f->ins[m].axis;

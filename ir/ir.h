@@ -191,7 +191,11 @@ typedef struct Attn {
 	int nmem;
 } Attn;
 bool ir_attn_match(const Func *f, Val mm2, Attn *a); /* mm2 ends a region: a filled */
-void pass_attn(Func *f);
+void pass_attn(Func *f); /* marks regions; those the fused kernel runs become one group */
+/* Why the fused kernel cannot run region a (into buf), or NULL. */
+const char *ir_attn_unfused_why(const Func *f, const Attn *a, char *buf, size_t n);
+/* The second matmul of the fused attention region that group a is, or -1. */
+Val ir_attn_group(const Func *f, Val a);
 void ir_attn_print(Buf *b, const Func *f, Val mm2);
 
 /* ---- a compilation unit: the files, their ops, the options ---- */

@@ -280,9 +280,14 @@ struct syn_ctx {
 	CUstream run;   /* and the stream its kernels go on: ext, or the compute lane */
 	/* CUDA graph capture of ext (rt_stream.c): nothing is logged, and the
 	 * next op's flags [next_flag, next_flag + next_nflags) are cleared at its
-	 * start so every replay counts its epochs from zero */
+	 * start and its epoch is 1, so every replay counts from zero.  An op once
+	 * captured keeps doing so on every later call (cleared[first]): its
+	 * flags hold a replay's counts, which its own call count no longer
+	 * matches; op_cleared says the op begun is such a call (syn_epoch) */
 	int capturing;
 	int next_flag, next_nflags; /* syn_op_flags; next_nflags < 0: not said */
+	unsigned char *cleared;     /* nflags entries, made at the first capture */
+	int op_cleared;
 	ncclComm_t comm;
 	int sms, free_sms, max_ctas;
 	/* ranks of this process on this rank's GPU (syn_init_local with a GPU

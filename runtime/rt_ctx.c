@@ -262,6 +262,7 @@ syn_finalize(syn_ctx *c)
 	free(c->items);
 	free(c->evpool);
 	free(c->ops);
+	free(c->cleared);
 	free(c->anchors);
 	free(c->sym);
 	for (int i = 0; i < c->nstate; i++)

@@ -377,11 +377,11 @@ syn_coll(syn_ctx *c, syn_backend be, const CommChunk *ch)
 		return rt_seterr(c, SYN_EARG, "rank %d: syn_coll: no backend %d", c->rank, (int)be);
 	if ((r = rt_chunk_check(ch, c->rank, c->nranks, err, sizeof err)))
 		return rt_seterr(c, r, "%s", err);
-	if (c->capturing && be == SYN_CE && c->nranks > 1)
+	if (c->capturing && c->nranks > 1 && !(comm_backends[be].can & CC_CAPTURE))
 		return rt_seterr(c, SYN_EUNSUPPORTED,
-		                 "rank %d: the ce backend cannot run inside a CUDA graph capture across ranks (its peer "
+		                 "rank %d: the %s backend cannot run inside a CUDA graph capture across ranks (its peer "
 		                 "handshakes count calls on the host): compile the op with --comm-backend nccl",
-		                 c->rank);
+		                 c->rank, comm_backends[be].name);
 	if ((r = c->be[be]->collective(c->be[be], ch, c->lane[SYN_COMM])))
 		return r;
 	rt_fmt(what, sizeof what, "%s %s %s x%zu", rt_backend_name(be), rt_op_name(ch->op), rt_dtype_name(ch->dt),

@@ -36,14 +36,25 @@ capture_state(syn_ctx *c)
 	return SYN_OK;
 }
 
-/* Under capture: the op's own flags back to zero on `s`, before anything
- * of the op that waits for them (syn_begin: before the comm lane forks). */
+/* Under capture, and for every later call of an op once captured: the
+ * op's own flags back to zero on `s`, before anything of the op that waits
+ * for them (syn_begin: before the comm lane forks), and its epoch 1.  A
+ * flag counts its raises (a band's tiles add one each), and the waits the
+ * capture recorded are for its call count then: on a replay that started
+ * from cleared flags they would never be met. */
+static int
+captured_before(const syn_ctx *c, int first)
+{
+	return c->cleared && first >= 0 && first < c->nflags && c->cleared[first];
+}
+
 int
 rt_capture_flags(syn_ctx *c, CUstream s, const char *op)
 {
 	int first = c->next_flag, n = c->next_nflags;
 	c->next_nflags = -1;
-	if (!c->capturing)
+	c->op_cleared = 0;
+	if (!c->capturing && !captured_before(c, first))
 		return SYN_OK;
 	if (n < 0)
 		return rt_seterr(c, SYN_EUNSUPPORTED,
@@ -55,8 +66,20 @@ rt_capture_flags(syn_ctx *c, CUstream s, const char *op)
 	if (!c->flags || first < 0 || first + n > c->nflags)
 		return rt_seterr(c, SYN_EARG, "rank %d: op '%s': flags %d..%d are not this context's (it has %d)", c->rank, op,
 		                 first, first + n - 1, c->nflags);
+	if (!c->cleared && !(c->cleared = calloc((size_t)c->nflags, 1)))
+		return rt_seterr(c, SYN_ENOMEM, "rank %d: out of host memory", c->rank);
+	c->cleared[first] = 1;
+	c->op_cleared = 1;
 	return rt_cu(c, cuMemsetD32Async(c->flags->peer[c->rank] + (CUdeviceptr)first * 8, 0, (size_t)n * 2, s),
-	             "cuMemsetD32Async (the op's flags, under CUDA graph capture)");
+	             "cuMemsetD32Async (the op's flags, cleared at its start: it was captured in a CUDA graph)");
+}
+
+uint64_t
+syn_epoch(syn_ctx *c, uint64_t *calls)
+{
+	if (c && c->op_cleared)
+		return 1;
+	return ++*calls;
 }
 
 int

@@ -204,10 +204,15 @@ int syn_tmap_encode(syn_ctx *c, syn_tmap *m, const char *what, uint64_t addr, Co
 /* ---- one operator call ---- */
 int syn_check_args(syn_ctx *c, const char *op, int n, const syn_tensor *t, const syn_argspec *s);
 /* The flags the next op (its syn_begin or syn_begin_local) owns, of this
- * rank: [first, first + n).  Only read under CUDA graph capture of the
- * caller's stream: a replay cannot advance the epoch the capture recorded,
- * so the op clears its flags first and each replay counts from zero. */
+ * rank: [first, first + n).  Read under CUDA graph capture of the caller's
+ * stream: a replay cannot advance the epoch the capture recorded, so the op
+ * clears its flags first and each replay counts from zero (epoch 1); an op
+ * once captured does the same on every later call. */
 int syn_op_flags(syn_ctx *c, int first, int n);
+/* After syn_begin / syn_begin_local: the epoch of this call of the op whose
+ * call count is *calls -- the count, advanced, or 1 for a call that
+ * cleared its flags at its start (above). */
+uint64_t syn_epoch(syn_ctx *c, uint64_t *calls);
 int syn_begin(syn_ctx *c, const char *op, uint64_t *epoch);
 /* An op with no communication: as syn_begin, but its kernels go on the
  * caller's stream inside syn_stream_enter .. leave (else the compute lane),

@@ -199,6 +199,8 @@ static int
 band_dim(const Func *f, Val a, int want)
 {
 	int axis, r = f->ins[ir_group_space(f, a, &axis)].ty.rank;
+	if (ir_attn_group(f, a) >= 0 && want >= r - 1) /* the fused kernel makes whole rows */
+		return blk_band_dim(f, a);
 	return want >= 0 && want < r && axis < 0 ? want : blk_band_dim(f, a);
 }
 
@@ -623,7 +625,8 @@ void
 blk_default_choice(const Func *f, NodeChoice *choice)
 {
 	for (Val v = 0; v < f->nins; v++)
-		choice[v] = (NodeChoice){1, -1, BE_DEFAULT, false, 1, f->ins[v].op == OP_MATMUL ? SCHED_TILE_ROWS : 1};
+		choice[v] = (NodeChoice){1, -1, BE_DEFAULT, false, 1,
+		                          f->ins[v].op == OP_MATMUL || ir_attn_group(f, v) >= 0 ? SCHED_TILE_ROWS : 1};
 }
 
 /* next[m]: the next member of m's fused group, in value order. */
@@ -700,6 +703,8 @@ blk_name(const BlockGraph *g, int i, char *buf, size_t n)
 {
 	const Blk *b = &g->b[i];
 	const char *op = ir_ops[g->f->ins[b->node].op].name;
+	if (b->kind == BK_COMPUTE && ir_attn_group(g->f, b->node) >= 0)
+		op = "attention"; /* the fused kernel, named by its region */
 	if (b->kind == BK_COMPUTE)
 		snprintf(buf, n, "%s%%%d.b%d", op, b->node, b->index);
 	else if (b->nphase > 1)

@@ -240,7 +240,20 @@ compute_us(const Profile *p, const BlockGraph *g, Blk *b)
 		bytes += region_bytes(f, &b->in[k]);
 	for (int k = 0; k < b->nout; k++)
 		bytes += region_bytes(f, &b->out[k]);
-	if (an->op == OP_MATMUL) {
+	Val mm2 = ir_attn_group(f, b->node);
+	if (mm2 >= 0) {
+		/* the fused kernel: both products, no scores in HBM; causal
+		 * skips about half of the key tiles */
+		const Ins *o = &f->ins[mm2], *p1 = &f->ins[f->ins[mm2].arg[0]];
+		int R = o->ty.rank;
+		double rows = (double)ty_local_numel(&o->ty, f->nranks) / ty_local_dim(&o->ty, R - 1, f->nranks);
+		double sk = (double)ty_local_dim(&p1->ty, R - 1, f->nranks), d = (double)ty_local_dim(&o->ty, R - 1, f->nranks);
+		bool causal = false;
+		for (Val v = b->node; v < mm2; v++)
+			causal = causal || (f->ins[v].group == b->node && f->ins[v].op == OP_CAUSAL);
+		flops = 4 * rows * sk * d / b->nindex * (causal ? 0.5 : 1);
+		t = flops / (p->matmul_tflops[o->ty.dt] * 1e6);
+	} else if (an->op == OP_MATMUL) {
 		const Type *ta = &f->ins[an->arg[0]].ty;
 		double k = (double)ty_local_dim(ta, ta->rank - 1, f->nranks);
 		double m = (double)ty_local_numel(&an->ty, f->nranks) / b->nindex; /* the band's outputs */

@@ -75,6 +75,27 @@ sched_plan_changes(const Plan *p, char *buf, size_t n)
 	free(said);
 }
 
+/* One line per attention region: the fused kernel, or why its unfused
+ * kernels run it (ir/attn.c decides, codegen/lower.c follows). */
+static void
+attn_lines(Buf *o, const Func *f)
+{
+	for (Val v = 0; v < f->nins; v++) {
+		Attn a;
+		char why[160];
+		if (f->ins[v].attn != v || !ir_attn_match(f, v, &a))
+			continue;
+		if (ir_attn_group(f, f->ins[v].group) == v)
+			buf_printf(o, "  attention %%%d: one fused kernel (%s, head dim %lld%s), no scores in memory\n", v,
+			           ty_dtypes[f->ins[v].ty.dt].name,
+			           (long long)ty_local_dim(&f->ins[v].ty, f->ins[v].ty.rank - 1, f->nranks),
+			           a.causal ? ", causal" : "");
+		else
+			buf_printf(o, "  attention %%%d: unfused kernels, scores in memory: %s\n", v,
+			           ir_attn_unfused_why(f, &a, why, sizeof why) ? why : "not grouped");
+	}
+}
+
 void
 sched_print_plan(FILE *out, const Plan *p)
 {
@@ -111,6 +132,7 @@ sched_print_plan(FILE *out, const Plan *p)
 			buf_printf(&o, "\n");
 		}
 	}
+	attn_lines(&o, p->f);
 	buf_printf(&o, "  flags: %d (64-bit epochs: call k waits for and raises k; never reset)\n", p->nflags);
 	buf_printf(&o, "  extra memory in flight: %.0f bytes over the serial plan\n", p->peak_extra > 0 ? p->peak_extra : 0);
 	buf_printf(&o, "  exposed communication: %.1f us (%.1f%% of the op), of %.1f us on the comm lane\n", p->exposed,
@@ -124,8 +146,13 @@ sched_explain(FILE *out, const Plan *p)
 {
 	const BlockGraph *g = p->g;
 	char name[96];
+	Buf o = {0};
 	fprintf(out, "explain %s (P = %d):\n", sym_str(p->f->name), p->f->nranks);
 	fputs(p->why, out);
+	attn_lines(&o, p->f);
+	if (o.len)
+		fputs(o.s, out);
+	buf_free(&o);
 	fprintf(out, "  critical path (no slack):");
 	for (int i = 0; i < g->n; i++)
 		if (g->b[i].slack < 1e-6)

@@ -45,7 +45,7 @@ set_bands(const Func *f, NodeChoice *ch)
 			ch[v].nchunks = 1;
 			ch[v].self_first = false;
 			ch[v].interleave = 1;
-			ch[v].align = f->ins[v].op == OP_MATMUL ? SCHED_TILE_ROWS : 1;
+			ch[v].align = f->ins[v].op == OP_MATMUL || ir_attn_group(f, v) >= 0 ? SCHED_TILE_ROWS : 1;
 		}
 	for (Val v = 0; v < f->nins; v++) {
 		const Ins *in = &f->ins[v];

@@ -159,14 +159,76 @@ exec_member(PRank *k, Val m, const int64_t *lo, const int64_t *hi)
 	return ok;
 }
 
+/* A band of a fused attention region, as the fused kernel runs it: its
+ * query rows of q (every key of k and v of the same heads) through the
+ * online softmax, into the band's rows of the exports; the region's
+ * scores and probabilities are never made. */
+static bool
+exec_attn(PRank *k, Val mm2, const Box *band)
+{
+	const Func *f = k->c.f;
+	Attn a;
+	int R = f->ins[mm2].ty.rank;
+	int64_t lo[LIM_RANK], hi[LIM_RANK];
+	Tensor q, kk, v, o, m = {0}, l = {0}, *t[3];
+	if (!ir_attn_match(f, mm2, &a))
+		return fail(k, "rank %d: %s%s is marked as a fused attention region that does not match", "", "");
+	t[0] = &k->val[a.q], t[1] = &k->val[a.k], t[2] = &k->val[a.v];
+	for (int d = 0; d < R; d++)
+		lo[d] = band->lo[d], hi[d] = band->hi[d];
+	q = sim_sub(t[0], lo, hi);
+	hi[R - 1] = t[0]->dim[R - 1];
+	lo[R - 2] = 0;
+	hi[R - 2] = t[1]->dim[R - 2];
+	kk = sim_sub(t[1], lo, hi);
+	hi[R - 1] = t[2]->dim[R - 1];
+	v = sim_sub(t[2], lo, hi);
+	if (a.causal) /* the band's first query is row band->lo of the region */
+		a.diag += band->lo[R - 2];
+	{
+		int64_t od[LIM_RANK], md[LIM_RANK];
+		for (int d = 0; d < R; d++) {
+			od[d] = band->hi[d] - band->lo[d];
+			md[d] = d == R - 1 ? 1 : od[d];
+		}
+		od[R - 1] = t[2]->dim[R - 1];
+		o = sim_tensor(f->ins[mm2].ty.dt, R, od);
+		m = sim_tensor(DT_F32, R, md);
+		l = sim_tensor(DT_F32, R, md);
+	}
+	sim_attention(&a, &q, &kk, &v, NULL, &o, f->ins[mm2].ty.dt, &m, &l, k->c.brk->on[BR_ATTN_NORESCALE]);
+	for (int d = 0; d < R; d++)
+		lo[d] = band->lo[d];
+	sim_put(&k->val[mm2], lo, &o);
+	if (!f->ins[a.max].internal)
+		sim_put(&k->val[a.max], lo, &m);
+	if (a.sum >= 0 && !f->ins[a.sum].internal)
+		sim_put(&k->val[a.sum], lo, &l);
+	sim_free(&q), sim_free(&kk), sim_free(&v), sim_free(&o), sim_free(&m), sim_free(&l);
+	return true;
+}
+
 static bool
 exec_compute(PRank *k, const BlockGraph *g, const Blk *b)
 {
 	const Func *f = k->c.f;
 	Box abs[2 * MAXBOX];
 	int n;
+	Val mm2 = ir_attn_group(f, b->node);
 	if (!b->nout)
 		return true;
+	if (mm2 >= 0) {
+		const Region *ro = NULL;
+		for (int i = 0; i < b->nout; i++)
+			if (b->out[i].v == mm2)
+				ro = &b->out[i];
+		ASSERT(ro);
+		n = blk_abs_boxes(f, ro, k->c.r, abs);
+		for (int i = 0; i < n; i++)
+			if (!exec_attn(k, mm2, &abs[i]))
+				return false;
+		return true;
+	}
 	/* the band in the group's space: out[0] is a stored member's region,
 	 * which has every dim of the space it spans */
 	Val space = ir_group_space(f, b->node, &(int){0});
@@ -564,6 +626,8 @@ sim_plan_run(const Plan *p, const Tensor *in, const SimOpts *o, int gpus, int ca
 			for (Val v = 0; v < f->nins; v++) {
 				const Ins *i = &f->ins[v];
 				sim_free(&k->val[v]);
+				if (i->internal && ir_attn_group(f, i->group) >= 0)
+					continue; /* inside the fused attention kernel: never made */
 				k->val[v] = sim_tensor_of(&i->ty, true, P);
 				if (i->op == OP_PARAM)
 					sim_copy_flat(&shard[r][i->a], &k->val[v]);

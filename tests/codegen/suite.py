@@ -25,7 +25,7 @@ def tests(root, run, Fail):
     files = sorted(glob.glob(os.path.join(root, "examples", "*.syn"))) + [os.path.join(root, "stdlib", "nn.syn")]
     cuda = "/usr/local/cuda/include"
 
-    def one(path, ranks):
+    def one(path, ranks, extra=()):
         rel = os.path.relpath(path, root)
 
         def t():
@@ -35,7 +35,7 @@ def tests(root, run, Fail):
                 log = os.path.join(d, "ptxas.log")
                 env = {"PTXAS": os.path.join(root, "tests", "codegen", "ptxas-v"), "PTXAS_REAL": px,
                        "PTXAS_V_LOG": log} if px else {"PTXAS": os.path.join(d, "no-ptxas")}
-                rc, out, err = run([syncc, rel, "--ranks", str(ranks), "-o", pre], env=env)
+                rc, out, err = run([syncc, rel, "--ranks", str(ranks), "-o", pre] + list(extra), env=env)
                 if rel in REFUSED:
                     if rc != 1 or "cannot generate GPU code" not in err:
                         raise Fail(" expected a located refusal, got exit %d\n%s" % (rc, err[-2000:]))
@@ -141,4 +141,12 @@ def tests(root, run, Fail):
     for f in files:
         for p in ranks.get(f, (1, 2, 4)):
             jobs.append(("codegen/%s P=%d (ptxas, launcher -Werror)" % (os.path.relpath(f, root), p), one(f, p)))
+    # attention regions lowered to the fused kernel (codegen/attn.c): the
+    # stdlib's at head dim 64 and the forms of tests/lang/attn/fused.syn
+    fused = [(os.path.join(root, "stdlib", "nn.syn"), ["-D", "D=64"]),
+             (os.path.join(root, "tests", "lang", "attn", "fused.syn"), [])]
+    for f, extra in fused:
+        for p in (1, 2, 4):
+            jobs.append(("codegen/%s %s P=%d fused attention (ptxas, launcher -Werror)" %
+                         (os.path.relpath(f, root), " ".join(extra), p), one(f, p, extra)))
     return jobs

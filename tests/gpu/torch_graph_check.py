@@ -21,6 +21,7 @@ torch's stream):
 Writes $OUT/torch_graph.json; exit 0 only if every check passed."""
 import syncc  # first: it sets CUDA_DEVICE_MAX_CONNECTIONS before torch makes the CUDA context
 
+import faulthandler
 import json
 import os
 import sys
@@ -98,6 +99,12 @@ def cases(tmp):
     ]
 
 
+def step(label, what):
+    """A progress line before each stage, so a hang names its stage (the
+    first runs stopped silently after row_linear's load)."""
+    print("%s: %s" % (label, what), flush=True)
+
+
 def host_us(fn, n=2000):
     torch.cuda.synchronize()
     t = time.perf_counter()
@@ -118,7 +125,11 @@ def one(label, path, params, opname, make, ref, res):
     g = torch.Generator(device="cuda")
     g.manual_seed(7)
     pool = [make(g) for _ in range(4)]
-    eager = [op(*ins) for ins in pool]
+    step(label, "first eager call")
+    eager = [op(*pool[0])]
+    torch.cuda.synchronize()
+    step(label, "first eager call done; three more")
+    eager += [op(*ins) for ins in pool[1:]]
     torch.cuda.synchronize()
     e = max(rel_err(y, ref(*ins)) for y, ins in zip(eager, pool))
     r["checks"]["eager vs f32 torch"] = e
@@ -129,8 +140,18 @@ def one(label, path, params, opname, make, ref, res):
     op(*static)  # warm-up outside the capture (and its first call was above)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
+    dump = os.environ.get("DUMP_GRAPH") == "1"
+    if dump:
+        graph.enable_debug_mode()
+    step(label, "capture")
     with torch.cuda.graph(graph):
         out = op(*static)
+    if dump:  # the captured nodes and edges, as Graphviz (DUMP_GRAPH=1)
+        graph.debug_dump(os.path.join(OUT, "graph.%s.dot" % label))
+    step(label, "first replay")
+    graph.replay()
+    torch.cuda.synchronize()
+    step(label, "%d replays" % REPLAYS)
     bad = 0
     for i in range(REPLAYS):
         k = i % len(pool)
@@ -145,9 +166,23 @@ def one(label, path, params, opname, make, ref, res):
     r["checks"]["graph replays differing from eager (of %d)" % REPLAYS] = bad
     ok &= bad == 0
     # an eager call after the replays still right (its epoch above the captured one)
+    step(label, "eager after replays")
     y = op(*pool[1])
     r["checks"]["eager after replays equal"] = int(torch.equal(y, eager[1]))
     ok &= torch.equal(y, eager[1])
+    # and replays and eager calls interleaved after that, each against its input set
+    step(label, "replays and eager calls interleaved")
+    mixed = 0
+    for i in range(20):
+        k = i % len(pool)
+        for s, t in zip(static, pool[k]):
+            s.copy_(t)
+        graph.replay()
+        mixed += not torch.equal(out, eager[k])
+        mixed += not torch.equal(op(*pool[(k + 1) % len(pool)]), eager[(k + 1) % len(pool)])
+    torch.cuda.synchronize()
+    r["checks"]["interleaved replays and eager calls differing (of 40)"] = mixed
+    ok &= mixed == 0
 
     print("%s: eager %.2e, %d of %d replays differ" % (label, r["checks"]["eager vs f32 torch"], bad, REPLAYS), flush=True)
     if label not in COMPILE_CASES:
@@ -158,6 +193,7 @@ def one(label, path, params, opname, make, ref, res):
         a = op(*(ins[0] * 1, ) + tuple(ins[1:]))
         return a.float() * 2 + 1
 
+    step(label, "torch.compile")
     want = f(*pool[2])
     torch._dynamo.reset()
     cf = torch.compile(f, fullgraph=True)
@@ -175,6 +211,7 @@ def finish(op, pool, graph, label, r, ok):
     opname = op.__name__
     # torch.profiler names it
     from torch.profiler import profile, ProfilerActivity
+    step(label, "profiler")
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         op(*pool[0])
         torch.cuda.synchronize()
@@ -184,6 +221,7 @@ def finish(op, pool, graph, label, r, ok):
     ok &= bool(hit)
 
     # host time per call
+    step(label, "host and device times")
     r["host_us_eager_call"] = round(host_us(lambda: op(*pool[0])), 1)
     r["host_us_graph_replay"] = round(host_us(graph.replay), 1)
     if label == "row_linear":
@@ -252,6 +290,8 @@ def buckets(res):
 
 def main():
     os.makedirs(OUT, exist_ok=True)
+    # every thread's Python stack once a minute while it runs: a hang says where
+    faulthandler.dump_traceback_later(int(os.environ.get("STACK_EVERY_S", "60")), repeat=True)
     torch.cuda.set_device(0)
     res = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(0), "replays": REPLAYS}
     ok = True
@@ -266,18 +306,24 @@ def main():
                 res.setdefault(c[0], {})["error"] = traceback.format_exc()
                 print(traceback.format_exc(), file=sys.stderr)
                 ok = False
+        extras = os.environ.get("EXTRAS", "1") == "1"
         try:
-            ok &= buckets(res)
+            if extras:
+                step("buckets", "load and calls")
+                ok &= buckets(res)
         except Exception:
             res["buckets"] = {"error": traceback.format_exc()}
             ok = False
         try:
-            ok &= first_call_in_capture(tmp, res)
+            if extras:
+                step("fresh", "first call inside a capture")
+                ok &= first_call_in_capture(tmp, res)
         except Exception:
             res["first call inside capture"] = {"error": traceback.format_exc()}
             ok = False
     res["ok"] = bool(ok)
-    with open(os.path.join(OUT, "torch_graph.json"), "w") as f:
+    tag = os.environ.get("CASES", "").replace(",", "+") or "all"
+    with open(os.path.join(OUT, "torch_graph.%s.json" % tag), "w") as f:
         json.dump(res, f, indent=1)
     print(json.dumps(res, indent=1))
     return 0 if ok else 1
