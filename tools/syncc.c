@@ -69,6 +69,7 @@ main(int argc, char **argv)
 	if ((r = drv_args(&d, argc, argv, allowed, (int)NELEM(allowed), usage)) >= 0) {
 		if (r == EXIT_OK && d.help)
 			drv_print_passes(stdout);
+		drv_free(&d);
 		return r;
 	}
 	if (d.tune && (r = tune_with_gpus(&d)) != EXIT_OK)

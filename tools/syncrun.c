@@ -226,6 +226,7 @@ main(int argc, char **argv)
 	if ((r = drv_args(&d, argc, argv, allowed, (int)NELEM(allowed), usage)) >= 0) {
 		if (r == EXIT_OK && d.help)
 			drv_print_passes(stdout);
+		drv_free(&d);
 		return r;
 	}
 	if (d.cal_samples) { /* tests: the fit and the writer of --calibrate, without GPUs */

@@ -1134,8 +1134,10 @@ main(int argc, char **argv)
 	diag_setup(DIAG_TEXT, "syncrun");
 	d.mem = arena_new();
 	d.opt.nranks = 2;
-	if ((r = drv_args(&d, argc, argv, allowed, (int)NELEM(allowed), usage)) >= 0)
+	if ((r = drv_args(&d, argc, argv, allowed, (int)NELEM(allowed), usage)) >= 0) {
+		drv_free(&d);
 		return r;
+	}
 	rk.per_process = getenv("RANK") || getenv("OMPI_COMM_WORLD_RANK") || getenv("SLURM_PROCID");
 	d.need_plans = true;
 	if (!mkdtemp(dir))
