@@ -208,7 +208,7 @@ typedef struct RtSym {
 	int ipc;           /* peers opened with cuIpcOpenMemHandle */
 	int vmm;           /* RT_VMM_*: what of a cuMemCreate mapping is made (0: cuMemAlloc) */
 	CUmemGenericAllocationHandle h;
-	size_t mapped;     /* bytes reserved and mapped: `bytes` rounded up to the granularity */
+	size_t mapped;     /* bytes allocated: `bytes` rounded up to the granularity (cuMemAlloc between processes: 2 MiB) */
 	int legacy;        /* cuMemAlloc whatever SYNC_SYM_VMM says (the retry after a failed import) */
 	struct RtSymImport { /* per peer: another process's memory imported by its POSIX fd */
 		CUmemGenericAllocationHandle h;
@@ -363,6 +363,10 @@ int rt_sym_alloc(syn_ctx *c, size_t bytes, RtSym **out); /* collective */
 int rt_sym_local(syn_ctx *c, size_t bytes, RtSym *s);     /* this rank's part of it, zeroed */
 void rt_sym_release(syn_ctx *c, RtSym *s, int free_base);
 RtSym *rt_sym_find(const syn_ctx *c, CUdeviceptr p, size_t bytes);
+/* cuMemcpyHtoD and cuMemsetD8 that return with the bytes in device memory
+ * (rt_sym.c says why the plain calls do not) */
+int rt_put(syn_ctx *c, CUdeviceptr dst, const void *src, size_t n, const char *what);
+int rt_zero(syn_ctx *c, CUdeviceptr dst, size_t n, const char *what);
 
 /* rt_module.c: modules */
 int rt_module_load(syn_ctx *c, const syn_image *img, CUmodule *m);

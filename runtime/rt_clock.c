@@ -190,7 +190,7 @@ harvest_blocks(syn_ctx *c)
 			       (unsigned long long)r[3]);
 			emit(c, &e);
 		}
-	cuMemsetD8(c->tbuf, 0, bytes);
+	rt_zero(c, c->tbuf, bytes, "cuMemsetD8 (trace records)"); /* before the next op's kernels write records */
 	free(rec);
 	c->tused = 0;
 }

@@ -12,7 +12,7 @@ ref_copy_in(syn_ctx *c, CUdeviceptr *d, const float *h, size_t n)
 	int r;
 	if ((r = rt_cu(c, cuMemAlloc(d, n * sizeof *h + 4), "cuMemAlloc (reference)")))
 		return r;
-	return rt_cu(c, cuMemcpyHtoD(*d, h, n * sizeof *h), "cuMemcpyHtoD (reference)");
+	return rt_put(c, *d, h, n * sizeof *h, "cuMemcpyHtoD (reference)"); /* landed before the ctl stream reads it */
 }
 
 int

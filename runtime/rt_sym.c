@@ -10,7 +10,17 @@
  *     allgather), import and map at addresses of their own; if any rank
  *     cannot import, every rank starts the allocation again on cuMemAlloc
  *     and CUDA IPC, which is the default between processes (SYNC_SYM_VMM=1)
- *     and everywhere with SYNC_SYM_VMM=0.
+ *     and everywhere with SYNC_SYM_VMM=0.  An allocation shared by CUDA
+ *     IPC is a whole number of 2 MiB: cuMemAlloc sub-allocates smaller
+ *     ones from a shared block, and CUDA IPC then shares the block, so
+ *     the peer's cuIpcOpenMemHandle returns the block's start, not the
+ *     allocation's (the CUDA programming guide, "Interprocess
+ *     Communication").
+ * Between processes every mapping is checked before it is used: each rank
+ * writes a word of its own (its rank and pid) at the start of its part,
+ * every peer reads it through its mapping, and only then is it zeroed, so
+ * a mapping that shows other memory is an error (or, for imported
+ * descriptors, the retry on CUDA IPC), never a wrong answer.
  * Whatever was made is unmapped and freed on every path out, a failed
  * allocation included. */
 #define RT_CUDA 1
@@ -24,6 +34,7 @@
 typedef struct SymPub {
 	CUipcMemHandle h;
 	uint64_t base, mapped;
+	uint64_t mark; /* the word at the start of the owner's part while it is mapped (0: none) */
 	int32_t ipc_ok, dev;
 	int32_t pid, fd; /* the exported allocation: the owner's descriptor (-1: none) */
 } SymPub;
@@ -140,12 +151,47 @@ vmm_map(syn_ctx *c, RtSym *s, int exportable)
 	return r;
 }
 
+enum { RT_IPC_ALIGN = 2 << 20 };
+
+/* The peers are other processes (of this node, or not). */
+static int
+between(const syn_ctx *c)
+{
+	return !c->world && c->nranks > 1;
+}
+
+/* cuMemcpyHtoD from pageable memory returns once the bytes are staged for
+ * the DMA, cuMemsetD8 once it is queued; both run on the legacy stream,
+ * which the context's lanes (non-blocking streams) and other processes do
+ * not wait for.  Two processes on one H200 read a peer's buffer through
+ * CUDA IPC before its upload had landed (a2a_matmul's rank 1 got a wrong
+ * result, 2026-12-03) and the word each rank writes to check its mappings
+ * was missing when the peer looked for it (2026-12-04).  These return
+ * when the bytes are there. */
+static int
+settled(syn_ctx *c, int r, const char *what)
+{
+	return r ? r : rt_cu(c, cuStreamSynchronize(CU_STREAM_LEGACY), what);
+}
+
+int
+rt_put(syn_ctx *c, CUdeviceptr dst, const void *src, size_t n, const char *what)
+{
+	return settled(c, rt_cu(c, cuMemcpyHtoD(dst, src, n), what), what);
+}
+
+int
+rt_zero(syn_ctx *c, CUdeviceptr dst, size_t n, const char *what)
+{
+	return settled(c, rt_cu(c, cuMemsetD8(dst, 0, n), what), what);
+}
+
 /* Between processes, mapped memory only where SYNC_SYM_VMM=2 asks for it
  * and no earlier round of this allocation failed to import. */
 static int
 exported(const syn_ctx *c, const RtSym *s)
 {
-	return !c->world && c->nranks > 1 && c->env.sym_vmm == 2 && !s->legacy;
+	return between(c) && c->env.sym_vmm == 2 && !s->legacy;
 }
 
 /* This rank's part of a symmetric allocation, zeroed.  On failure nothing
@@ -158,11 +204,15 @@ rt_sym_local(syn_ctx *c, size_t bytes, RtSym *s)
 	if ((c->world && c->env.sym_vmm) || exported(c, s)) {
 		r = vmm_map(c, s, exported(c, s));
 		if (!r)
-			r = rt_cu(c, cuMemsetD8(s->base, 0, s->mapped), "cuMemsetD8 (symmetric)");
+			r = rt_zero(c, s->base, s->mapped, "cuMemsetD8 (symmetric)");
 	} else {
-		r = rt_cu(c, cuMemAlloc(&s->base, bytes ? bytes : 1), "cuMemAlloc (symmetric)");
+		size_t n = bytes ? bytes : 1;
+		if (between(c)) /* never sub-allocated, so CUDA IPC shares this and only this */
+			n = (n + RT_IPC_ALIGN - 1) / RT_IPC_ALIGN * RT_IPC_ALIGN;
+		s->mapped = n;
+		r = rt_cu(c, cuMemAlloc(&s->base, n), "cuMemAlloc (symmetric)");
 		if (!r)
-			r = rt_cu(c, cuMemsetD8(s->base, 0, bytes ? bytes : 1), "cuMemsetD8 (symmetric)");
+			r = rt_zero(c, s->base, n, "cuMemsetD8 (symmetric)");
 	}
 	if (r)
 		local_free(s);
@@ -247,6 +297,23 @@ publish(syn_ctx *c, RtSym *s, SymPub *mine)
 		mine->ipc_ok = cuIpcGetMemHandle(&mine->h, s->base) == CUDA_SUCCESS;
 }
 
+/* The word rank `rank` of process `pid` leaves at the start of its part
+ * while the peers check their mappings; never 0, the zeroed memory. */
+static uint64_t
+mark_of(int rank, int32_t pid)
+{
+	return 0x5359u << 16 | (uint64_t)(uint32_t)pid << 16 << 16 | (uint64_t)(uint16_t)rank | 1ull << 63;
+}
+
+/* Whether the peer's part as mapped here starts with the word the peer
+ * wrote there. */
+static int
+shows_mark(CUdeviceptr at, uint64_t mark)
+{
+	uint64_t got = 0;
+	return cuMemcpyDtoH(&got, at, sizeof got) == CUDA_SUCCESS && got == mark;
+}
+
 /* One round of a symmetric allocation.  *again: exported memory that some
  * process could not import (or this one could not export): every rank
  * gave its part back, and the caller starts again on cuMemAlloc. */
@@ -256,7 +323,7 @@ sym_round(syn_ctx *c, size_t bytes, int legacy, RtSym **out, int *again)
 	RtSym *s = calloc(1, sizeof *s);
 	SymPub mine, *all = calloc((size_t)c->nranks, sizeof *all);
 	int32_t ok = 1, *oks = calloc((size_t)c->nranks, sizeof *oks);
-	int r, vmm_between;
+	int r, vmm_between, wrong = -1;
 	*out = NULL;
 	*again = 0;
 	if (!s || !all || !oks || !(s->peer = calloc((size_t)c->nranks, sizeof *s->peer)) ||
@@ -274,6 +341,10 @@ sym_round(syn_ctx *c, size_t bytes, int legacy, RtSym **out, int *again)
 	vmm_between = exported(c, s);
 	r = rt_sym_local(c, bytes, s);
 	publish(c, s, &mine);
+	if (!r && between(c)) {
+		mine.mark = mark_of(c->rank, mine.pid);
+		r = rt_put(c, s->base, &mine.mark, sizeof mine.mark, "cuMemcpyHtoD (symmetric: mark)");
+	}
 	/* every rank takes part in the exchanges even after a local failure */
 	if (rt_allgather(c, &mine, sizeof mine, all) && !r)
 		r = SYN_EFAILED;
@@ -282,14 +353,30 @@ sym_round(syn_ctx *c, size_t bytes, int legacy, RtSym **out, int *again)
 		s->peer[p] = map_peer(c, &all[p], p, s);
 		if (p != c->rank && all[p].fd >= 0 && rt_same_node(c, p) && !s->peer[p])
 			ok = 0;
+		if (p == c->rank || !s->peer[p] || !all[p].mark || shows_mark(s->peer[p], all[p].mark))
+			continue;
+		ok = 0; /* an import retries on CUDA IPC; CUDA IPC itself fails on every rank */
+		if (wrong < 0)
+			wrong = p;
 	}
-	if (vmm_between) {
+	if (between(c)) { /* nobody zeroes its mark before every peer has read it */
+		char who[32];
+		rt_fmt(who, sizeof who, "rank %d's", wrong);
 		if (rt_allgather(c, &ok, sizeof ok, oks) && !r)
 			r = SYN_EFAILED;
 		if (mine.fd >= 0) /* the peers hold descriptors of their own now */
 			close(mine.fd);
 		for (int p = 0; p < c->nranks && !r; p++)
-			*again |= !oks[p];
+			if (vmm_between)
+				*again |= !oks[p];
+			else if (!oks[p])
+				r = rt_seterr(c, SYN_EFAILED,
+				              "rank %d: symmetric allocation of %zu bytes: rank %d opened %s memory by CUDA "
+				              "IPC and found another allocation's bytes at its start, not the word written there; "
+				              "peer memory cannot be used between these processes (use the nccl backend)",
+				              c->rank, bytes, p, p == c->rank ? who : "a peer's");
+		if (!r && mine.mark)
+			r = rt_zero(c, s->base, sizeof mine.mark, "cuMemsetD8 (symmetric: mark)");
 	}
 	free(all);
 	free(oks);
@@ -351,7 +438,7 @@ syn_upload(syn_ctx *c, void *dst, const void *src, size_t bytes)
 		return r;
 	if (!dst || (!src && bytes))
 		return rt_seterr(c, SYN_EARG, "rank %d: syn_upload: NULL pointer", c->rank);
-	return rt_cu(c, cuMemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, bytes), "cuMemcpyHtoD (syn_upload)");
+	return rt_put(c, (CUdeviceptr)(uintptr_t)dst, src, bytes, "cuMemcpyHtoD (syn_upload)");
 }
 
 int

@@ -159,7 +159,7 @@ nccl_warmup(syn_ctx **cs, int n)
 	for (int i = 0; i < n && !r; i++) {
 		cuCtxSetCurrent(cs[i]->cu);
 		if (!(r = rt_cu(cs[i], cuMemAlloc(&buf[i], 16 + 4 * (size_t)P), "cuMemAlloc (warm-up)")))
-			r = rt_cu(cs[i], cuMemsetD8(buf[i], 0, 16 + 4 * (size_t)P), "cuMemsetD8 (warm-up)");
+			r = rt_zero(cs[i], buf[i], 16 + 4 * (size_t)P, "cuMemsetD8 (warm-up)");
 	}
 	if (!r) {
 		ncclGroupStart();
