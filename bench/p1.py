@@ -140,7 +140,10 @@ def _attn_case(NH, S, D, causal=False):
         return [torch.randn(NH, S, D, device=dev, dtype=torch.bfloat16) for _ in range(3)]
 
     def eager(q, k, v):
-        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        # a batch dim of 1: with [NH, S, D] alone PyTorch 2.11 runs the math
+        # kernels (2.9 ms at 32x2048x128 on an H200), with [1, NH, S, D]
+        # its flash kernel, the one to beat
+        return F.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=causal)[0]
 
     return dict(src=src, params=dict(NH=NH, S=S, D=D), inputs=inputs, eager=eager, bytes=2 * 4 * NH * S * D,
                 flops=4.0 * NH * S * S * D * (0.5 if causal else 1), tol=2e-2, kind="attention")

@@ -28,6 +28,10 @@
 #include <stdio.h>
 
 enum { AT_BM = 64, AT_BN = 64, AT_WARPS = 4, AT_THREADS = 128 };
+/* the Hopper form: a producer warpgroup and two consumer warpgroups of 64
+ * query rows each; key tiles of 128 (see ptx_emit_attn_tma) */
+enum { AW_BM = 128, AW_BN = 128, AW_WG = 128, AW_THREADS = 3 * AW_WG, AW_BOX = 64, AW_ALIGN = 1024,
+       AW_PRODUCER_REGS = 40, AW_CONSUMER_REGS = 232, AW_SMEM_MAX = 227 * 1024 };
 
 #define R(r) ptx_rn(p, r)
 
@@ -48,10 +52,16 @@ ptx_attn_check(const PtxAttnSpec *s)
 	return NULL;
 }
 
+int
+ptx_attn_rows(const PtxAttnSpec *s)
+{
+	return s->tma ? AW_BM : AT_BM;
+}
+
 int64_t
 ptx_attn_blocks(const PtxAttnSpec *s, PtxBlock *out)
 {
-	int64_t tm = (s->sq + AT_BM - 1) / AT_BM, n = 0;
+	int64_t tm = (s->sq + ptx_attn_rows(s) - 1) / ptx_attn_rows(s), n = 0;
 	/* causal: the longest rows (the last tiles) first, so the short ones
 	 * fill in at the end */
 	for (int64_t z = 0; z < s->batch; z++)
@@ -72,10 +82,11 @@ typedef struct At {
 	Reg lr0;              /* this thread's first copied row */
 	Reg qoff[8], koff[8], voff[8]; /* ldmatrix offsets per k step / d pair */
 	Reg lane, warp;
+	int nj;               /* n8 blocks of scores a row group holds: the key tile / 8 */
 	Reg qf[8][4];         /* Q A fragments, per k16 step of D */
-	Reg sacc[8][4];       /* scores: 8 n8 blocks of 64 keys */
+	Reg sacc[16][4];      /* scores: nj n8 blocks of a key tile */
 	Reg oacc[16][4];      /* output: D/8 n8 blocks */
-	Reg pf[4][4];         /* probabilities as A fragments, per k16 step of the 64 keys */
+	Reg pf[8][4];         /* probabilities as A fragments, per k16 step of the key tile */
 	Reg mrow[2], lrow[2]; /* running max (log2 units) and partial sum, rows lane/4 and lane/4 + 8 */
 } At;
 
@@ -238,7 +249,7 @@ at_mask(At *a, Reg n0, Reg m0)
 			ptx_emit(p, "sub.s32 %s, %s, %s;", R(lim), R(lim), R(c0));
 			ptx_emit(p, "min.s32 %s, %s, %s;", R(rel), R(rel), R(lim));
 		}
-		for (int j = 0; j < 8; j++)
+		for (int j = 0; j < a->nj; j++)
 			for (int e = 0; e < 2; e++) {
 				Reg q = ptx_reg(p, RC_PRED);
 				Reg *x = &a->sacc[j][2 * h + e];
@@ -270,7 +281,7 @@ at_softmax(At *a)
 		Reg mt = ptx_reg(p, RC_F32), mu = ptx_reg(p, RC_F32), al = ptx_reg(p, RC_F32), q = ptx_reg(p, RC_PRED);
 		Reg sum = ptx_reg(p, RC_F32);
 		ptx_emit(p, "mov.f32 %s, %s;", R(mt), R(a->mrow[h]));
-		for (int j = 0; j < 8; j++)
+		for (int j = 0; j < a->nj; j++)
 			for (int e = 0; e < 2; e++) {
 				Reg *x = &a->sacc[j][2 * h + e];
 				ptx_emit(p, "mul.f32 %s, %s, %s;", R(*x), R(*x), R(sc));
@@ -288,7 +299,7 @@ at_softmax(At *a)
 			for (int e = 0; e < 2; e++)
 				ptx_emit(p, "mul.f32 %s, %s, %s;", R(a->oacc[j][2 * h + e]), R(a->oacc[j][2 * h + e]), R(al));
 		ptx_emit(p, "mov.f32 %s, 0f00000000;", R(sum));
-		for (int j = 0; j < 8; j++)
+		for (int j = 0; j < a->nj; j++)
 			for (int e = 0; e < 2; e++) {
 				Reg *x = &a->sacc[j][2 * h + e];
 				ptx_emit(p, "sub.f32 %s, %s, %s;", R(*x), R(*x), R(mu));
@@ -298,7 +309,7 @@ at_softmax(At *a)
 		ptx_emit(p, "add.f32 %s, %s, %s;", R(a->lrow[h]), R(a->lrow[h]), R(sum));
 	}
 	/* k16 step k of p @ v: score blocks 2k and 2k + 1, rows r and r + 8 */
-	for (int k = 0; k < 4; k++)
+	for (int k = 0; k < a->nj / 2; k++)
 		for (int e = 0; e < 4; e++) {
 			Reg *x = a->sacc[2 * k + e / 2];
 			int h = e % 2;
@@ -488,16 +499,472 @@ at_block(At *a)
 	at_store(a, m0);
 }
 
+/* ---- the Hopper form (PtxAttnSpec.tma): FlashAttention-3's structure ----
+ *
+ * A CTA is one producer warpgroup and two consumer warpgroups; an entry is
+ * 128 query rows of one head, consumer warpgroup g owning rows 64 g ..
+ * 64 g + 63.  The producer's thread 0 walks the CTA's entries: it waits
+ * for the entry's input flag, loads the entry's Q tile by TMA once it is
+ * free, then streams the key tiles (128 keys) it can see through a ring of
+ * stages, K and V of a stage on barriers of their own so the scores can
+ * start before V has landed.  Consumers: S = Q K^T by wgmma m64n128k16
+ * with both operands in shared memory (K is the B operand K-major: its
+ * rows are keys, 128 bytes of d per swizzle row), the online softmax on
+ * the accumulators in registers (their layout is mma.sync's m16n8 one, so
+ * at_mask, at_softmax and at_store serve both forms), then O += P V with
+ * P from registers as the A operand and V the B operand N-major (rows are
+ * keys, d contiguous: trans-b, as the matmul's B).  The stage is given
+ * back after P V, Q after the entry's last S.  All tensors are [heads][S][D]
+ * with 3-D tensor maps {D, S, heads}, boxes of 64 d (the 128-byte
+ * swizzle), so rows past S in a head load zeros, never the next head's.
+ * A flag wait that times out: the producer writes the entry's number + 1
+ * into the quit word and arrives on the Q barrier without data; the
+ * consumers see their own entry's number there and leave (as the matmul,
+ * codegen/wgmma.c). */
+
+typedef struct Aw {
+	int nbox;          /* 64-d boxes of a row: D / 64 */
+	int stages;
+	int qbytes;        /* the Q tile: nbox boxes of 128 rows x 128 B */
+	int kvbytes;       /* one K (or V) tile: nbox boxes of 128 keys x 128 B */
+	int stage;         /* K then V */
+	int bars;          /* fullQ, emptyQ, fullK[S], fullV[S], empty[S], quit word */
+	Reg base;
+} Aw;
+
+enum { AWB_FULLQ, AWB_EMPTYQ, AWB_FULLK, AWB_FULLV, AWB_EMPTY, AWB_QUIT };
+
+static void
+aw_setup(Aw *w, const PtxAttnSpec *s)
+{
+	w->nbox = (int)s->d / AW_BOX;
+	w->qbytes = w->nbox * AW_BM * 128;
+	w->kvbytes = w->nbox * AW_BN * 128;
+	w->stage = 2 * w->kvbytes;
+	w->stages = s->d == 64 ? 3 : 2;
+	w->bars = w->qbytes + w->stages * w->stage;
+}
+
+static int
+aw_off(const Aw *w, int kind)
+{
+	int S = w->stages;
+	static const int per[] = {0, 0, 0, 1, 2, 3};
+	return w->bars + (kind >= AWB_FULLK ? 16 + 8 * S * per[kind] : 8 * kind);
+}
+
+static int
+aw_smem(const Aw *w)
+{
+	return aw_off(w, AWB_QUIT) + 16 + AW_ALIGN;
+}
+
+/* d = the barrier of a kind for stage i (a register, or -1 for none) */
+static void
+aw_bar(Ptx *p, const Aw *w, Reg d, int kind, Reg i)
+{
+	if (i >= 0)
+		ptx_emit(p, "mad.lo.u32 %s, %s, 8, %s;", R(d), R(i), R(w->base));
+	else
+		ptx_emit(p, "mov.u32 %s, %s;", R(d), R(w->base));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(d), R(d), aw_off(w, kind));
+}
+
+static void
+aw_next(Ptx *p, const Aw *w, Reg stage, Reg phase)
+{
+	Reg q = ptx_reg(p, RC_PRED);
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(stage), R(stage));
+	ptx_emit(p, "setp.eq.u32 %s, %s, %d;", R(q), R(stage), w->stages);
+	ptx_emit(p, "@%s mov.u32 %s, 0;", R(q), R(stage));
+	ptx_emit(p, "@%s xor.b32 %s, %s, 1;", R(q), R(phase), R(phase));
+}
+
+/* The entry's first query row and the key tiles it sees (causal: up to the
+ * one holding its last row's diagonal); the producer and the consumers
+ * count alike. */
+static void
+aw_entry(Ptx *p, const PtxAttnSpec *s, Reg m0, Reg nkt)
+{
+	int64_t ntiles = (s->sk + AW_BN - 1) / AW_BN;
+	ptx_emit(p, "ld.global.nc.v2.u32 {%s, %s}, [%s];", R(p->x), R(p->y), R(p->entry));
+	ptx_emit(p, "ld.global.nc.u32 %s, [%s+8];", R(p->z), R(p->entry));
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(m0), R(p->x), AW_BM);
+	ptx_emit(p, "mov.u32 %s, %lld;", R(nkt), (long long)ntiles);
+	if (s->causal) {
+		Reg last = ptx_reg(p, RC_B32);
+		ptx_emit(p, "add.s32 %s, %s, %lld;", R(last), R(m0), (long long)(s->diag + AW_BM - 1 + AW_BN));
+		ptx_emit(p, "max.s32 %s, %s, 0;", R(last), R(last));
+		ptx_emit(p, "div.s32 %s, %s, %d;", R(last), R(last), AW_BN);
+		ptx_emit(p, "min.s32 %s, %s, %s;", R(nkt), R(nkt), R(last));
+	}
+}
+
+/* One tile of nbox TMA boxes {64 d, rows} of tensor map tm at row r0 of
+ * head z into shared memory at dst, on barrier bar. */
+static void
+aw_load(Ptx *p, const Aw *w, Reg tm, Reg dst, Reg r0, Reg bar, int rows)
+{
+	Reg d = ptx_reg(p, RC_B32), c = ptx_reg(p, RC_B32);
+	for (int b = 0; b < w->nbox; b++) {
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(d), R(dst), b * rows * 128);
+		ptx_emit(p, "mov.u32 %s, %d;", R(c), b * AW_BOX);
+		ptx_emit(p, "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s];",
+		         R(d), R(tm), R(c), R(r0), R(p->z), R(bar));
+	}
+}
+
+static void
+aw_producer(At *a, const Aw *w)
+{
+	Ptx *p = a->p;
+	const PtxAttnSpec *s = a->s;
+	int loop = ptx_label(p), done = ptx_label(p), quit_l = ptx_label(p), kloop = ptx_label(p), nokv = ptx_label(p);
+	Reg q = ptx_reg(p, RC_PRED), quit = ptx_reg(p, RC_PRED), n = ptx_reg(p, RC_B32), pc = ptx_reg(p, RC_B32);
+	Reg tm[3], m0 = ptx_reg(p, RC_B32), nkt = ptx_reg(p, RC_B32), t = ptx_reg(p, RC_B32), r0 = ptx_reg(p, RC_B32);
+	Reg stage = ptx_reg(p, RC_B32), phase = ptx_reg(p, RC_B32), ph = ptx_reg(p, RC_B32), bar = ptx_reg(p, RC_B32);
+	Reg dst = ptx_reg(p, RC_B32), st = ptx_reg(p, RC_B64), qa = ptx_reg(p, RC_B32);
+
+	for (int i = 0; i < 3; i++) {
+		tm[i] = ptx_reg(p, RC_B64);
+		ptx_emit(p, "mov.b64 %s, tm%d;", R(tm[i]), i);
+		ptx_emit(p, "cvta.param.u64 %s, %s;", R(tm[i]), R(tm[i]));
+		ptx_emit(p, "prefetch.tensormap [%s];", R(tm[i]));
+	}
+	ptx_emit(p, "mov.u32 %s, 0;", R(pc));
+	ptx_emit(p, "mov.u32 %s, 0;", R(stage));
+	ptx_emit(p, "mov.u32 %s, 0;", R(phase));
+	ptx_place(p, loop);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(p->blk), R(p->param[1]));
+	ptx_emit(p, "@%s bra $L%d;", R(q), done);
+	ptx_emit(p, "mad.wide.u32 %s, %s, %d, %s;", R(p->entry), R(p->blk), (int)sizeof(PtxBlock), R(p->param[0]));
+	ptx_flag_wait(p, quit);
+	ptx_emit(p, "@%s bra $L%d;", R(quit), quit_l);
+	/* q, k and v were written by other proxies; TMA reads them */
+	ptx_emit(p, "fence.proxy.async.global;");
+	ptx_trace_stamp(p, 0);
+	aw_entry(p, s, m0, nkt);
+	/* Q, once the consumers are done with the last entry's (a fresh barrier
+	 * counts as released: parity of the entry before) */
+	ptx_emit(p, "and.b32 %s, %s, 1;", R(ph), R(pc));
+	ptx_emit(p, "xor.b32 %s, %s, 1;", R(ph), R(ph));
+	aw_bar(p, w, bar, AWB_EMPTYQ, -1);
+	ptx_mbar_wait(p, bar, ph);
+	aw_bar(p, w, bar, AWB_FULLQ, -1);
+	ptx_emit(p, "mbarrier.arrive.expect_tx.shared::cta.b64 %s, [%s], %d;", R(st), R(bar), w->qbytes);
+	aw_load(p, w, tm[0], w->base, m0, bar, AW_BM);
+	ptx_emit(p, "mov.u32 %s, 0;", R(t));
+	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(q), R(nkt));
+	ptx_emit(p, "@%s bra $L%d;", R(q), nokv);
+	ptx_place(p, kloop);
+	ptx_emit(p, "xor.b32 %s, %s, 1;", R(ph), R(phase));
+	aw_bar(p, w, bar, AWB_EMPTY, stage);
+	ptx_mbar_wait(p, bar, ph);
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(dst), R(stage), w->stage, R(w->base));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(dst), R(dst), w->qbytes);
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(r0), R(t), AW_BN);
+	aw_bar(p, w, bar, AWB_FULLK, stage);
+	ptx_emit(p, "mbarrier.arrive.expect_tx.shared::cta.b64 %s, [%s], %d;", R(st), R(bar), w->kvbytes);
+	aw_load(p, w, tm[1], dst, r0, bar, AW_BN);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(dst), R(dst), w->kvbytes);
+	aw_bar(p, w, bar, AWB_FULLV, stage);
+	ptx_emit(p, "mbarrier.arrive.expect_tx.shared::cta.b64 %s, [%s], %d;", R(st), R(bar), w->kvbytes);
+	aw_load(p, w, tm[2], dst, r0, bar, AW_BN);
+	aw_next(p, w, stage, phase);
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(t), R(t));
+	ptx_emit(p, "setp.lt.u32 %s, %s, %s;", R(q), R(t), R(nkt));
+	ptx_emit(p, "@%s bra $L%d;", R(q), kloop);
+	ptx_place(p, nokv);
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(pc), R(pc));
+	ptx_emit(p, "mov.u32 %s, %%nctaid.x;", R(n));
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(p->blk), R(p->blk), R(n));
+	ptx_emit(p, "bra $L%d;", loop);
+	/* a wait timed out: the quit word names the entry (+ 1), then the Q
+	 * barrier is completed without data once it is free */
+	ptx_place(p, quit_l);
+	ptx_emit(p, "and.b32 %s, %s, 1;", R(ph), R(pc));
+	ptx_emit(p, "xor.b32 %s, %s, 1;", R(ph), R(ph));
+	aw_bar(p, w, bar, AWB_EMPTYQ, -1);
+	ptx_mbar_wait(p, bar, ph);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(qa), R(w->base), aw_off(w, AWB_QUIT));
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(pc), R(pc));
+	ptx_emit(p, "st.shared.u32 [%s], %s;", R(qa), R(pc));
+	aw_bar(p, w, bar, AWB_FULLQ, -1);
+	ptx_emit(p, "mbarrier.arrive.shared::cta.b64 %s, [%s];", R(st), R(bar));
+	ptx_place(p, done);
+	ptx_emit(p, "ret;");
+}
+
+/* S = Q K^T for the K tile at kaddr: D / 16 wgmma k steps; A (Q) and B
+ * (K) both K-major, 128-byte swizzle rows, atoms of 8 rows 1 KiB apart. */
+static void
+aw_scores(At *a, Reg dq0, Reg kaddr)
+{
+	Ptx *p = a->p;
+	Reg dk = ptx_reg(p, RC_B64), dq = ptx_reg(p, RC_B64), dk0 = ptx_reg(p, RC_B64);
+	Reg yes = ptx_reg(p, RC_PRED), no = ptx_reg(p, RC_PRED);
+	Buf regs = {0};
+	for (int j = 0; j < a->nj; j++)
+		for (int e = 0; e < 4; e++)
+			buf_printf(&regs, "%s%s", j || e ? ", " : "", R(a->sacc[j][e]));
+	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(yes), R(p->tid), R(p->tid));
+	ptx_emit(p, "setp.ne.u32 %s, %s, %s;", R(no), R(p->tid), R(p->tid));
+	ptx_wg_desc(p, dk0, kaddr, 16, 1024);
+	ptx_emit(p, "wgmma.fence.sync.aligned;");
+	for (int k = 0; k < (int)a->s->d / 16; k++) {
+		/* box k / 4, 32 bytes a k16 step inside it (descriptor units: 16 B) */
+		ptx_emit(p, "add.u64 %s, %s, %d;", R(dq), R(dq0), (k / 4) * AW_BM * 8 + (k % 4) * 2);
+		ptx_emit(p, "add.u64 %s, %s, %d;", R(dk), R(dk0), (k / 4) * AW_BN * 8 + (k % 4) * 2);
+		ptx_emit(p, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, %s, %s, %s, 1, 1, 0, 0;", AW_BN, ty(a),
+		         ty(a), regs.s, R(dq), R(dk), R(k ? yes : no));
+	}
+	ptx_emit(p, "wgmma.commit_group.sync.aligned;");
+	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;");
+	buf_free(&regs);
+}
+
+/* O += P V for the V tile at vaddr: BN / 16 k steps of 16 keys (2 KiB of
+ * rows each), P's fragments from registers; V N-major, its 64-d boxes
+ * kvbytes / nbox apart. */
+static void
+aw_pv(At *a, Reg vaddr)
+{
+	Ptx *p = a->p;
+	Reg dv0 = ptx_reg(p, RC_B64), dv = ptx_reg(p, RC_B64), yes = ptx_reg(p, RC_PRED);
+	Buf regs = {0};
+	for (int j = 0; j < (int)a->s->d / 8; j++)
+		for (int e = 0; e < 4; e++)
+			buf_printf(&regs, "%s%s", j || e ? ", " : "", R(a->oacc[j][e]));
+	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(yes), R(p->tid), R(p->tid));
+	ptx_wg_desc(p, dv0, vaddr, AW_BN * 128, 1024);
+	ptx_emit(p, "wgmma.fence.sync.aligned;");
+	for (int k = 0; k < AW_BN / 16; k++) {
+		ptx_emit(p, "add.u64 %s, %s, %d;", R(dv), R(dv0), k * 16 * 128 / 16);
+		ptx_emit(p, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, {%s, %s, %s, %s}, %s, %s, 1, 1, 1;",
+		         (int)a->s->d, ty(a), ty(a), regs.s, R(a->pf[k][0]), R(a->pf[k][1]), R(a->pf[k][2]),
+		         R(a->pf[k][3]), R(dv), R(yes));
+	}
+	ptx_emit(p, "wgmma.commit_group.sync.aligned;");
+	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;");
+	buf_free(&regs);
+}
+
+/* Masks tile t's scores where a key is past the keys or, causal, past some
+ * row's diagonal of the entry (at_mask decides per element). */
+static void
+aw_mask(At *a, Reg t, Reg m0)
+{
+	Ptx *p = a->p;
+	const PtxAttnSpec *s = a->s;
+	int nomask = ptx_label(p);
+	Reg need = ptx_reg(p, RC_PRED), x = ptx_reg(p, RC_B32), n0 = ptx_reg(p, RC_B32);
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(n0), R(t), AW_BN);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(x), R(n0), AW_BN);
+	ptx_emit(p, "setp.gt.u32 %s, %s, %lld;", R(need), R(x), (long long)s->sk);
+	if (s->causal) {
+		Reg y = ptx_reg(p, RC_B32), q2 = ptx_reg(p, RC_PRED);
+		ptx_emit(p, "add.s32 %s, %s, %lld;", R(y), R(m0), (long long)(s->diag + 1 - AW_BN));
+		ptx_emit(p, "setp.gt.s32 %s, %s, %s;", R(q2), R(n0), R(y));
+		ptx_emit(p, "or.pred %s, %s, %s;", R(need), R(need), R(q2));
+	}
+	ptx_emit(p, "@!%s bra $L%d;", R(need), nomask);
+	at_mask(a, n0, m0);
+	ptx_place(p, nomask);
+}
+
+static void
+aw_consumer(At *a, const Aw *w)
+{
+	Ptx *p = a->p;
+	int loop = ptx_label(p), done = ptx_label(p), kloop = ptx_label(p), store = ptx_label(p), keepq = ptx_label(p);
+	Reg q = ptx_reg(p, RC_PRED), n = ptx_reg(p, RC_B32), ct = ptx_reg(p, RC_B32), g = ptx_reg(p, RC_B32);
+	Reg tc = ptx_reg(p, RC_B32), lane0 = ptx_reg(p, RC_PRED), raiser = ptx_reg(p, RC_PRED);
+	Reg stage = ptx_reg(p, RC_B32), phase = ptx_reg(p, RC_B32), ph = ptx_reg(p, RC_B32), bar = ptx_reg(p, RC_B32);
+	Reg m0 = ptx_reg(p, RC_B32), nkt = ptx_reg(p, RC_B32), t = ptx_reg(p, RC_B32), qv = ptx_reg(p, RC_B32);
+	Reg qa = ptx_reg(p, RC_B32), dq0 = ptx_reg(p, RC_B64), kaddr = ptx_reg(p, RC_B32), vaddr = ptx_reg(p, RC_B32);
+	Reg st = ptx_reg(p, RC_B64), x = ptx_reg(p, RC_B32);
+
+	ptx_emit(p, "sub.u32 %s, %s, %d;", R(ct), R(p->tid), AW_WG);
+	ptx_emit(p, "shr.u32 %s, %s, 7;", R(g), R(ct));
+	a->lane = ptx_reg(p, RC_B32);
+	a->warp = ptx_reg(p, RC_B32);
+	ptx_emit(p, "and.b32 %s, %s, 31;", R(a->lane), R(ct));
+	ptx_emit(p, "shr.u32 %s, %s, 5;", R(a->warp), R(ct)); /* rows 16 warp .. of the entry */
+	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(lane0), R(a->lane));
+	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(raiser), R(ct));
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(x), R(g), 64 * 128, R(w->base)); /* rows 64 g of each Q box */
+	ptx_wg_desc(p, dq0, x, 16, 1024);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(qa), R(w->base), aw_off(w, AWB_QUIT));
+	ptx_emit(p, "mov.u32 %s, 0;", R(tc));
+	ptx_emit(p, "mov.u32 %s, 0;", R(stage));
+	ptx_emit(p, "mov.u32 %s, 0;", R(phase));
+
+	ptx_place(p, loop);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(p->blk), R(p->param[1]));
+	ptx_emit(p, "@%s bra $L%d;", R(q), done);
+	ptx_emit(p, "mad.wide.u32 %s, %s, %d, %s;", R(p->entry), R(p->blk), (int)sizeof(PtxBlock), R(p->param[0]));
+	ptx_emit(p, "and.b32 %s, %s, 1;", R(ph), R(tc));
+	aw_bar(p, w, bar, AWB_FULLQ, -1);
+	ptx_mbar_wait(p, bar, ph);
+	ptx_emit(p, "ld.shared.u32 %s, [%s];", R(qv), R(qa));
+	ptx_emit(p, "sub.u32 %s, %s, 1;", R(qv), R(qv)); /* the entry the producer gave up on */
+	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(q), R(qv), R(tc));
+	ptx_emit(p, "@%s bra $L%d;", R(q), done);
+	aw_entry(p, a->s, m0, nkt);
+	for (int h = 0; h < 2; h++) {
+		ptx_emit(p, "mov.f32 %s, 0fFF800000;", R(a->mrow[h]));
+		ptx_emit(p, "mov.f32 %s, 0f00000000;", R(a->lrow[h]));
+	}
+	for (int j = 0; j < (int)a->s->d / 8; j++)
+		for (int e = 0; e < 4; e++)
+			ptx_emit(p, "mov.f32 %s, 0f00000000;", R(a->oacc[j][e]));
+	ptx_emit(p, "mov.u32 %s, 0;", R(t));
+	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(nkt));
+	ptx_emit(p, "@%s bra $L%d;", R(q), kloop);
+	aw_bar(p, w, bar, AWB_EMPTYQ, -1); /* no key to see: Q is free at once */
+	ptx_emit(p, "@%s mbarrier.arrive.shared::cta.b64 %s, [%s];", R(lane0), R(st), R(bar));
+	ptx_emit(p, "bra $L%d;", store);
+
+	ptx_place(p, kloop);
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(kaddr), R(stage), w->stage, R(w->base));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(kaddr), R(kaddr), w->qbytes);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(vaddr), R(kaddr), w->kvbytes);
+	aw_bar(p, w, bar, AWB_FULLK, stage);
+	ptx_mbar_wait(p, bar, phase);
+	aw_scores(a, dq0, kaddr);
+	/* the entry's last scores are made: the producer may load the next Q */
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(x), R(t));
+	ptx_emit(p, "setp.ne.u32 %s, %s, %s;", R(q), R(x), R(nkt));
+	ptx_emit(p, "@%s bra $L%d;", R(q), keepq);
+	aw_bar(p, w, bar, AWB_EMPTYQ, -1);
+	ptx_emit(p, "@%s mbarrier.arrive.shared::cta.b64 %s, [%s];", R(lane0), R(st), R(bar));
+	ptx_place(p, keepq);
+	aw_mask(a, t, m0);
+	at_softmax(a);
+	aw_bar(p, w, bar, AWB_FULLV, stage);
+	ptx_mbar_wait(p, bar, phase);
+	aw_pv(a, vaddr);
+	aw_bar(p, w, bar, AWB_EMPTY, stage);
+	ptx_emit(p, "@%s mbarrier.arrive.shared::cta.b64 %s, [%s];", R(lane0), R(st), R(bar));
+	aw_next(p, w, stage, phase);
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(t), R(t));
+	ptx_emit(p, "setp.lt.u32 %s, %s, %s;", R(q), R(t), R(nkt));
+	ptx_emit(p, "@%s bra $L%d;", R(q), kloop);
+
+	ptx_place(p, store);
+	at_store(a, m0);
+	ptx_emit(p, "bar.sync 1, %d;", 2 * AW_WG);
+	ptx_flag_raise(p, raiser);
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(tc), R(tc));
+	ptx_emit(p, "mov.u32 %s, %%nctaid.x;", R(n));
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(p->blk), R(p->blk), R(n));
+	ptx_emit(p, "bra $L%d;", loop);
+	ptx_place(p, done);
+	ptx_emit(p, "ret;");
+}
+
+/* The tensor maps the launcher builds: q, k and v as {D, S, heads}. */
+static void
+aw_tmaps(const PtxAttnSpec *s, PtxKernel *k)
+{
+	static const char role[3] = {'Q', 'K', 'V'};
+	k->ntmaps = 3;
+	for (int i = 0; i < 3; i++) {
+		int64_t S = i ? s->sk : s->sq;
+		k->tmap[i] = (PtxTmap){.tensor = i, .role = role[i], .dt = s->dt, .dim = {s->d, S, s->batch},
+		                       .stride = {s->d * 2, S * s->d * 2}, .box = {AW_BOX, i ? AW_BN : AW_BM, 1}};
+	}
+}
+
+static void
+ptx_emit_attn_tma(Buf *b, const PtxAttnSpec *s, PtxKernel *k)
+{
+	Ptx px, *p = &px;
+	At a = {.p = p, .s = s, .nj = AW_BN / 8, .D = (int)s->d, .pitch = (int)s->d * 2}; /* what at_softmax and at_store read */
+	Aw w;
+	int nt = 4 + 2 * s->stats, consumer, skip;
+	Reg x = -1, q = -1;
+
+	aw_setup(&w, s);
+	*k = (PtxKernel){0};
+	aw_tmaps(s, k);
+	ptx_kernel_begin_tm(p, b, s->name, nt, k->ntmaps, AW_THREADS, 1);
+	p->site = s->site;
+	buf_printf(&p->head, "// attention %s heads %lld sq %lld sk %lld d %lld scale %.9g%s%s%s: wgmma + TMA, %d stages\n",
+	           ty_dtypes[s->dt].name, (long long)s->batch, (long long)s->sq, (long long)s->sk, (long long)s->d,
+	           s->scale, s->causal ? " causal" : "", s->normed ? "" : " unnormalised",
+	           s->stats ? " with row max and sum" : "", w.stages);
+	for (int j = 0; j < a.nj; j++)
+		for (int e = 0; e < 4; e++)
+			a.sacc[j][e] = ptx_reg(p, RC_F32);
+	for (int j = 0; j < (int)s->d / 8; j++)
+		for (int e = 0; e < 4; e++)
+			a.oacc[j][e] = ptx_reg(p, RC_F32);
+	for (int j = 0; j < a.nj / 2; j++)
+		for (int e = 0; e < 4; e++)
+			a.pf[j][e] = ptx_reg(p, RC_B32);
+	for (int h = 0; h < 2; h++) {
+		a.mrow[h] = ptx_reg(p, RC_F32);
+		a.lrow[h] = ptx_reg(p, RC_F32);
+	}
+	ptx_params(p, nt);
+	w.base = ptx_reg(p, RC_B32);
+	x = ptx_reg(p, RC_B32);
+	q = ptx_reg(p, RC_PRED);
+	ptx_emit(p, "mov.u32 %s, ptx_smem;", R(w.base));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(w.base), R(w.base), AW_ALIGN - 1);
+	ptx_emit(p, "and.b32 %s, %s, %d;", R(w.base), R(w.base), -AW_ALIGN);
+	/* thread 0 makes the barriers: the full ones wait for the producer's
+	 * arrival (and the bytes), the empty ones for each consumer warp */
+	skip = ptx_label(p);
+	ptx_emit(p, "@!%s bra $L%d;", R(p->is_t0), skip);
+	for (int kind = AWB_FULLQ; kind < AWB_QUIT; kind++)
+		for (int i = 0; i < (kind >= AWB_FULLK ? w.stages : 1); i++) {
+			ptx_emit(p, "add.u32 %s, %s, %d;", R(x), R(w.base), aw_off(&w, kind) + 8 * i);
+			ptx_emit(p, "mbarrier.init.shared::cta.b64 [%s], %d;", R(x),
+			         kind == AWB_EMPTYQ || kind == AWB_EMPTY ? 2 * AW_WG / 32 : 1);
+		}
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(x), R(w.base), aw_off(&w, AWB_QUIT));
+	ptx_emit(p, "st.shared.u32 [%s], 0;", R(x));
+	ptx_emit(p, "fence.mbarrier_init.release.cluster;");
+	ptx_place(p, skip);
+	ptx_emit(p, "bar.sync 0;");
+	consumer = ptx_label(p);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %d;", R(q), R(p->tid), AW_WG);
+	ptx_emit(p, "@%s bra $L%d;", R(q), consumer);
+	ptx_emit(p, "setmaxnreg.dec.sync.aligned.u32 %d;", AW_PRODUCER_REGS);
+	{
+		int out = ptx_label(p);
+		ptx_emit(p, "@!%s bra $L%d;", R(p->is_t0), out);
+		aw_producer(&a, &w);
+		ptx_place(p, out);
+		ptx_emit(p, "ret;");
+	}
+	ptx_place(p, consumer);
+	ptx_emit(p, "setmaxnreg.inc.sync.aligned.u32 %d;", AW_CONSUMER_REGS);
+	aw_consumer(&a, &w);
+	ptx_kernel_end(p);
+	snprintf(k->name, sizeof k->name, "%s", s->name);
+	k->threads = AW_THREADS;
+	k->smem = aw_smem(&w);
+	k->ntensors = nt;
+	k->nblocks = ptx_attn_blocks(s, NULL);
+}
+
 void
 ptx_emit_attn(Buf *b, const PtxAttnSpec *s, PtxKernel *k)
 {
 	const char *why = ptx_attn_check(s);
 	Ptx px, *p = &px;
-	At a = {.p = p, .s = s};
+	At a = {.p = p, .s = s, .nj = AT_BN / 8};
 	int nt = 4 + 2 * s->stats;
 
 	if (why)
 		die("ptx_emit_attn: %s", why);
+	if (s->tma) {
+		ptx_emit_attn_tma(b, s, k);
+		return;
+	}
 	ptx_kernel_begin(p, b, s->name, nt, AT_THREADS, 0);
 	p->site = s->site;
 	buf_printf(&p->head, "// attention %s heads %lld sq %lld sk %lld d %lld scale %.9g%s%s%s\n", ty_dtypes[s->dt].name,

@@ -191,9 +191,10 @@ typedef struct PtxTmap {
 	int64_t dim[3];    /* elements, innermost first */
 	int64_t stride[2]; /* bytes between steps of dim 1 and dim 2 */
 	int box[3];        /* elements copied per dim; box[0] * size = 128 */
+	char role;         /* the operand's letter in the launcher's messages (A, B; Q, K, V) */
 } PtxTmap;
 
-enum { PTX_MAX_TMAPS = 2 };
+enum { PTX_MAX_TMAPS = 3 };
 
 /* What the host needs to launch an emitted kernel. */
 typedef struct PtxKernel {
@@ -254,10 +255,12 @@ typedef struct PtxAttnSpec {
 	int64_t diag;
 	bool normed;          /* o divided by the row sum (else the unnormalised output) */
 	bool stats;           /* m and l stored too */
+	bool tma;             /* the Hopper form: wgmma fed by TMA, 128 query rows an entry (else mma.sync, 64) */
 } PtxAttnSpec;
 const char *ptx_attn_check(const PtxAttnSpec *s);
 void ptx_emit_attn(Buf *b, const PtxAttnSpec *s, PtxKernel *k);
 int64_t ptx_attn_blocks(const PtxAttnSpec *s, PtxBlock *out); /* every (head, query tile); causal: longest first */
+int ptx_attn_rows(const PtxAttnSpec *s);                       /* query rows of one entry */
 
 /* codegen/prog.c: programs as text (tools and tests), and their meaning in
  * double precision (the CPU reference the GPU tests compare with).
@@ -368,6 +371,8 @@ void ptx_ring_advance(Ptx *p, Reg r, int stage, Reg end, int ring);
 /* codegen/wgmma.c */
 const char *ptx_wgmma_check(const PtxMatmulSpec *s);
 void ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k);
+void ptx_mbar_wait(Ptx *p, Reg addr, Reg parity);                /* spin on an mbarrier phase */
+void ptx_wg_desc(Ptx *p, Reg d, Reg addr, int lbo, int sbo); /* wgmma descriptor, 128-byte swizzle */
 /* codegen/simt.c */
 const char *ptx_simt_check(const PtxMatmulSpec *s);
 void ptx_emit_simt(Buf *b, const PtxMatmulSpec *s, PtxKernel *k);

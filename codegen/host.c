@@ -472,7 +472,7 @@ emit_blocks(Buf *o, const Lowered *lo, const char *op, int k)
 	free(at);
 }
 
-/* Tensor map m of a kernel (a wgmma matmul's operands), from the address
+/* Tensor map m of a kernel (a wgmma matmul's operands, attention's q, k and v), from the address
  * its tensor parameter gets this call. */
 static void
 tmap_encode(Buf *o, const LKernel *kn, int m)
@@ -485,7 +485,7 @@ tmap_encode(Buf *o, const LKernel *kn, int m)
 	buf_printf(o, "\t\t\tstatic const uint32_t box[3] = {%d, %d, %d};\n", t->box[0], t->box[1], t->box[2]);
 	buf_printf(o, "\t\t\tif ((r = syn_tmap_encode(ctx, &tm%d, \"%s operand %c\", t%d, %s, dim, stride, box)))\n"
 	              "\t\t\t\treturn r;\n\t\t}\n",
-	           m, kn->name, "AB"[m < 2 ? m : 0], t->tensor, cdtype[t->dt]);
+	           m, kn->name, t->role, t->tensor, cdtype[t->dt]);
 }
 
 /* The 2-D copies of one side of an all_to_all (LPack), a block at a time:

@@ -1177,14 +1177,13 @@ lower_result_copies(Low *L)
 
 /* ---- a fused attention region (ir/attn.c) -> the fused kernel (codegen/attn.c) ---- */
 
-enum { ATTN_ROWS = 64 }; /* query rows of one entry of the fused kernel */
-
-/* Entries of one band box: every (head, 64-query tile) in it, the heads
- * flattened over the leading dims; causal: the longest tiles first. */
+/* Entries of one band box: every (head, query tile of `rows`) in it, the
+ * heads flattened over the leading dims; causal: the longest tiles first. */
 static void
-attn_entries(LKernel *k, const Box *bx, const int64_t *od, int R, bool causal, const PtxBlock *proto, int r, int *n)
+attn_entries(LKernel *k, const Box *bx, const int64_t *od, int R, int rows, bool causal, const PtxBlock *proto, int r,
+             int *n)
 {
-	int64_t idx[LIM_RANK], t0 = bx->lo[R - 2] / ATTN_ROWS, t1 = (bx->hi[R - 2] + ATTN_ROWS - 1) / ATTN_ROWS, nz = 1;
+	int64_t idx[LIM_RANK], t0 = bx->lo[R - 2] / rows, t1 = (bx->hi[R - 2] + rows - 1) / rows, nz = 1;
 	for (int d = 0; d < R - 2; d++)
 		nz *= bx->hi[d] - bx->lo[d];
 	for (int64_t pass = 0; pass < t1 - t0; pass++)
@@ -1239,6 +1238,7 @@ lower_attn(Low *L, Val a, Val mm2, const int *bl, int nb)
 	s.diag = at.diag;
 	s.normed = at.normed;
 	s.stats = !f->ins[at.max].internal;
+	s.tma = true; /* the Hopper form; the mma.sync one stays for the kernel harness */
 	if ((why = ptx_attn_check(&s)))
 		return refuse(L, "attention %%%d: %s", mm2, why);
 	k->arg[k->narg++] = arg(at.q, 0, 0);
@@ -1263,12 +1263,13 @@ lower_attn(Low *L, Val a, Val mm2, const int *bl, int nb)
 			Box abs[2 * MAXBOX];
 			int nbox = blk_abs_boxes(f, ro, r, abs);
 			for (int q = 0; q < nbox; q++) {
-				if (abs[q].lo[R - 2] % ATTN_ROWS || (abs[q].hi[R - 2] % ATTN_ROWS && abs[q].hi[R - 2] != s.sq)) {
+				int rows = ptx_attn_rows(&s);
+				if (abs[q].lo[R - 2] % rows || (abs[q].hi[R - 2] % rows && abs[q].hi[R - 2] != s.sq)) {
 					free(n);
 					return refuse(L, "a band of attention %%%d is not made of whole %d-row query tiles", mm2,
-					              ATTN_ROWS);
+					              rows);
 				}
-				attn_entries(k, &abs[q], od, R, s.causal, &proto, r, n);
+				attn_entries(k, &abs[q], od, R, rows, s.causal, &proto, r, n);
 			}
 		}
 		L->entries[bl[i]] = n[0] - before;

@@ -139,10 +139,10 @@ wg_tmaps(const Wg *w, PtxKernel *k)
 	const PtxMatmulSpec *s = w->s;
 	int64_t ba = s->batch_a ? s->batch : 1, bb = s->batch_b ? s->batch : 1;
 	k->ntmaps = 2;
-	k->tmap[0] = (PtxTmap){.tensor = 0, .dt = s->ab, .dim = {s->k, s->m, ba},
+	k->tmap[0] = (PtxTmap){.tensor = 0, .role = 'A', .dt = s->ab, .dim = {s->k, s->m, ba},
 	                       .stride = {w->lda * 2, (s->batch_a ? s->batch_a : w->lda * s->m) * 2},
 	                       .box = {WG_BK, w->t->bm, 1}};
-	k->tmap[1] = (PtxTmap){.tensor = 1, .dt = s->ab, .dim = {s->n, s->k, bb},
+	k->tmap[1] = (PtxTmap){.tensor = 1, .role = 'B', .dt = s->ab, .dim = {s->n, s->k, bb},
 	                       .stride = {w->ldb * 2, (s->batch_b ? s->batch_b : w->ldb * s->k) * 2},
 	                       .box = {WG_BOXN, WG_BK, 1}};
 }
@@ -157,15 +157,20 @@ bar_addr(Wg *w, Reg d, int kind, Reg i)
 }
 
 /* Spin on an mbarrier phase: try_wait suspends in hardware for a while. */
-static void
-bar_wait(Wg *w, Reg addr, Reg parity)
+void
+ptx_mbar_wait(Ptx *p, Reg addr, Reg parity)
 {
-	Ptx *p = w->p;
 	int again = ptx_label(p);
 	Reg q = ptx_reg(p, RC_PRED);
 	ptx_place(p, again);
 	ptx_emit(p, "mbarrier.try_wait.parity.shared::cta.b64 %s, [%s], %s;", R(q), R(addr), R(parity));
 	ptx_emit(p, "@!%s bra $L%d;", R(q), again);
+}
+
+static void
+bar_wait(Wg *w, Reg addr, Reg parity)
+{
+	ptx_mbar_wait(w->p, addr, parity);
 }
 
 /* stage = (stage + 1) % S, phase flips when it wraps */
@@ -262,10 +267,9 @@ wg_producer(Wg *w, Reg stage, Reg phase)
 }
 
 /* The descriptor of a shared address with the 128-byte swizzle. */
-static void
-desc_of(Wg *w, Reg d, Reg addr, int lbo, int sbo)
+void
+ptx_wg_desc(Ptx *p, Reg d, Reg addr, int lbo, int sbo)
 {
-	Ptx *p = w->p;
 	unsigned long long hi = (1ull << 62) | ((unsigned long long)(sbo >> 4) << 32) | ((unsigned long long)(lbo >> 4) << 16);
 	ptx_emit(p, "cvt.u64.u32 %s, %s;", R(d), R(addr));
 	ptx_emit(p, "and.b64 %s, %s, 262143;", R(d), R(d));
@@ -383,9 +387,9 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	ptx_emit(p, "mov.u32 %s, 0;", R(tc));
 	/* descriptors of stage 0: A rows 64 g.., B from its first box */
 	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(a0), R(g), 64 * WG_BK * 2, R(w->base));
-	desc_of(w, da0, a0, 16, 1024);
+	ptx_wg_desc(p, da0, a0, 16, 1024);
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(a0), R(w->base), w->abytes);
-	desc_of(w, db0, a0, WG_BOXN * WG_BK * 2, 1024);
+	ptx_wg_desc(p, db0, a0, WG_BOXN * WG_BK * 2, 1024);
 	/* the epilogue's first row and column within a tile */
 	ptx_emit(p, "and.b32 %s, %s, 3;", R(t), R(lane));
 	ptx_emit(p, "shl.b32 %s, %s, 1;", R(c0), R(t));

@@ -9,7 +9,7 @@
  *   ptxgen rows   --rows R --len L --in T:Sr,Sc --out T:Sr,Sc
  *                 --stage RED[:PRE[:POST[:OUT]]]... [--map PROG] [--rows-per-block N]
  *   ptxgen attn   --heads B --sq N --sk N --d 64|128 [--dtype bf16|f16] [--scale X]
- *                 [--causal K] [--unnorm 1] [--stats 1]
+ *                 [--causal K] [--unnorm 1] [--stats 1] [--tma 1]  (--tma: the wgmma + TMA form)
  *   ptxgen tiles  lists the matmul tiles
  * Common: --name NAME.  PROG is codegen/prog.c's text form, e.g.
  * 'out0=add(acc,in0); out1=tanh(acc)'.  The PTX module goes to stdout,
@@ -184,6 +184,7 @@ parse(Args *a, int argc, char **argv)
 		else if (!strcmp(o, "--scale")) a->at.scale = atof(v);
 		else if (!strcmp(o, "--unnorm")) a->at.normed = !num(v);
 		else if (!strcmp(o, "--stats")) a->at.stats = num(v) != 0;
+		else if (!strcmp(o, "--tma")) a->at.tma = num(v) != 0;
 		else if (!strcmp(o, "--rows")) a->rows.rows = num(v);
 		else if (!strcmp(o, "--len")) a->rows.len = num(v);
 		else if (!strcmp(o, "--rows-per-block")) a->rows.rows_per_block = (int)num(v);

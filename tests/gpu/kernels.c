@@ -1602,7 +1602,7 @@ at_poisoned(DType dt, int64_t n)
 /* Runs an attention spec on `grid` CTAs (0: as many as fit) and checks o
  * (and m, l) against the f64 reference, every output poisoned first. */
 static void
-at_run(const char *name, PtxAttnSpec s, int grid)
+at_run1(const char *name, PtxAttnSpec s, int grid)
 {
 	AtCase c = {.s = s};
 	Buf b = {0};
@@ -1681,6 +1681,19 @@ at_run(const char *name, PtxAttnSpec s, int grid)
 	CU(cuModuleUnload(kr.mod));
 }
 
+/* Both forms of the kernel: mma.sync (64-row entries) and wgmma + TMA
+ * (128-row entries, what the compiler emits). */
+static void
+at_run(const char *name, PtxAttnSpec s, int grid)
+{
+	char n[96];
+	s.tma = false;
+	at_run1(name, s, grid);
+	s.tma = true;
+	snprintf(n, sizeof n, "%s/tma", name);
+	at_run1(n, s, grid);
+}
+
 static PtxAttnSpec
 at_spec(DType dt, int64_t heads, int64_t sq, int64_t sk, int64_t d, bool causal, int64_t diag)
 {
@@ -1735,8 +1748,9 @@ perf_attn(void)
 		int64_t heads, s, d;
 		bool causal;
 	} sz[] = {{32, 2048, 128, false}, {16, 4096, 64, false}, {32, 8192, 128, true}};
-	for (size_t i = 0; i < NELEM(sz); i++) {
-		PtxAttnSpec s = at_spec(DT_BF16, sz[i].heads, sz[i].s, sz[i].s, sz[i].d, sz[i].causal, 0);
+	for (size_t i = 0; i < 2 * NELEM(sz); i++) { /* each size in both forms: mma.sync, then wgmma + TMA */
+		PtxAttnSpec s = at_spec(DT_BF16, sz[i / 2].heads, sz[i / 2].s, sz[i / 2].s, sz[i / 2].d, sz[i / 2].causal, 0);
+		s.tma = i % 2;
 		Buf b = {0};
 		PtxKernel k;
 		Launch l = {0};
@@ -1773,8 +1787,8 @@ perf_attn(void)
 		CU(cuEventElapsedTime(&ms, e0, e1));
 		ms /= reps;
 		double flop = 4.0 * (double)s.batch * (double)s.sq * (double)s.sk * (double)s.d * (s.causal ? 0.5 : 1);
-		printf("PERF attn %lldx%lldx%lld%s: %.4f ms %.1f TFLOP/s (grid %d, %d CTAs/SM, %d regs)\n",
-		       (long long)s.batch, (long long)s.sq, (long long)s.d, s.causal ? " causal" : "", ms,
+		printf("PERF attn%s %lldx%lldx%lld%s: %.4f ms %.1f TFLOP/s (grid %d, %d CTAs/SM, %d regs)\n",
+		       s.tma ? "/tma" : "", (long long)s.batch, (long long)s.sq, (long long)s.d, s.causal ? " causal" : "", ms,
 		       flop / (ms * 1e-3) / 1e12, l.grid, kr.per_sm, kr.regs);
 		fflush(stdout);
 		CU(cuEventDestroy(e0));
