@@ -637,6 +637,10 @@ mm_mainloop(Mm *m)
 
 /* ---- epilogue: acc -> program -> outputs, straight from registers ---- */
 
+/* Pairs of accumulators whose inputs are loaded together before their
+ * stores: 16 pairs of two 16-bit inputs hold 32 registers. */
+enum { EPI_GROUP = 16 };
+
 typedef struct Epi {
 	Ptx *p;
 	const PtxMatmulSpec *s;
@@ -687,10 +691,42 @@ eoff(const PtxTensor *t, int dr, int dc)
 	return (long long)(dr * t->stride[1] + dc * t->stride[2]) * ptx_dtypes[t->dt].size;
 }
 
-/* n (1 or 2) accumulators at row row0 + dr, columns col0 + dc (+ 1), all
- * inside the matrix: load the inputs, run the program, store. */
+/* The inputs of n (1 or 2) elements at row row0 + dr, columns col0 + dc
+ * (+ 1), as stored: in[h][i] (-1 where the program does not read input
+ * i).  A pair of a contiguous input is one load (b32 for 16-bit types,
+ * v2 for 32-bit ones). */
 static void
-epi_elems(Epi *e, int dr, int dc, const Reg *acc, int n)
+epi_loads(Epi *e, int dr, int dc, int n, Reg in[2][PTX_MAX_TENSORS])
+{
+	Ptx *p = e->p;
+	const PtxMatmulSpec *s = e->s;
+
+	for (int i = 0; i < s->nin; i++) {
+		const PtxTensor *t = &s->in[i];
+		const PtxDType *d = &ptx_dtypes[t->dt];
+		bool pair = n == 2 && t->stride[2] == 1 && t->stride[1] % 2 == 0 && t->stride[0] % 2 == 0;
+		in[0][i] = in[1][i] = -1;
+		if (!ptx_prog_uses(&e->prog, OP_PARAM, i))
+			continue;
+		for (int h = 0; h < n; h++)
+			in[h][i] = ptx_reg(p, d->st);
+		if (pair && d->size == 2) {
+			Reg w = ptx_reg(p, RC_B32);
+			ptx_emit(p, "ld.global.b32 %s, [%s+%lld];", R(w), R(e->inp[i]), eoff(t, dr, dc));
+			ptx_emit(p, "mov.b32 {%s, %s}, %s;", R(in[0][i]), R(in[1][i]), R(w));
+		} else if (pair && d->size == 4) {
+			ptx_emit(p, "ld.global.v2.%s {%s, %s}, [%s+%lld];", d->ld, R(in[0][i]), R(in[1][i]), R(e->inp[i]),
+			         eoff(t, dr, dc));
+		} else {
+			for (int h = 0; h < n; h++)
+				ptx_emit(p, "ld.global.%s %s, [%s+%lld];", d->ld, R(in[h][i]), R(e->inp[i]), eoff(t, dr, dc + h));
+		}
+	}
+}
+
+/* The program and the stores of those n elements, from their loaded inputs. */
+static void
+epi_finish(Epi *e, int dr, int dc, const Reg *acc, int n, Reg in[2][PTX_MAX_TENSORS])
 {
 	Ptx *p = e->p;
 	const PtxMatmulSpec *s = e->s;
@@ -700,17 +736,12 @@ epi_elems(Epi *e, int dr, int dc, const Reg *acc, int n)
 	for (int h = 0; h < n; h++) {
 		PtxEnv env = {.acc = acc[h], .acc_vc = VC_F32};
 		for (int i = 0; i < s->nin; i++) {
-			env.in[i] = -1;
-			env.in_vc[i] = ptx_dtypes[s->in[i].dt].vc;
-			if (!ptx_prog_uses(&e->prog, OP_PARAM, i))
-				continue;
 			const PtxDType *d = &ptx_dtypes[s->in[i].dt];
-			Reg st = ptx_reg(p, d->st);
-			ptx_emit(p, "ld.global.%s %s, [%s+%lld];", d->ld, R(st), R(e->inp[i]), eoff(&s->in[i], dr, dc + h));
-			env.in[i] = st;
-			if (d->load) {
+			env.in[i] = in[h][i];
+			env.in_vc[i] = d->vc;
+			if (in[h][i] >= 0 && d->load) {
 				env.in[i] = ptx_reg(p, RC_F32);
-				ptx_expand(p, d->load, env.in[i], st, -1);
+				ptx_expand(p, d->load, env.in[i], in[h][i], -1);
 			}
 		}
 		ptx_prog_emit(p, &e->prog, &env, val[h], vc);
@@ -738,6 +769,15 @@ epi_elems(Epi *e, int dr, int dc, const Reg *acc, int n)
 			ptx_store_val(p, t->dt, a, v[h], d->vc);
 		}
 	}
+}
+
+/* n accumulators inside the matrix: load the inputs, run the program, store. */
+static void
+epi_elems(Epi *e, int dr, int dc, const Reg *acc, int n)
+{
+	Reg in[2][PTX_MAX_TENSORS];
+	epi_loads(e, dr, dc, n, in);
+	epi_finish(e, dr, dc, acc, n, in);
 }
 
 /* One pair of accumulators (columns col0 + dc and + 1; col0 is even).  On
@@ -796,9 +836,23 @@ ptx_mm_epilogue(Ptx *p, const PtxMatmulSpec *s, const PtxMmFrag *f)
 				ptx_emit(p, "setp.le.s32 %s, %s, %d;", R(q), R(e.rowrem), i * 16 + h * 8);
 				ptx_emit(p, "@%s bra $L%d;", R(q), skip);
 			}
-			for (int j = 0; j < f->nj; j++) {
-				const Reg *a = &f->acc[(i * f->nj + j) * 4 + 2 * h];
-				epi_pair(&e, i * 16 + h * 8, j * 8, a[0], a[1]);
+			for (int j0 = 0; j0 < f->nj; j0 += EPI_GROUP) {
+				int j1 = j0 + EPI_GROUP < f->nj ? j0 + EPI_GROUP : f->nj;
+				Reg in[EPI_GROUP][2][PTX_MAX_TENSORS];
+				if (e.edge_n) { /* guarded pairs, one at a time */
+					for (int j = j0; j < j1; j++) {
+						const Reg *a = &f->acc[(i * f->nj + j) * 4 + 2 * h];
+						epi_pair(&e, i * 16 + h * 8, j * 8, a[0], a[1]);
+					}
+					continue;
+				}
+				/* a group's loads before any of its stores, which ptxas may not
+				 * move loads above (an output could alias an input): one memory
+				 * round trip a group, not one a pair */
+				for (int j = j0; j < j1; j++)
+					epi_loads(&e, i * 16 + h * 8, j * 8, 2, in[j - j0]);
+				for (int j = j0; j < j1; j++)
+					epi_finish(&e, i * 16 + h * 8, j * 8, &f->acc[(i * f->nj + j) * 4 + 2 * h], 2, in[j - j0]);
 			}
 			ptx_place(p, skip);
 		}
