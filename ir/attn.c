@@ -312,9 +312,9 @@ ir_attn_unfused_why(const Func *f, const Attn *a, char *buf, size_t n)
 		snprintf(buf, n, "q, k, v and the output are split differently");
 	else if (a->causal && tq->pl.kind == PL_SPLIT && tq->pl.dim == R - 2)
 		snprintf(buf, n, "it is causal with the queries split across ranks (one diagonal per kernel)");
-	else if (mx != sm)
-		snprintf(buf, n, "it exports the row %s without the row %s", mx ? "max" : "sum", mx ? "sum" : "max");
-	else if ((mx && f->ins[a->max].ty.dt != DT_F32) || (sm && f->ins[a->sum].ty.dt != DT_F32))
+	else if (mx && a->sum < 0)
+		snprintf(buf, n, "it exports the row max without a row sum");
+	else if ((mx || sm) && (f->ins[a->max].ty.dt != DT_F32 || f->ins[a->sum].ty.dt != DT_F32))
 		snprintf(buf, n, "its row max or row sum is not f32");
 	else
 		return NULL;
@@ -360,10 +360,14 @@ regroup(Func *f, const Attn *a)
 	}
 	free(moved);
 	free(mixed);
+	/* the kernel stores the row max and sum together: one read outside the
+	 * region (a merge that needs only the sum, as ring attention's last
+	 * step) stores the other too */
+	bool stats = exported(f, a->max) || (a->sum >= 0 && exported(f, a->sum));
 	for (int i = 0; i < a->nmem; i++) {
 		Val m = a->mem[i];
 		f->ins[m].group = anchor;
-		f->ins[m].internal = !(m == a->mm2 || ((m == a->max || m == a->sum) && exported(f, m)));
+		f->ins[m].internal = !(m == a->mm2 || ((m == a->max || m == a->sum) && stats));
 	}
 	free(mem);
 }

@@ -457,9 +457,12 @@ rank_op(Rank *k, Val v)
 	DType st = sim_store_dtype(in);
 	bool ok = true;
 
-	if (in->attn >= 0) { /* computed whole at the region's second matmul */
-		*out = (Tensor){0};
-		return in->attn != v || rank_attention(k, v);
+	if (in->attn >= 0) { /* computed whole at the region's second matmul, */
+		if (in->attn == v)
+			return rank_attention(k, v);
+		if (!out->v) /* with the row max and sum, which may come after it */
+			*out = (Tensor){0};
+		return true;
 	}
 	x = in->narg > 64 ? xmalloc((size_t)in->narg * sizeof *x) : xs;
 
