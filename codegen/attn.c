@@ -270,15 +270,20 @@ quad_reduce(Ptx *p, Reg x, const char *op)
 	return x;
 }
 
-/* The online softmax of one tile's scores: scale, running max, rescale,
- * probabilities as A fragments. */
+/* The online softmax of one tile's scores, in three steps so the Hopper
+ * form can run the first while the previous tile's P V is in flight:
+ * at_softmax_rows scales the scores, takes each row's new running max,
+ * the factor alpha[h] by which what was summed before shrinks, the
+ * exponentials and their sum; at_rescale multiplies the output
+ * accumulators by alpha (once nothing is adding into them); at_pack makes
+ * the probabilities A fragments. */
 static void
-at_softmax(At *a)
+at_softmax_rows(At *a, Reg *alpha)
 {
 	Ptx *p = a->p;
 	Reg sc = ptx_imm_f32(p, a->s->scale * 1.4426950408889634);
 	for (int h = 0; h < 2; h++) {
-		Reg mt = ptx_reg(p, RC_F32), mu = ptx_reg(p, RC_F32), al = ptx_reg(p, RC_F32), q = ptx_reg(p, RC_PRED);
+		Reg mt = ptx_reg(p, RC_F32), mu = ptx_reg(p, RC_F32), al = alpha[h], q = ptx_reg(p, RC_PRED);
 		Reg sum = ptx_reg(p, RC_F32);
 		ptx_emit(p, "mov.f32 %s, %s;", R(mt), R(a->mrow[h]));
 		for (int j = 0; j < a->nj; j++)
@@ -295,9 +300,6 @@ at_softmax(At *a)
 		ptx_emit(p, "ex2.approx.ftz.f32 %s, %s;", R(al), R(al));
 		ptx_emit(p, "mov.f32 %s, %s;", R(a->mrow[h]), R(mt));
 		ptx_emit(p, "mul.f32 %s, %s, %s;", R(a->lrow[h]), R(a->lrow[h]), R(al));
-		for (int j = 0; j < a->D / 8; j++)
-			for (int e = 0; e < 2; e++)
-				ptx_emit(p, "mul.f32 %s, %s, %s;", R(a->oacc[j][2 * h + e]), R(a->oacc[j][2 * h + e]), R(al));
 		ptx_emit(p, "mov.f32 %s, 0f00000000;", R(sum));
 		for (int j = 0; j < a->nj; j++)
 			for (int e = 0; e < 2; e++) {
@@ -308,13 +310,38 @@ at_softmax(At *a)
 			}
 		ptx_emit(p, "add.f32 %s, %s, %s;", R(a->lrow[h]), R(a->lrow[h]), R(sum));
 	}
-	/* k16 step k of p @ v: score blocks 2k and 2k + 1, rows r and r + 8 */
+}
+
+static void
+at_rescale(At *a, const Reg *alpha)
+{
+	Ptx *p = a->p;
+	for (int h = 0; h < 2; h++)
+		for (int j = 0; j < a->D / 8; j++)
+			for (int e = 0; e < 2; e++)
+				ptx_emit(p, "mul.f32 %s, %s, %s;", R(a->oacc[j][2 * h + e]), R(a->oacc[j][2 * h + e]), R(alpha[h]));
+}
+
+/* k16 step k of p @ v: score blocks 2k and 2k + 1, rows r and r + 8 */
+static void
+at_pack(At *a)
+{
+	Ptx *p = a->p;
 	for (int k = 0; k < a->nj / 2; k++)
 		for (int e = 0; e < 4; e++) {
 			Reg *x = a->sacc[2 * k + e / 2];
 			int h = e % 2;
 			ptx_emit(p, "cvt.rn.%sx2.f32 %s, %s, %s;", ty(a), R(a->pf[k][e]), R(x[2 * h + 1]), R(x[2 * h]));
 		}
+}
+
+static void
+at_softmax(At *a)
+{
+	Reg alpha[2] = {ptx_reg(a->p, RC_F32), ptx_reg(a->p, RC_F32)};
+	at_softmax_rows(a, alpha);
+	at_rescale(a, alpha);
+	at_pack(a);
 }
 
 /* o += p @ v for the V buffer at vb */
@@ -541,7 +568,7 @@ aw_setup(Aw *w, const PtxAttnSpec *s)
 	w->qbytes = w->nbox * AW_BM * 128;
 	w->kvbytes = w->nbox * AW_BN * 128;
 	w->stage = 2 * w->kvbytes;
-	w->stages = s->d == 64 ? 3 : 2;
+	w->stages = 3; /* at d = 128: 32 KiB of Q + 3 x 64 KiB, within the 227 KiB */
 	w->bars = w->qbytes + w->stages * w->stage;
 }
 
@@ -695,8 +722,9 @@ aw_producer(At *a, const Aw *w)
 	ptx_emit(p, "ret;");
 }
 
-/* S = Q K^T for the K tile at kaddr: D / 16 wgmma k steps; A (Q) and B
- * (K) both K-major, 128-byte swizzle rows, atoms of 8 rows 1 KiB apart. */
+/* Issues S = Q K^T for the K tile at kaddr as one wgmma group (the caller
+ * waits): D / 16 k steps; A (Q) and B (K) both K-major, 128-byte swizzle
+ * rows, atoms of 8 rows 1 KiB apart. */
 static void
 aw_scores(At *a, Reg dq0, Reg kaddr)
 {
@@ -719,13 +747,12 @@ aw_scores(At *a, Reg dq0, Reg kaddr)
 		         ty(a), regs.s, R(dq), R(dk), R(k ? yes : no));
 	}
 	ptx_emit(p, "wgmma.commit_group.sync.aligned;");
-	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;");
 	buf_free(&regs);
 }
 
-/* O += P V for the V tile at vaddr: BN / 16 k steps of 16 keys (2 KiB of
- * rows each), P's fragments from registers; V N-major, its 64-d boxes
- * kvbytes / nbox apart. */
+/* Issues O += P V for the V tile at vaddr as one wgmma group: BN / 16 k
+ * steps of 16 keys (2 KiB of rows each), P's fragments from registers; V
+ * N-major, its 64-d boxes kvbytes / nbox apart. */
 static void
 aw_pv(At *a, Reg vaddr)
 {
@@ -745,7 +772,6 @@ aw_pv(At *a, Reg vaddr)
 		         R(a->pf[k][3]), R(dv), R(yes));
 	}
 	ptx_emit(p, "wgmma.commit_group.sync.aligned;");
-	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;");
 	buf_free(&regs);
 }
 
@@ -772,17 +798,44 @@ aw_mask(At *a, Reg t, Reg m0)
 	ptx_place(p, nomask);
 }
 
+/* The K and V tiles of a stage. */
+static void
+aw_addrs(Ptx *p, const Aw *w, Reg stage, Reg kaddr, Reg vaddr)
+{
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(kaddr), R(stage), w->stage, R(w->base));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(kaddr), R(kaddr), w->qbytes);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(vaddr), R(kaddr), w->kvbytes);
+}
+
+/* After tile t's scores: if they were the entry's last, the producer may
+ * load the next entry's Q. */
+static void
+aw_q_done(At *a, const Aw *w, Reg t, Reg nkt, Reg lane0)
+{
+	Ptx *p = a->p;
+	int keep = ptx_label(p);
+	Reg x = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED), bar = ptx_reg(p, RC_B32), st = ptx_reg(p, RC_B64);
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(x), R(t));
+	ptx_emit(p, "setp.ne.u32 %s, %s, %s;", R(q), R(x), R(nkt));
+	ptx_emit(p, "@%s bra $L%d;", R(q), keep);
+	aw_bar(p, w, bar, AWB_EMPTYQ, -1);
+	ptx_emit(p, "@%s mbarrier.arrive.shared::cta.b64 %s, [%s];", R(lane0), R(st), R(bar));
+	ptx_place(p, keep);
+}
+
 static void
 aw_consumer(At *a, const Aw *w)
 {
 	Ptx *p = a->p;
-	int loop = ptx_label(p), done = ptx_label(p), kloop = ptx_label(p), store = ptx_label(p), keepq = ptx_label(p);
+	int loop = ptx_label(p), done = ptx_label(p), kloop = ptx_label(p), store = ptx_label(p);
 	Reg q = ptx_reg(p, RC_PRED), n = ptx_reg(p, RC_B32), ct = ptx_reg(p, RC_B32), g = ptx_reg(p, RC_B32);
 	Reg tc = ptx_reg(p, RC_B32), lane0 = ptx_reg(p, RC_PRED), raiser = ptx_reg(p, RC_PRED);
 	Reg stage = ptx_reg(p, RC_B32), phase = ptx_reg(p, RC_B32), ph = ptx_reg(p, RC_B32), bar = ptx_reg(p, RC_B32);
 	Reg m0 = ptx_reg(p, RC_B32), nkt = ptx_reg(p, RC_B32), t = ptx_reg(p, RC_B32), qv = ptx_reg(p, RC_B32);
 	Reg qa = ptx_reg(p, RC_B32), dq0 = ptx_reg(p, RC_B64), kaddr = ptx_reg(p, RC_B32), vaddr = ptx_reg(p, RC_B32);
-	Reg st = ptx_reg(p, RC_B64), x = ptx_reg(p, RC_B32);
+	Reg st = ptx_reg(p, RC_B64), pstage = ptx_reg(p, RC_B32), pphase = ptx_reg(p, RC_B32), pv = ptx_reg(p, RC_B32);
+	Reg alpha[2] = {ptx_reg(p, RC_F32), ptx_reg(p, RC_F32)}, x = ptx_reg(p, RC_B32);
+	int tail = ptx_label(p), tile0 = ptx_label(p);
 
 	ptx_emit(p, "sub.u32 %s, %s, %d;", R(ct), R(p->tid), AW_WG);
 	ptx_emit(p, "shr.u32 %s, %s, 7;", R(g), R(ct));
@@ -820,36 +873,63 @@ aw_consumer(At *a, const Aw *w)
 			ptx_emit(p, "mov.f32 %s, 0f00000000;", R(a->oacc[j][e]));
 	ptx_emit(p, "mov.u32 %s, 0;", R(t));
 	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(nkt));
-	ptx_emit(p, "@%s bra $L%d;", R(q), kloop);
+	ptx_emit(p, "@%s bra $L%d;", R(q), tile0);
 	aw_bar(p, w, bar, AWB_EMPTYQ, -1); /* no key to see: Q is free at once */
 	ptx_emit(p, "@%s mbarrier.arrive.shared::cta.b64 %s, [%s];", R(lane0), R(st), R(bar));
 	ptx_emit(p, "bra $L%d;", store);
 
-	ptx_place(p, kloop);
-	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(kaddr), R(stage), w->stage, R(w->base));
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(kaddr), R(kaddr), w->qbytes);
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(vaddr), R(kaddr), w->kvbytes);
+	/* tile 0: its scores, softmax and P */
+	ptx_place(p, tile0);
+	aw_addrs(p, w, stage, kaddr, vaddr);
 	aw_bar(p, w, bar, AWB_FULLK, stage);
 	ptx_mbar_wait(p, bar, phase);
 	aw_scores(a, dq0, kaddr);
-	/* the entry's last scores are made: the producer may load the next Q */
-	ptx_emit(p, "add.u32 %s, %s, 1;", R(x), R(t));
-	ptx_emit(p, "setp.ne.u32 %s, %s, %s;", R(q), R(x), R(nkt));
-	ptx_emit(p, "@%s bra $L%d;", R(q), keepq);
-	aw_bar(p, w, bar, AWB_EMPTYQ, -1);
-	ptx_emit(p, "@%s mbarrier.arrive.shared::cta.b64 %s, [%s];", R(lane0), R(st), R(bar));
-	ptx_place(p, keepq);
+	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;");
+	aw_q_done(a, w, t, nkt, lane0);
 	aw_mask(a, t, m0);
-	at_softmax(a);
-	aw_bar(p, w, bar, AWB_FULLV, stage);
+	at_softmax_rows(a, alpha); /* O is 0: nothing to rescale */
+	at_pack(a);
+	ptx_emit(p, "mov.u32 %s, %s;", R(pstage), R(stage));
+	ptx_emit(p, "mov.u32 %s, %s;", R(pphase), R(phase));
+	ptx_emit(p, "mov.u32 %s, %s;", R(pv), R(vaddr));
+	aw_next(p, w, stage, phase);
+	ptx_emit(p, "mov.u32 %s, 1;", R(t));
+	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(t), R(nkt));
+	ptx_emit(p, "@%s bra $L%d;", R(q), tail);
+	/* tile t's scores in flight with tile t - 1's P V, its softmax under
+	 * that P V (FlashAttention-3's overlap inside a warpgroup) */
+	ptx_place(p, kloop);
+	aw_addrs(p, w, stage, kaddr, vaddr);
+	aw_bar(p, w, bar, AWB_FULLK, stage);
 	ptx_mbar_wait(p, bar, phase);
-	aw_pv(a, vaddr);
-	aw_bar(p, w, bar, AWB_EMPTY, stage);
+	aw_scores(a, dq0, kaddr);
+	aw_bar(p, w, bar, AWB_FULLV, pstage);
+	ptx_mbar_wait(p, bar, pphase);
+	aw_pv(a, pv);
+	ptx_emit(p, "wgmma.wait_group.sync.aligned 1;"); /* the scores */
+	aw_q_done(a, w, t, nkt, lane0);
+	aw_mask(a, t, m0);
+	at_softmax_rows(a, alpha);
+	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;"); /* P V: its stage is free, O may be rescaled */
+	aw_bar(p, w, bar, AWB_EMPTY, pstage);
 	ptx_emit(p, "@%s mbarrier.arrive.shared::cta.b64 %s, [%s];", R(lane0), R(st), R(bar));
+	at_rescale(a, alpha);
+	at_pack(a);
+	ptx_emit(p, "mov.u32 %s, %s;", R(pstage), R(stage));
+	ptx_emit(p, "mov.u32 %s, %s;", R(pphase), R(phase));
+	ptx_emit(p, "mov.u32 %s, %s;", R(pv), R(vaddr));
 	aw_next(p, w, stage, phase);
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(t), R(t));
 	ptx_emit(p, "setp.lt.u32 %s, %s, %s;", R(q), R(t), R(nkt));
 	ptx_emit(p, "@%s bra $L%d;", R(q), kloop);
+	/* the last tile's P V */
+	ptx_place(p, tail);
+	aw_bar(p, w, bar, AWB_FULLV, pstage);
+	ptx_mbar_wait(p, bar, pphase);
+	aw_pv(a, pv);
+	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;");
+	aw_bar(p, w, bar, AWB_EMPTY, pstage);
+	ptx_emit(p, "@%s mbarrier.arrive.shared::cta.b64 %s, [%s];", R(lane0), R(st), R(bar));
 
 	ptx_place(p, store);
 	at_store(a, m0);
@@ -886,6 +966,7 @@ ptx_emit_attn_tma(Buf *b, const PtxAttnSpec *s, PtxKernel *k)
 	Reg x = -1, q = -1;
 
 	aw_setup(&w, s);
+	ASSERT(aw_smem(&w) <= AW_SMEM_MAX);
 	*k = (PtxKernel){0};
 	aw_tmaps(s, k);
 	ptx_kernel_begin_tm(p, b, s->name, nt, k->ntmaps, AW_THREADS, 1);
