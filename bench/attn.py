@@ -74,7 +74,7 @@ class Kernel:
 
     def __call__(self, q, k, v, o):
         vals = [ctypes.c_uint64(self.blocks.data_ptr()), ctypes.c_uint32(self.nblocks), ctypes.c_uint64(0),
-                ctypes.c_uint64(0), ctypes.c_uint64(0), ctypes.c_uint64(0), ctypes.c_uint64(1),
+                ctypes.c_uint64(0), ctypes.c_uint64(0), ctypes.c_uint64(0), ctypes.c_uint64(1), ctypes.c_uint32(0),
                 ctypes.c_uint64(q.data_ptr()), ctypes.c_uint64(k.data_ptr()), ctypes.c_uint64(v.data_ptr()),
                 ctypes.c_uint64(o.data_ptr())]
         params = (ctypes.c_void_p * len(vals))(*[ctypes.cast(ctypes.byref(x), ctypes.c_void_p) for x in vals])

@@ -970,7 +970,6 @@ ptx_emit_attn_tma(Buf *b, const PtxAttnSpec *s, PtxKernel *k)
 	*k = (PtxKernel){0};
 	aw_tmaps(s, k);
 	ptx_kernel_begin_tm(p, b, s->name, nt, k->ntmaps, AW_THREADS, 1);
-	p->site = s->site;
 	buf_printf(&p->head, "// attention %s heads %lld sq %lld sk %lld d %lld scale %.9g%s%s%s: wgmma + TMA, %d stages\n",
 	           ty_dtypes[s->dt].name, (long long)s->batch, (long long)s->sq, (long long)s->sk, (long long)s->d,
 	           s->scale, s->causal ? " causal" : "", s->normed ? "" : " unnormalised",
@@ -1047,7 +1046,6 @@ ptx_emit_attn(Buf *b, const PtxAttnSpec *s, PtxKernel *k)
 		return;
 	}
 	ptx_kernel_begin(p, b, s->name, nt, AT_THREADS, 0);
-	p->site = s->site;
 	buf_printf(&p->head, "// attention %s heads %lld sq %lld sk %lld d %lld scale %.9g%s%s%s\n", ty_dtypes[s->dt].name,
 	           (long long)s->batch, (long long)s->sq, (long long)s->sk, (long long)s->d, s->scale,
 	           s->causal ? " causal" : "", s->normed ? "" : " unnormalised", s->stats ? " with row max and sum" : "");

@@ -18,7 +18,7 @@ enum {
 	PTX_MAX_STAGES = 4,  /* reductions chained in one row kernel */
 	PTX_ROWS_CTA_LEN = 2048, /* rows this long get a CTA each (codegen/rows.c) */
 	PTX_MAX_DIMS = 8,    /* dims of an elementwise iteration space (LIM_RANK) */
-	PTX_NPARAM = 7,      /* parameters every kernel has before its tensors */
+	PTX_NPARAM = 8,      /* parameters every kernel has before its tensors */
 };
 
 /* ---- the block list ----
@@ -56,7 +56,10 @@ typedef struct PtxBlock {
  *                     PTX_RAISE_STORE stores out_value * e and a PTX_RAISE_ADD
  *                     adds out_value (k adds per call reach k * e) -- so one
  *                     block list serves every call and flags are never reset
- *   6.. .u64          the kind's tensors: matmul A, B, then epilogue inputs,
+ *   7  .u32 site      the kernel's number in its module (error word, trace);
+ *                     a parameter, so kernels that differ only there are one
+ *                     kernel (codegen/module.c)
+ *   8.. .u64          the kind's tensors: matmul A, B, then epilogue inputs,
  *                     then outputs (out[0] is C); ew and rows: inputs, then outputs
  * A CTA whose wait times out (or that sees err already set while it waits)
  * leaves without running its remaining blocks; the kernel still returns
@@ -310,7 +313,6 @@ typedef struct Ptx {
 	Reg tid, is_t0, blk, entry, x, y, z;
 	Reg param[PTX_NPARAM], tensor[2 * PTX_MAX_TENSORS];
 	int lbl_done, lbl_loop;
-	int site;          /* the kernel's number in its module: error word and traces */
 } Ptx;
 
 void ptx_emit(Ptx *p, const char *fmt, ...) PRINTF(2, 3);
@@ -392,6 +394,8 @@ typedef struct LArg {
 
 typedef struct LKernel {
 	char name[64];
+	char image[64]; /* the kernel the module holds for it: its own, or an identical earlier one (codegen/module.c) */
+	int site;       /* its number in the op's module: the site parameter */
 	PtxKernel k;
 	LArg arg[2 + 2 * PTX_MAX_TENSORS];
 	int narg;
@@ -438,6 +442,20 @@ typedef struct Lowered {
 
 bool ptx_lower(const Plan *p, Lowered *lo);
 void ptx_lowered_free(Lowered *lo);
+
+/* codegen/module.c: the file's PTX module, each distinct kernel once; an
+ * op's kernel that repeats an earlier one gets that one's name as its
+ * image (LKernel.image) and adds no text. */
+typedef struct PtxModule {
+	struct {
+		char name[64];
+		char *text; /* the kernel without its name */
+		size_t len;
+	} *k;
+	int n;
+} PtxModule;
+void ptx_module_add(PtxModule *m, Buf *module, Lowered *lo);
+void ptx_module_free(PtxModule *m);
 
 /* codegen/host.c: the launcher C file and its header for a file's ops.
  * An op whose launcher syn_<op> libsyncrt already declares, or a PREFIX

@@ -242,7 +242,6 @@ ptx_emit_ew(Buf *b, const PtxEwSpec *s, PtxKernel *k)
 		die("ptx_emit_ew: %s", why);
 	space_of(s, &sp);
 	ptx_kernel_begin(p, b, s->name, s->nin + s->nout, EW_THREADS, 0);
-	p->site = s->site;
 	buf_printf(&p->head, "// elementwise over %lld elements in blocks of %lld, %d per thread step\n",
 	           (long long)sp.total, (long long)sp.block, sp.vec);
 	ptx_params(p, s->nin + s->nout);

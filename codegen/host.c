@@ -595,7 +595,8 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 	/* set-up, on the first call on a context */
 	buf_printf(o, "static int\n%s_setup(syn_ctx *ctx, %s_state *st, int rank)\n{\n\tint r;\n\t(void)rank;\n\t(void)r;\n\t(void)syn_image_of_file;\n", id, id);
 	for (int k = 0; k < lo->nkern; k++) {
-		buf_printf(o, "\tif ((r = syn_kernel_get(ctx, &syn_image_of_file, \"%s\", &st->k[%d])) ||\n", lo->kern[k].name, k);
+		buf_printf(o, "\tif ((r = syn_kernel_get(ctx, &syn_image_of_file, \"%s\", &st->k[%d])) ||\n",
+		           lo->kern[k].image[0] ? lo->kern[k].image : lo->kern[k].name, k);
 		buf_printf(o, "\t    (r = syn_alloc(ctx, %d * sizeof(syn_blk), &st->blocks[%d])) ||\n", lo->kern[k].nblocks ? lo->kern[k].nblocks : 1, k);
 		buf_printf(o, "\t    (r = syn_blk_upload(ctx, st->blocks[%d], %s_k%d_enc + %s_k%d_at[rank], %s_k%d_enc + %s_k%d_at[rank + 1], %du)))\n\t\treturn r;\n",
 		           k, id, k, id, k, id, k, id, k, lo->kern[k].nblocks);
@@ -634,7 +635,7 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 			continue;
 		buf_printf(o, "\t{ /* %s */\n", kn->name);
 		buf_printf(o, "\t\tuint64_t blocks = (uint64_t)(uintptr_t)st->blocks[%d], trace = syn_trace_slots(ctx, %d);\n", k, kn->nblocks);
-		buf_printf(o, "\t\tuint32_t nblocks = %d;\n", kn->nblocks);
+		buf_printf(o, "\t\tuint32_t nblocks = %d, site = %d;\n", kn->nblocks, kn->site);
 		for (int a = 0; a < kn->narg; a++) {
 			buf_printf(o, "\t\tuint64_t t%d = (uint64_t)(uintptr_t)(", a);
 			address(o, lo, &b, kn->arg[a]);
@@ -642,7 +643,7 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 		}
 		for (int m = 0; m < kn->k.ntmaps; m++)
 			tmap_encode(o, kn, m);
-		buf_printf(o, "\t\tvoid *prm[] = {&blocks, &nblocks, &flags, &errw, &timeout, &trace, &e");
+		buf_printf(o, "\t\tvoid *prm[] = {&blocks, &nblocks, &flags, &errw, &timeout, &trace, &e, &site");
 		for (int a = 0; a < kn->narg; a++)
 			buf_printf(o, ", &t%d", a);
 		for (int m = 0; m < kn->k.ntmaps; m++)

@@ -243,6 +243,7 @@ new_kernel(Low *L, Val group)
 	k = &lo->kern[lo->nkern++];
 	memset(k, 0, sizeof *k);
 	k->group = group;
+	k->site = L->site++;
 	k->blocks = xcalloc((size_t)L->P, sizeof *k->blocks);
 	snprintf(k->name, sizeof k->name, "syn_%s_k%d", sym_str(L->f->name), L->lo->nkern - 1);
 	return k;
@@ -321,7 +322,7 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 		return refuse(L, "matmul %%%d has %d batch dims; the PTX backend takes one", a, R - 2);
 	k = new_kernel(L, a);
 	s.name = k->name;
-	s.site = L->site++;
+	s.site = k->site;
 	s.ab = mm->ty.dt;
 	s.m = od[R - 2];
 	s.n = od[R - 1];
@@ -491,7 +492,7 @@ lower_ew(Low *L, Val a, const int *bl, int nb)
 	LKernel *k = new_kernel(L, a);
 	memset(&s, 0, sizeof s);
 	s.name = k->name;
-	s.site = L->site++;
+	s.site = k->site;
 	local_dims(L, a, d);
 	s.rank = R;
 	for (int i = 0; i < R; i++)
@@ -545,7 +546,7 @@ lower_copy(Low *L, Val group, const int *bl, int nb, int rank, const int64_t *di
 	int *n;
 	memset(&s, 0, sizeof s);
 	s.name = k->name;
-	s.site = L->site++;
+	s.site = k->site;
 	s.rank = rank;
 	memcpy(s.dim, dims, (size_t)rank * sizeof *dims);
 	s.nin = s.nout = 1;
@@ -915,7 +916,7 @@ lower_rows(Low *L, Val a, const int *bl, int nb)
 	ty_local_shape(&f->ins[rg.space].ty, L->P, sd);
 	k = new_kernel(L, a);
 	s.name = k->name;
-	s.site = L->site++;
+	s.site = k->site;
 	s.len = sd[rg.axis];
 	s.rows = 1;
 	for (int d = 0; d < R; d++)
@@ -1225,7 +1226,7 @@ lower_attn(Low *L, Val a, Val mm2, const int *bl, int nb)
 	k = new_kernel(L, a);
 	snprintf(k->name, sizeof k->name, "syn_%s_attn%d", sym_str(f->name), L->lo->nkern - 1);
 	s.name = k->name;
-	s.site = L->site++;
+	s.site = k->site;
 	s.dt = f->ins[mm2].ty.dt;
 	s.batch = 1;
 	for (int d = 0; d < R - 2; d++)

@@ -908,7 +908,6 @@ ptx_emit_matmul(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 	}
 	mm_setup(&m, p, s);
 	ptx_kernel_begin(p, b, s->name, 2 + s->nin + s->nout, m.nt, m.t->min_ctas);
-	p->site = s->site;
 	buf_printf(&p->head, "// matmul %s %lldx%lldx%lld batch %lld, tile %s, %s%s\n",
 	           ty_dtypes[s->ab].name, (long long)s->m, (long long)s->n, (long long)s->k,
 	           (long long)s->batch, m.t->name, m.veca ? "A by cp.async" : "A by elements",

@@ -25,11 +25,14 @@ enum {
 };
 
 const char *const ptx_param_names[PTX_NPARAM] = {
-	"blocks", "nblocks", "flags", "err", "timeout", "trace", "epoch",
+	"blocks", "nblocks", "flags", "err", "timeout", "trace", "epoch", "site",
 };
 
-/* .u32 for nblocks, .u64 for the others. */
-static const int param_is32[PTX_NPARAM] = {0, 1, 0, 0, 0, 0, 0};
+/* .u32 for nblocks and site, .u64 for the others.  The site (the kernel's
+ * number in the error word and the trace) is a parameter, not a constant,
+ * so kernels that differ only there are one kernel in the module
+ * (codegen/module.c). */
+static const int param_is32[PTX_NPARAM] = {0, 1, 0, 0, 0, 0, 0, 1};
 
 static const struct {
 	const char *prefix, *type;
@@ -256,7 +259,7 @@ ptx_flag_wait(Ptx *p, Reg quit)
 	ptx_emit(p, "@%s bra $L%d;", R(q), giveup);
 	ptx_emit(p, "st.relaxed.sys.global.u32 [%s+4], %s;", R(err), R(fi));
 	ptx_emit(p, "st.relaxed.sys.global.u32 [%s+8], %s;", R(err), R(p->blk));
-	ptx_emit(p, "st.relaxed.sys.global.u32 [%s+12], %d;", R(err), p->site);
+	ptx_emit(p, "st.relaxed.sys.global.u32 [%s+12], %s;", R(err), R(p->param[7]));
 	ptx_place(p, giveup);
 	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(quit), R(p->tid), R(p->tid)); /* true */
 	ptx_place(p, waited);
@@ -277,8 +280,11 @@ ptx_trace_stamp(Ptx *p, int which)
 	ptx_emit(p, "mov.u64 %s, %%globaltimer;", R(t));
 	ptx_emit(p, "st.global.u64 [%s+%d], %s;", R(a), which ? 16 : 8, R(t));
 	if (!which) {
+		Reg hi = ptx_reg(p, RC_B64);
 		ptx_emit(p, "cvt.u64.u32 %s, %s;", R(w), R(p->blk));
-		ptx_emit(p, "or.b64 %s, %s, %llu;", R(w), R(w), (unsigned long long)p->site << 32);
+		ptx_emit(p, "cvt.u64.u32 %s, %s;", R(hi), R(p->param[7]));
+		ptx_emit(p, "shl.b64 %s, %s, 32;", R(hi), R(hi));
+		ptx_emit(p, "or.b64 %s, %s, %s;", R(w), R(w), R(hi));
 		ptx_emit(p, "st.global.u64 [%s], %s;", R(a), R(w));
 		ptx_emit(p, "mov.u32 %s, %%smid;", R(sm));
 		ptx_emit(p, "cvt.u64.u32 %s, %s;", R(w), R(sm));

@@ -963,7 +963,6 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	}
 	threads = r.cta ? r.T : 32 * (r.cols ? COL_WARPS : ROW_WARPS);
 	ptx_kernel_begin(p, b, s->name, s->nin + s->nout, threads, 0);
-	p->site = s->site;
 	if (r.cols)
 		buf_printf(&p->head, "// rows %lld x %lld (strided: %d rows per block, %d per lane, %d slices split the length), %d stages\n",
 		           (long long)s->rows, (long long)s->len, r.rb, r.cv, r.nsl, s->nstage);

@@ -344,7 +344,6 @@ ptx_emit_simt(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 
 	simt_setup(&m, p, s);
 	ptx_kernel_begin(p, b, s->name, 2 + s->nin + s->nout, m.nt, m.t->min_ctas);
-	p->site = s->site;
 	buf_printf(&p->head, "// matmul f32 %lldx%lldx%lld batch %lld, tile %s (FFMA)\n", (long long)s->m,
 	           (long long)s->n, (long long)s->k, (long long)s->batch, m.t->name);
 	for (int i = 0; i < m.mi; i++)

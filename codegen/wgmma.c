@@ -483,7 +483,6 @@ ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 	memset(k, 0, sizeof *k);
 	wg_tmaps(&w, k);
 	ptx_kernel_begin_tm(p, b, s->name, 2 + s->nin + s->nout, k->ntmaps, WG_THREADS * (1 + w.nwg), 1);
-	p->site = s->site;
 	buf_printf(&p->head, "// matmul %s %lldx%lldx%lld batch %lld, tile %s: wgmma + TMA, %d consumer warpgroups\n",
 	           ty_dtypes[s->ab].name, (long long)s->m, (long long)s->n, (long long)s->k, (long long)s->batch,
 	           w.t->name, w.nwg);

@@ -606,6 +606,7 @@ codegen_all(Driver *d, Unit *u, FILE *mem)
 {
 	Lowered **lo = xcalloc((size_t)d->nplans + 1, sizeof *lo);
 	Buf module = {0}, c = {0}, h = {0}, plain = {0};
+	PtxModule kernels = {0};
 	unsigned char *cubin = NULL;
 	size_t ncubin = 0;
 	char log[2048];
@@ -625,7 +626,7 @@ codegen_all(Driver *d, Unit *u, FILE *mem)
 			status = EXIT_INPUT;
 			continue;
 		}
-		buf_put(&module, lo[i]->ptx.s ? lo[i]->ptx.s : "", lo[i]->ptx.len);
+		ptx_module_add(&kernels, &module, lo[i]);
 		for (int k = 0; d->drop_flag && k < lo[i]->nstep; k++)
 			if (lo[i]->step[k].raise >= 0) { /* tests: a plan that never releases a kernel */
 				lo[i]->step[k].raise = -1;
@@ -686,6 +687,7 @@ out:
 	free(lo);
 	free(cubin);
 	buf_free(&module);
+	ptx_module_free(&kernels);
 	buf_free(&c);
 	buf_free(&h);
 	buf_free(&plain);
