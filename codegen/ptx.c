@@ -57,7 +57,11 @@ const PtxDType ptx_dtypes[DT_COUNT] = {
  * f32 temporaries, %q a predicate, %h a b16.  exp, log and sigmoid go
  * through ex2/lg2 (relative error ~2^-22 plus |x|*2^-24); tanh uses the
  * odd polynomial of CUDA's tanhf below 0.6 (max rel. error 7e-8, checked in
- * double on 600k points) and 1 - 2/(e^2|x| + 1) above (1.9e-7). */
+ * double on 600k points) and 1 - 2/(e^2|x| + 1) above (1.9e-7).  Their
+ * reciprocals are rcp.approx (1 ulp; the denominators are at least 1, so
+ * flushing subnormals loses only results below 2^-126): rcp.rn is a
+ * subroutine of a dozen instructions, which in a matmul epilogue kept the
+ * tensor cores waiting. */
 static const struct EwOp {
 	int op;
 	const char *f32, *s32;
@@ -69,7 +73,7 @@ static const struct EwOp {
 	{OP_RSQRT, "rsqrt.approx.f32 %d, %a", NULL},
 	{OP_TANH,
 	 "abs.f32 %t0, %a; mul.f32 %t1, %t0, 0f4038AA3B; ex2.approx.ftz.f32 %t1, %t1;"
-	 "add.f32 %t1, %t1, 0f3F800000; rcp.rn.f32 %t1, %t1; fma.rn.f32 %t1, %t1, 0fC0000000, 0f3F800000;"
+	 "add.f32 %t1, %t1, 0f3F800000; rcp.approx.ftz.f32 %t1, %t1; fma.rn.f32 %t1, %t1, 0fC0000000, 0f3F800000;"
 	 "mul.f32 %t2, %t0, %t0; fma.rn.f32 %t3, %t2, 0fBBBAF0EA, 0f3CA9134E;"
 	 "fma.rn.f32 %t3, %t3, %t2, 0fBD5C1E2D; fma.rn.f32 %t3, %t3, %t2, 0f3E088393;"
 	 "fma.rn.f32 %t3, %t3, %t2, 0fBEAAAA99; mul.f32 %t3, %t3, %t2; fma.rn.f32 %t3, %t3, %t0, %t0;"
@@ -77,7 +81,7 @@ static const struct EwOp {
 	 NULL},
 	{OP_SIGMOID,
 	 "mul.f32 %t0, %a, 0fBFB8AA3B; ex2.approx.ftz.f32 %t0, %t0; add.f32 %t0, %t0, 0f3F800000;"
-	 "rcp.rn.f32 %d, %t0",
+	 "rcp.approx.ftz.f32 %d, %t0",
 	 NULL},
 	{OP_ABS, "abs.f32 %d, %a", "abs.s32 %d, %a"},
 	{OP_ADD, "add.f32 %d, %a, %b", "add.s32 %d, %a, %b"},
