@@ -259,6 +259,30 @@ at_mask(At *a, Reg n0, Reg m0)
 	}
 }
 
+/* Masks key tile t (of bn keys) of the block whose first query row is m0
+ * where it crosses the end of the keys or, causal, some row's diagonal
+ * (at_mask then decides per element); other tiles are left alone. */
+static void
+at_mask_tile(At *a, Reg t, Reg m0, int bn)
+{
+	Ptx *p = a->p;
+	const PtxAttnSpec *s = a->s;
+	int nomask = ptx_label(p);
+	Reg n0 = ptx_reg(p, RC_B32), need = ptx_reg(p, RC_PRED), x = ptx_reg(p, RC_B32);
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(n0), R(t), bn);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(x), R(n0), bn);
+	ptx_emit(p, "setp.gt.u32 %s, %s, %lld;", R(need), R(x), (long long)s->sk);
+	if (s->causal) {
+		Reg y = ptx_reg(p, RC_B32), q2 = ptx_reg(p, RC_PRED);
+		ptx_emit(p, "add.s32 %s, %s, %lld;", R(y), R(m0), (long long)(s->diag + 1 - bn));
+		ptx_emit(p, "setp.gt.s32 %s, %s, %s;", R(q2), R(n0), R(y));
+		ptx_emit(p, "or.pred %s, %s, %s;", R(need), R(need), R(q2));
+	}
+	ptx_emit(p, "@!%s bra $L%d;", R(need), nomask);
+	at_mask(a, n0, m0);
+	ptx_place(p, nomask);
+}
+
 static Reg
 quad_reduce(Ptx *p, Reg x, const char *op)
 {
@@ -419,11 +443,10 @@ at_block(At *a)
 	Ptx *p = a->p;
 	const PtxAttnSpec *s = a->s;
 	Reg m0 = ptx_reg(p, RC_B32), zq = ptx_reg(p, RC_B32), zero = ptx_reg(p, RC_B32), krow = ptx_reg(p, RC_B32), nkt = ptx_reg(p, RC_B32);
-	Reg t = ptx_reg(p, RC_B32), n0 = ptx_reg(p, RC_B32), kb = ptx_reg(p, RC_B32), vb = ptx_reg(p, RC_B32);
+	Reg t = ptx_reg(p, RC_B32), kb = ptx_reg(p, RC_B32), vb = ptx_reg(p, RC_B32);
 	Reg q = ptx_reg(p, RC_PRED), nxt = ptx_reg(p, RC_B32), kr = ptx_reg(p, RC_B32), ob = ptx_reg(p, RC_B32);
 	int64_t ntiles = (s->sk + AT_BN - 1) / AT_BN;
-	int loop = ptx_label(p), done = ptx_label(p), nomask = ptx_label(p), skipk = ptx_label(p),
-	    skipv = ptx_label(p);
+	int loop = ptx_label(p), done = ptx_label(p), skipk = ptx_label(p), skipv = ptx_label(p);
 
 	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(m0), R(p->x), AT_BM);
 	ptx_emit(p, "mul.lo.u32 %s, %s, %lld;", R(zq), R(p->z), (long long)s->sq);
@@ -487,22 +510,7 @@ at_block(At *a)
 	ptx_place(p, skipk);
 	ptx_emit(p, "cp.async.commit_group;");
 	at_scores(a, kb);
-	/* masks: the tile crossing the end of the keys, causal tiles crossing the diagonal */
-	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(n0), R(t), AT_BN);
-	{
-		Reg need = ptx_reg(p, RC_PRED), x = ptx_reg(p, RC_B32);
-		ptx_emit(p, "add.u32 %s, %s, %d;", R(x), R(n0), AT_BN);
-		ptx_emit(p, "setp.gt.u32 %s, %s, %lld;", R(need), R(x), (long long)s->sk);
-		if (s->causal) {
-			Reg y = ptx_reg(p, RC_B32), q2 = ptx_reg(p, RC_PRED);
-			ptx_emit(p, "add.s32 %s, %s, %lld;", R(y), R(m0), (long long)(s->diag + 1 - AT_BN));
-			ptx_emit(p, "setp.gt.s32 %s, %s, %s;", R(q2), R(n0), R(y));
-			ptx_emit(p, "or.pred %s, %s, %s;", R(need), R(need), R(q2));
-		}
-		ptx_emit(p, "@!%s bra $L%d;", R(need), nomask);
-		at_mask(a, n0, m0);
-		ptx_place(p, nomask);
-	}
+	at_mask_tile(a, t, m0, AT_BN);
 	at_softmax(a);
 	ptx_emit(p, "cp.async.wait_group 1;");
 	ptx_emit(p, "bar.sync 0;");
@@ -662,14 +670,7 @@ aw_producer(At *a, const Aw *w)
 	ptx_emit(p, "mov.u32 %s, 0;", R(stage));
 	ptx_emit(p, "mov.u32 %s, 0;", R(phase));
 	ptx_place(p, loop);
-	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(p->blk), R(p->param[1]));
-	ptx_emit(p, "@%s bra $L%d;", R(q), done);
-	ptx_emit(p, "mad.wide.u32 %s, %s, %d, %s;", R(p->entry), R(p->blk), (int)sizeof(PtxBlock), R(p->param[0]));
-	ptx_flag_wait(p, quit);
-	ptx_emit(p, "@%s bra $L%d;", R(quit), quit_l);
-	/* q, k and v were written by other proxies; TMA reads them */
-	ptx_emit(p, "fence.proxy.async.global;");
-	ptx_trace_stamp(p, 0);
+	ptx_wg_producer_entry(p, q, quit, done, quit_l);
 	aw_entry(p, s, m0, nkt);
 	/* Q, once the consumers are done with the last entry's (a fresh barrier
 	 * counts as released: parity of the entry before) */
@@ -775,28 +776,6 @@ aw_pv(At *a, Reg vaddr)
 	buf_free(&regs);
 }
 
-/* Masks tile t's scores where a key is past the keys or, causal, past some
- * row's diagonal of the entry (at_mask decides per element). */
-static void
-aw_mask(At *a, Reg t, Reg m0)
-{
-	Ptx *p = a->p;
-	const PtxAttnSpec *s = a->s;
-	int nomask = ptx_label(p);
-	Reg need = ptx_reg(p, RC_PRED), x = ptx_reg(p, RC_B32), n0 = ptx_reg(p, RC_B32);
-	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(n0), R(t), AW_BN);
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(x), R(n0), AW_BN);
-	ptx_emit(p, "setp.gt.u32 %s, %s, %lld;", R(need), R(x), (long long)s->sk);
-	if (s->causal) {
-		Reg y = ptx_reg(p, RC_B32), q2 = ptx_reg(p, RC_PRED);
-		ptx_emit(p, "add.s32 %s, %s, %lld;", R(y), R(m0), (long long)(s->diag + 1 - AW_BN));
-		ptx_emit(p, "setp.gt.s32 %s, %s, %s;", R(q2), R(n0), R(y));
-		ptx_emit(p, "or.pred %s, %s, %s;", R(need), R(need), R(q2));
-	}
-	ptx_emit(p, "@!%s bra $L%d;", R(need), nomask);
-	at_mask(a, n0, m0);
-	ptx_place(p, nomask);
-}
 
 /* The K and V tiles of a stage. */
 static void
@@ -886,7 +865,7 @@ aw_consumer(At *a, const Aw *w)
 	aw_scores(a, dq0, kaddr);
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;");
 	aw_q_done(a, w, t, nkt, lane0);
-	aw_mask(a, t, m0);
+	at_mask_tile(a, t, m0, AW_BN);
 	at_softmax_rows(a, alpha); /* O is 0: nothing to rescale */
 	at_pack(a);
 	ptx_emit(p, "mov.u32 %s, %s;", R(pstage), R(stage));
@@ -908,7 +887,7 @@ aw_consumer(At *a, const Aw *w)
 	aw_pv(a, pv);
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 1;"); /* the scores */
 	aw_q_done(a, w, t, nkt, lane0);
-	aw_mask(a, t, m0);
+	at_mask_tile(a, t, m0, AW_BN);
 	at_softmax_rows(a, alpha);
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;"); /* P V: its stage is free, O may be rescaled */
 	aw_bar(p, w, bar, AWB_EMPTY, pstage);

@@ -127,7 +127,6 @@ extern const int ptx_ntiles;
 
 typedef struct PtxMatmulSpec {
 	const char *name;
-	int site;                      /* number in the module, for errors and traces */
 	DType ab;                      /* DT_BF16 or DT_F16 (tensor cores), DT_F32 (FFMA) */
 	int64_t m, n, k, batch;        /* batch >= 1 */
 	int64_t lda, ldb;              /* elements between rows; 0 = k, n */
@@ -143,7 +142,6 @@ typedef struct PtxMatmulSpec {
 /* ---- fused elementwise: out[j] = prog(in...) over a broadcast space ---- */
 typedef struct PtxEwSpec {
 	const char *name;
-	int site;                      /* number in the module, for errors and traces */
 	int rank;
 	int64_t dim[PTX_MAX_DIMS];      /* iteration space (the outputs' shape) */
 	PtxTensor in[PTX_MAX_TENSORS];  /* strides per dim, 0 = broadcast */
@@ -172,7 +170,6 @@ typedef struct PtxRowStage {
 
 typedef struct PtxRowsSpec {
 	const char *name;
-	int site;                      /* number in the module, for errors and traces */
 	int64_t rows, len;
 	PtxTensor in[PTX_MAX_TENSORS];  /* strides {row, col}; col 0 = per-row value */
 	int nin;
@@ -250,7 +247,6 @@ void ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k);
  * f32: the row max of scale * q k^T and the row sum of exp(s - m). */
 typedef struct PtxAttnSpec {
 	const char *name;
-	int site;
 	DType dt;             /* bf16 or f16 */
 	int64_t batch, sq, sk, d; /* d: 64 or 128 */
 	double scale;         /* > 0 */
@@ -374,6 +370,7 @@ void ptx_ring_advance(Ptx *p, Reg r, int stage, Reg end, int ring);
 const char *ptx_wgmma_check(const PtxMatmulSpec *s);
 void ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k);
 void ptx_mbar_wait(Ptx *p, Reg addr, Reg parity);                /* spin on an mbarrier phase */
+void ptx_wg_producer_entry(Ptx *p, Reg q, Reg quit, int done, int quit_l); /* a TMA producer's next entry */
 void ptx_wg_desc(Ptx *p, Reg d, Reg addr, int lbo, int sbo); /* wgmma descriptor, 128-byte swizzle */
 /* codegen/simt.c */
 const char *ptx_simt_check(const PtxMatmulSpec *s);

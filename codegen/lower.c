@@ -322,7 +322,6 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 		return refuse(L, "matmul %%%d has %d batch dims; the PTX backend takes one", a, R - 2);
 	k = new_kernel(L, a);
 	s.name = k->name;
-	s.site = k->site;
 	s.ab = mm->ty.dt;
 	s.m = od[R - 2];
 	s.n = od[R - 1];
@@ -492,7 +491,6 @@ lower_ew(Low *L, Val a, const int *bl, int nb)
 	LKernel *k = new_kernel(L, a);
 	memset(&s, 0, sizeof s);
 	s.name = k->name;
-	s.site = k->site;
 	local_dims(L, a, d);
 	s.rank = R;
 	for (int i = 0; i < R; i++)
@@ -546,7 +544,6 @@ lower_copy(Low *L, Val group, const int *bl, int nb, int rank, const int64_t *di
 	int *n;
 	memset(&s, 0, sizeof s);
 	s.name = k->name;
-	s.site = k->site;
 	s.rank = rank;
 	memcpy(s.dim, dims, (size_t)rank * sizeof *dims);
 	s.nin = s.nout = 1;
@@ -916,7 +913,6 @@ lower_rows(Low *L, Val a, const int *bl, int nb)
 	ty_local_shape(&f->ins[rg.space].ty, L->P, sd);
 	k = new_kernel(L, a);
 	s.name = k->name;
-	s.site = k->site;
 	s.len = sd[rg.axis];
 	s.rows = 1;
 	for (int d = 0; d < R; d++)
@@ -1211,7 +1207,7 @@ lower_attn(Low *L, Val a, Val mm2, const int *bl, int nb)
 	Attn at;
 	PtxAttnSpec s;
 	LKernel *k;
-	int R = f->ins[mm2].ty.rank, *n;
+	int R = f->ins[mm2].ty.rank, *n, rows;
 	int64_t qd[LIM_RANK], kd[LIM_RANK], od[LIM_RANK];
 	char buf[160];
 	const char *why;
@@ -1226,7 +1222,6 @@ lower_attn(Low *L, Val a, Val mm2, const int *bl, int nb)
 	k = new_kernel(L, a);
 	snprintf(k->name, sizeof k->name, "syn_%s_attn%d", sym_str(f->name), L->lo->nkern - 1);
 	s.name = k->name;
-	s.site = k->site;
 	s.dt = f->ins[mm2].ty.dt;
 	s.batch = 1;
 	for (int d = 0; d < R - 2; d++)
@@ -1251,6 +1246,7 @@ lower_attn(Low *L, Val a, Val mm2, const int *bl, int nb)
 		k->arg[k->narg++] = arg(at.sum, 0, 0);
 	}
 	n = xcalloc((size_t)L->P, sizeof(int));
+	rows = ptx_attn_rows(&s);
 	for (int i = 0; i < nb; i++) {
 		const Blk *b = &L->g->b[bl[i]];
 		const Region *ro = NULL;
@@ -1264,7 +1260,6 @@ lower_attn(Low *L, Val a, Val mm2, const int *bl, int nb)
 			Box abs[2 * MAXBOX];
 			int nbox = blk_abs_boxes(f, ro, r, abs);
 			for (int q = 0; q < nbox; q++) {
-				int rows = ptx_attn_rows(&s);
 				if (abs[q].lo[R - 2] % rows || (abs[q].hi[R - 2] % rows && abs[q].hi[R - 2] != s.sq)) {
 					free(n);
 					return refuse(L, "a band of attention %%%d is not made of whole %d-row query tiles", mm2,

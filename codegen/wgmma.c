@@ -185,6 +185,22 @@ next_stage(Wg *w, Reg stage, Reg phase)
 	ptx_emit(p, "@%s xor.b32 %s, %s, 1;", R(q), R(phase), R(phase));
 }
 
+/* A TMA producer's next entry: none left (-> done), its input flag waited
+ * for (a timeout -> quit_l), then the fence that lets TMA, the async
+ * proxy, read what other proxies wrote (NCCL, copy engines, other
+ * kernels), and the trace stamp.  The matmul's and attention's. */
+void
+ptx_wg_producer_entry(Ptx *p, Reg q, Reg quit, int done, int quit_l)
+{
+	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(p->blk), R(p->param[1]));
+	ptx_emit(p, "@%s bra $L%d;", R(q), done);
+	ptx_emit(p, "mad.wide.u32 %s, %s, %d, %s;", R(p->entry), R(p->blk), (int)sizeof(PtxBlock), R(p->param[0]));
+	ptx_flag_wait(p, quit);
+	ptx_emit(p, "@%s bra $L%d;", R(quit), quit_l);
+	ptx_emit(p, "fence.proxy.async.global;");
+	ptx_trace_stamp(p, 0);
+}
+
 /* Thread 0 of the producer warpgroup. */
 static void
 wg_producer(Wg *w, Reg stage, Reg phase)
@@ -207,15 +223,7 @@ wg_producer(Wg *w, Reg stage, Reg phase)
 	ptx_emit(p, "prefetch.tensormap [%s];", R(tma));
 	ptx_emit(p, "prefetch.tensormap [%s];", R(tmb));
 	ptx_place(p, loop);
-	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(p->blk), R(p->param[1]));
-	ptx_emit(p, "@%s bra $L%d;", R(q), done);
-	ptx_emit(p, "mad.wide.u32 %s, %s, %d, %s;", R(p->entry), R(p->blk), (int)sizeof(PtxBlock), R(p->param[0]));
-	ptx_flag_wait(p, quit);
-	ptx_emit(p, "@%s bra $L%d;", R(quit), quit_l);
-	/* the operands were written by other proxies (NCCL, copy engines, other
-	 * kernels) and are read by TMA, the async proxy */
-	ptx_emit(p, "fence.proxy.async.global;");
-	ptx_trace_stamp(p, 0);
+	ptx_wg_producer_entry(p, q, quit, done, quit_l);
 	ptx_emit(p, "ld.global.nc.v2.u32 {%s, %s}, [%s];", R(p->x), R(p->y), R(p->entry));
 	ptx_emit(p, "ld.global.nc.u32 %s, [%s+8];", R(p->z), R(p->entry));
 	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(m0), R(p->x), w->t->bm);

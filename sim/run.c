@@ -457,13 +457,9 @@ rank_op(Rank *k, Val v)
 	DType st = sim_store_dtype(in);
 	bool ok = true;
 
-	if (in->attn >= 0) { /* computed whole at the region's second matmul, */
-		if (in->attn == v)
-			return rank_attention(k, v);
-		if (!out->v) /* with the row max and sum, which may come after it */
-			*out = (Tensor){0};
-		return true;
-	}
+	if (in->attn >= 0) /* computed whole at the region's second matmul, with
+	                    * the row max and sum, which may come after it */
+		return in->attn != v || rank_attention(k, v);
 	x = in->narg > 64 ? xmalloc((size_t)in->narg * sizeof *x) : xs;
 
 	for (int i = 0; i < in->narg; i++) {
