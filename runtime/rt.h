@@ -274,6 +274,8 @@ struct syn_ctx {
 	/* rt_stream.c: the caller's stream between syn_stream_enter and _leave */
 	CUstream ext;
 	int has_ext;    /* 1 inside enter .. leave */
+	int ctx_held;   /* inside enter .. leave: ctx_thread's current context is checked (rt_entry) */
+	pthread_t ctx_thread;
 	int ext_waited; /* the compute lane already waits for what ext had */
 	int ext_clean;  /* ext is behind every op's work (none ran on the lanes since) */
 	int local;      /* the op in progress has no communication (syn_begin_local) */

@@ -26,7 +26,10 @@ rt_entry(syn_ctx *c)
 		return SYN_EARG;
 	if (c->failed)
 		return SYN_EFAILED;
-	{
+	/* Inside syn_stream_enter .. leave on the thread that entered, the
+	 * context was checked at the enter: the calls between are one foreign
+	 * call's (a launcher's), with nothing of the caller's in between. */
+	if (!c->ctx_held || !pthread_equal(c->ctx_thread, pthread_self())) {
 		CUcontext cur = NULL; /* reading the thread's context is cheaper than setting it */
 		if ((cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != c->cu) && cuCtxSetCurrent(c->cu) != CUDA_SUCCESS)
 			return rt_cu(c, cuCtxSetCurrent(c->cu), "cuCtxSetCurrent");
@@ -288,10 +291,14 @@ syn_launch(syn_ctx *c, syn_kernel *k, const unsigned grid[3], const unsigned blo
 	cfg.blockDimZ = block[2];
 	cfg.sharedMemBytes = smem;
 	cfg.hStream = lane_stream(c, SYN_COMPUTE);
-	rt_fmt(what, sizeof what, "cuLaunchKernelEx(%s, grid %u, block %u, smem %u)", k->name, grid[0], block[0],
-	       smem);
-	if ((r = rt_cu(c, cuLaunchKernelEx(&cfg, k->fn, params, NULL), what)))
-		return r;
+	{ /* the message is made only for a failure: formatting it costs a call ~0.3 us */
+		CUresult e = cuLaunchKernelEx(&cfg, k->fn, params, NULL);
+		if (e != CUDA_SUCCESS) {
+			rt_fmt(what, sizeof what, "cuLaunchKernelEx(%s, grid %u, block %u, smem %u)", k->name, grid[0],
+			       block[0], smem);
+			return rt_cu(c, e, what);
+		}
+	}
 	if (c->local && !c->trace) /* its end names the op; nothing inside it waits */
 		return SYN_OK;
 	return rt_log(c, IK_LAUNCH, SYN_COMPUTE, -1, -1, -1, 0, k->name);
@@ -318,13 +325,17 @@ syn_tmap_encode(syn_ctx *c, syn_tmap *m, const char *what, uint64_t addr, CommDT
 		                 "row stride %llu B, batch stride %llu B)",
 		                 c->rank, what, (unsigned long long)addr, (unsigned long long)strides[0],
 		                 (unsigned long long)strides[1]);
-	rt_fmt(msg, sizeof msg, "cuTensorMapEncodeTiled(%s: %llux%llux%llu, box %ux%ux%u)", what,
-	       (unsigned long long)dims[0], (unsigned long long)dims[1], (unsigned long long)dims[2], box[0], box[1],
-	       box[2]);
-	return rt_cu(c, cuTensorMapEncodeTiled((CUtensorMap *)m, types[dt], 3, (void *)(uintptr_t)addr, d, st, bx, es,
-	                                      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-	                                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-	             msg);
+	{
+		CUresult e = cuTensorMapEncodeTiled((CUtensorMap *)m, types[dt], 3, (void *)(uintptr_t)addr, d, st, bx, es,
+		                                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+		                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+		if (e == CUDA_SUCCESS)
+			return SYN_OK;
+		rt_fmt(msg, sizeof msg, "cuTensorMapEncodeTiled(%s: %llux%llux%llu, box %ux%ux%u)", what,
+		       (unsigned long long)dims[0], (unsigned long long)dims[1], (unsigned long long)dims[2], box[0],
+		       box[1], box[2]);
+		return rt_cu(c, e, msg);
+	}
 }
 
 int

@@ -107,6 +107,8 @@ syn_stream_enter(syn_ctx *c, void *stream)
 	c->has_ext = 1;
 	c->ext_waited = 0;
 	c->ext_clean = 1;
+	c->ctx_thread = pthread_self();
+	c->ctx_held = 1;
 	return SYN_OK;
 }
 
@@ -146,6 +148,8 @@ int
 syn_stream_leave(syn_ctx *c, void *stream)
 {
 	int r;
+	if (c)
+		c->ctx_held = 0; /* even when failed: its next enter checks again */
 	if ((r = rt_entry(c)))
 		return r;
 	if (!c->has_ext || c->ext != (CUstream)stream)

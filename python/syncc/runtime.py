@@ -224,7 +224,14 @@ class Launcher:
             self.outs = [(torch.Size(r.local), getattr(torch, r.torch_dtype_name())) for r in op.results]
         if not self._fast_ok(tensors, dev):
             signature.check_call(op, tensors, ctx.rank, ctx.device)
-        outs = [torch.empty(shape, dtype=dt, device=dev) for shape, dt in self.outs]
+        # new_empty on an argument (already on dev) skips torch.empty's
+        # device-argument parsing: 1-2 us a call at small shapes
+        # (bench/results/2026-12-04-host-breakdown-h200.md).
+        like = tensors[0] if tensors else None
+        if like is not None:
+            outs = [like.new_empty(shape, dtype=dt) for shape, dt in self.outs]
+        else:
+            outs = [torch.empty(shape, dtype=dt, device=dev) for shape, dt in self.outs]
         st = self.structs
         for i, t in enumerate(tensors):
             st[i].data = t.data_ptr()
