@@ -359,6 +359,13 @@ typedef struct PtxMmFrag {
 	Reg r0, c0;
 	int mi, nj;
 	const Reg *acc;
+	/* The staged epilogue (wgmma): the output goes to a shared-memory tile
+	 * of 64-column boxes with the 128-byte swizzle, which TMA then stores.
+	 * stage_xo[j]: this thread's address of 16-byte chunk j of its first
+	 * row in box 0 (the swizzle folded in); stage_box: bytes per box.
+	 * NULL: straight from registers to global memory. */
+	const Reg *stage_xo;
+	int stage_box;
 } PtxMmFrag;
 void ptx_mm_epilogue(Ptx *p, const PtxMatmulSpec *s, const PtxMmFrag *f);
 /* The m16n8 fragment layout's first row and column of this thread (warp

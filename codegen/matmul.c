@@ -650,6 +650,8 @@ typedef struct Epi {
 	Reg outp[PTX_MAX_TENSORS];
 	PtxEwProg prog;
 	bool pair[PTX_MAX_TENSORS]; /* outputs stored two at a time */
+	const Reg *xo;              /* staged: PtxMmFrag.stage_xo, else NULL */
+	int box;
 } Epi;
 
 /* ptr = base + (z*sb + r*sr + c*sc) * size */
@@ -677,7 +679,7 @@ epi_setup(Epi *e, Reg r0, Reg c0)
 	for (int i = 0; i < s->nin; i++)
 		if (ptx_prog_uses(&e->prog, OP_PARAM, i))
 			e->inp[i] = tensor_ptr(p, &s->in[i], p->tensor[2 + i], p->z, r0, c0);
-	for (int j = 0; j < s->nout; j++) {
+	for (int j = 0; j < s->nout && !e->xo; j++) {
 		const PtxTensor *o = &s->out[j];
 		e->outp[j] = tensor_ptr(p, o, p->tensor[2 + s->nin + j], p->z, r0, c0);
 		e->pair[j] = o->stride[2] == 1 && o->stride[1] % 2 == 0 && o->stride[0] % 2 == 0;
@@ -724,6 +726,29 @@ epi_loads(Epi *e, int dr, int dc, int n, Reg in[2][PTX_MAX_TENSORS])
 	}
 }
 
+/* A staged epilogue's n (1 or 2) output values at (dr, dc) of the
+ * thread's fragment into the shared tile: box dc / 64, chunk (dc % 64) / 8
+ * of row dr (the thread's column within the chunk is in xo).  Rows dr of
+ * one thread keep row & 7, so the swizzle is the chunk's register alone. */
+static void
+epi_stage(Epi *e, int dr, int dc, const Reg *v, int n, const PtxDType *d)
+{
+	Ptx *p = e->p;
+	Reg a = e->xo[(dc % 64) / 8];
+	int off = dc / 64 * e->box + dr * 128;
+	if (n == 2) {
+		Reg w = ptx_reg(p, RC_B32);
+		ptx_expand(p, d->pack2, w, v[0], v[1]);
+		ptx_emit(p, "st.shared.b32 [%s+%d], %s;", R(a), off, R(w));
+		return;
+	}
+	{
+		Reg h = ptx_reg(p, RC_B16);
+		ptx_expand(p, d->store, h, v[0], -1);
+		ptx_emit(p, "st.shared.b16 [%s+%d], %s;", R(a), off, R(h));
+	}
+}
+
 /* The program and the stores of those n elements, from their loaded inputs. */
 static void
 epi_finish(Epi *e, int dr, int dc, const Reg *acc, int n, Reg in[2][PTX_MAX_TENSORS])
@@ -753,6 +778,10 @@ epi_finish(Epi *e, int dr, int dc, const Reg *acc, int n, Reg in[2][PTX_MAX_TENS
 		Reg v[2], base = e->outp[po->tensor];
 		for (int h = 0; h < n; h++)
 			v[h] = ptx_convert(p, val[h][po->val], vc[po->val], d->vc);
+		if (e->xo) {
+			epi_stage(e, dr, dc, v, n, d);
+			continue;
+		}
 		if (n == 2 && e->pair[po->tensor]) {
 			if (d->pack2) {
 				Reg w = ptx_reg(p, RC_B32);
@@ -813,7 +842,7 @@ void
 ptx_mm_epilogue(Ptx *p, const PtxMatmulSpec *s, const PtxMmFrag *f)
 {
 	const PtxTile *t = &ptx_tiles[s->tile];
-	Epi e = {.p = p, .s = s, .edge_m = s->m % t->bm != 0};
+	Epi e = {.p = p, .s = s, .edge_m = s->m % t->bm != 0, .xo = f->stage_xo, .box = f->stage_box};
 	int64_t ldb = s->ldb ? s->ldb : s->n;
 
 	/* the mma.sync kernel copies B element by element when ldb is odd: its

@@ -61,7 +61,9 @@ typedef struct Wg {
 	int nwg;              /* consumer warpgroups */
 	int abytes, bbytes;   /* one stage's A and B tiles */
 	int stage;            /* bytes per stage */
-	int bars;             /* offset of the barriers: full[S], empty[S], done[2], raised[2], quit word */
+	bool staged;          /* the output tile goes through shared memory and TMA (wg_stageable) */
+	int coff;             /* offset of that tile, after the stages */
+	int bars;             /* offset of the barriers: full[S], empty[S], done[2], raised[2], quit word, free */
 	int64_t nkt;          /* k tiles */
 	int64_t lda, ldb;
 	Reg base;             /* 1024-aligned shared base */
@@ -76,6 +78,39 @@ ceil_div(int64_t a, int64_t b)
 	return (a + b - 1) / b;
 }
 
+static int
+wg_smem_at(const Wg *w, int bars)
+{
+	return bars + 16 * w->t->stages + 32 + 16 + WG_ALIGN; /* + slack to align the base */
+}
+
+static int
+wg_smem(const Wg *w)
+{
+	return wg_smem_at(w, w->bars);
+}
+
+/* Whether the epilogue can stage the output tile in shared memory for a
+ * TMA store: with stores straight from registers, the tensor cores wait
+ * for the whole tile's stores to leave (10% of the matmul at 8192x8192x4096
+ * on an H200: bench/results/2026-12-04-epilogue-h200.md); staged, the
+ * consumers write shared memory and go on to the next tile while the
+ * storer thread's TMA writes global memory.  One 16-bit output with unit
+ * column stride and 16-byte rows (a tensor map's terms), and room for the
+ * tile beside the stages. */
+static bool
+wg_stageable(const Wg *w)
+{
+	const PtxMatmulSpec *s = w->s;
+	const PtxTensor *o = &s->out[0];
+	int64_t lim = (int64_t)1 << 38;
+	if (s->nout != 1 || (s->epi.nins && s->epi.nout != 1) || !ptx_dtypes[o->dt].pack2 || o->stride[2] != 1)
+		return false;
+	if (o->stride[1] % 8 || o->stride[1] >= lim || (s->batch > 1 && (o->stride[0] % 8 || !o->stride[0] || o->stride[0] >= lim)))
+		return false;
+	return wg_smem_at(w, w->bars + w->t->bm * w->t->bn * 2) <= WG_SMEM_MAX;
+}
+
 static void
 wg_setup(Wg *w, Ptx *p, const PtxMatmulSpec *s)
 {
@@ -88,21 +123,19 @@ wg_setup(Wg *w, Ptx *p, const PtxMatmulSpec *s)
 	w->nkt = ceil_div(s->k, WG_BK);
 	w->lda = s->lda ? s->lda : s->k;
 	w->ldb = s->ldb ? s->ldb : s->n;
+	w->coff = w->bars;
+	if ((w->staged = wg_stageable(w)))
+		w->bars += w->t->bm * w->t->bn * 2;
 }
 
-static int
-wg_smem(const Wg *w)
-{
-	return w->bars + 16 * w->t->stages + 32 + 16 + WG_ALIGN; /* + slack to align the base */
-}
-
-/* The barrier rings after the stages, and the quit word after them. */
-enum { BAR_FULL, BAR_EMPTY, BAR_DONE, BAR_RAISED };
+/* The barrier rings after the stages (and the staged tile), the quit
+ * word after them, then `free`: the staged tile has been read by TMA. */
+enum { BAR_FULL, BAR_EMPTY, BAR_DONE, BAR_RAISED, BAR_FREE };
 
 static int
 bar_off(const Wg *w, int kind)
 {
-	static const int per_stage[] = {0, 8, 16, 16}, fixed[] = {0, 0, 0, 16};
+	static const int per_stage[] = {0, 8, 16, 16, 16}, fixed[] = {0, 0, 0, 16, 40};
 	return w->bars + per_stage[kind] * w->t->stages + fixed[kind];
 }
 
@@ -145,6 +178,13 @@ wg_tmaps(const Wg *w, PtxKernel *k)
 	k->tmap[1] = (PtxTmap){.tensor = 1, .role = 'B', .dt = s->ab, .dim = {s->n, s->k, bb},
 	                       .stride = {w->ldb * 2, (s->batch_b ? s->batch_b : w->ldb * s->k) * 2},
 	                       .box = {WG_BOXN, WG_BK, 1}};
+	if (w->staged) { /* the output, stored a 64-column box of the tile at a time */
+		const PtxTensor *o = &s->out[0];
+		k->ntmaps = 3;
+		k->tmap[2] = (PtxTmap){.tensor = 2 + s->nin, .role = 'C', .dt = o->dt, .dim = {s->n, s->m, s->batch},
+		                       .stride = {o->stride[1] * 2, (s->batch > 1 ? o->stride[0] : o->stride[1] * s->m) * 2},
+		                       .box = {WG_BOXN, w->t->bm, 1}};
+	}
 }
 
 /* Shared address of barrier i of a kind (BAR_*). */
@@ -326,10 +366,43 @@ tile_done(Wg *w, Reg tc, Reg lane0)
 	ptx_place(p, skip);
 }
 
+/* The storer's part of a staged tile (entry p->entry, whose consumers have
+ * written the shared tile): a TMA store per 64-column box, then `free`
+ * once TMA has read the tile (the consumers' next epilogue waits for it),
+ * then the stores' completion and the proxy fence, so the output flag
+ * raised after this covers them. */
+static void
+wg_store_tile(Wg *w)
+{
+	Ptx *p = w->p;
+	Reg tmc = ptx_reg(p, RC_B64), m0 = ptx_reg(p, RC_B32), n0 = ptx_reg(p, RC_B32), c = ptx_reg(p, RC_B32);
+	Reg src = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B32), st = ptx_reg(p, RC_B64);
+
+	ptx_emit(p, "mov.b64 %s, tm2;", R(tmc));
+	ptx_emit(p, "cvta.param.u64 %s, %s;", R(tmc), R(tmc));
+	ptx_emit(p, "ld.global.nc.v2.u32 {%s, %s}, [%s];", R(p->x), R(p->y), R(p->entry));
+	ptx_emit(p, "ld.global.nc.u32 %s, [%s+8];", R(p->z), R(p->entry));
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(m0), R(p->x), w->t->bm);
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(n0), R(p->y), w->t->bn);
+	for (int b = 0; b < w->t->bn / WG_BOXN; b++) {
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(src), R(w->base), w->coff + b * w->t->bm * 128);
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(c), R(n0), b * WG_BOXN);
+		ptx_emit(p, "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%s, {%s, %s, %s}], [%s];", R(tmc), R(c),
+		         R(m0), R(p->z), R(src));
+	}
+	ptx_emit(p, "cp.async.bulk.commit_group;");
+	ptx_emit(p, "cp.async.bulk.wait_group.read 0;");
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w->base), bar_off(w, BAR_FREE));
+	ptx_emit(p, "mbarrier.arrive.shared::cta.b64 %s, [%s];", R(st), R(a));
+	ptx_emit(p, "cp.async.bulk.wait_group 0;");
+	ptx_emit(p, "fence.proxy.async.global;");
+}
+
 /* Thread 32 (the producer warpgroup's second warp): per entry of the CTA,
- * waits until the consumers have stored the tile, then raises its output
- * flag -- so the system-scope release (MEMBAR.SYS: it waits for the tile's
- * stores to reach memory) never stalls a consumer warpgroup. */
+ * waits until the consumers have stored the tile (staged: written it to
+ * shared memory, which this thread then stores by TMA), then raises its
+ * output flag -- so the system-scope release (MEMBAR.SYS: it waits for the
+ * tile's stores to reach memory) never stalls a consumer warpgroup. */
 static void
 wg_raiser(Wg *w)
 {
@@ -355,6 +428,8 @@ wg_raiser(Wg *w)
 	ptx_emit(p, "sub.u32 %s, %s, 1;", R(v), R(v)); /* the entry the producer gave up on */
 	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(q), R(v), R(tc));
 	ptx_emit(p, "@%s bra $L%d;", R(q), done);
+	if (w->staged)
+		wg_store_tile(w);
 	ptx_flag_raise(p, yes);
 	bar_addr(w, a, BAR_RAISED, slot);
 	ptx_emit(p, "mbarrier.arrive.shared::cta.b64 %s, [%s];", R(st), R(a));
@@ -363,7 +438,48 @@ wg_raiser(Wg *w)
 	ptx_emit(p, "add.u32 %s, %s, %s;", R(p->blk), R(p->blk), R(n));
 	ptx_emit(p, "bra $L%d;", loop);
 	ptx_place(p, done);
+	if (w->staged) /* the CTA's shared memory outlives the last store's reads */
+		ptx_emit(p, "cp.async.bulk.wait_group 0;");
 	ptx_emit(p, "ret;");
+}
+
+/* xo[j]: this thread's address in the staged tile of 16-byte chunk j of
+ * its first row (r0, within the tile) at its column c0 (< 8), in box 0.
+ * The 128-byte swizzle puts chunk j of row r at j ^ (r & 7); the thread's
+ * rows r0 and r0 + 8 share r & 7 = lane / 4 (`t`), so a chunk's xor is
+ * the same register for both. */
+static void
+wg_stage_addrs(Wg *w, Reg *xo, Reg r0, Reg c0, Reg t)
+{
+	Ptx *p = w->p;
+	Reg row = ptx_reg(p, RC_B32), x = ptx_reg(p, RC_B32);
+	ptx_emit(p, "mad.lo.u32 %s, %s, 128, %s;", R(row), R(r0), R(w->base));
+	ptx_emit(p, "mad.lo.u32 %s, %s, 2, %s;", R(row), R(c0), R(row));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(row), R(row), w->coff);
+	for (int j = 0; j < 8; j++) {
+		xo[j] = ptx_reg(p, RC_B32);
+		ptx_emit(p, "xor.b32 %s, %s, %d;", R(x), R(t), j);
+		ptx_emit(p, "shl.b32 %s, %s, 4;", R(x), R(x));
+		ptx_emit(p, "add.u32 %s, %s, %s;", R(xo[j]), R(row), R(x));
+	}
+}
+
+/* Before tile tc's epilogue writes the staged tile: TMA has read tile
+ * tc - 1's (the storer's tc - 1st arrival on `free`; it is at most one
+ * phase behind, so a parity wait is exact). */
+static void
+wg_stage_free(Wg *w, Reg tc)
+{
+	Ptx *p = w->p;
+	int skip = ptx_label(p);
+	Reg q = ptx_reg(p, RC_PRED), par = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B32);
+	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(q), R(tc));
+	ptx_emit(p, "@%s bra $L%d;", R(q), skip);
+	ptx_emit(p, "sub.u32 %s, %s, 1;", R(par), R(tc));
+	ptx_emit(p, "and.b32 %s, %s, 1;", R(par), R(par));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w->base), bar_off(w, BAR_FREE));
+	bar_wait(w, a, par);
+	ptx_place(p, skip);
 }
 
 /* A consumer warpgroup: the k loop of each tile, the epilogue, the flag. */
@@ -383,7 +499,9 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	Reg scale = ptx_reg(p, RC_PRED), yes = ptx_reg(p, RC_PRED), lane0 = ptx_reg(p, RC_PRED);
 	Reg raiser = ptx_reg(p, RC_PRED), r0 = ptx_reg(p, RC_B32), c0 = ptx_reg(p, RC_B32);
 	Reg st = ptx_reg(p, RC_B64), rr = ptx_reg(p, RC_B32), cc = ptx_reg(p, RC_B32);
-	PtxMmFrag f = {.r0 = rr, .c0 = cc, .mi = 1, .nj = w->t->bn / 8, .acc = w->acc};
+	Reg xo[8];
+	PtxMmFrag f = {.r0 = rr, .c0 = cc, .mi = 1, .nj = w->t->bn / 8, .acc = w->acc,
+	               .stage_xo = w->staged ? xo : NULL, .stage_box = w->t->bm * 128};
 
 	ptx_emit(p, "sub.u32 %s, %s, %d;", R(ct), R(p->tid), WG_THREADS);
 	ptx_emit(p, "shr.u32 %s, %s, 7;", R(g), R(ct));
@@ -404,6 +522,8 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	ptx_emit(p, "shr.u32 %s, %s, 2;", R(t), R(lane));
 	ptx_emit(p, "mad.lo.u32 %s, %s, 16, %s;", R(r0), R(wid), R(t)); /* 64 g + 16 (warp in g) */
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(qa), R(w->base), quit_off(w));
+	if (w->staged)
+		wg_stage_addrs(w, xo, r0, c0, t);
 
 	ptx_place(p, loop);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(p->blk), R(p->param[1]));
@@ -457,8 +577,12 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	ptx_emit(p, "ld.global.nc.u32 %s, [%s+8];", R(p->z), R(p->entry));
 	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(rr), R(p->x), w->t->bm, R(r0));
 	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(cc), R(p->y), w->t->bn, R(c0));
+	if (w->staged)
+		wg_stage_free(w, tc);
 	ptx_mm_epilogue(p, w->s, &f);
-	if (w->t->raiser) {
+	if (w->staged) /* the async proxy (TMA) reads what these stores wrote */
+		ptx_emit(p, "fence.proxy.async.shared::cta;");
+	if (w->t->raiser || w->staged) {
 		tile_done(w, tc, lane0);
 	} else {
 		ptx_emit(p, "bar.sync 1, %d;", WG_THREADS * w->nwg);
@@ -470,7 +594,7 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	ptx_emit(p, "bra $L%d;", loop);
 	/* the producer gave up: wake the raiser, which then sees the quit word */
 	ptx_place(p, quitting);
-	if (w->t->raiser)
+	if (w->t->raiser || w->staged)
 		tile_done(w, tc, lane0);
 	ptx_place(p, done);
 	ptx_emit(p, "ret;");
@@ -516,10 +640,14 @@ ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 			ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), bar_off(&w, BAR_EMPTY) + 8 * i);
 			ptx_emit(p, "mbarrier.init.shared::cta.b64 [%s], %d;", R(a), 4 * w.nwg);
 		}
-		for (int i = 0; i < 2 && w.t->raiser; i++) {
+		for (int i = 0; i < 2 && (w.t->raiser || w.staged); i++) {
 			ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), bar_off(&w, BAR_DONE) + 8 * i);
 			ptx_emit(p, "mbarrier.init.shared::cta.b64 [%s], %d;", R(a), 4 * w.nwg);
 			ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), bar_off(&w, BAR_RAISED) + 8 * i);
+			ptx_emit(p, "mbarrier.init.shared::cta.b64 [%s], 1;", R(a));
+		}
+		if (w.staged) {
+			ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), bar_off(&w, BAR_FREE));
 			ptx_emit(p, "mbarrier.init.shared::cta.b64 [%s], 1;", R(a));
 		}
 		ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), quit_off(&w));
@@ -539,7 +667,7 @@ ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 		ptx_emit(p, "@!%s bra $L%d;", R(p->is_t0), notp);
 		wg_producer(&w, stage, phase);
 		ptx_place(p, notp);
-		if (w.t->raiser) {
+		if (w.t->raiser || w.staged) {
 			ptx_emit(p, "setp.ne.u32 %s, %s, 32;", R(q), R(p->tid));
 			ptx_emit(p, "@%s bra $L%d;", R(q), out);
 			wg_raiser(&w);

@@ -1478,6 +1478,7 @@ case_flags_late(void)
 	flags_late("128x256x32s4");
 	flags_late("wg128x256x64s4");
 	flags_late("wg128x256x64s3r");
+	flags_late("wg128x256x64s3"); /* staged: the storer thread raises */
 	flags_late("ffma128x128x8s3");
 }
 
@@ -1487,6 +1488,7 @@ case_flags_timeout(void)
 	flags_timeout("128x256x32s4");
 	flags_timeout("wg128x256x64s4");
 	flags_timeout("wg128x256x64s3r");
+	flags_timeout("wg128x256x64s3");
 	flags_timeout("ffma128x128x8s3");
 }
 
@@ -1514,6 +1516,25 @@ case_mm_wgmma(void)
 	s.out[0] = (PtxTensor){DT_F32, {256 * 512, 512, 1}};
 	mm_run("wg_batch_shared_b", s, 3);
 	mm_run("wg_epi_bias_res_tanh", epi_spec("wg_epi", "wg128x256x64s4"), 7);
+	/* the staged epilogue (the tile through shared memory and TMA stores):
+	 * ragged edges, batches, one output after a program with inputs */
+	mm_run("wg_1000_s3", mm_spec("wg_1000s", DT_BF16, 1000, 1000, 1000, "wg128x256x64s3", DT_BF16), 5);
+	mm_run("wg_1x8x8_s6", mm_spec("wg_tiny6", DT_BF16, 1, 8, 8, "wg128x128x64s6", DT_BF16), 1);
+	s = mm_spec("wg_batch_s", DT_F16, 300, 200, 136, "wg128x256x64s3", DT_F16);
+	s.batch = 3;
+	s.lda = 144;
+	s.batch_a = 300 * 144 + 16;
+	s.batch_b = 136 * 200;
+	s.out[0] = (PtxTensor){DT_F16, {300 * 208, 208, 1}};
+	mm_run("wg_batch_f16_s3", s, 11);
+	s = mm_spec("wg_epi_s", DT_BF16, 250, 384, 512, "wg128x256x64s3", DT_BF16);
+	s.in[0] = (PtxTensor){DT_BF16, {0, 0, 1}};
+	s.in[1] = (PtxTensor){DT_BF16, {0, 384, 1}};
+	s.nin = 2;
+	s.out[0] = (PtxTensor){DT_BF16, {0, 384, 1}};
+	prog_or_die(&s.epi, "out0=add(mul(tanh(add(acc,in0)),0.5),in1)");
+	mm_run("wg_epi_staged", s, 7);
+	mm_run("wg_520x264x1000_s6", mm_spec("wg_s6", DT_BF16, 1000, 520, 264, "wg128x128x64s6", DT_BF16), nsm);
 }
 
 /* The f32 (FFMA) kernel: ragged edges and odd leading dimensions (its
@@ -1552,6 +1573,7 @@ static void
 case_mm_wgmma_small(void)
 {
 	mm_run("wg_300x520x200", mm_spec("wg_san", DT_BF16, 300, 520, 200, "wg128x256x64s4", DT_BF16), 3);
+	mm_run("wg_300x520x200_staged", mm_spec("wg_san_s", DT_BF16, 300, 520, 200, "wg128x256x64s3", DT_BF16), 3);
 }
 
 /* ---- attention (codegen/attn.c) ---- */
