@@ -174,6 +174,7 @@ struct Plan {
 	double crit;         /* critical path length */
 	double peak_extra;   /* bytes in flight beyond the serial plan's peak */
 	double comm;         /* µs the comm lane is busy */
+	double compute;      /* µs of compute blocks (the compute lane's work) */
 	double exposed;      /* µs of it with nothing on the compute lane (not hidden) */
 	bool is_serial;
 	int sms;             /* the profile's SMs */

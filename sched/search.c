@@ -373,6 +373,7 @@ sched_plan(const Func *f, const SchedOpts *o)
 	for (int i = 0; i < p->g->n; i++)
 		*(p->g->b[i].lane == LANE_COMPUTE ? &ideal_c : &ideal_m) += p->g->b[i].cost;
 	p->ideal = ideal_c > ideal_m ? ideal_c : ideal_m;
+	p->compute = ideal_c;
 	p->peak_extra = peak_bytes(p->g, p->makespan) - serial_peak;
 	buf_printf(&why, "predicted %.1f us; serial %.1f us; ideal max(compute %.1f, communication %.1f) = %.1f us\n",
 	           p->makespan, p->serial, ideal_c, ideal_m, p->ideal);

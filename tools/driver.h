@@ -51,6 +51,8 @@ typedef struct Driver {
 	Profile prof;
 	Plan **plans;        /* one per Func of the unit, in order */
 	int nplans;
+	Buf *split_why;      /* one per Func, in order: --explain's all_reduce split decisions */
+	int nsplit_why;
 	/* syncrun */
 	bool sim;
 	bool f64;
