@@ -211,6 +211,7 @@ typedef struct TuneCand {
 int sched_tune_candidates(const Func *f, const SchedOpts *o, int max, TuneCand **out);
 void sched_tune_free(TuneCand *c, int n);
 bool sched_choice_same(const NodeChoice *a, const NodeChoice *b, int n);
+void sched_plan_key(const Plan *p, Buf *b); /* what running p does, as text: equal keys run the same */
 void sched_choice_text(const Func *f, const NodeChoice *ch, Buf *b);       /* one line, for the cache */
 bool sched_choice_parse(const Func *f, const char *text, NodeChoice *ch); /* false: not this op's */
 void sched_choice_describe(const Func *f, const NodeChoice *ch, Buf *b);   /* for people */

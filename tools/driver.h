@@ -151,6 +151,7 @@ typedef struct TuneRow {
 typedef struct TuneSet {
 	TuneRow *row;
 	int n;
+	int repeats;       /* candidates not run: each ran as an earlier one would (sched_plan_key) */
 	int pick;          /* the kept row, -1: none passed */
 	bool measured;     /* times are measured (else PREDICTED) */
 	bool cached;       /* the pick came from the cache */
