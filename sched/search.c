@@ -140,7 +140,7 @@ score(const Func *f, const SchedOpts *o, NodeChoice *ch, bool serial, double *pe
 	g = blk_build(f, ch, &o->topo);
 	if (work)
 		*work += (double)g->n * (g->n + f->nins);
-	if (g->over) {
+	if (g->over || g->inexact) { /* too large, or not exact: no plan */
 		blk_free(g);
 		return INFINITY;
 	}
@@ -303,6 +303,8 @@ static void
 finish_plan(Plan *p, const Func *f, const SchedOpts *o, NodeChoice *ch, bool serial)
 {
 	p->g = blk_build(f, ch, &o->topo);
+	if (p->g->inexact) /* the search scores such a choice INFINITY: never one of its plans */
+		die("a plan of %s writes a region it cannot list exactly", sym_str(f->name));
 	blk_cost(o->prof, p->g, &o->topo);
 	p->makespan = sched_list(p->g, p, o->prof, serial);
 	p->exposed = sched_exposed(p, &p->comm, NULL, NULL);
@@ -403,6 +405,17 @@ sched_plan(const Func *f, const SchedOpts *o)
 	free(serial_ch);
 	free(best);
 	return p;
+}
+
+/* Whether a choice (one the search scored, or one read back from the
+ * tuning cache) builds a plan: within the limits, every write exact. */
+bool
+sched_choice_plannable(const Func *f, const SchedOpts *o, const NodeChoice *ch)
+{
+	BlockGraph *g = blk_build(f, ch, &o->topo);
+	bool ok = !g->over && !g->inexact;
+	blk_free(g);
+	return ok;
 }
 
 /* The plan of one candidate of the search, with its flags checked. */

@@ -173,6 +173,21 @@ read_cache(const Func *f, const TuneSet *s, TunePick *k)
 	return ok;
 }
 
+/* A cached pick whose plan this syncc still makes (a choice whose
+ * regions it can no longer list exactly is a miss); false: a miss. */
+static bool
+cached_pick(const Func *f, const SchedOpts *o, const TuneSet *s, TunePick *k)
+{
+	if (!read_cache(f, s, k))
+		return false;
+	if (k->ch && !sched_choice_plannable(f, o, k->ch)) {
+		free(k->ch);
+		k->ch = NULL;
+		return false;
+	}
+	return true;
+}
+
 static void
 add_row(TuneSet *s, const Func *f, TunePick k, double predicted)
 {
@@ -277,7 +292,7 @@ tune_begin(Driver *d, Func *f, const char *device, bool codegen, TuneSet *s)
 		snprintf(s->path, sizeof s->path, "%s/tune-%016llx.txt", dir, (unsigned long long)fnv(s->key.s, s->key.len));
 	else
 		fprintf(stderr, "syncrun: --tune: no cache directory (set SYNCC_CACHE_DIR); the pick is not kept\n");
-	if (read_cache(f, s, &cached)) {
+	if (cached_pick(f, &o, s, &cached)) {
 		Plan *p = sched_plan(f, &o);
 		add_row(s, f, cached, p->makespan);
 		sched_plan_free(p);
@@ -427,6 +442,10 @@ read_pick(const Func *f, const char *path, TunePick *k)
 	}
 	if (in)
 		fclose(in);
+	if (!ok) {
+		free(k->ch);
+		k->ch = NULL;
+	}
 	return ok;
 }
 
@@ -434,11 +453,16 @@ Plan *
 tune_picked_plan(Driver *d, Func *f)
 {
 	FILE *in = fopen(d->tune_picks, "r");
+	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, NULL, NULL, NULL, d->backend};
 	char op[256], path[4200];
 	Plan *p = NULL;
 	TunePick k;
 	while (in && !p && fscanf(in, "op %255s %4199[^\n]\n", op, path) == 2)
 		if (strcmp(op, sym_str(f->name)) == 0 && read_pick(f, path, &k)) {
+			if (k.ch && !sched_choice_plannable(f, &o, k.ch)) { /* syncrun-gpu is another syncc's */
+				free(k.ch);
+				continue;
+			}
 			p = tune_plan(d, f, &k);
 			free(k.ch);
 			diag_note(f->span, "op '%s': the plan --tune measured fastest (%s)", op, path);
