@@ -138,7 +138,8 @@ extern const PassInfo ir_passes[];
 extern const int ir_npasses;
 void pass_autocomm(Func *f);
 void pass_arsplit(Func *f);
-bool ir_arsplit_one(Func *f, Val y); /* split all_reduce y wherever it can (the cost model's candidate) */
+int ir_arsplit_one(Func *f, Val y); /* split all_reduce y wherever it can (the cost model's candidate):
+                                       the ops of its region (0: bare), -1: it cannot */
 void pass_dce(Func *f);
 
 /* ir/fuse.c: the fuse pass and what a fused group is.  The limits are the

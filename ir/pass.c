@@ -164,12 +164,15 @@ pass_dce(Func *f)
  * operands) that are local on the scattered dim: elementwise ops, and row
  * ops -- reductions over another dim, as rmsnorm's mean -- with what they
  * broadcast into.  It runs on this rank's block and each region value
- * used outside it is gathered.  Bytes: all_reduce moves 2S(P-1)/P,
- * reduce_scatter S(P-1)/P and each gather S_i(P-1)/P, so the rewrite pays
- * when the gathered bytes do not exceed S (and the region does work); the
- * pass does those.  Where it does not -- a bare all_reduce, whose two
- * phases the scheduler may chunk and overlap apart, or more gathered bytes
- * -- the driver asks the cost model (ir_arsplit_one on a copy, planned). */
+ * used outside it is gathered.  Whether that pays is the cost model's
+ * call: the two phases are two calls where the all_reduce was one (on the
+ * H200 one all_reduce beats a reduce_scatter and an all_gather), against
+ * 1/P of the region's work and phases the scheduler may chunk and overlap
+ * apart.  So the driver plans the op both ways (ir_arsplit_one on a copy)
+ * and keeps the faster; this pass alone is the rule it falls back on
+ * without a profile: bytes -- all_reduce moves 2S(P-1)/P, reduce_scatter
+ * S(P-1)/P and each gather S_i(P-1)/P -- split where the gathered bytes
+ * do not exceed S and the region does work. */
 
 typedef struct Region {
 	bool *in;     /* value belongs to the region */
@@ -292,16 +295,17 @@ rewrite_region(Func *f, Val y, const Region *r, const bool *out)
 
 /* Splits all_reduce y with its region: `how` 0 only where the byte rule
  * says it pays, 1 wherever it can (a bare all_reduce included); returns
- * whether it did. */
-static bool
+ * the region's size (0: a bare all_reduce), -1 where it did not split. */
+static int
 split_one(Func *f, Val y, int how)
 {
 	Region r = {0};
 	Uses u;
-	bool *out, done = false;
+	bool *out;
+	int done = -1;
 	double sz, gb;
 	if (f->ins[y].op != OP_ALL_REDUCE || f->nranks == 1 || (r.dim = split_dim(&f->ins[y].ty, f->nranks)) < 0)
-		return false;
+		return -1;
 	r.in = xcalloc((size_t)f->nins + 1, sizeof *r.in);
 	out = xcalloc((size_t)f->nins + 1, sizeof *out);
 	u = uses(f);
@@ -310,7 +314,7 @@ split_one(Func *f, Val y, int how)
 	gb = gathered_bytes(f, &r, y, &u, out);
 	if (how == 1 || (r.n > 0 && gb <= sz)) {
 		rewrite_region(f, y, &r, out);
-		done = true;
+		done = r.n;
 	}
 	uses_free(&u);
 	free(r.in);
@@ -318,7 +322,7 @@ split_one(Func *f, Val y, int how)
 	return done;
 }
 
-bool
+int
 ir_arsplit_one(Func *f, Val y)
 {
 	return split_one(f, y, 1);

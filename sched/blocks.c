@@ -127,6 +127,25 @@ add_region(BlockGraph *g, Region **list, int *n, Val v)
 	return r;
 }
 
+/* Whether b continues a along one dim (b starts where a ends, or ends
+ * where it starts, and both match elsewhere): then their cover is their
+ * union. */
+static bool
+extends(const Box *a, const Box *b)
+{
+	int along = -1;
+	for (int d = 0; d < LIM_RANK; d++) {
+		if (a->rot[d] != b->rot[d])
+			return false;
+		if (a->lo[d] == b->lo[d] && a->hi[d] == b->hi[d])
+			continue;
+		if (along >= 0 || (b->lo[d] != a->hi[d] && b->hi[d] != a->lo[d]))
+			return false;
+		along = d;
+	}
+	return true;
+}
+
 /* Boxes grow like regions (most regions have one). */
 static void
 add_box(BlockGraph *g, Region *r, Box b)
@@ -141,7 +160,9 @@ add_box(BlockGraph *g, Region *r, Box b)
 		r->box[r->nbox++] = b;
 		return;
 	}
-	/* too many pieces: keep one box that covers them all (reads only grow) */
+	/* too many pieces: keep one box that covers them all, exact only
+	 * while each piece extends it along one dim */
+	r->cover |= !extends(&r->box[MAXBOX - 1], &b);
 	for (int d = 0; d < LIM_RANK; d++) {
 		if (b.lo[d] < r->box[MAXBOX - 1].lo[d])
 			r->box[MAXBOX - 1].lo[d] = b.lo[d];
@@ -402,6 +423,8 @@ blk_a2a_block(const Func *f, Val v, const Region *r, int side, int q)
 	const Ins *in = &f->ins[v];
 	int P = f->nranks, d = side ? in->axis : in->axis2;
 	Box b = r->box[r->nbox == P ? q : 0];
+	if (r->cover)
+		die("all_to_all %%%d: a chunk's region lists %d of its %d blocks", v, r->nbox, P);
 	if (r->nbox != P) {
 		int64_t len = b.hi[d] - b.lo[d], lo = b.lo[d];
 		b.lo[d] = lo + len * q / P;
@@ -672,6 +695,9 @@ blk_build(const Func *f, const NodeChoice *choice, const Topo *topo)
 			build_group(g, v, &g->choice[v], next);
 	}
 	free(next);
+	for (int i = 0; i < g->n; i++)
+		for (int k = 0; k < g->b[i].nout; k++)
+			g->inexact |= g->b[i].out[k].cover;
 	if (!g->over)
 		build_edges(g);
 	return g;

@@ -348,8 +348,10 @@ comm_us(const Profile *p, const BlockGraph *g, Blk *b, const Topo *topo)
 	if (b->nphase == 3) /* intra-node RS, inter-node AR on 1/G, intra-node AG */
 		return phase_us(p, be, b, bytes, topo);
 	double pack = in->op == OP_ALL_TO_ALL ? a2a_pack_us(p, f, b, bytes) : 0;
-	if (topo && topo->nodes > 1) /* the ring crosses the network */
-		return inter_us(p, op, bytes, nranks) + p->streamop_us + pack;
+	if (topo && topo->nodes > 1) { /* the ring crosses the network, and is no faster than one inside a node */
+		double net = inter_us(p, op, bytes, nranks), local = prof_comm_us(p, be, op, bytes, nranks);
+		return (net > local ? net : local) + p->streamop_us + pack;
+	}
 	return prof_comm_us(p, be, op, bytes, nranks) + p->streamop_us + pack;
 }
 

@@ -13,8 +13,15 @@
 #include "../ir/ir.h"
 #include "../comm/comm.h"
 
-/* ---- regions: which part of a value's local index space a block touches ---- */
-enum { MAXBOX = 16 };
+/* ---- regions: which part of a value's local index space a block touches ----
+ * A region lists up to MAXBOX boxes: a collective's chunk over P ranks
+ * needs one per rank (slice c of every block), so P up to 64 plans
+ * exactly.  Past that, the last box covers the pieces it cannot list: a
+ * read may hold more than it touches (it only waits longer), a write may
+ * not (its block would claim, and compute, another's elements), so a
+ * candidate whose block would write a covering box is no plan
+ * (BlockGraph.inexact). */
+enum { MAXBOX = 64 };
 
 /* A box per dim: [lo, hi) shifted by rank * rot (mod the dim's size).
  * rot != 0 makes a region rank-relative: "this rank's own rows first"
@@ -28,6 +35,7 @@ typedef struct Region {
 	Val v;      /* the IR value (local shape) */
 	int nbox;
 	Box *box;   /* nbox boxes, at most MAXBOX, in the graph's arena */
+	bool cover; /* the last box covers pieces not listed: more than the block touches */
 } Region;
 
 /* ---- the block IR ---- */
@@ -88,6 +96,7 @@ typedef struct BlockGraph {
 	Arena *arena;
 	int nregions;
 	bool over;           /* past LIM_BLOCKS or LIM_REGIONS: building stopped, no edges */
+	bool inexact;        /* a block writes a covering region (Region.cover): no plan */
 } BlockGraph;
 
 /* ---- cost model: a profile file per target (profiles/, docs/profiles.md) ---- */
@@ -174,6 +183,7 @@ struct Plan {
 	double crit;         /* critical path length */
 	double peak_extra;   /* bytes in flight beyond the serial plan's peak */
 	double comm;         /* µs the comm lane is busy */
+	double compute;      /* µs of compute blocks (the compute lane's work) */
 	double exposed;      /* µs of it with nothing on the compute lane (not hidden) */
 	bool is_serial;
 	int sms;             /* the profile's SMs */
@@ -199,6 +209,7 @@ double sched_exposed(const Plan *p, double *busy, void (*each)(void *ctx, double
 /* sched/search.c */
 Plan *sched_plan(const Func *f, const SchedOpts *o);
 Plan *sched_plan_for(const Func *f, const SchedOpts *o, const NodeChoice *choice); /* a given candidate */
+bool sched_choice_plannable(const Func *f, const SchedOpts *o, const NodeChoice *ch); /* sched_plan_for may take it */
 void sched_plan_free(Plan *p);
 
 /* sched/tune.c: --tune's candidates, the search's distinct plans by
@@ -210,6 +221,7 @@ typedef struct TuneCand {
 int sched_tune_candidates(const Func *f, const SchedOpts *o, int max, TuneCand **out);
 void sched_tune_free(TuneCand *c, int n);
 bool sched_choice_same(const NodeChoice *a, const NodeChoice *b, int n);
+void sched_plan_key(const Plan *p, Buf *b); /* what running p does, as text: equal keys run the same */
 void sched_choice_text(const Func *f, const NodeChoice *ch, Buf *b);       /* one line, for the cache */
 bool sched_choice_parse(const Func *f, const char *text, NodeChoice *ch); /* false: not this op's */
 void sched_choice_describe(const Func *f, const NodeChoice *ch, Buf *b);   /* for people */

@@ -140,7 +140,7 @@ score(const Func *f, const SchedOpts *o, NodeChoice *ch, bool serial, double *pe
 	g = blk_build(f, ch, &o->topo);
 	if (work)
 		*work += (double)g->n * (g->n + f->nins);
-	if (g->over) {
+	if (g->over || g->inexact) { /* too large, or not exact: no plan */
 		blk_free(g);
 		return INFINITY;
 	}
@@ -303,6 +303,8 @@ static void
 finish_plan(Plan *p, const Func *f, const SchedOpts *o, NodeChoice *ch, bool serial)
 {
 	p->g = blk_build(f, ch, &o->topo);
+	if (p->g->inexact) /* the search scores such a choice INFINITY: never one of its plans */
+		die("a plan of %s writes a region it cannot list exactly", sym_str(f->name));
 	blk_cost(o->prof, p->g, &o->topo);
 	p->makespan = sched_list(p->g, p, o->prof, serial);
 	p->exposed = sched_exposed(p, &p->comm, NULL, NULL);
@@ -373,6 +375,7 @@ sched_plan(const Func *f, const SchedOpts *o)
 	for (int i = 0; i < p->g->n; i++)
 		*(p->g->b[i].lane == LANE_COMPUTE ? &ideal_c : &ideal_m) += p->g->b[i].cost;
 	p->ideal = ideal_c > ideal_m ? ideal_c : ideal_m;
+	p->compute = ideal_c;
 	p->peak_extra = peak_bytes(p->g, p->makespan) - serial_peak;
 	buf_printf(&why, "predicted %.1f us; serial %.1f us; ideal max(compute %.1f, communication %.1f) = %.1f us\n",
 	           p->makespan, p->serial, ideal_c, ideal_m, p->ideal);
@@ -402,6 +405,17 @@ sched_plan(const Func *f, const SchedOpts *o)
 	free(serial_ch);
 	free(best);
 	return p;
+}
+
+/* Whether a choice (one the search scored, or one read back from the
+ * tuning cache) builds a plan: within the limits, every write exact. */
+bool
+sched_choice_plannable(const Func *f, const SchedOpts *o, const NodeChoice *ch)
+{
+	BlockGraph *g = blk_build(f, ch, &o->topo);
+	bool ok = !g->over && !g->inexact;
+	blk_free(g);
+	return ok;
 }
 
 /* The plan of one candidate of the search, with its flags checked. */

@@ -87,6 +87,53 @@ sched_tune_free(TuneCand *c, int n)
 	free(c);
 }
 
+static void
+key_region(Buf *b, const Region *r)
+{
+	buf_printf(b, " v%d:", r->v);
+	for (int i = 0; i < r->nbox; i++) {
+		buf_printf(b, "[");
+		for (int d = 0; d < LIM_RANK; d++)
+			buf_printf(b, "%lld,%lld,%lld;", (long long)r->box[i].lo[d], (long long)r->box[i].hi[d],
+			           (long long)r->box[i].rot[d]);
+		buf_printf(b, "]");
+	}
+}
+
+/* What a runner does with a plan, as text: every block with the regions
+ * it reads and writes, its flag and successors, both lanes' orders,
+ * each collective's backend and own-block choice, the SMs the kernels
+ * share and codegen's choices.  Predictions are left out: two plans with
+ * one key run the same, so --tune runs the first only. */
+void
+sched_plan_key(const Plan *p, Buf *b)
+{
+	const BlockGraph *g = p->g;
+	buf_printf(b, "sms %d %d %d tile %d grid %d\n", p->sms, p->compute_sms, p->share_sms, p->tile, p->grid_sms);
+	for (Val v = 0; v < p->f->nins; v++)
+		if (ir_ops[p->f->ins[v].op].cls == OC_COMM || p->f->ins[v].op == OP_RESHARD)
+			buf_printf(b, "comm %d %d %d\n", v, (int)g->choice[v].backend, g->choice[v].self_first);
+	for (int i = 0; i < g->n; i++) {
+		const Blk *k = &g->b[i];
+		buf_printf(b, "b%d %d %d %d %d/%d %d/%d in", i, k->kind, k->lane, k->node, k->index, k->nindex, k->phase, k->nphase);
+		for (int r = 0; r < k->nin; r++)
+			key_region(b, &k->in[r]);
+		buf_printf(b, " out");
+		for (int r = 0; r < k->nout; r++)
+			key_region(b, &k->out[r]);
+		buf_printf(b, " flag %d succ", k->flag);
+		for (int j = 0; j < k->nsucc; j++)
+			buf_printf(b, " %d", k->succ[j]);
+		buf_printf(b, "\n");
+	}
+	for (int l = 0; l < NLANES; l++) {
+		buf_printf(b, "lane %d:", l);
+		for (int i = 0; i < p->norder[l]; i++)
+			buf_printf(b, " %d", p->order[l][i]);
+		buf_printf(b, "\n");
+	}
+}
+
 /* choice = (nchunks ',' dim ',' backend ',' self ',' interleave ',' align ' ')*
  * one group per IR value, in order */
 void

@@ -546,14 +546,13 @@ sim_race_check(const Plan *p, char *why, size_t n)
 	while (h < t) {
 		int i = order[h++];
 		const Blk *b = &g->b[i];
-		int next[64], nn = 0;
-		if (b->pos + 1 < p->norder[b->lane])
-			next[nn++] = p->order[b->lane][b->pos + 1];
-		for (int k = 0; k < b->nsucc && nn < 64; k++)
-			if (g->b[b->succ[k]].lane != b->lane)
-				next[nn++] = b->succ[k];
-		for (int k = 0; k < nn; k++) {
-			int j = next[k];
+		/* its successors: the next block of its lane (k = -1), then every
+		 * waiter on the other lane -- as many as there are (an own block
+		 * feeds a band per rank and chunk) */
+		for (int k = -1; k < b->nsucc; k++) {
+			int j = k < 0 ? (b->pos + 1 < p->norder[b->lane] ? p->order[b->lane][b->pos + 1] : -1) : b->succ[k];
+			if (j < 0 || (k >= 0 && g->b[j].lane == b->lane))
+				continue;
 			for (int w = 0; w < words; w++)
 				hb[(size_t)j * words + w] |= hb[(size_t)i * words + w];
 			hb[(size_t)j * words + i / 64] |= 1ull << (i % 64);
@@ -565,6 +564,18 @@ sim_race_check(const Plan *p, char *why, size_t n)
 		snprintf(why, n, "lane orders and waits form a cycle: a deadlock");
 		ok = false;
 	}
+	/* no element written by two blocks: a region lists what its block
+	 * writes, no more (a block that claimed another's rows would compute
+	 * them again, racing with it) */
+	for (int j = 0; j < N && ok; j++)
+		for (int i = 0; i < j && ok; i++)
+			for (int r = 0; r < g->b[j].nout && ok; r++)
+				for (int w = 0; w < g->b[i].nout && ok; w++)
+					if (blk_region_overlap(&g->b[i].out[w], &g->b[j].out[r])) {
+						snprintf(why, n, "%s and %s both write %%%d: a region claims more than its block writes",
+						         blk_name(g, i, b2, sizeof b2), blk_name(g, j, a, sizeof a), g->b[j].out[r].v);
+						ok = false;
+					}
 	/* every reader after every writer of what it reads */
 	for (int j = 0; j < N && ok; j++)
 		for (int r = 0; r < g->b[j].nin && ok; r++)

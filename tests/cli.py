@@ -485,6 +485,18 @@ def tests(syncc, run, Fail):
                 expect(rc == 2 and "--comm-backend" in err and "write nccl, ce or p2p" in err,
                        "%s: a bad --comm-backend, exit 2" % " ".join(argv), out, err)
 
+    def t_plans_past_64_ranks():
+        # a region lists at most 64 boxes (sched.h MAXBOX): at P = 65 a
+        # chunk of an all_gather would need one per rank, so those choices
+        # are no plans (a write never covers what it does not write) and the
+        # rest run; an own block feeding more than 64 bands is no deadlock
+        # (the simulator's race check followed only 64 successors of a block)
+        ag = os.path.join(os.path.dirname(ex), "ag_gemm.syn")
+        rc, out, err = run([syncrun, "--sim", ag, "--ranks", "65", "-D", "M=8320", "-D", "N=130", "-D", "K=8",
+                            "--profile", "sim", "--all-plans"])
+        expect(rc == 0 and "all ok" in out and "both write" not in out and "deadlock" not in out,
+               "ag_gemm at P = 65: every candidate plan exact and matching the oracle", out, err)
+
     def t_comm_backend_rank_limit():
         # p2p runs collectives over at most 8 ranks (comm/backends.h's
         # maxranks, issue 19): asked for past it on one node it is refused,

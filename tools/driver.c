@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -724,44 +725,84 @@ profile_name(const Driver *d)
 	return d->profile ? d->profile : d->sim ? "sim" : "h200-nvlink";
 }
 
-/* The predicted time of f once the passes after arsplit have run on it
- * (f is a copy: they change it). */
-static double
-variant_us(Driver *d, Func *f, int after)
+/* What the cost model predicts for one form of an op. */
+typedef struct Variant {
+	double us, compute, comm; /* the plan, its compute blocks, its comm lane */
+} Variant;
+
+/* f planned once the passes after arsplit have run on it (f is a copy:
+ * they change it); an op too large to plan costs INFINITY. */
+static Variant
+variant(Driver *d, Func *f, int after)
 {
 	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, NULL, NULL, NULL, d->backend};
+	Variant v = {INFINITY, 0, 0};
 	Plan *p;
-	double t;
 	for (int i = after + 1; i < ir_npasses; i++)
 		if (!in_list(d->nopass, ir_passes[i].name))
 			ir_passes[i].run(f);
 	p = sched_plan(f, &o);
-	t = p->makespan;
+	if (p->g)
+		v = (Variant){p->makespan, p->compute, p->comm};
 	sched_plan_free(p);
-	return t;
+	return v;
 }
 
-/* arsplit with the cost model: the pass splits where the byte rule says
- * it pays; every all_reduce it leaves that could be split (a bare one, a
- * region gathering more than it reduces) is split where the plan of the
- * split op is predicted at least 1% faster.  Without a profile, the rule
- * alone. */
+/* --explain's line for one all_reduce: which form was kept, both
+ * predictions, and the compute and communication that decided it. */
 static void
-arsplit_by_cost(Driver *d, Func *f, int pass)
+split_note(Buf *why, const Func *f, Val y, int nregion, bool split, Variant s, Variant w)
+{
+	const Ins *in = &f->ins[y];
+	int line = 0, col = 0;
+	char form[96];
+	if (in->span.file >= 0)
+		src_linecol(in->span.file, in->span.lo, &line, &col);
+	if (nregion > 0)
+		snprintf(form, sizeof form, "reduce_scatter + %d ops on 1/%d of the data + all_gather", nregion, f->nranks);
+	else
+		snprintf(form, sizeof form, "reduce_scatter + all_gather");
+	buf_printf(why, "all_reduce at %s:%d:%d: %s: predicted ", in->span.file >= 0 ? src_get(in->span.file)->path : "?", line,
+	           col, split ? "split" : "kept whole");
+	if (split)
+		buf_printf(why, "%.1f us split into %s, %.1f us whole (compute %.1f us split, %.1f whole; communication %.1f us split, %.1f whole)\n",
+		           s.us, form, w.us, s.compute, w.compute, s.comm, w.comm);
+	else
+		buf_printf(why, "%.1f us whole, %.1f us split into %s (compute %.1f us whole, %.1f split; communication %.1f us whole, %.1f split)\n",
+		           w.us, s.us, form, w.compute, s.compute, w.comm, s.comm);
+}
+
+/* arsplit by the cost model: each all_reduce that can be split (around
+ * the work local on the scattered dim, or a bare one into its two phases)
+ * is planned both ways, after the later passes, and the form predicted
+ * faster kept -- the overlap the phases allow included; a tie keeps the
+ * one call.  Earlier all_reduces are planned as already decided, later
+ * ones whole.  `why` gets each decision for --explain.  Without a
+ * profile, the pass's byte rule. */
+static void
+arsplit_by_cost(Driver *d, Func *f, int pass, Buf *why)
 {
 	char err[600];
-	ir_passes[pass].run(f);
-	if (f->nranks == 1 || (!d->prof.name[0] && !prof_find(&d->prof, profile_name(d), err, sizeof err)))
+	if (f->nranks == 1 || (!d->prof.name[0] && !prof_find(&d->prof, profile_name(d), err, sizeof err))) {
+		ir_passes[pass].run(f);
 		return;
+	}
 	for (Val y = 0; y < f->nins; y++) {
 		Func *a, *b;
+		int n;
 		if (f->ins[y].op != OP_ALL_REDUCE)
 			continue;
-		a = ir_clone(f);
 		b = ir_clone(f);
-		if (ir_arsplit_one(b, y) && variant_us(d, b, pass) < 0.99 * variant_us(d, a, pass))
-			ir_arsplit_one(f, y);
-		ir_func_free(a);
+		if ((n = ir_arsplit_one(b, y)) >= 0) {
+			Variant s, w;
+			a = ir_clone(f);
+			s = variant(d, b, pass);
+			w = variant(d, a, pass);
+			split_note(why, f, y, n, s.us < w.us, s, w);
+			if (s.us < w.us)
+				ir_arsplit_one(f, y);
+			ir_func_free(a);
+		}
 		ir_func_free(b);
 	}
 }
@@ -802,8 +843,12 @@ plan_all(Driver *d, Unit *u, FILE *mem)
 			sched_print_plan(mem, p);
 		else if (d->emit == EMIT_TIMELINE)
 			sched_timeline(mem, p, f->nranks, 72);
-		if (d->explain)
-			sched_explain(d->emit >= EMIT_BLOCKS && d->emit <= EMIT_TIMELINE ? mem : stderr, p);
+		if (d->explain) {
+			FILE *out = d->emit >= EMIT_BLOCKS && d->emit <= EMIT_TIMELINE ? mem : stderr;
+			sched_explain(out, p);
+			if (d->nplans <= d->nsplit_why && d->split_why[d->nplans - 1].len)
+				fputs(d->split_why[d->nplans - 1].s, out);
+		}
 	}
 	return write_traces(d, u) ? EXIT_OK : EXIT_INPUT;
 }
@@ -859,6 +904,9 @@ drv_free(Driver *d)
 	for (int i = 0; i < d->nplans; i++)
 		sched_plan_free(d->plans[i]);
 	free(d->plans);
+	for (int i = 0; i < d->nsplit_why; i++)
+		buf_free(&d->split_why[i]);
+	free(d->split_why);
 	free(d->opt.defines);
 	free(d->opt.incdirs);
 	arena_free(d->mem);
@@ -956,6 +1004,7 @@ drv_compile(Driver *d, Unit **unitp, Buf *out)
 	FILE *mem;
 	char *text = NULL;
 	size_t len = 0;
+	int fi;
 
 	if (!known_passes("-d", d->dump, true) || !known_passes("--no-pass", d->nopass, false))
 		return EXIT_USAGE;
@@ -981,7 +1030,16 @@ drv_compile(Driver *d, Unit **unitp, Buf *out)
 		free(text);
 		return status;
 	}
-	for (Func *f = u->funcs; f; f = f->next) {
+	for (int i = 0; i < d->nsplit_why; i++)
+		buf_free(&d->split_why[i]);
+	free(d->split_why);
+	fi = 0;
+	for (Func *f = u->funcs; f; f = f->next)
+		fi++;
+	d->split_why = xcalloc((size_t)fi + 1, sizeof *d->split_why);
+	d->nsplit_why = fi;
+	fi = 0;
+	for (Func *f = u->funcs; f; f = f->next, fi++) {
 		if (in_list(d->dump, "sema"))
 			fprintf(stderr, "## after sema\n"), ir_print(stderr, f);
 		if (d->keep_sema)
@@ -990,7 +1048,7 @@ drv_compile(Driver *d, Unit **unitp, Buf *out)
 			if (in_list(d->nopass, ir_passes[i].name))
 				continue;
 			if (ir_passes[i].run == pass_arsplit)
-				arsplit_by_cost(d, f, i);
+				arsplit_by_cost(d, f, i, &d->split_why[fi]);
 			else
 				ir_passes[i].run(f);
 			if (!ir_verify(f, ir_passes[i].name))

@@ -51,6 +51,8 @@ typedef struct Driver {
 	Profile prof;
 	Plan **plans;        /* one per Func of the unit, in order */
 	int nplans;
+	Buf *split_why;      /* one per Func, in order: --explain's all_reduce split decisions */
+	int nsplit_why;
 	/* syncrun */
 	bool sim;
 	bool f64;
@@ -149,6 +151,7 @@ typedef struct TuneRow {
 typedef struct TuneSet {
 	TuneRow *row;
 	int n;
+	int repeats;       /* candidates not run: each ran as an earlier one would (sched_plan_key) */
 	int pick;          /* the kept row, -1: none passed */
 	bool measured;     /* times are measured (else PREDICTED) */
 	bool cached;       /* the pick came from the cache */

@@ -173,6 +173,21 @@ read_cache(const Func *f, const TuneSet *s, TunePick *k)
 	return ok;
 }
 
+/* A cached pick whose plan this syncc still makes (a choice whose
+ * regions it can no longer list exactly is a miss); false: a miss. */
+static bool
+cached_pick(const Func *f, const SchedOpts *o, const TuneSet *s, TunePick *k)
+{
+	if (!read_cache(f, s, k))
+		return false;
+	if (k->ch && !sched_choice_plannable(f, o, k->ch)) {
+		free(k->ch);
+		k->ch = NULL;
+		return false;
+	}
+	return true;
+}
+
 static void
 add_row(TuneSet *s, const Func *f, TunePick k, double predicted)
 {
@@ -191,10 +206,61 @@ tile_fits(int t, DType dt)
 	return !ptx_tiles[t].raiser && (dt == DT_F32) == (ptx_tiles[t].kind == PTX_SIMT);
 }
 
+/* Whether p's kernels with its tile are those codegen makes with none
+ * asked for (the tile every matmul would get anyway). */
+static bool
+tile_is_default(Plan *p)
+{
+	Lowered a = {0}, b = {0};
+	int t = p->tile;
+	bool same = ptx_lower(p, &a);
+	p->tile = 0;
+	same = same && ptx_lower(p, &b) && a.ptx.len == b.ptx.len && memcmp(a.ptx.s, b.ptx.s, a.ptx.len) == 0;
+	p->tile = t;
+	ptx_lowered_free(&a);
+	ptx_lowered_free(&b);
+	return same;
+}
+
+/* A pick's effective configuration (sched_plan_key), the codegen choices
+ * that change nothing left out: a tile that makes the default kernels, an
+ * SM share of every SM. */
+static void
+pick_key(Driver *d, Func *f, const TunePick *k, Buf *key)
+{
+	Plan *p = tune_plan(d, f, k);
+	if (p->grid_sms >= p->sms)
+		p->grid_sms = 0;
+	if (p->tile && tile_is_default(p))
+		p->tile = 0;
+	sched_plan_key(p, key);
+	sched_plan_free(p);
+}
+
+/* Adds the row unless an earlier row runs the same; false: a repeat,
+ * not added (k.ch freed). */
+static bool
+add_distinct(Driver *d, Func *f, TuneSet *s, Buf **keys, TunePick k, double predicted)
+{
+	Buf key = {0};
+	pick_key(d, f, &k, &key);
+	for (int i = 0; i < s->n; i++)
+		if ((*keys)[i].len == key.len && memcmp((*keys)[i].s, key.s, key.len) == 0) {
+			buf_free(&key);
+			free(k.ch);
+			s->repeats++;
+			return false;
+		}
+	*keys = xrealloc(*keys, (size_t)(s->n + 1) * sizeof **keys);
+	(*keys)[s->n] = key;
+	add_row(s, f, k, predicted);
+	return true;
+}
+
 /* At P = 1 the code generator's choices: every tile of the op's first
  * matmul's dtype, and the default tile on 3/4 of the SMs. */
 static void
-codegen_rows(Driver *d, const Func *f, TuneSet *s, double predicted)
+codegen_rows(Driver *d, Func *f, TuneSet *s, Buf **keys, double predicted)
 {
 	DType dt = DT_COUNT;
 	for (Val v = 0; v < f->nins && dt == DT_COUNT; v++)
@@ -202,9 +268,9 @@ codegen_rows(Driver *d, const Func *f, TuneSet *s, double predicted)
 			dt = f->ins[f->ins[v].arg[0]].ty.dt;
 	for (int t = 0; dt != DT_COUNT && t < ptx_ntiles; t++)
 		if (tile_fits(t, dt))
-			add_row(s, f, (TunePick){NULL, t + 1, 0}, predicted);
+			add_distinct(d, f, s, keys, (TunePick){NULL, t + 1, 0}, predicted);
 	if (d->prof.sms > 4)
-		add_row(s, f, (TunePick){NULL, 0, d->prof.sms * 3 / 4}, predicted);
+		add_distinct(d, f, s, keys, (TunePick){NULL, 0, d->prof.sms * 3 / 4}, predicted);
 }
 
 /* The rows to run: a cached pick alone, else the search's best plans and,
@@ -216,6 +282,7 @@ tune_begin(Driver *d, Func *f, const char *device, bool codegen, TuneSet *s)
 	TunePick cached;
 	TuneCand *c;
 	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, NULL, NULL, NULL, d->backend};
+	Buf *keys = NULL;
 	int n;
 	*s = (TuneSet){0};
 	s->pick = -1;
@@ -225,21 +292,27 @@ tune_begin(Driver *d, Func *f, const char *device, bool codegen, TuneSet *s)
 		snprintf(s->path, sizeof s->path, "%s/tune-%016llx.txt", dir, (unsigned long long)fnv(s->key.s, s->key.len));
 	else
 		fprintf(stderr, "syncrun: --tune: no cache directory (set SYNCC_CACHE_DIR); the pick is not kept\n");
-	if (read_cache(f, s, &cached)) {
+	if (cached_pick(f, &o, s, &cached)) {
 		Plan *p = sched_plan(f, &o);
 		add_row(s, f, cached, p->makespan);
 		sched_plan_free(p);
 		s->cached = true;
 		return;
 	}
-	n = sched_tune_candidates(f, &o, TUNE_MAX_PLANS, &c);
-	for (int i = 0; i < n; i++) {
-		add_row(s, f, (TunePick){c[i].ch, 0, 0}, c[i].predicted);
-		c[i].ch = NULL; /* the row owns it */
+	/* every scored choice, fastest first, until TUNE_MAX_PLANS distinct
+	 * plans: a choice that builds the search's own plan, or one another
+	 * choice built, is a repeat */
+	n = sched_tune_candidates(f, &o, 0, &c);
+	for (int i = 0; i < n && s->n < TUNE_MAX_PLANS; i++) {
+		add_distinct(d, f, s, &keys, (TunePick){c[i].ch, 0, 0}, c[i].predicted);
+		c[i].ch = NULL; /* the row owns it, or it is freed */
 	}
 	if (codegen && f->nranks == 1)
-		codegen_rows(d, f, s, n ? c[0].predicted : 0);
+		codegen_rows(d, f, s, &keys, n ? c[0].predicted : 0);
 	sched_tune_free(c, n);
+	for (int i = 0; i < s->n; i++)
+		buf_free(&keys[i]);
+	free(keys);
 }
 
 /* The plan of a pick; the caller frees it. */
@@ -270,6 +343,9 @@ report(const Driver *d, const Func *f, const TuneSet *s)
 		printf("%s: --tune: %d candidates, %d run, %d passed their check, times %s%s; pick #%d%s%s\n", sym_str(f->name),
 		       s->n, ran, ok, unit, s->measured ? "" : " by the cost model (the simulator measures nothing)", s->pick,
 		       s->path[0] ? ", cached in " : "", s->path);
+	if (s->repeats)
+		printf("  %d more candidate%s not run: each would run as an earlier one (the same blocks, orders, backends and code)\n",
+		       s->repeats, s->repeats == 1 ? "" : "s");
 	if (!d->explain)
 		return;
 	printf("  tuning on %s; candidates (predicted by the cost model; measured: median of %d calls, slowest rank):\n",
@@ -366,6 +442,10 @@ read_pick(const Func *f, const char *path, TunePick *k)
 	}
 	if (in)
 		fclose(in);
+	if (!ok) {
+		free(k->ch);
+		k->ch = NULL;
+	}
 	return ok;
 }
 
@@ -373,11 +453,16 @@ Plan *
 tune_picked_plan(Driver *d, Func *f)
 {
 	FILE *in = fopen(d->tune_picks, "r");
+	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, NULL, NULL, NULL, d->backend};
 	char op[256], path[4200];
 	Plan *p = NULL;
 	TunePick k;
 	while (in && !p && fscanf(in, "op %255s %4199[^\n]\n", op, path) == 2)
 		if (strcmp(op, sym_str(f->name)) == 0 && read_pick(f, path, &k)) {
+			if (k.ch && !sched_choice_plannable(f, &o, k.ch)) { /* syncrun-gpu is another syncc's */
+				free(k.ch);
+				continue;
+			}
 			p = tune_plan(d, f, &k);
 			free(k.ch);
 			diag_note(f->span, "op '%s': the plan --tune measured fastest (%s)", op, path);

@@ -79,6 +79,29 @@ def tests(root, run, Fail):
             expect(rc == 1 and "no candidate of ag_gemm passed its check" in err and not entries(cache),
                    "every candidate failing: an error, nothing cached", out, err)
 
+    def t_repeats_not_run():
+        # a choice that builds the search's own plan (row_linear at P = 4:
+        # two chunks on p2p), or a tile that makes the kernels codegen makes
+        # with none asked for, runs as an earlier candidate: not run again
+        rows = re.compile(r"^  [ *]#(\d+) +predicted .*  (?:ok|FAILED its check|refused|not run \(budget\)) +(.*)$", re.M)
+        with tempfile.TemporaryDirectory() as cache:
+            rc, out, err = tune(cache, ["examples/row_linear.syn", "--ranks", "4", "--explain"])
+            what = [m.group(2) for m in rows.finditer(out)]
+            expect(rc == 0 and re.search(r"^  1 more candidate not run: each would run as an earlier one", out, re.M)
+                   and what.count("the search's plan") == 1 and len(what) == 6,
+                   "the choice repeating the search's plan is dropped, five others run", out, err)
+        syncc = os.path.join(root, "syncc")
+        rc, ptx, err = run([syncc, "examples/row_linear.syn", "--ranks", "1", "--profile", "sim", "--emit=ptx"])
+        default = re.search(r"^// matmul .* tile (\S+):", ptx, re.M)
+        expect(rc == 0 and default, "the default tile is named in the PTX", ptx, err)
+        with tempfile.TemporaryDirectory() as cache:
+            rc, out, err = tune(cache, ["examples/row_linear.syn", "--ranks", "1", "--explain"], {"SYNCC_TUNE_CODEGEN": "1"})
+            what = [m.group(2) for m in rows.finditer(out)]
+            expect(rc == 0 and "the search's plan, tile %s" % default.group(1) not in what
+                   and any(w.startswith("the search's plan, tile ") for w in what) and len(set(what)) == len(what)
+                   and re.search(r"^  1 more candidate not run", out, re.M),
+                   "the tile codegen picks anyway (%s) is not a candidate of its own" % default.group(1), out, err)
+
     def t_usage():
         rc, out, err = run([syncrun, "--sim", "--tune", "--tune-budget", "0", "examples/row_linear.syn"])
         expect(rc == 2 and "--tune-budget" in err, "--tune-budget 0 is refused", out, err)
