@@ -260,8 +260,8 @@ def summary(pattern):
     """The ops of a match for its log line, a decomposed rmsnorm (square,
     mean, add, rsqrt, mul, mul) said as one."""
     s = " -> ".join(pattern)
-    for run, name in (("square -> mean -> add -> rsqrt -> mul -> mul", "rmsnorm"),
-                      ("cast -> square -> mean -> add -> rsqrt -> mul -> mul -> cast", "rmsnorm")):
+    for run, name in (("cast -> square -> mean -> add -> rsqrt -> mul -> mul -> cast", "rmsnorm"),
+                      ("square -> mean -> add -> rsqrt -> mul -> mul", "rmsnorm")):
         s = s.replace(run, name)
     return s
 
@@ -474,6 +474,10 @@ class Matcher:
             return m._take(node, m.vals[src])
         if t == operator.getitem:
             raise Skip("%s takes an item" % node.name)
+        if t in ops.layer_norm or t in ops.rms_norm:
+            if len(ins) != 1 + sum(1 for a in node.args[2:4] if hasattr(a, "op")) or len(mine) != 1:
+                raise Skip("%s normalises several values of the match" % node.name)
+            return self.norm(node, m, m.vals[v0], st)
         shape = two_d(_static_shape(node))
         dt = _dtype(node)
         big = max((m.vals[a].shape for a in mine), key=lambda s: s[1])
@@ -484,10 +488,8 @@ class Matcher:
             vs = [self.operand(a, m, st, big) for a in node.args[:2]]
             es = [self._cast(v, dt) if v is not None else number(a) for v, a in zip(vs, node.args[:2])]
             return m._take(node, m._let("%s %s %s" % (es[0], s, es[1]), st, shape, dt, node), BINARY_NAMES[s])
-        if t == ops.mm:
-            return self.col_matmul(node, m, m.vals[v0])
-        if t == ops.addmm:
-            raise Skip("%s is a matmul after the match (a new match starts at its collective)" % node.name)
+        if t == ops.mm or t == ops.addmm:
+            return self.col_matmul(node, m)
         if len(mine) != 1 or len(ins) != 1 and t not in ops.layer_norm | ops.rms_norm:
             raise Skip("%s (%s) reads several tensors" % (node.name, getattr(t, "__name__", t)))
         v = m.vals[v0]
@@ -525,18 +527,32 @@ class Matcher:
                 raise Skip("%s is a mean over the split dim: each rank's own columns in torch, the global mean in "
                            "syncc" % node.name)
             return m._take(node, m._let("mean(%s, 1)" % self._cast(v, dt), st, shape, dt, node), "mean")
-        if t in ops.layer_norm or t in ops.rms_norm:
-            return self.norm(node, m, v, st)
         raise Skip("%s is %s, which the pass does not translate" % (node.name, getattr(t, "__name__", t)))
 
-    def col_matmul(self, node, m, v):
-        """repl @ B with B's columns split (column-parallel): in an
-        all_gather match only."""
-        if m.kind != "all_gather" or v.state != REPL or node.args[0] not in m.vals:
+    def col_matmul(self, node, m):
+        """mm(repl, B) | addmm(c, repl, B) with B's columns split
+        (column-parallel): in an all_gather match only."""
+        ops = self.ops
+        add = node.target == ops.addmm
+        a, b = node.args[1:3] if add else node.args[:2]
+        v = m.vals.get(a)
+        if m.kind != "all_gather" or v is None or v.state != REPL:
             raise Skip("%s is a matmul after the match (a new match starts at its collective)" % node.name)
-        be = self._weight(node.args[1], m, split_rows=False)
+        if node.kwargs.get("beta", 1) != 1 or node.kwargs.get("alpha", 1) != 1:
+            raise Skip("%s scales with beta/alpha" % node.name)
+        if b in m.inside or self._after_region(b, m):
+            raise Skip("%s multiplies two values of the match" % node.name)
+        be = self._weight(b, m, split_rows=False)
         shape = _static_shape(node)
-        return m._take(node, m._let("%s @ %s" % (v.expr, be), COLS, shape, _dtype(node), node), "matmul")
+        dt = _dtype(node)
+        out = m._let("%s @ %s" % (v.expr, be), COLS, shape, dt, node)
+        if add:
+            c = node.args[0]
+            if self._after_region(c, m):
+                raise Skip("%s adds a value computed from the match" % node.name)
+            cv = self.operand(c, m, COLS, shape)
+            out = m._let("%s + %s" % (out.expr, self._cast(cv, dt)), COLS, shape, dt, node)
+        return m._take(node, out, "matmul + bias" if add else "matmul")
 
     def norm(self, node, m, v, st):
         """native_layer_norm / _fused_rms_norm over the last dim: only its
@@ -721,7 +737,7 @@ def match(matcher, c, kind, forbidden):
             raise Skip("it gathers to %s" % (ws,))
         m._take(w, out, "all_gather")
     grow(matcher, m)
-    if kind == "all_gather" and not any(p == "matmul" for p in m.pattern):
+    if kind == "all_gather" and not any(p.startswith("matmul") for p in m.pattern):
         raise Skip("its result is not read by a matmul with a column-split weight: %s" % (
             "; ".join("%s: %s" % (n.name, why) for n, why in m.stops.items()) or "no reader"))
     outputs(m)

@@ -65,7 +65,7 @@ def _is_aten(gm):
         if n.op in ("call_module", "call_method"):
             return False
         if n.op == "call_function" and not isinstance(n.target, (torch._ops.OpOverload, torch._ops.HigherOrderOperator)) \
-                and n.target.__name__ != "getitem":
+                and getattr(n.target, "__name__", "") != "getitem":
             return False
     return True
 
@@ -82,8 +82,11 @@ def _replicated_inputs(example_inputs):
     the whole world."""
     try:
         from torch.distributed.tensor import DTensor, Replicate
-    except ImportError:
-        return set()
+    except ImportError:  # torch 2.4: not public yet
+        try:
+            from torch.distributed._tensor import DTensor, Replicate
+        except ImportError:
+            return set()
     out = set()
     for i, x in enumerate(example_inputs):
         if isinstance(x, DTensor) and all(isinstance(p, Replicate) for p in x.placements) \
