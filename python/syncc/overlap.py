@@ -36,6 +36,7 @@ F32_EPS = 1.1920928955078125e-07  # torch.finfo(torch.float32).eps: rms_norm's e
 UNARY = {"rsqrt": "rsqrt", "sqrt": "sqrt", "exp": "exp", "log": "log", "tanh": "tanh", "sigmoid": "sigmoid",
          "abs": "abs", "neg": "-", "relu": "relu", "silu": "silu"}
 BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+BINARY_NAMES = {s: n for n, s in BINARY.items()}
 
 
 class Skip(Exception):
@@ -191,6 +192,15 @@ class Match:
         self.name = self.path = self.op = None
         self.pattern = []  # ops in the order matched, for the log
 
+    def save(self):
+        """A point to go back to when a node proves untranslatable halfway."""
+        return (len(self.nodes), set(self.inside), dict(self.vals), len(self.args), dict(self._argkey),
+                len(self.lines), len(self.pattern))
+
+    def restore(self, s):
+        n, self.inside, self.vals, na, self._argkey, nl, np_ = s
+        del self.nodes[n:], self.args[na:], self.lines[nl:], self.pattern[np_:]
+
     # -- the pieces of the .syn text --
 
     def _let(self, expr, state, shape, dtype, node):
@@ -274,9 +284,6 @@ class Matcher:
         self.replicated = replicated  # an Evidence
 
     # -- helpers on nodes --
-
-    def _users_inside(self, node, m, also=()):
-        return all(u in m.inside or u in also for u in node.users)
 
     def _after_region(self, node, m):
         """True if `node` is computed from a node of the match (it cannot
@@ -595,8 +602,6 @@ class Matcher:
         return out
 
 
-BINARY_NAMES = {"+": "add", "-": "sub", "*": "mul", "/": "div"}
-
 
 def digest(text):
     return hashlib.sha256(text.encode()).hexdigest()[:10]
@@ -781,8 +786,6 @@ def prologue(matcher, m, x, c, forbidden):
             matcher.step(n, m)
         except Skip:
             raise Retry(n)
-    if x in m.vals and x in m.inside:
-        return m.vals[x]
     if x in m.vals:
         return m.vals[x]
     return m.arg(x, "split", 0, view=rows2 if len(xs) != 2 else None)
@@ -827,19 +830,6 @@ def outputs(m):
     m.outputs = sorted(by_val.values(), key=lambda vn: m.nodes.index(vn[1][0]))
     if not m.outputs:
         raise Skip("nothing reads its result")
-
-
-def _save(self):
-    return (len(self.nodes), set(self.inside), dict(self.vals), len(self.args), dict(self._argkey), len(self.lines),
-            len(self.pattern))
-
-
-def _restore(self, s):
-    n, self.inside, self.vals, na, self._argkey, nl, np_ = s
-    del self.nodes[n:], self.args[na:], self.lines[nl:], self.pattern[np_:]
-
-
-Match.save, Match.restore = _save, _restore
 
 
 def reference(m, gm, torch):

@@ -1,6 +1,7 @@
 """The cases of tests/overlap/suite.py, run in a process of their own (a
-process group is per process): `cases.py WORLD` runs every case for that
-world size and prints one JSON line per case, {"case", "ok", "why"}.
+process group is per process): `cases.py WORLD [CASE...]` runs every case
+for that world size and prints one JSON line per case, {"case", "ok",
+"why"}; WORLD 0 is a process with no process group.
 
 WORLD 2: torch.distributed's fake process group (FakeStore), graphs traced
 with fake tensors (make_fx) or through torch.compile with the pass as the
@@ -443,16 +444,29 @@ def c_w1_dtensor_no_collective():
     has_line(list(LOG.lines), "no world collective matched next to it")
 
 
+def c_no_process_group():
+    """Without torch.distributed initialised there is no world to compile
+    for: every collective is left alone, saying so."""
+    def f(x, w):
+        return fcol.all_reduce(x @ w, "sum", "0")
+    x, w = torch.randn(32, 32), torch.randn(32, 64)
+    gm = make_fx(f, tracing_mode="fake")(x, w)
+    gm, rep, lines = rewrite(gm, (x, w))
+    expect(not rep.replaced and collectives(gm), "unchanged")
+    has_line(lines, "left alone all_reduce: torch.distributed is not initialised: no world to compile for")
+
+
 CASES = {2: [c_ar_bias_residual_rmsnorm, c_ar_unproven, c_rs_residual_layernorm, c_ag_prologue_gelu, c_ag_qkv, c_sp_mlp,
              c_neg_group, c_neg_dynamic, c_neg_not_matmul, c_neg_dtype_layout, c_neg_compile_error, c_tp_block,
              c_tp_block_plain],
-         1: [c_w1_ar_block, c_w1_sp_block, c_w1_dtensor_no_collective]}
+         1: [c_w1_ar_block, c_w1_sp_block, c_w1_dtensor_no_collective],
+         0: [c_no_process_group]}
 
 
 def main():
     if WORLD == 1:
         dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    else:
+    elif WORLD == 2:
         from torch.testing._internal.distributed.fake_pg import FakeStore
         dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=WORLD)
     import shutil

@@ -1,7 +1,7 @@
 """syncc.torch.overlap (python/syncc/overlap.py, torch.py) on CPU: each
 case of tests/overlap/cases.py, which runs in two processes of its own
-(world size 2 on torch's fake process group, world size 1 on gloo), one
-run per world shared by its cases.  Without torch the cases are not
+(world size 2 on torch's fake process group, world size 1 on gloo, and
+one with no process group), one run per world shared by its cases.  Without torch the cases are not
 listed and a SKIP line says so: they neither pass nor fail."""
 import importlib.util
 import json
@@ -52,17 +52,17 @@ def tests(root, run, Fail):
         return fn
 
     sys.path.insert(0, os.path.join(root, "tests", "overlap"))
-    names = {2: [], 1: []}
+    names = {}
     with open(script) as f:
         text = f.read()
     # the case lists, read from the script (it imports torch: the suite does not)
-    for world, key in ((2, "2: ["), (1, "1: [")):
+    for world, key in ((2, "2: ["), (1, "1: ["), (0, "0: [")):
         block = text.split("CASES = {", 1)[1]
         part = block.split(key, 1)[1].split("]", 1)[0]
         names[world] = [w.strip()[2:] for w in part.replace("\n", " ").split(",") if w.strip()]
     out = []
-    for world in (2, 1):
+    for world in (2, 1, 0):
         for n in names[world]:
-            doc = "world %d" % world
+            doc = "world %d" % world if world else "no process group"
             out.append(("overlap/%s (%s)" % (n.replace("_", "-"), doc), case(world, n)))
     return out
