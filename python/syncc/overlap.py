@@ -398,7 +398,7 @@ class Matcher:
                 v = self.partial(a0, m)
                 dt = _dtype(node)
                 m.pattern.append("scale")
-                return m._take(node, m._let("%s %s %s" % (self._cast(v, dt), s, number(a1)), PARTIAL, v.shape, dt, node))
+                return m._take(node, m._let(self._scalar_op([v, None], [a0, a1], s, dt), PARTIAL, v.shape, dt, node))
         raise Skip("the collective's input is %s (%s), which is not a matmul or linear in one: syncc has no form for "
                    "it on each rank's partial sum" % (node.name, getattr(t, "__name__", t)))
 
@@ -421,6 +421,17 @@ class Matcher:
                     continue
             return False
         return False
+
+    def _scalar_op(self, vals, raw, s, dt):
+        """`a OP b` in dtype dt, an operand a Val or (None) a number.  torch
+        computes a 16-bit tensor with a number in f32 with the number
+        unrounded, where .syn would round the number to the tensor's
+        dtype: so the .syn computes that in f32 and rounds once, as torch."""
+        es = [self._cast(v, dt) if v is not None else number(a) for v, a in zip(vals, raw)]
+        if dt in ("bf16", "f16") and any(v is None for v in vals):
+            es = ["cast(%s, f32)" % e if v is not None else e for v, e in zip(vals, es)]
+            return "cast(%s %s %s, %s)" % (es[0], s, es[1], dt)
+        return "%s %s %s" % (es[0], s, es[1])
 
     @staticmethod
     def _cast(v, dt):
@@ -493,8 +504,7 @@ class Matcher:
             if node.kwargs.get("alpha", 1) != 1 or len(node.args) > 2:
                 raise Skip("%s has alpha" % node.name)
             vs = [self.operand(a, m, st, big) for a in node.args[:2]]
-            es = [self._cast(v, dt) if v is not None else number(a) for v, a in zip(vs, node.args[:2])]
-            return m._take(node, m._let("%s %s %s" % (es[0], s, es[1]), st, shape, dt, node), BINARY_NAMES[s])
+            return m._take(node, m._let(self._scalar_op(vs, node.args[:2], s, dt), st, shape, dt, node), BINARY_NAMES[s])
         if t == ops.mm or t == ops.addmm:
             return self.col_matmul(node, m)
         if len(mine) != 1 or len(ins) != 1 and t not in ops.layer_norm | ops.rms_norm:

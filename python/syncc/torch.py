@@ -110,12 +110,21 @@ def overlap(gm, example_inputs, *, assume_replicated=False, load=None, cache=Non
         return rewrite_graph(gm, example_inputs, assume_replicated=assume_replicated, load=load, cache=cache)
     from torch._dynamo.backends.common import aot_autograd
     from functorch.compile import make_boxed_func
-    repl = _replicated_inputs(example_inputs)
-    n_inputs = len(example_inputs)
+    # AOTAutograd's forward graph takes the parameters dynamo kept on the
+    # module (torch < 2.5 keeps them there), then the graph's inputs
+    try:
+        lifted = [p for _, p in gm.named_parameters(remove_duplicate=False)] + \
+            [b for _, b in gm.named_buffers(remove_duplicate=False)]
+    except Exception:
+        lifted = []
+    flat = {len(example_inputs): list(example_inputs), len(lifted) + len(example_inputs): lifted + list(example_inputs)}
 
     def fw(fgm, fex):
         ph = [n for n in fgm.graph.nodes if n.op == "placeholder"]
-        idx = repl if len(ph) == n_inputs else set()
+        inputs = flat.get(len(ph), [])
+        # each vouched-for input must be the placeholder's tensor: its local shape
+        idx = {i for i in _replicated_inputs(inputs)
+               if tuple(getattr(ph[i].meta.get("val"), "shape", ())) == tuple(inputs[i].to_local().shape)}
         return rewrite_graph(fgm, fex, assume_replicated=assume_replicated, load=load, cache=cache,
                              replicated_inputs=idx)
 
