@@ -155,13 +155,19 @@ def rewrite_graph(gm, example_inputs=None, *, assume_replicated=False, load=None
 
     evidence = ov.Evidence(ops, vouched, world_collective)
     matcher = ov.Matcher(gm, ops, world, evidence)
-    seen = set()
+    seen, stops = set(), []
     while True:
         c = next((n for n in gm.graph.nodes if ops.is_collective(n) and n not in seen), None)
         if c is None:
             break
         seen.add(c)
-        _one(gm, c, ops, world, matcher, evidence, report, load, cache, torch)
+        _one(gm, c, ops, world, matcher, evidence, report, load, cache, torch, stops)
+    # where a match stopped, unless a later match took the node
+    alive = set(gm.graph.nodes)
+    for n, why in stops:
+        if n in alive:
+            report.kept.append((n.name, why))
+            log.info("kept in torch %s: %s", n.name, why)
     for n in gm.graph.nodes:
         if n.op == "call_function" and n.target in (ops.mm, ops.addmm):
             _left(report, n.name, "no world collective matched next to it")
@@ -173,7 +179,7 @@ def _left(report, name, why):
     log.info("left alone %s: %s", name, why)
 
 
-def _one(gm, c, ops, world, matcher, evidence, report, load, cache, torch):
+def _one(gm, c, ops, world, matcher, evidence, report, load, cache, torch, stops):
     """One collective: matched, compiled and replaced, or left with why."""
     from . import overlap as ov
     kind = ov.kind_of(ops, c)
@@ -217,9 +223,7 @@ def _one(gm, c, ops, world, matcher, evidence, report, load, cache, torch):
     report.replaced.append(m)
     log.info("replaced %s (%s) by syncc op %s from %s", c.name, ov.summary(m.pattern), m.name, m.path)
     log.debug("%s:\n%s", m.path, m.text())
-    for n, why in m.stops.items():
-        report.kept.append((n.name, why))
-        log.info("kept in torch %s: %s", n.name, why)
+    stops.extend(m.stops.items())
 
 
 def write_syn(m, cache=None):

@@ -200,6 +200,36 @@ def c_ag_prologue_gelu():
     has_line(lines, "replaced all_gather_into_tensor (", "rmsnorm -> all_gather -> matmul + bias -> gelu) by syncc op ovl_ag_")
 
 
+def c_fused_rmsnorm():
+    """rms_norm as torch traces it on CUDA (one aten._fused_rms_norm,
+    its rstd unread) before an all_gather, eps None: float32's epsilon."""
+    if not hasattr(torch.ops.aten, "_fused_rms_norm"):
+        return  # torch < 2.8 traces rms_norm decomposed everywhere (c_ag_prologue_gelu)
+    # make_fx on CPU decomposes the op, so the graph is built by hand
+    import operator
+    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+    aten, c10d = torch.ops.aten, torch.ops._c10d_functional
+    g = torch.fx.Graph()
+    x, gw, w = g.placeholder("x"), g.placeholder("g"), g.placeholder("w")
+    rms = g.call_function(aten._fused_rms_norm.default, (x, [64], gw, None))
+    xn = g.call_function(operator.getitem, (rms, 0))
+    g.call_function(operator.getitem, (rms, 1))
+    ag = g.call_function(c10d.all_gather_into_tensor.default, (xn, WORLD, world().group_name))
+    g.output(g.call_function(aten.mm.default, (g.call_function(c10d.wait_tensor.default, (ag,)), w)))
+    gm = torch.fx.GraphModule(torch.nn.Module(), g)
+    mode = FakeTensorMode()
+    with mode:
+        args = (torch.randn(16, 64, dtype=torch.bfloat16), torch.randn(64, dtype=torch.bfloat16),
+                torch.randn(64, 64, dtype=torch.bfloat16))
+    FakeTensorProp(gm, mode).propagate(*args)
+    gm, rep, lines = rewrite(gm, args, assume_replicated=True)
+    expect(len(rep.replaced) == 1, rep.lines())
+    t = rep.replaced[0].text()
+    in_order(t, "a1: bf16[64] @repl", "cast(a0, f32)", "rsqrt(mean(", "1.1920928955078125e-07", "cast(a1, f32), bf16)",
+             "all_gather(v", "@ a2")
+    expect(not any("rms_norm" in str(n.target) for n in gm.graph.nodes), "no rms_norm left")
+
+
 def c_ag_qkv():
     """One all_gather read by three matmuls (q, k, v): one op, three
     results; q scaled by a number, which torch applies to bf16 in f32."""
@@ -464,7 +494,8 @@ def c_no_process_group():
     has_line(lines, "left alone all_reduce: torch.distributed is not initialised: no world to compile for")
 
 
-CASES = {2: [c_ar_bias_residual_rmsnorm, c_ar_unproven, c_rs_residual_layernorm, c_ag_prologue_gelu, c_ag_qkv, c_sp_mlp,
+CASES = {2: [c_ar_bias_residual_rmsnorm, c_ar_unproven, c_rs_residual_layernorm, c_ag_prologue_gelu, c_fused_rmsnorm,
+             c_ag_qkv, c_sp_mlp,
              c_neg_group, c_neg_dynamic, c_neg_not_matmul, c_neg_dtype_layout, c_neg_compile_error, c_tp_block,
              c_tp_block_plain],
          1: [c_w1_ar_block, c_w1_sp_block, c_w1_dtensor_no_collective],
