@@ -203,8 +203,8 @@ def c_ag_prologue_gelu():
 def c_fused_rmsnorm():
     """rms_norm as torch traces it on CUDA (one aten._fused_rms_norm,
     its rstd unread) before an all_gather, eps None: float32's epsilon."""
-    if not hasattr(torch.ops.aten, "_fused_rms_norm"):
-        return  # torch < 2.8 traces rms_norm decomposed everywhere (c_ag_prologue_gelu)
+    expect(hasattr(torch.ops.aten, "_fused_rms_norm"), "torch %s has no aten._fused_rms_norm: list the case in "
+           "tests/overlap/suite.py's OLDER for this version" % torch.__version__)
     # make_fx on CPU decomposes the op, so the graph is built by hand
     import operator
     from torch.fx.passes.fake_tensor_prop import FakeTensorProp
