@@ -47,6 +47,15 @@ def _preload():
 _preload()
 
 
+def __getattr__(name):
+    """syncc.torch (the torch.compile backend, syncc/torch.py) on first use:
+    importing syncc imports no torch."""
+    if name == "torch":
+        import importlib
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError("module 'syncc' has no attribute %r" % name)
+
+
 def _world():
     """(rank, world) from torch.distributed if initialised, else torchrun's
     environment."""

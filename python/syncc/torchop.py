@@ -59,10 +59,11 @@ def fake_results(sig, tensors, default_device):
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def register(sig, key, call, default_device):
+def register(sig, key, call, default_device, dispatch="CUDA"):
     """Defines torch.ops.syncc.<name> for one loaded op: its CUDA kernel
     `call(tensors)` (the launcher, on torch's current stream), its fake
-    implementation from the signature.  Returns the operator."""
+    implementation from the signature.  Returns the operator.  (dispatch:
+    the key `call` is registered for; tests register a CPU stand-in.)"""
     import torch
     lib = _library()
     name = op_name(sig, key)
@@ -74,7 +75,7 @@ def register(sig, key, call, default_device):
     def fake(*tensors):
         return fake_results(sig, tensors, default_device)
 
-    lib.impl(name, impl, "CUDA")
+    lib.impl(name, impl, dispatch)
     torch.library.register_fake("syncc::" + name, fake, lib=lib)
     return getattr(torch.ops.syncc, name).default
 
