@@ -29,13 +29,13 @@ BUILD   := build
 # Generated sources are warned about less: their style is not ours.
 GEN_CFLAGS = $(filter-out -Wpedantic,$(ALL_CFLAGS)) -Wno-unused-but-set-variable
 
-LIB_SRC := base/util.c base/diag.c \
+LIB_SRC := base/util.c base/diag.c base/hash.c \
            lexer/lexer.c parser/parser.c parser/ast.c \
            ir/type.c ir/ir.c ir/unit.c ir/sema.c ir/call.c ir/rules.c ir/pass.c ir/fuse.c ir/attn.c \
            sched/blocks.c sched/cost.c sched/list.c sched/search.c sched/flags.c sched/print.c sched/svg.c sched/mtrace.c sched/tune.c \
            sim/tensor.c sim/comm.c sim/run.c sim/plan.c \
            codegen/ptx.c codegen/prog.c codegen/matmul.c codegen/wgmma.c codegen/simt.c codegen/ew.c codegen/rows.c codegen/attn.c codegen/module.c codegen/lower.c \
-           codegen/host.c codegen/cubin.c \
+           codegen/host.c codegen/cubin.c codegen/cubincache.c \
            tools/driver.c tools/calib.c tools/tune.c
 GEN_SRC := lexer/lexer.c parser/parser.c
 

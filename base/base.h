@@ -58,6 +58,10 @@ bool ck_mul(int64_t a, int64_t b, int64_t *r);
 bool read_file(const char *path, char **text, size_t *len, size_t limit, const char **why);
 const char *exe_dir(void);   /* the running binary's directory, or NULL */
 const char *share_dir(void); /* the installed data: stdlib/, profiles/ */
+bool cache_dir(char *dir, size_t n); /* SYNCC_CACHE_DIR's directory, made; false: none */
+
+/* base/hash.c */
+void sha256_hex(const void *p, size_t n, char hex[65]);
 
 /* Arenas: named lifetimes, no per-object free (QBE's pools). */
 typedef struct Arena Arena;
