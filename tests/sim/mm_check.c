@@ -44,9 +44,11 @@ check(int64_t batch, int64_t M, int64_t N, int64_t K, bool broadcast_b, SimMode 
 				double want = plain(&a, &b, bi, broadcast_b ? 0 : bi, i, j, m),
 				       got = c.v[(bi * M + i) * N + j];
 				if (memcmp(&want, &got, sizeof want) && bad++ < 3)
-					printf("FAIL %lldx%lldx%lldx%lld%s %s: c[%lld][%lld][%lld] = %.17g, the plain loop %.17g\n",
-					       (long long)batch, (long long)M, (long long)N, (long long)K, broadcast_b ? " (b broadcast)" : "",
-					       m == SIM_F64 ? "f64" : "f32", (long long)bi, (long long)i, (long long)j, got, want);
+					printf("FAIL %lldx%lldx%lldx%lld%s %s: c[%lld][%lld][%lld] = %.17g, the plain "
+					       "loop %.17g\n",
+					       (long long)batch, (long long)M, (long long)N, (long long)K,
+					       broadcast_b ? " (b broadcast)" : "", m == SIM_F64 ? "f64" : "f32",
+					       (long long)bi, (long long)i, (long long)j, got, want);
 			}
 	sim_free(&a);
 	sim_free(&b);
@@ -58,7 +60,7 @@ int
 main(void)
 {
 	static const int64_t shapes[][4] = {
-	    {1, 1, 1, 1},  {1, 3, 7, 5},    {1, 4, 8, 1},    {1, 4, 8, 33},  {1, 5, 9, 17},  {1, 7, 100, 33},
+	    {1, 1, 1, 1},   {1, 3, 7, 5},     {1, 4, 8, 1},    {1, 4, 8, 33},   {1, 5, 9, 17},  {1, 7, 100, 33},
 	    {1, 8, 16, 64}, {1, 13, 31, 129}, {1, 64, 64, 64}, {1, 65, 257, 3}, {2, 6, 10, 12}, {3, 9, 17, 40},
 	};
 	uint64_t rng = 42;
@@ -66,7 +68,8 @@ main(void)
 	for (size_t s = 0; s < NELEM(shapes); s++)
 		for (int m = 0; m < 2; m++)
 			for (int bc = 0; bc < 2; bc++, n++)
-				bad += check(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], bc, m ? SIM_F64 : SIM_GPU, &rng) > 0;
+				bad += check(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], bc,
+				             m ? SIM_F64 : SIM_GPU, &rng) > 0;
 	printf("%d of %d matmuls bit for bit the plain loop's\n", n - bad, n);
 	return bad ? 1 : 0;
 }
