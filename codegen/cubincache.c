@@ -1,8 +1,8 @@
 /* codegen/cubincache.c -- cubins kept across compiles, so that a module
  * ptxas has assembled once (the same file, or another with the same
- * kernels) is not assembled again: ptxas is most of a compile's time (the
- * 10-layer MLP of bench/build/mlp10.syn: 1.5 s of syncc's CPU, nearly all
- * ptxas).  One file per key, DIR/cubin/HEX.cubin under the directory the
+ * kernels) is not assembled again: ptxas is most of a compile's time (of
+ * every example's at P = 8, all but 10-30 ms of syncc's CPU;
+ * bench/results/2026-12-04-cubin-cache.md).  One file per key, DIR/cubin/HEX.cubin under the directory the
  * tuning cache uses (base/util.c: cache_dir); HEX is the SHA-256 of
  * everything the cubin depends on: the PTX text, ptxas's --version and
  * the flags it is given.  SYNCC_NO_CUBIN_CACHE=1 turns the cache off.
@@ -41,8 +41,8 @@ ptx_cache_key(const Buf *ptx, const char *version, char *const *flags, CubinKey 
 	if (cache_off() || !cache_dir(dir, sizeof dir))
 		return false;
 	snprintf(k->dir, sizeof k->dir, "%s/cubin", dir);
-	if (mkdir(k->dir, 0777) != 0 && access(k->dir, W_OK | X_OK) != 0)
-		return false;
+	if (mkdir(k->dir, 0777) != 0 && access(k->dir, R_OK | X_OK) != 0)
+		return false; /* one that can be read but not written still has its hits */
 	buf_printf(&m, "%sptxas %s\nflags", MAGIC, version);
 	for (int i = 0; flags[i]; i++)
 		buf_printf(&m, " %s", flags[i]);

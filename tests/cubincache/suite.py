@@ -184,6 +184,20 @@ def tests(root, run, Fail):
         b.compile(SYNCC_CACHE_DIR="", XDG_CACHE_HOME="", HOME="")
         expect(b.calls() == calls + 1, "no directory named at all: the compile did not assemble")
 
+    def t_read_only_cache_still_hits(b):
+        if os.geteuid() == 0:  # root writes where the mode says no
+            print("cubincache/read only cache still hits: skipped (run as root)")
+            return
+        first = b.compile()
+        d = os.path.join(b.cache, "cubin")
+        os.chmod(d, 0o555)
+        try:
+            expect(b.compile() == first and b.calls() == 1, "a read-only cache: no hit")
+            b.compile("3.0")
+            expect(b.calls() == 2 and len(b.entries()) == 1, "a read-only cache: written to")
+        finally:
+            os.chmod(d, 0o755)
+
     def t_default_directory(b):
         b.compile(SYNCC_CACHE_DIR="")
         xdg = os.path.join(b.d, "xdg", "syncc")
