@@ -10,8 +10,9 @@
  * Nothing here may fail a compile or put a wrong cubin in a launcher: an
  * entry is believed only when its header names this key and its size and
  * the hash of its bytes match (a short, damaged or foreign file is a miss,
- * and the fresh cubin replaces it); a directory that cannot be made or
- * written is a miss with nothing written anywhere else; an entry appears
+ * and the fresh cubin replaces it); a directory that cannot be made is a
+ * miss, one that cannot be written keeps nothing, and nothing is written
+ * anywhere else instead; an entry appears
  * whole or not at all (written beside, then renamed over). */
 #include "codegen.h"
 
