@@ -16,12 +16,13 @@
 #if defined(__GNUC__)
 #define PRINTF(f, a) __attribute__((format(printf, f, a)))
 #define NORETURN __attribute__((noreturn))
-/* A hot loop over buffers its caller sized: AddressSanitizer leaves it alone. */
-#define NO_ASAN __attribute__((no_sanitize_address))
+/* A hot loop over buffers its caller sized: the sanitizers leave it alone
+ * (UBSan's checks of its index arithmetic kept it from being vectorized). */
+#define NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
 #else
 #define PRINTF(f, a)
 #define NORETURN
-#define NO_ASAN
+#define NO_SANITIZE
 #endif
 
 /* Exit codes shared by every tool (documented in docs/cli.md). */
@@ -58,6 +59,10 @@ bool ck_mul(int64_t a, int64_t b, int64_t *r);
 bool read_file(const char *path, char **text, size_t *len, size_t limit, const char **why);
 const char *exe_dir(void);   /* the running binary's directory, or NULL */
 const char *share_dir(void); /* the installed data: stdlib/, profiles/ */
+bool cache_dir(char *dir, size_t n); /* SYNCC_CACHE_DIR's directory, made; false: none */
+
+/* base/hash.c */
+void sha256_hex(const void *p, size_t n, char hex[65]);
 
 /* Arenas: named lifetimes, no per-object free (QBE's pools). */
 typedef struct Arena Arena;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef SYNCC_SHAREDIR
@@ -372,4 +373,29 @@ share_dir(void)
 			return dir;
 	}
 	return SYNCC_SHAREDIR;
+}
+
+/* The directory the caches across runs share (--tune's picks, the cubins
+ * of codegen/cubincache.c): SYNCC_CACHE_DIR, else $XDG_CACHE_HOME/syncc,
+ * else ~/.cache/syncc, made with its parents; false: no variable names one,
+ * or it cannot be made (the caller goes without; none is made elsewhere). */
+bool
+cache_dir(char *dir, size_t n)
+{
+	const char *e = getenv("SYNCC_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+	if (e && *e)
+		snprintf(dir, n, "%s", e);
+	else if (x && *x)
+		snprintf(dir, n, "%s/syncc", x);
+	else if (h && *h)
+		snprintf(dir, n, "%s/.cache/syncc", h);
+	else
+		return false;
+	for (char *p = dir + 1; *p; p++) /* mkdir -p */
+		if (*p == '/') {
+			*p = 0;
+			mkdir(dir, 0777);
+			*p = '/';
+		}
+	return mkdir(dir, 0777) == 0 || errno == EEXIST;
 }

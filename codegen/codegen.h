@@ -469,7 +469,19 @@ bool host_prefix_ok(const char *prefix, char *why, size_t n);
 void host_emit(Buf *c, Buf *h, const char *source, const char *prefix, Lowered *const *ops, int nops, const Buf *ptx,
                const unsigned char *cubin, size_t ncubin);
 
-/* codegen/cubin.c: ptxas on a module, when ptxas can be found */
+/* codegen/cubincache.c: cubins kept across compiles in $SYNCC_CACHE_DIR/cubin
+ * (base/util.c: cache_dir), one file per key; SYNCC_NO_CUBIN_CACHE=1 turns it off */
+typedef struct CubinKey {
+	char hex[65];    /* SHA-256 of the PTX text, ptxas's --version and its flags */
+	char dir[4200];  /* DIR/cubin */
+	char path[4300]; /* DIR/cubin/HEX.cubin */
+} CubinKey;
+bool ptx_cache_key(const Buf *ptx, const char *version, char *const *flags, CubinKey *k); /* false: no cache */
+bool ptx_cache_get(const CubinKey *k, unsigned char **cubin, size_t *n); /* false: a miss */
+void ptx_cache_put(const CubinKey *k, const unsigned char *cubin, size_t n); /* silent when it cannot */
+
+/* codegen/cubin.c: ptxas on a module, when ptxas can be found (a cached
+ * cubin when codegen/cubincache.c has the module's) */
 typedef enum PtxasResult {
 	PTXAS_NONE,     /* no ptxas (or no temporary directory): no cubin, not an error */
 	PTXAS_OK,       /* *cubin, *n */

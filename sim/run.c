@@ -784,54 +784,89 @@ widen(const Func *ref_ir, const Tensor *in, Tensor **exact, const Tensor *got, c
 	}
 }
 
-/* The whole check: random inputs, the oracle on `ref_ir` (as sema made
- * it), the ranks on `run_ir` (after the passes) op by op, or running
- * `plan` (two calls, epochs 1 and 2) when it is given; every output
- * compared. */
-static void
-compare_with(const Func *ref_ir, const Func *run_ir, const struct Plan *plan, int gpus, const SimOpts *o, SimResult *r)
+/* The random inputs of an op and what the oracle on `ref_ir` (as sema
+ * made it) makes of them: the same for every plan of the op, so a check
+ * of many plans (--all-plans, --tune) makes them once -- the oracle was a
+ * quarter to a third of each plan's check. */
+void
+sim_oracle_begin(const Func *ref_ir, const SimOpts *o, SimOracle *or)
 {
-	Tensor *in = sim_inputs(ref_ir, o->seed);
-	Tensor *ref = xcalloc((size_t)ref_ir->nout + 1, sizeof *ref), *got = xcalloc((size_t)ref_ir->nout + 1, sizeof *got);
-	Tensor *exact = NULL;
+	or->ref_ir = ref_ir;
+	or->in = sim_inputs(ref_ir, o->seed);
+	or->ref = xcalloc((size_t)ref_ir->nout + 1, sizeof *or->ref);
+	or->error[0] = 0;
+	or->ok = sim_oracle(ref_ir, or->in, o->oracle, or->ref, or->error, sizeof or->error);
+}
+
+void
+sim_oracle_end(SimOracle *or)
+{
+	for (int i = 0; i < or->ref_ir->nout; i++)
+		sim_free(&or->ref[i]);
+	for (int i = 0; i < or->ref_ir->nin; i++)
+		sim_free(&or->in[i]);
+	free(or->in);
+	free(or->ref);
+}
+
+/* The whole check against the oracle `or`: the ranks on `run_ir` (after
+ * the passes) op by op, or running `plan` (two calls, epochs 1 and 2)
+ * when it is given; every output compared. */
+static void
+compare_with(const SimOracle *or, const Func *run_ir, const struct Plan *plan, int gpus, const SimOpts *o,
+             SimResult *r)
+{
+	const Func *ref_ir = or->ref_ir;
+	Tensor *got = xcalloc((size_t)ref_ir->nout + 1, sizeof *got), *exact = NULL;
 	memset(r, 0, sizeof *r);
 	r->nout = ref_ir->nout;
 	r->relerr = xcalloc((size_t)r->nout + 1, sizeof *r->relerr);
 	r->tol = xcalloc((size_t)r->nout + 1, sizeof *r->tol);
 	r->what = xcalloc((size_t)r->nout + 1, sizeof *r->what);
-	r->ok = sim_oracle(ref_ir, in, o->oracle, ref, r->error, sizeof r->error) &&
-	        (plan ? sim_plan_run(plan, in, o, gpus, 2, got, r->error, sizeof r->error)
-	              : sim_spmd(run_ir, in, o, got, r->error, sizeof r->error));
+	snprintf(r->error, sizeof r->error, "%s", or->error);
+	r->ok = or->ok && (plan ? sim_plan_run(plan, or->in, o, gpus, 2, got, r->error, sizeof r->error)
+	                        : sim_spmd(run_ir, or->in, o, got, r->error, sizeof r->error));
 	for (int i = 0; i < r->nout && r->ok; i++) {
 		r->tol[i] = sim_tolerance(ref_ir, i);
-		compare(&got[i], &ref[i], r->tol[i], &r->relerr[i], &r->what[i]);
+		compare(&got[i], &or->ref[i], r->tol[i], &r->relerr[i], &r->what[i]);
 		if (r->what[i] && r->relerr[i] > r->tol[i] && o->oracle != SIM_F64)
-			widen(ref_ir, in, &exact, &got[i], &ref[i], i, r);
+			widen(ref_ir, or->in, &exact, &got[i], &or->ref[i], i, r);
 	}
 	for (int i = 0; i < r->nout; i++) {
 		if (r->what[i])
 			r->ok = false;
-		sim_free(&ref[i]);
 		sim_free(&got[i]);
 		if (exact)
 			sim_free(&exact[i]);
 	}
 	free(exact);
-	for (int i = 0; i < ref_ir->nin; i++)
-		sim_free(&in[i]);
-	free(in);
-	free(ref);
 	free(got);
+}
+
+/* One check with an oracle of its own. */
+static void
+compare_once(const Func *ref_ir, const Func *run_ir, const struct Plan *plan, int gpus, const SimOpts *o, SimResult *r)
+{
+	SimOracle or;
+	sim_oracle_begin(ref_ir, o, &or);
+	compare_with(&or, run_ir, plan, gpus, o, r);
+	sim_oracle_end(&or);
 }
 
 void
 sim_compare(const Func *ref_ir, const Func *run_ir, const SimOpts *o, SimResult *r)
 {
-	compare_with(ref_ir, run_ir, NULL, 0, o, r);
+	compare_once(ref_ir, run_ir, NULL, 0, o, r);
 }
 
 void
 sim_compare_plan(const Func *ref_ir, const struct Plan *p, const SimOpts *o, int gpus, SimResult *r)
 {
-	compare_with(ref_ir, NULL, p, gpus, o, r);
+	compare_once(ref_ir, NULL, p, gpus, o, r);
+}
+
+void
+sim_check_plan(const SimOracle *or, const struct Plan *p, const SimOpts *o, int gpus, SimResult *r)
+{
+	compare_with(or, NULL, p, gpus, o, r);
 }

@@ -127,6 +127,17 @@ bool sim_race_check(const struct Plan *p, char *why, size_t n);
 bool sim_plan_run(const struct Plan *p, const Tensor *in, const SimOpts *o, int gpus, int calls, Tensor *out,
                   char *err, size_t n);
 void sim_compare_plan(const Func *ref_ir, const struct Plan *p, const SimOpts *o, int gpus, SimResult *r);
+/* Many plans of one op against one oracle (sim/run.c): its inputs and
+ * outputs made once, by o's seed and oracle; each check as sim_compare_plan's. */
+typedef struct SimOracle {
+	const Func *ref_ir;
+	Tensor *in, *ref; /* the random inputs, the oracle's outputs */
+	bool ok;          /* false: the oracle itself failed, error says why */
+	char error[512];
+} SimOracle;
+void sim_oracle_begin(const Func *ref_ir, const SimOpts *o, SimOracle *or);
+void sim_oracle_end(SimOracle *or);
+void sim_check_plan(const SimOracle *or, const struct Plan *p, const SimOpts *o, int gpus, SimResult *r);
 
 /* internals shared by the two ways of running ranks: op by op
  * (sim/run.c) and by plan (sim/plan.c) */

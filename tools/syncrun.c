@@ -101,15 +101,17 @@ run_all_plans(Driver *d, Func *f)
 	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, false, NULL, keep_candidate, NULL, d->backend};
 	SimOpts so = {SIM_GPU, d->seed, d->timeout_ms, d->breaks};
 	Cands c = {NULL, 0, f->nins, 0};
+	SimOracle or;
 	bool all = true;
 	if (!fits(f))
 		return false;
 	o.each_ctx = &c;
 	sched_plan_free(sched_plan(f, &o));
+	sim_oracle_begin(f->sema, &so, &or);
 	for (int i = 0; i < c.n; i++) {
 		Plan *p = sched_plan_for(f, &o, c.ch[i]);
 		SimResult r;
-		sim_compare_plan(f->sema, p, &so, d->topo.gpus, &r);
+		sim_check_plan(&or, p, &so, d->topo.gpus, &r);
 		if (!r.ok) {
 			printf("  candidate %d: %s\n", i, r.error[0] ? r.error : "MISMATCH");
 			all = false;
@@ -118,6 +120,7 @@ run_all_plans(Driver *d, Func *f)
 		sched_plan_free(p);
 		free(c.ch[i]);
 	}
+	sim_oracle_end(&or);
 	printf("%s: %d candidate plans run (%d more scored again: the same plans), %s\n", sym_str(f->name), c.n, c.dup,
 	       all ? "all ok" : "MISMATCH");
 	free(c.ch);
@@ -134,10 +137,12 @@ run_tuned(Driver *d, Func *f)
 	TuneSet s;
 	double t0 = tune_now();
 	SimOpts so = {SIM_GPU, d->seed, d->timeout_ms, d->breaks};
+	SimOracle or;
 	Plan *p;
 	bool ok;
 	if (!fits(f))
 		return false;
+	sim_oracle_begin(f->sema, &so, &or);
 	for (int again = 0; again < 2; again++) {
 		/* SYNCC_TUNE_CODEGEN (tests): the GPU's codegen rows too, which
 		 * the simulator runs as their plan, so their repeats show here */
@@ -147,7 +152,7 @@ run_tuned(Driver *d, Func *f)
 			if (i > 0 && tune_over_budget(d, t0))
 				break;
 			p = tune_plan(d, f, &s.row[i].pick);
-			sim_compare_plan(f->sema, p, &so, d->topo.gpus, &r);
+			sim_check_plan(&or, p, &so, d->topo.gpus, &r);
 			s.row[i].state = r.ok && !tune_injected(i) ? TS_OK : TS_FAILED;
 			if (!r.ok)
 				snprintf(s.row[i].why, sizeof s.row[i].why, "%.200s", r.error[0] ? r.error : "mismatch with the oracle");
@@ -162,6 +167,7 @@ run_tuned(Driver *d, Func *f)
 		remove(s.path);
 		tune_free(&s);
 	}
+	sim_oracle_end(&or);
 	if (tune_finish(d, f, &s) != EXIT_OK) {
 		tune_free(&s);
 		return false;

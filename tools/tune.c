@@ -13,10 +13,8 @@
 #include "driver.h"
 #include "../codegen/codegen.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -85,29 +83,6 @@ make_key(const Driver *d, const Func *f, const char *device, Buf *k)
 	buf_printf(k, "profile %s (%s)\n", d->prof.name, d->prof.path);
 	buf_printf(k, "device %s\n", device);
 	buf_printf(k, "options serial %d backend %d mem %.0f %.1f\n", d->serial, d->backend, d->mem_budget, d->mem_pct);
-}
-
-/* SYNCC_CACHE_DIR, else $XDG_CACHE_HOME/syncc, else ~/.cache/syncc;
- * false: none can be made (no cache, said once). */
-static bool
-cache_dir(char *dir, size_t n)
-{
-	const char *e = getenv("SYNCC_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-	if (e && *e)
-		snprintf(dir, n, "%s", e);
-	else if (x && *x)
-		snprintf(dir, n, "%s/syncc", x);
-	else if (h && *h)
-		snprintf(dir, n, "%s/.cache/syncc", h);
-	else
-		return false;
-	for (char *p = dir + 1; *p; p++) /* mkdir -p */
-		if (*p == '/') {
-			*p = 0;
-			mkdir(dir, 0777);
-			*p = '/';
-		}
-	return mkdir(dir, 0777) == 0 || errno == EEXIST;
 }
 
 static void

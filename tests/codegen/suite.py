@@ -5,7 +5,8 @@ launcher compiles with -Wall -Wextra -Werror against libsyncrt's, CUDA's and
 NCCL's headers.  Ops the PTX backend refuses (docs/codegen.md) must be
 refused with a located error, not crash.  ptxas runs once per module: syncc
 runs it (for the cubin it embeds) through tests/codegen/ptxas-v, which adds
--v and keeps the report the spill check reads."""
+-v and keeps the report the spill check reads (the cubin cache off, so that
+ptxas runs)."""
 import glob
 import os
 import re
@@ -33,8 +34,9 @@ def tests(root, run, Fail):
                 pre = os.path.join(d, "op")
                 px = ptxas_path()
                 log = os.path.join(d, "ptxas.log")
+                # the cubin cache off: a hit would leave no report to read
                 env = {"PTXAS": os.path.join(root, "tests", "codegen", "ptxas-v"), "PTXAS_REAL": px,
-                       "PTXAS_V_LOG": log} if px else {"PTXAS": os.path.join(d, "no-ptxas")}
+                       "PTXAS_V_LOG": log, "SYNCC_NO_CUBIN_CACHE": "1"} if px else {"PTXAS": os.path.join(d, "no-ptxas")}
                 rc, out, err = run([syncc, rel, "--ranks", str(ranks), "-o", pre] + list(extra), env=env)
                 if rel in REFUSED:
                     if rc != 1 or "cannot generate GPU code" not in err:

@@ -2,7 +2,9 @@
 every rank's waits at once instead of the watchdog's whole timeout, and
 ranks calling different chunks of a collective are caught at that chunk,
 by its number, even when the chunks have the same size; the p2p backend's
-remote-flag protocol runs every example and names a dropped flag."""
+remote-flag protocol runs every example and names a dropped flag; the
+matmul the oracle and the ranks share is the plain loop's, bit for bit
+(build/sim/mm_check, tests/sim/mm_check.c)."""
 import os
 import time
 
@@ -66,5 +68,12 @@ def tests(root, run, Fail):
                                 "comm-order"])
             expect(rc == 1 and "MISMATCH" in out and "internal compiler error" not in err + out,
                    "run %d: every candidate fails as a mismatch, none crashes" % i, out, err)
+
+    def t_matmul_is_the_plain_loop():
+        check = os.path.join(root, "build", "sim", "mm_check")
+        if not os.path.exists(check):
+            raise Fail(" %s is missing: run make check" % check)
+        rc, out, err = run([check])
+        expect(rc == 0 and "FAIL" not in out, "the simulator's matmul differs from the plain loop", out, err)
 
     return [("sim/" + k[2:], v) for k, v in sorted(locals().items()) if k.startswith("t_")]
