@@ -1492,6 +1492,20 @@ case_flags_timeout(void)
 	flags_timeout("ffma128x128x8s3");
 }
 
+/* Three f16 batches of 300x200x136 with a padded lda, A's batches 16
+ * elements apart beyond their rows, C's rows padded to 208. */
+static PtxMatmulSpec
+wg_batch_spec(const char *name, const char *tile)
+{
+	PtxMatmulSpec s = mm_spec(name, DT_F16, 300, 200, 136, tile, DT_F16);
+	s.batch = 3;
+	s.lda = 144;
+	s.batch_a = 300 * 144 + 16;
+	s.batch_b = 136 * 200;
+	s.out[0] = (PtxTensor){DT_F16, {300 * 208, 208, 1}};
+	return s;
+}
+
 /* The wgmma + TMA kernel: ragged edges everywhere (TMA's zero fill and the
  * predicated epilogue), several tiles per CTA, f16, batches with a shared
  * operand, chunks of bigger tensors, a fused epilogue, the 128x128 tile. */
@@ -1503,13 +1517,7 @@ case_mm_wgmma(void)
 	mm_run("wg_1x8x8", mm_spec("wg_tiny", DT_BF16, 1, 8, 8, "wg128x256x64s4", DT_F32), 1);
 	mm_run("wg_130x72x24_f16", mm_spec("wg_small", DT_F16, 130, 72, 24, "wg128x128x64s6", DT_F16), 3);
 	mm_run("wg_2048x1536x4096_s3", mm_spec("wg_s3", DT_BF16, 2048, 1536, 4096, "wg128x256x64s3", DT_BF16), nsm);
-	s = mm_spec("wg_batch", DT_F16, 300, 200, 136, "wg128x256x64s4", DT_F16);
-	s.batch = 3;
-	s.lda = 144;
-	s.batch_a = 300 * 144 + 16;
-	s.batch_b = 136 * 200;
-	s.out[0] = (PtxTensor){DT_F16, {300 * 208, 208, 1}};
-	mm_run("wg_batch_f16", s, 11);
+	mm_run("wg_batch_f16", wg_batch_spec("wg_batch", "wg128x256x64s4"), 11);
 	s = mm_spec("wg_bshared", DT_BF16, 256, 512, 192, "wg128x256x64s4", DT_F32);
 	s.batch = 2;
 	s.batch_a = 256 * 192;
@@ -1520,13 +1528,7 @@ case_mm_wgmma(void)
 	 * ragged edges, batches, one output after a program with inputs */
 	mm_run("wg_1000_s3", mm_spec("wg_1000s", DT_BF16, 1000, 1000, 1000, "wg128x256x64s3", DT_BF16), 5);
 	mm_run("wg_1x8x8_s6", mm_spec("wg_tiny6", DT_BF16, 1, 8, 8, "wg128x128x64s6", DT_BF16), 1);
-	s = mm_spec("wg_batch_s", DT_F16, 300, 200, 136, "wg128x256x64s3", DT_F16);
-	s.batch = 3;
-	s.lda = 144;
-	s.batch_a = 300 * 144 + 16;
-	s.batch_b = 136 * 200;
-	s.out[0] = (PtxTensor){DT_F16, {300 * 208, 208, 1}};
-	mm_run("wg_batch_f16_s3", s, 11);
+	mm_run("wg_batch_f16_s3", wg_batch_spec("wg_batch_s", "wg128x256x64s3"), 11);
 	s = mm_spec("wg_epi_s", DT_BF16, 250, 384, 512, "wg128x256x64s3", DT_BF16);
 	s.in[0] = (PtxTensor){DT_BF16, {0, 0, 1}};
 	s.in[1] = (PtxTensor){DT_BF16, {0, 384, 1}};
