@@ -704,9 +704,7 @@ aw_producer(At *a, const Aw *w)
 	ptx_emit(p, "@%s bra $L%d;", R(q), kloop);
 	ptx_place(p, nokv);
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(pc), R(pc));
-	ptx_emit(p, "mov.u32 %s, %%nctaid.x;", R(n));
-	ptx_emit(p, "add.u32 %s, %s, %s;", R(p->blk), R(p->blk), R(n));
-	ptx_emit(p, "bra $L%d;", loop);
+	ptx_next_entry(p, n, loop);
 	/* a wait timed out: the quit word names the entry (+ 1), then the Q
 	 * barrier is completed without data once it is free */
 	ptx_place(p, quit_l);
@@ -915,9 +913,7 @@ aw_consumer(At *a, const Aw *w)
 	ptx_emit(p, "bar.sync 1, %d;", 2 * AW_WG);
 	ptx_flag_raise(p, raiser);
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(tc), R(tc));
-	ptx_emit(p, "mov.u32 %s, %%nctaid.x;", R(n));
-	ptx_emit(p, "add.u32 %s, %s, %s;", R(p->blk), R(p->blk), R(n));
-	ptx_emit(p, "bra $L%d;", loop);
+	ptx_next_entry(p, n, loop);
 	ptx_place(p, done);
 	ptx_emit(p, "ret;");
 }

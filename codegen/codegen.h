@@ -322,6 +322,9 @@ void ptx_kernel_end(Ptx *p);
 void ptx_params(Ptx *p, int ntensors);
 void ptx_loop_begin(Ptx *p);
 void ptx_loop_end(Ptx *p);
+/* A persistent loop's step: this CTA's next entry (blk += gridDim.x, n a
+ * scratch register), back to label `loop`. */
+void ptx_next_entry(Ptx *p, Reg n, int loop);
 void ptx_flag_wait(Ptx *p, Reg quit);  /* thread is_t0 waits for p->entry's input flag */
 void ptx_flag_raise(Ptx *p, Reg who);  /* thread `who` raises p->entry's output flag */
 void ptx_trace_stamp(Ptx *p, int which);

@@ -381,15 +381,21 @@ ptx_flag_raise(Ptx *p, Reg who)
 }
 
 void
+ptx_next_entry(Ptx *p, Reg n, int loop)
+{
+	ptx_emit(p, "mov.u32 %s, %%nctaid.x;", R(n));
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(p->blk), R(p->blk), R(n));
+	ptx_emit(p, "bra $L%d;", loop);
+}
+
+void
 ptx_loop_end(Ptx *p)
 {
 	Reg n = ptx_reg(p, RC_B32);
 
 	ptx_emit(p, "bar.sync 0;");
 	ptx_flag_raise(p, p->is_t0);
-	ptx_emit(p, "mov.u32 %s, %%nctaid.x;", R(n));
-	ptx_emit(p, "add.u32 %s, %s, %s;", R(p->blk), R(p->blk), R(n));
-	ptx_emit(p, "bra $L%d;", p->lbl_loop);
+	ptx_next_entry(p, n, p->lbl_loop);
 	ptx_place(p, p->lbl_done);
 	ptx_emit(p, "ret;");
 }

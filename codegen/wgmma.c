@@ -90,6 +90,14 @@ wg_smem(const Wg *w)
 	return wg_smem_at(w, w->bars);
 }
 
+/* Whether thread 32 of the producer warpgroup raises the tiles' flags (and
+ * stores the staged tiles): the consumers only arrive on a barrier. */
+static bool
+wg_storer(const Wg *w)
+{
+	return w->t->raiser || w->staged;
+}
+
 /* Whether the epilogue can stage the output tile in shared memory for a
  * TMA store: with stores straight from registers, the tensor cores wait
  * for the whole tile's stores to leave (10% of the matmul at 8192x8192x4096
@@ -293,9 +301,7 @@ wg_producer(Wg *w, Reg stage, Reg phase)
 	ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(q), R(kt), (long long)w->nkt);
 	ptx_emit(p, "@%s bra $L%d;", R(q), kloop);
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(pc), R(pc));
-	ptx_emit(p, "mov.u32 %s, %%nctaid.x;", R(n));
-	ptx_emit(p, "add.u32 %s, %s, %s;", R(p->blk), R(p->blk), R(n));
-	ptx_emit(p, "bra $L%d;", loop);
+	ptx_next_entry(p, n, loop);
 	/* A wait timed out: tell the consumers, through the next full barrier,
 	 * once they have emptied it (a parity wait sees only one phase ahead).
 	 * The quit word names the entry (its number in this CTA's list + 1), so
@@ -434,9 +440,7 @@ wg_raiser(Wg *w)
 	bar_addr(w, a, BAR_RAISED, slot);
 	ptx_emit(p, "mbarrier.arrive.shared::cta.b64 %s, [%s];", R(st), R(a));
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(tc), R(tc));
-	ptx_emit(p, "mov.u32 %s, %%nctaid.x;", R(n));
-	ptx_emit(p, "add.u32 %s, %s, %s;", R(p->blk), R(p->blk), R(n));
-	ptx_emit(p, "bra $L%d;", loop);
+	ptx_next_entry(p, n, loop);
 	ptx_place(p, done);
 	if (w->staged) /* the CTA's shared memory outlives the last store's reads */
 		ptx_emit(p, "cp.async.bulk.wait_group 0;");
@@ -582,19 +586,17 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	ptx_mm_epilogue(p, w->s, &f);
 	if (w->staged) /* the async proxy (TMA) reads what these stores wrote */
 		ptx_emit(p, "fence.proxy.async.shared::cta;");
-	if (w->t->raiser || w->staged) {
+	if (wg_storer(w)) {
 		tile_done(w, tc, lane0);
 	} else {
 		ptx_emit(p, "bar.sync 1, %d;", WG_THREADS * w->nwg);
 		ptx_flag_raise(p, raiser);
 	}
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(tc), R(tc));
-	ptx_emit(p, "mov.u32 %s, %%nctaid.x;", R(n));
-	ptx_emit(p, "add.u32 %s, %s, %s;", R(p->blk), R(p->blk), R(n));
-	ptx_emit(p, "bra $L%d;", loop);
+	ptx_next_entry(p, n, loop);
 	/* the producer gave up: wake the raiser, which then sees the quit word */
 	ptx_place(p, quitting);
-	if (w->t->raiser || w->staged)
+	if (wg_storer(w))
 		tile_done(w, tc, lane0);
 	ptx_place(p, done);
 	ptx_emit(p, "ret;");
@@ -640,7 +642,7 @@ ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 			ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), bar_off(&w, BAR_EMPTY) + 8 * i);
 			ptx_emit(p, "mbarrier.init.shared::cta.b64 [%s], %d;", R(a), 4 * w.nwg);
 		}
-		for (int i = 0; i < 2 && (w.t->raiser || w.staged); i++) {
+		for (int i = 0; i < 2 && wg_storer(&w); i++) {
 			ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), bar_off(&w, BAR_DONE) + 8 * i);
 			ptx_emit(p, "mbarrier.init.shared::cta.b64 [%s], %d;", R(a), 4 * w.nwg);
 			ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), bar_off(&w, BAR_RAISED) + 8 * i);
@@ -667,7 +669,7 @@ ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 		ptx_emit(p, "@!%s bra $L%d;", R(p->is_t0), notp);
 		wg_producer(&w, stage, phase);
 		ptx_place(p, notp);
-		if (w.t->raiser || w.staged) {
+		if (wg_storer(&w)) {
 			ptx_emit(p, "setp.ne.u32 %s, %s, 32;", R(q), R(p->tid));
 			ptx_emit(p, "@%s bra $L%d;", R(q), out);
 			wg_raiser(&w);
