@@ -49,6 +49,9 @@ def _mm_src(epi):
         "bias_gelu": ("x: bf16[M, K], w: bf16[K, N], b: bf16[N]", "gelu(x @ w + b)"),
         "residual": ("x: bf16[M, K], w: bf16[K, N], res: bf16[M, N]", "x @ w + res"),
         "silu_gated": ("x: bf16[M, K], wg: bf16[K, N], wu: bf16[K, N]", "silu(x @ wg) * (x @ wu)"),
+        # nn.Linear's layout: w [N, K], read in place K-major (the tfold pass)
+        "linear": ("x: bf16[M, K], w: bf16[N, K]", "x @ transpose(w)"),
+        "linear_bias": ("x: bf16[M, K], w: bf16[N, K], b: bf16[N]", "x @ transpose(w) + b"),
     }
     args, body = heads[epi]
     return "use nn;\nparam M = 1024, N = 1024, K = 1024;\nop f(%s) -> bf16[M, N] {\n    return %s;\n}\n" % (args, body)
@@ -62,6 +65,9 @@ def _mm_case(epi, M, N, K):
     def inputs(dev):
         x = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
         w = torch.randn(K, N, device=dev, dtype=torch.bfloat16) / math.sqrt(K)
+        if epi.startswith("linear"):
+            w = torch.randn(N, K, device=dev, dtype=torch.bfloat16) / math.sqrt(K)
+            return [x, w] + ([torch.randn(N, device=dev, dtype=torch.bfloat16)] if epi == "linear_bias" else [])
         if epi in ("bias", "bias_gelu"):
             return [x, w, torch.randn(N, device=dev, dtype=torch.bfloat16)]
         if epi == "residual":
@@ -76,11 +82,13 @@ def _mm_case(epi, M, N, K):
         "bias_gelu": lambda x, w, b: _gelu(torch.addmm(b, x, w)),
         "residual": lambda x, w, r: torch.addmm(r, x, w),
         "silu_gated": lambda x, wg, wu: F.silu(x @ wg) * (x @ wu),
+        "linear": lambda x, w: F.linear(x, w),
+        "linear_bias": lambda x, w, b: F.linear(x, w, b),
     }[epi]
     nmm = 2 if epi == "silu_gated" else 1
     byts = 2 * (M * K + nmm * K * N + M * N + (M * N if epi == "residual" else 0))
     return dict(src=_mm_src(epi), params=dict(M=M, N=N, K=K), inputs=inputs, eager=eager, bytes=byts,
-                flops=2.0 * M * N * K * nmm, tol=2e-2, kind="matmul" if epi == "plain" else "epilogue")
+                flops=2.0 * M * N * K * nmm, tol=2e-2, kind="matmul" if epi in ("plain", "linear") else "epilogue")
 
 
 _ROW_SRC = {
@@ -166,6 +174,9 @@ def cases():
     for epi in ("bias", "bias_gelu", "residual", "silu_gated"):
         c["%s_8192x8192x4096" % epi] = _mm_case(epi, 8192, 8192, 4096)
         c["%s_1024x8192x4096" % epi] = _mm_case(epi, 1024, 8192, 4096)
+    for M in (1024, 8192):
+        c["linear_%dx8192x4096" % M] = _mm_case("linear", M, 8192, 4096)
+        c["linear_bias_%dx8192x4096" % M] = _mm_case("linear_bias", M, 8192, 4096)
     c["attention_32x2048x128"] = _attn_case(32, 2048, 128)
     c["attention_16x4096x64"] = _attn_case(16, 4096, 64)
     c["causal_attention_32x8192x128"] = _attn_case(32, 8192, 128, causal=True)

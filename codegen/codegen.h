@@ -129,7 +129,9 @@ typedef struct PtxMatmulSpec {
 	const char *name;
 	DType ab;                      /* DT_BF16 or DT_F16 (tensor cores), DT_F32 (FFMA) */
 	int64_t m, n, k, batch;        /* batch >= 1 */
-	int64_t lda, ldb;              /* elements between rows; 0 = k, n */
+	int64_t lda, ldb;              /* elements between rows; 0 = k, n (bt: k) */
+	bool bt;                       /* B is stored n x k, K-major (ldb between its n rows): the
+	                                  matmul reads transpose(w) in place (wgmma tiles only) */
 	int64_t batch_a, batch_b;      /* elements between batches (0 = shared) */
 	int tile;                      /* index into ptx_tiles[] */
 	PtxTensor in[PTX_MAX_TENSORS]; /* epilogue inputs, strides {batch, row, col} */

@@ -328,11 +328,12 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 	s.k = ad[f->ins[A].ty.rank - 1] / (sl[0] == f->ins[A].ty.rank - 1 ? L->P : 1);
 	s.batch = R == 3 ? od[0] : 1;
 	s.lda = ast[f->ins[A].ty.rank - 2];
-	s.ldb = bst[f->ins[B].ty.rank - 2];
+	s.ldb = bst[f->ins[B].ty.rank - 2]; /* bt: the pitch of w's rows, B's columns */
+	s.bt = mm->trans_b;
 	s.batch_a = R == 3 && f->ins[A].ty.rank == 3 && ad[0] != 1 ? ast[0] : 0;
 	s.batch_b = R == 3 && f->ins[B].ty.rank == 3 && bd[0] != 1 ? bst[0] : 0;
 	k->arg[k->narg++] = arg(A, 0, slice_roff(L, A, sl[0]));
-	k->arg[k->narg++] = arg(B, 0, slice_roff(L, B, sl[1]));
+	k->arg[k->narg++] = arg(B, 0, slice_roff(L, B, ir_mm_bdim(mm, sl[1], f->ins[B].ty.rank)));
 	/* the epilogue: every other member, reading the accumulator */
 	prog_begin(f, &pr, &s.epi, a);
 	for (Val m = a; m < f->nins && !L->failed; m++)

@@ -90,7 +90,7 @@ ceil_div(int64_t a, int64_t b)
 int
 ptx_matmul_default_tile(const PtxMatmulSpec *s)
 {
-	int64_t lda = s->lda ? s->lda : s->k, ldb = s->ldb ? s->ldb : s->n;
+	int64_t lda = s->lda ? s->lda : s->k, ldb = s->ldb ? s->ldb : s->bt ? s->k : s->n;
 	bool vec = lda % 8 == 0 && ldb % 8 == 0 && s->batch_a % 8 == 0 && s->batch_b % 8 == 0;
 	PtxMatmulSpec w = *s;
 	if (s->ab == DT_F32) /* epilogue inputs need more than the 128 registers of 2 CTAs per SM */
@@ -232,8 +232,10 @@ ptx_matmul_check(const PtxMatmulSpec *s)
 		return "matmul: no such tile";
 	if (s->nout < 1 || s->nout > PTX_MAX_TENSORS || s->nin < 0 || s->nin > PTX_MAX_TENSORS)
 		return "matmul: needs 1 to 8 outputs and at most 8 inputs";
-	if ((s->lda && s->lda < s->k) || (s->ldb && s->ldb < s->n) || s->batch_a < 0 || s->batch_b < 0)
-		return "matmul: leading dimensions must be >= k (A) and >= n (B)";
+	if ((s->lda && s->lda < s->k) || (s->ldb && s->ldb < (s->bt ? s->k : s->n)) || s->batch_a < 0 || s->batch_b < 0)
+		return "matmul: leading dimensions must be >= k (A) and >= n (B; k where B is K-major)";
+	if (s->bt && ptx_tiles[s->tile].kind != PTX_WGMMA)
+		return "matmul: B read K-major (a transpose folded into the matmul) needs a wgmma tile";
 	if ((why = tensor_check(s->in, s->nin, "input")) || (why = tensor_check(s->out, s->nout, "output")))
 		return why;
 	if (s->epi.nins && (why = ptx_prog_check(&s->epi, s->nin, s->nout, true, 0)))

@@ -130,7 +130,7 @@ wg_setup(Wg *w, Ptx *p, const PtxMatmulSpec *s)
 	w->bars = w->t->stages * w->stage;
 	w->nkt = ceil_div(s->k, WG_BK);
 	w->lda = s->lda ? s->lda : s->k;
-	w->ldb = s->ldb ? s->ldb : s->n;
+	w->ldb = s->ldb ? s->ldb : s->bt ? s->k : s->n;
 	w->coff = w->bars;
 	if ((w->staged = wg_stageable(w)))
 		w->bars += w->t->bm * w->t->bn * 2;
@@ -173,7 +173,8 @@ ptx_wgmma_check(const PtxMatmulSpec *s)
 	return NULL;
 }
 
-/* The tensor maps the launcher builds: A {k, m, batch}, B {n, k, batch}. */
+/* The tensor maps the launcher builds: A {k, m, batch}, B {n, k, batch},
+ * or K-major B (bt) {k, n, batch} in one box of {64 k, BN rows}. */
 static void
 wg_tmaps(const Wg *w, PtxKernel *k)
 {
@@ -183,9 +184,14 @@ wg_tmaps(const Wg *w, PtxKernel *k)
 	k->tmap[0] = (PtxTmap){.tensor = 0, .role = 'A', .dt = s->ab, .dim = {s->k, s->m, ba},
 	                       .stride = {w->lda * 2, (s->batch_a ? s->batch_a : w->lda * s->m) * 2},
 	                       .box = {WG_BK, w->t->bm, 1}};
-	k->tmap[1] = (PtxTmap){.tensor = 1, .role = 'B', .dt = s->ab, .dim = {s->n, s->k, bb},
-	                       .stride = {w->ldb * 2, (s->batch_b ? s->batch_b : w->ldb * s->k) * 2},
-	                       .box = {WG_BOXN, WG_BK, 1}};
+	if (s->bt)
+		k->tmap[1] = (PtxTmap){.tensor = 1, .role = 'B', .dt = s->ab, .dim = {s->k, s->n, bb},
+		                       .stride = {w->ldb * 2, (s->batch_b ? s->batch_b : w->ldb * s->n) * 2},
+		                       .box = {WG_BK, w->t->bn, 1}};
+	else
+		k->tmap[1] = (PtxTmap){.tensor = 1, .role = 'B', .dt = s->ab, .dim = {s->n, s->k, bb},
+		                       .stride = {w->ldb * 2, (s->batch_b ? s->batch_b : w->ldb * s->k) * 2},
+		                       .box = {WG_BOXN, WG_BK, 1}};
 	if (w->staged) { /* the output, stored a 64-column box of the tile at a time */
 		const PtxTensor *o = &s->out[0];
 		k->ntmaps = 3;
@@ -290,7 +296,12 @@ wg_producer(Wg *w, Reg stage, Reg phase)
 	ptx_emit(p, "shl.b32 %s, %s, 6;", R(kc), R(kt)); /* k of the tile: kt * 64 */
 	ptx_emit(p, "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s];",
 	         R(dst), R(tma), R(kc), R(m0), R(za), R(full));
-	for (int i = 0; i < w->t->bn / WG_BOXN; i++) {
+	if (s->bt) { /* one box of BN rows of 64 k */
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(qa), R(dst), w->abytes);
+		ptx_emit(p, "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s];",
+		         R(qa), R(tmb), R(kc), R(n0), R(zb), R(full));
+	}
+	for (int i = 0; !s->bt && i < w->t->bn / WG_BOXN; i++) {
 		ptx_emit(p, "add.u32 %s, %s, %d;", R(qa), R(dst), w->abytes + i * WG_BOXN * WG_BK * 2);
 		ptx_emit(p, "add.u32 %s, %s, %d;", R(c), R(n0), i * WG_BOXN);
 		ptx_emit(p, "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s];",
@@ -339,8 +350,9 @@ wg_mma(Wg *w, Reg da, Reg db, Reg scale)
 	int nacc = w->t->bn / 2;
 	for (int i = 0; i < nacc; i++)
 		buf_printf(&regs, "%s%s", i ? ", " : "", R(w->acc[i]));
-	ptx_emit(p, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, %s, %s, %s, 1, 1, 0, 1;", w->t->bn,
-	         ty_dtypes[w->s->ab].name, ty_dtypes[w->s->ab].name, regs.s, R(da), R(db), R(scale));
+	/* imm-trans-b: 1 for N-major B, 0 for K-major (bt) */
+	ptx_emit(p, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, %s, %s, %s, 1, 1, 0, %d;", w->t->bn,
+	         ty_dtypes[w->s->ab].name, ty_dtypes[w->s->ab].name, regs.s, R(da), R(db), R(scale), w->s->bt ? 0 : 1);
 	buf_free(&regs);
 }
 
@@ -519,7 +531,7 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(a0), R(g), 64 * WG_BK * 2, R(w->base));
 	ptx_wg_desc(p, da0, a0, 16, 1024);
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(a0), R(w->base), w->abytes);
-	ptx_wg_desc(p, db0, a0, WG_BOXN * WG_BK * 2, 1024);
+	ptx_wg_desc(p, db0, a0, w->s->bt ? 16 : WG_BOXN * WG_BK * 2, 1024); /* bt: K-major, as A */
 	/* the epilogue's first row and column within a tile */
 	ptx_emit(p, "and.b32 %s, %s, 3;", R(t), R(lane));
 	ptx_emit(p, "shl.b32 %s, %s, 1;", R(c0), R(t));
@@ -555,7 +567,7 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	for (int kk = 0; kk < WG_BK / 16; kk++) {
 		if (kk) {
 			ptx_emit(p, "add.u64 %s, %s, 2;", R(da), R(da));       /* 32 B */
-			ptx_emit(p, "add.u64 %s, %s, 128;", R(db), R(db));     /* 2048 B */
+			ptx_emit(p, "add.u64 %s, %s, %d;", R(db), R(db), w->s->bt ? 2 : 128); /* 32 B K-major, 2048 B N-major */
 		}
 		wg_mma(w, da, db, kk ? yes : scale);
 	}

@@ -121,6 +121,9 @@ ir_opname(const Ins *in, char *buf, size_t n)
 	case OP_CAST:
 		snprintf(buf, n, "%s.%s", s, ty_dtypes[in->ty.dt].name);
 		break;
+	case OP_MATMUL:
+		snprintf(buf, n, "%s%s", s, in->trans_b ? ".bt" : "");
+		break;
 	default:
 		snprintf(buf, n, "%s", s);
 	}
@@ -185,11 +188,38 @@ ir_print(FILE *out, const Func *f)
 /* ---- local forms: which @repl operand a rank slices to its block ---- */
 
 /* Which dim of each matmul operand is sliced to this rank's block (-1:
- * none): a @repl operand facing a split contraction or batch dim. */
+ * none): a @repl operand facing a split contraction or batch dim.  B's
+ * dim is one of ir_mm_btype's (ir_mm_bdim gives arg[1]'s). */
+Type
+ir_mm_btype(const Func *f, const Ins *in)
+{
+	Type t = f->ins[in->arg[1]].ty;
+	int R = t.rank;
+	if (in->trans_b && R >= 2) {
+		int64_t d = t.dim[R - 2];
+		t.dim[R - 2] = t.dim[R - 1];
+		t.dim[R - 1] = d;
+		if (t.pl.kind == PL_SPLIT && t.pl.dim >= R - 2)
+			t.pl.dim = t.pl.dim == R - 2 ? R - 1 : R - 2;
+	}
+	return t;
+}
+
+/* d < 0 (none) stays; the rank is arg[1]'s, which the caller knows: d is
+ * one of its dims, and only the last two swap. */
+int
+ir_mm_bdim(const Ins *in, int d, int rank)
+{
+	if (!in->trans_b || d < 0 || d < rank - 2)
+		return d;
+	return d == rank - 2 ? rank - 1 : rank - 2;
+}
+
 void
 ir_mm_slices(const Func *f, const Ins *in, int sl[2])
 {
-	const Type *ta = &f->ins[in->arg[0]].ty, *tb = &f->ins[in->arg[1]].ty;
+	Type btype = ir_mm_btype(f, in);
+	const Type *ta = &f->ins[in->arg[0]].ty, *tb = &btype;
 	int R = in->ty.rank, ra = ta->rank, rb = tb->rank;
 	sl[0] = sl[1] = -1;
 	if (ta->pl.kind == PL_REPL && tb->pl.kind == PL_SPLIT) {
@@ -272,6 +302,8 @@ ir_verify(const Func *f, const char *after)
 				return bad(f, v, after, "non-positive dim");
 		if (!verify_place(f, v, after))
 			return false;
+		if (in->trans_b && (in->op != OP_MATMUL || f->ins[in->arg[1]].ty.rank < 2))
+			return bad(f, v, after, "trans_b on something other than a matmul's B of rank 2 or more");
 		if (in->group < 0 || in->group > v || f->ins[in->group].group != in->group)
 			return bad(f, v, after, "fusion group is not anchored at an earlier value");
 		for (int i = 0; i < in->narg; i++)

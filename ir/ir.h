@@ -88,6 +88,8 @@ typedef struct Ins {
 	Val group;        /* fusion: the value that anchors this one's kernel (itself if none) */
 	bool internal;    /* fusion: kept in registers, never stored; only its group reads it */
 	Val attn;         /* the second matmul of the attention region this value is in, or -1 */
+	bool trans_b;     /* MATMUL: arg[1] is B with its last two dims swapped (B = transpose(arg[1])),
+	                     read in place, K-major (the tfold pass) */
 } Ins;
 
 typedef struct Func Func;
@@ -120,6 +122,12 @@ CommOp ir_comm_op(Op op); /* a collective's CommOp; anything else is an internal
  * the rank's block, because the other side (or the result) is split
  * there; -1 for none (sim/ and codegen/ both follow it). */
 void ir_mm_slices(const Func *f, const Ins *in, int sl[2]);
+/* A matmul's B as the product sees it: arg[1]'s type, its last two dims
+ * swapped where the matmul reads it transposed (trans_b).  ir_mm_slices'
+ * and every B box are in its dims; ir_mm_bdim maps one of them to
+ * arg[1]'s. */
+Type ir_mm_btype(const Func *f, const Ins *in);
+int ir_mm_bdim(const Ins *in, int d, int rank); /* rank: arg[1]'s; d < 0 stays */
 int ir_ew_slice(const Func *f, const Ins *in, int i);
 /* A reduction whose dim has one element on each rank (a literal size 1,
  * or a split dim of size P): per rank it is elementwise -- sum, amax and
@@ -141,6 +149,13 @@ void pass_arsplit(Func *f);
 int ir_arsplit_one(Func *f, Val y); /* split all_reduce y wherever it can (the cost model's candidate):
                                        the ops of its region (0: bare), -1: it cannot */
 void pass_dce(Func *f);
+/* tfold: a matmul whose B is transpose(w) of the last two dims reads w in
+ * place, K-major (trans_b), where w's rows are whole 16-byte runs of a
+ * 16-bit dtype -- what the wgmma path reads by TMA (codegen/wgmma.c takes
+ * at least these); the transpose is left to dce.  Not the first matmul of
+ * an attention region, whose kernel reads k K-major itself. */
+enum { IR_TFOLD_ALIGN = 8 }; /* elements per row of A and w, and of K, a multiple of this */
+void pass_tfold(Func *f);
 
 /* ir/fuse.c: the fuse pass and what a fused group is.  The limits are the
  * PTX backend's (codegen/codegen.h checks that it takes at least these). */

@@ -157,6 +157,57 @@ pass_dce(Func *f)
 	free(live);
 }
 
+/* ---- tfold: transpose(w) as a matmul's B, read in place ----
+ * nn.Linear's y = x @ transpose(w) with w [N, K] would otherwise copy w
+ * transposed through HBM before every matmul (a strided copy as slow as
+ * the matmul at 8192 x 8192: bench/results/2026-12-04-overlap-h200.md);
+ * the tensor cores read B K-major as readily as N-major. */
+
+static bool
+swaps_last_two(const Ins *t)
+{
+	int R = t->ty.rank;
+	return t->op == OP_TRANSPOSE && R >= 2 && t->axis != t->axis2 && t->axis >= R - 2 && t->axis2 >= R - 2;
+}
+
+/* The matmul reads A's and w's rows whole and aligned: 16-bit elements,
+ * row pitches and the local K a multiple of IR_TFOLD_ALIGN. */
+static bool
+tfold_fits(const Func *f, const Ins *mm, const Ins *w)
+{
+	const Type *ta = &f->ins[mm->arg[0]].ty, *tw = &w->ty;
+	int64_t ka = ty_local_dim(ta, ta->rank - 1, f->nranks), kw = ty_local_dim(tw, tw->rank - 1, f->nranks);
+	int64_t k = ta->pl.kind == PL_REPL && tw->pl.kind == PL_SPLIT && tw->pl.dim == tw->rank - 1 ? ka / f->nranks : ka;
+	if ((mm->ty.dt != DT_BF16 && mm->ty.dt != DT_F16) || ta->dt != mm->ty.dt || tw->dt != mm->ty.dt)
+		return false;
+	/* k: what each rank contracts, where a @repl A is sliced to w's split
+	 * K (a @repl w sliced to A's has slices of k too) */
+	return ka % IR_TFOLD_ALIGN == 0 && kw % IR_TFOLD_ALIGN == 0 && k % IR_TFOLD_ALIGN == 0;
+}
+
+void
+pass_tfold(Func *f)
+{
+	bool *attn1 = xcalloc((size_t)f->nins + 1, sizeof *attn1);
+	for (Val v = 0; v < f->nins; v++) {
+		Attn a;
+		if (f->ins[v].op == OP_MATMUL && ir_attn_match(f, v, &a))
+			attn1[a.mm1] = true;
+	}
+	for (Val v = 0; v < f->nins; v++) {
+		Ins *mm = &f->ins[v];
+		const Ins *t;
+		if (mm->op != OP_MATMUL || mm->trans_b || attn1[v])
+			continue;
+		t = &f->ins[mm->arg[1]];
+		if (!swaps_last_two(t) || !tfold_fits(f, mm, &f->ins[t->arg[0]]))
+			continue;
+		mm->arg[1] = t->arg[0];
+		mm->trans_b = true;
+	}
+	free(attn1);
+}
+
 /* ---- arsplit: all_reduce + local work -> reduce_scatter, the work on
  * 1/P of the data, all_gather ----
  * Every rank otherwise repeats the same work on the whole reduced tensor.
@@ -338,6 +389,7 @@ pass_arsplit(Func *f)
 const PassInfo ir_passes[] = {
 	{"autocomm", pass_autocomm, true},
 	{"arsplit", pass_arsplit, false},
+	{"tfold", pass_tfold, false},
 	{"dce", pass_dce, false},
 	{"fuse", pass_fuse, false},
 	{"attn", pass_attn, false},

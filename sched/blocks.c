@@ -350,9 +350,11 @@ build_group(BlockGraph *g, Val a, const NodeChoice *ch, const Val *next)
 						ub.hi[ui->ty.rank - 2] = rb.hi[dim];
 						ub.rot[ui->ty.rank - 2] = rb.rot[dim];
 					}
-					if (k == 1 && dim == r - 1 && ty_local_dim(&ui->ty, ui->ty.rank - 1, f->nranks) == len) {
-						ub.lo[ui->ty.rank - 1] = rb.lo[dim];
-						ub.hi[ui->ty.rank - 1] = rb.hi[dim];
+					/* (B's N is w's rows where the matmul reads w as B = transpose(w)) */
+					int nd = ir_mm_bdim(mi, ui->ty.rank - 1, ui->ty.rank);
+					if (k == 1 && dim == r - 1 && ty_local_dim(&ui->ty, nd, f->nranks) == len) {
+						ub.lo[nd] = rb.lo[dim];
+						ub.hi[nd] = rb.hi[dim];
 					}
 				} else if (ir_ops[mi->op].cls == OC_REDUCE || ir_ops[mi->op].cls == OC_SHAPE) {
 					ub = full_box(&ui->ty, f->nranks);

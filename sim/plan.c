@@ -103,8 +103,9 @@ exec_member(PRank *k, Val m, const int64_t *lo, const int64_t *hi)
 		const Tensor *u = &k->val[in->arg[i]];
 		int d = in->op == OP_MATMUL ? (k->c.brk->on[BR_MM_NOSLICE] ? -1 : sl[i])
 		        : (k->c.brk->on[BR_EW_NOSLICE] || ir_ops[in->op].cls == OC_REDUCE ? -1 : ir_ew_slice(f, in, i));
+		bool tb = in->op == OP_MATMUL && i == 1 && in->trans_b && !k->c.brk->on[BR_MM_BT_IGNORED]; /* w read as B = transpose(w) */
 		if (d >= 0) {
-			sliced[i] = sim_slice_local(u, d, &k->c);
+			sliced[i] = sim_slice_local(u, tb ? ir_mm_bdim(in, d, u->rank) : d, &k->c);
 			u = &sliced[i];
 		}
 		if (in->op == OP_MATMUL) {
@@ -112,7 +113,7 @@ exec_member(PRank *k, Val m, const int64_t *lo, const int64_t *hi)
 			for (int e = 0; e < ru; e++) {
 				int od = e + r - ru;
 				ulo[e] = 0;
-				uhi[e] = u->dim[e];
+				uhi[e] = u->dim[tb ? ir_mm_bdim(in, e, ru) : e];
 				if (e < ru - 2 && u->dim[e] != 1)
 					ulo[e] = lo[od], uhi[e] = hi[od];
 			}
@@ -120,6 +121,17 @@ exec_member(PRank *k, Val m, const int64_t *lo, const int64_t *hi)
 				ulo[ru - 2] = lo[r - 2], uhi[ru - 2] = hi[r - 2];
 			else
 				ulo[ru - 1] = lo[r - 1], uhi[ru - 1] = hi[r - 1];
+			if (tb) { /* the box of B in w's dims: its rows of w, then transposed */
+				int64_t l = ulo[ru - 1], h = uhi[ru - 1];
+				Tensor w;
+				ulo[ru - 1] = ulo[ru - 2], uhi[ru - 1] = uhi[ru - 2];
+				ulo[ru - 2] = l, uhi[ru - 2] = h;
+				w = sim_sub(u, ulo, uhi);
+				subs[i] = sim_transposed(&w);
+				sim_free(&w);
+				xs[i] = &subs[i];
+				continue;
+			}
 		} else if (ir_ops[in->op].cls == OC_REDUCE) {
 			for (int e = 0; e < u->rank; e++)
 				ulo[e] = lo[e], uhi[e] = hi[e];

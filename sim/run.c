@@ -36,6 +36,7 @@ static const char *const break_names[SIM_NBREAK] = {
 	"comm-order",     /* rank 0 runs its comm lane's chunks backwards (plans only) */
 	"p2p-flag",       /* rank 0 raises no arrival flag at its first p2p chunk (plans only) */
 	"attn-norescale", /* an attention region's online softmax keeps sums made against an older max */
+	"matmul-bt",      /* a matmul reading transpose(w) in place (trans_b) reads w as B itself */
 };
 
 bool
@@ -114,7 +115,13 @@ sim_local_compute(const Ins *in, Tensor *const *x, Tensor *out, DType st, SimMod
 		sim_binary(in->op, x[0], x[1], out, st, m);
 		return true;
 	case OC_MATMUL:
-		sim_matmul(x[0], x[1], out, st, m);
+		if (in->trans_b) {
+			Tensor b = sim_transposed(x[1]);
+			sim_matmul(x[0], &b, out, st, m);
+			sim_free(&b);
+		} else {
+			sim_matmul(x[0], x[1], out, st, m);
+		}
 		return true;
 	case OC_REDUCE:
 		sim_reduce(in->op, x[0], in->axis, meandiv, out, st, m);
@@ -210,7 +217,7 @@ sim_oracle_hooked(const Func *f, const Tensor *in, SimMode m, const SimMatmulHoo
 			shift_global(xs[0], ins->axis, (int)ins->a, f->nranks, &val[v]);
 		} else if (ir_ops[ins->op].cls == OC_COMM || ins->op == OP_RESHARD || ins->op == OP_SCATTER) {
 			sim_copy_flat(xs[0], &val[v]);
-		} else if (h && ir_ops[ins->op].cls == OC_MATMUL) {
+		} else if (h && ir_ops[ins->op].cls == OC_MATMUL && !ins->trans_b) {
 			ok = sim_matmul_hooked(xs[0], xs[1], &val[v], ins->ty.dt, m, h, err, n);
 		} else if (!sim_local_compute(ins, xs, &val[v], ins->ty.dt, m, ins->narg ? reduce_len(ins, xs[0], f) : 1)) {
 			die("oracle: no evaluation for %s", ir_ops[ins->op].name);
@@ -453,7 +460,7 @@ rank_op(Rank *k, Val v)
 	const Func *f = k->c.f;
 	const Ins *in = &f->ins[v];
 	Tensor *out = &k->val[v], *xs[64], **x;
-	Tensor sliced[2] = {{0}};
+	Tensor sliced[2] = {{0}}, tb = {0};
 	DType st = sim_store_dtype(in);
 	bool ok = true;
 
@@ -478,6 +485,10 @@ rank_op(Rank *k, Val v)
 		out->v[0] = sim_round(in->ty.dt, in->c);
 	} else if (in->op == OP_MATMUL) {
 		int sl[2];
+		if (in->trans_b && !k->c.brk->on[BR_MM_BT_IGNORED]) { /* B as the product reads it; slices are in its dims */
+			tb = sim_transposed(x[1]);
+			x[1] = &tb;
+		}
 		ir_mm_slices(f, in, sl);
 		for (int i = 0; i < 2 && !k->c.brk->on[BR_MM_NOSLICE]; i++)
 			if (sl[i] >= 0) {
@@ -525,6 +536,7 @@ rank_op(Rank *k, Val v)
 	}
 	for (int i = 0; i < 2; i++)
 		sim_free(&sliced[i]);
+	sim_free(&tb);
 	if (x != xs)
 		free(x);
 	return ok;

@@ -50,6 +50,9 @@ bool sim_matmul_hooked(const Tensor *a, const Tensor *b, Tensor *out, DType stor
                        char *why, size_t n);
 void sim_reduce(Op op, const Tensor *a, int axis, int64_t divisor, Tensor *out, DType store, SimMode m);
 void sim_transpose(const Tensor *a, int d1, int d2, Tensor *out);
+/* a with its last two dims swapped, as a new tensor: the B a matmul reads
+ * in place from w where the tfold pass folded transpose(w) (trans_b). */
+Tensor sim_transposed(const Tensor *a);
 void sim_copy_flat(const Tensor *a, Tensor *out);
 void sim_causal(const Tensor *a, int64_t k, Tensor *out); /* -inf past diagonal k of the last two dims */
 void sim_slice(const Tensor *a, int axis, int64_t start, Tensor *out);
@@ -89,7 +92,7 @@ int sim_world_first(SimWorld *w);                /* the rank that failed first, 
 /* sim/run.c: the oracle and SPMD execution */
 /* Deliberately wrong lowerings, for tests (names in sim/run.c). */
 enum { BR_MM_NOSLICE, BR_EW_NOSLICE, BR_AR_LOCAL, BR_RS_BLOCK, BR_AG_ORDER, BR_A2A_ORDER, BR_SHIFT_BACK,
-       BR_MEAN_LOCAL, BR_SCATTER_BLOCK, BR_COMM_ORDER, BR_P2P_FLAG, BR_ATTN_NORESCALE, SIM_NBREAK };
+       BR_MEAN_LOCAL, BR_SCATTER_BLOCK, BR_COMM_ORDER, BR_P2P_FLAG, BR_ATTN_NORESCALE, BR_MM_BT_IGNORED, SIM_NBREAK };
 typedef struct SimBreak {
 	bool on[SIM_NBREAK];
 } SimBreak;

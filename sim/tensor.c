@@ -483,6 +483,20 @@ sim_reduce(Op op, const Tensor *a, int axis, int64_t divisor, Tensor *out, DType
 
 /* ---- data movement ---- */
 
+Tensor
+sim_transposed(const Tensor *a)
+{
+	int64_t dim[LIM_RANK];
+	int R = a->rank;
+	Tensor t;
+	memcpy(dim, a->dim, sizeof dim);
+	dim[R - 2] = a->dim[R - 1];
+	dim[R - 1] = a->dim[R - 2];
+	t = sim_tensor(a->dt, R, dim);
+	sim_transpose(a, R - 2, R - 1, &t);
+	return t;
+}
+
 void
 sim_transpose(const Tensor *a, int d1, int d2, Tensor *out)
 {

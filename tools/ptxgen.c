@@ -3,6 +3,7 @@
  *
  *   ptxgen matmul --m M --n N --k K [--dtype bf16|f16] [--out-dtype T]
  *                 [--lda L] [--ldb L] [--batch B --batch-a S --batch-b S]
+ *                 [--bt 1]  (B stored n x k, K-major: x @ transpose(w); wgmma tiles)
  *                 [--tile NAME] [--in T:Sb,Sr,Sc]... [--out T:Sb,Sr,Sc]... [--epi PROG]
  *   ptxgen ew     --shape D0,D1,.. --in T:S0,S1,..  --out T:S0,.. --prog PROG [--block E]
  *                 [--causal K]  (outputs -inf past diagonal K of the last two dims)
@@ -156,6 +157,7 @@ parse(Args *a, int argc, char **argv)
 		else if (!strcmp(o, "--batch-b")) a->mm.batch_b = num(v);
 		else if (!strcmp(o, "--lda")) a->mm.lda = num(v);
 		else if (!strcmp(o, "--ldb")) a->mm.ldb = num(v);
+		else if (!strcmp(o, "--bt")) a->mm.bt = num(v) != 0;
 		else if (!strcmp(o, "--dtype")) a->mm.ab = dtype(v);
 		else if (!strcmp(o, "--out-dtype")) a->out_dt = dtype(v);
 		else if (!strcmp(o, "--tile")) {

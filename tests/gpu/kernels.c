@@ -382,7 +382,7 @@ lda_of(const PtxMatmulSpec *s)
 static int64_t
 ldb_of(const PtxMatmulSpec *s)
 {
-	return s->ldb ? s->ldb : s->n;
+	return s->ldb ? s->ldb : s->bt ? s->k : s->n;
 }
 
 /* Elements the buffers must hold for the strides and shape. */
@@ -447,7 +447,7 @@ mm_data(MmCase *c)
 	PtxMatmulSpec *s = &c->s;
 	int64_t lda = lda_of(s), ldb = ldb_of(s);
 	int64_t na = (s->batch - 1) * s->batch_a + (s->m - 1) * lda + s->k;
-	int64_t nb = (s->batch - 1) * s->batch_b + (s->k - 1) * ldb + s->n;
+	int64_t nb = (s->batch - 1) * s->batch_b + (s->bt ? (s->n - 1) * ldb + s->k : (s->k - 1) * ldb + s->n);
 	c->a = tens_new(s->ab, na);
 	c->b = tens_new(s->ab, nb);
 	tens_random(&c->a, 1.0);
@@ -474,7 +474,8 @@ mm_host_operands(MmCase *c)
 	for (int64_t z = 0; z < s->batch; z++)
 		for (int64_t k = 0; k < s->k; k++)
 			for (int64_t col = 0; col < s->n; col++)
-				c->btd[(z * s->n + col) * s->k + k] = ptx_load(s->ab, c->b.h, z * s->batch_b + k * ldb + col);
+				c->btd[(z * s->n + col) * s->k + k] =
+				    ptx_load(s->ab, c->b.h, z * s->batch_b + (s->bt ? col * ldb + k : k * ldb + col));
 }
 
 static void
@@ -1302,6 +1303,7 @@ perf_one(int tile, int64_t m, int64_t n, int64_t k, Tens *a, Tens *b, Tens *cc, 
 {
 	DType dt = a->dt; /* bf16, or f32 for the FFMA tiles; C has A's type */
 	PtxMatmulSpec s = mm_spec("perf_mm", dt, m, n, k, ptx_tiles[tile].name, dt);
+	bool bt = getenv("PERF_BT") && *getenv("PERF_BT") == '1'; /* B as n x k, K-major: x @ transpose(w) */
 	Buf bu = {0};
 	PtxKernel kk;
 	Launch l = {0};
@@ -1309,6 +1311,9 @@ perf_one(int tile, int64_t m, int64_t n, int64_t k, Tens *a, Tens *b, Tens *cc, 
 	float t[25];
 	double num = 0, den = 0;
 
+	if (bt && ptx_tiles[tile].kind != PTX_WGMMA)
+		return;
+	s.bt = bt;
 	ptx_emit_matmul(&bu, &s, &kk);
 	Kern kr = kern_load(&bu, &kk);
 	PtxBlock *bl = calloc((size_t)kk.nblocks, sizeof *bl);
@@ -1347,7 +1352,7 @@ perf_one(int tile, int64_t m, int64_t n, int64_t k, Tens *a, Tens *b, Tens *cc, 
 		r = r < m ? r : m - 1;
 		c = c < n ? c : n - 1;
 		for (int64_t q = 0; q < k; q++)
-			acc += ptx_load(dt, a->h, r * k + q) * ptx_load(dt, b->h, q * n + c);
+			acc += ptx_load(dt, a->h, r * k + q) * ptx_load(dt, b->h, bt ? c * k + q : q * n + c);
 		double g = ptx_load(dt, cc->h, r * n + c);
 		num += (g - acc) * (g - acc);
 		den += acc * acc;
@@ -1360,9 +1365,10 @@ perf_one(int tile, int64_t m, int64_t n, int64_t k, Tens *a, Tens *b, Tens *cc, 
 		ok = ok && raised == 28 * (uint64_t)kk.nblocks;
 		CU(cuMemFree(l.flags));
 	}
-	printf("PERF tile=%s m=%lld n=%lld k=%lld group=%d grid=%u flags=%s median_ms=%.4f min_ms=%.4f max_ms=%.4f "
+	printf("PERF tile=%s%s m=%lld n=%lld k=%lld group=%d grid=%u flags=%s median_ms=%.4f min_ms=%.4f max_ms=%.4f "
 	       "tflops=%.1f regs=%d local=%d sampled_rel=%.2e raised=%llu %s\n",
-	       ptx_tiles[tile].name, (long long)m, (long long)n, (long long)k, group, (unsigned)l.grid, raise ? "per-tile" : "none",
+	       ptx_tiles[tile].name, bt ? " bt=1" : "", (long long)m, (long long)n, (long long)k, group, (unsigned)l.grid,
+	       raise ? "per-tile" : "none",
 	       t[12], t[0], t[24], tf, kr.regs, kr.local, rel, (unsigned long long)raised, ok ? "PASS" : "FAIL");
 	fflush(stdout);
 	if (!ok)
@@ -1506,6 +1512,43 @@ wg_batch_spec(const char *name, const char *tile)
 	return s;
 }
 
+/* B read K-major (bt: the matmul of x @ transpose(w), w stored n x k):
+ * every tile (staged and direct epilogues), ragged n and k (TMA's zero
+ * fill of the {64 k, BN} box), f16 batches with a padded ldb and a shared
+ * A, a fused epilogue, 1x8x8. */
+static void
+case_mm_wgmma_bt(void)
+{
+	static const char *const tiles[] = {"wg128x256x64s4", "wg128x256x64s3", "wg128x128x64s6", "wg128x256x64s3r"};
+	PtxMatmulSpec s;
+	for (int i = 0; i < (int)NELEM(tiles); i++) {
+		s = mm_spec("wg_bt", DT_BF16, 1000, 1000, 1000, tiles[i], DT_BF16);
+		s.bt = true;
+		mm_run(i == 0 ? "wg_bt_1000_s4" : i == 1 ? "wg_bt_1000_s3" : i == 2 ? "wg_bt_1000_s6" : "wg_bt_1000_s3r", s, 5);
+	}
+	s = mm_spec("wg_bt_tiny", DT_BF16, 1, 8, 8, "wg128x256x64s3", DT_BF16);
+	s.bt = true;
+	mm_run("wg_bt_1x8x8_s3", s, 1);
+	s = mm_spec("wg_bt_big", DT_BF16, 2048, 1536, 4096, "wg128x256x64s3", DT_BF16);
+	s.bt = true;
+	mm_run("wg_bt_2048x1536x4096_s3", s, nsm);
+	s = wg_batch_spec("wg_bt_batch", "wg128x256x64s3");
+	s.bt = true;
+	s.ldb = 144; /* rows of w (B's columns) padded past k = 136 */
+	s.batch_b = 200 * 144 + 8;
+	mm_run("wg_bt_batch_f16_s3", s, 11);
+	s = mm_spec("wg_bt_ashared", DT_F16, 256, 512, 192, "wg128x128x64s6", DT_F16);
+	s.bt = true;
+	s.batch = 2;
+	s.batch_b = 512 * 192;
+	s.out[0] = (PtxTensor){DT_F16, {256 * 512, 512, 1}};
+	mm_run("wg_bt_batch_shared_a_s6", s, 3);
+	s = epi_spec("wg_bt_epi", "wg128x256x64s4");
+	s.bt = true;
+	s.ldb = 0;
+	mm_run("wg_bt_epi_bias_res_tanh", s, 7);
+}
+
 /* The wgmma + TMA kernel: ragged edges everywhere (TMA's zero fill and the
  * predicated epilogue), several tiles per CTA, f16, batches with a shared
  * operand, chunks of bigger tensors, a fused epilogue, the 128x128 tile. */
@@ -1537,6 +1580,7 @@ case_mm_wgmma(void)
 	prog_or_die(&s.epi, "out0=add(mul(tanh(add(acc,in0)),0.5),in1)");
 	mm_run("wg_epi_staged", s, 7);
 	mm_run("wg_520x264x1000_s6", mm_spec("wg_s6", DT_BF16, 1000, 520, 264, "wg128x128x64s6", DT_BF16), nsm);
+	case_mm_wgmma_bt();
 }
 
 /* The f32 (FFMA) kernel: ragged edges and odd leading dimensions (its
@@ -1576,6 +1620,11 @@ case_mm_wgmma_small(void)
 {
 	mm_run("wg_300x520x200", mm_spec("wg_san", DT_BF16, 300, 520, 200, "wg128x256x64s4", DT_BF16), 3);
 	mm_run("wg_300x520x200_staged", mm_spec("wg_san_s", DT_BF16, 300, 520, 200, "wg128x256x64s3", DT_BF16), 3);
+	{
+		PtxMatmulSpec s = mm_spec("wg_san_bt", DT_BF16, 300, 520, 200, "wg128x256x64s3", DT_BF16);
+		s.bt = true;
+		mm_run("wg_300x520x200_bt_staged", s, 3);
+	}
 }
 
 /* ---- attention (codegen/attn.c) ---- */
