@@ -103,7 +103,7 @@ exec_member(PRank *k, Val m, const int64_t *lo, const int64_t *hi)
 		const Tensor *u = &k->val[in->arg[i]];
 		int d = in->op == OP_MATMUL ? (k->c.brk->on[BR_MM_NOSLICE] ? -1 : sl[i])
 		        : (k->c.brk->on[BR_EW_NOSLICE] || ir_ops[in->op].cls == OC_REDUCE ? -1 : ir_ew_slice(f, in, i));
-		bool tb = in->op == OP_MATMUL && i == 1 && in->trans_b && !k->c.brk->on[BR_MM_BT_IGNORED]; /* w read as B = transpose(w) */
+		bool tb = in->op == OP_MATMUL && i == 1 && in->trans_b; /* w read as B = transpose(w) */
 		if (d >= 0) {
 			sliced[i] = sim_slice_local(u, tb ? ir_mm_bdim(in, d, u->rank) : d, &k->c);
 			u = &sliced[i];
@@ -127,7 +127,7 @@ exec_member(PRank *k, Val m, const int64_t *lo, const int64_t *hi)
 				ulo[ru - 1] = ulo[ru - 2], uhi[ru - 1] = uhi[ru - 2];
 				ulo[ru - 2] = l, uhi[ru - 2] = h;
 				w = sim_sub(u, ulo, uhi);
-				subs[i] = sim_transposed(&w);
+				subs[i] = k->c.brk->on[BR_MM_BT_IGNORED] ? sim_as_transposed_shape(&w) : sim_transposed(&w);
 				sim_free(&w);
 				xs[i] = &subs[i];
 				continue;

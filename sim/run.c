@@ -485,8 +485,8 @@ rank_op(Rank *k, Val v)
 		out->v[0] = sim_round(in->ty.dt, in->c);
 	} else if (in->op == OP_MATMUL) {
 		int sl[2];
-		if (in->trans_b && !k->c.brk->on[BR_MM_BT_IGNORED]) { /* B as the product reads it; slices are in its dims */
-			tb = sim_transposed(x[1]);
+		if (in->trans_b) { /* B as the product reads it; slices are in its dims */
+			tb = k->c.brk->on[BR_MM_BT_IGNORED] ? sim_as_transposed_shape(x[1]) : sim_transposed(x[1]);
 			x[1] = &tb;
 		}
 		ir_mm_slices(f, in, sl);

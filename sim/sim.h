@@ -53,6 +53,7 @@ void sim_transpose(const Tensor *a, int d1, int d2, Tensor *out);
 /* a with its last two dims swapped, as a new tensor: the B a matmul reads
  * in place from w where the tfold pass folded transpose(w) (trans_b). */
 Tensor sim_transposed(const Tensor *a);
+Tensor sim_as_transposed_shape(const Tensor *a);
 void sim_copy_flat(const Tensor *a, Tensor *out);
 void sim_causal(const Tensor *a, int64_t k, Tensor *out); /* -inf past diagonal k of the last two dims */
 void sim_slice(const Tensor *a, int axis, int64_t start, Tensor *out);

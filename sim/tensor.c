@@ -497,6 +497,22 @@ sim_transposed(const Tensor *a)
 	return t;
 }
 
+/* w's bytes under transpose(w)'s shape: what a kernel that ignores
+ * trans_b reads (the break matmul-bt), wrong but always in bounds. */
+Tensor
+sim_as_transposed_shape(const Tensor *a)
+{
+	int64_t dim[LIM_RANK];
+	int R = a->rank;
+	Tensor t;
+	memcpy(dim, a->dim, sizeof dim);
+	dim[R - 2] = a->dim[R - 1];
+	dim[R - 1] = a->dim[R - 2];
+	t = sim_tensor(a->dt, R, dim);
+	memcpy(t.v, a->v, (size_t)a->n * sizeof *t.v);
+	return t;
+}
+
 void
 sim_transpose(const Tensor *a, int d1, int d2, Tensor *out)
 {
