@@ -122,6 +122,9 @@ typedef struct Rows {
 	Reg inpos[CTA_MAX_U], col[CTA_MAX_U]; /* CTA mode: the thread's columns, and whether each is in the row */
 	Reg col0;         /* CTA mode: the thread's first column */
 	Reg word[PTX_MAX_TENSORS][CTA_MAX_U][4]; /* CTA mode: streamed inputs as loaded, -1 none */
+	bool peel;        /* CTA mode: vectors after the row's unaligned head (peel_vec) */
+	Reg xcol[2], xin[2]; /* peeled: the thread's head and tail element, and whether it has each */
+	Reg mis;          /* peeled: this row's pointers are misaligned unlike in0's (peel_guard) */
 	Reg inrow[PTX_MAX_TENSORS], outrow[PTX_MAX_TENSORS]; /* row base pointers */
 	Reg res[PTX_MAX_STAGES];
 	Reg rcp[PTX_MAX_STAGES]; /* 1 / res[k] where a later program divides by it, else 0 */
@@ -664,6 +667,35 @@ streamed(const PtxTensor *t)
 	return t->stride[0] != 0 && t->stride[1] == 1;
 }
 
+/* Vectors for rows whose length breaks their alignment (an odd
+ * vocabulary such as 50257), else 1.  Where every streamed input and
+ * every output of the map is contiguous with one row pitch and element
+ * size, their row pointers are misaligned alike (bases are 16-byte
+ * aligned: libsyncrt checks): a row's vectors start after a head of h <
+ * V elements, h read from in0's row address, and end before a tail of
+ * fewer than V; head and tail go element by element, a thread each.
+ * Inputs shared by every row (a norm's weight) are not shifted with the
+ * row: their vectors are loaded element by element, from L1. */
+static int
+peel_vec(const PtxRowsSpec *s)
+{
+	int64_t pitch = s->in[0].stride[0];
+	int size = ptx_dtypes[s->in[0].dt].size;
+	if (!streamed(&s->in[0]) || s->map.nout < 1)
+		return 1;
+	for (int i = 0; i < s->nin; i++) {
+		const PtxTensor *t = &s->in[i];
+		if (t->stride[1] > 1 || (streamed(t) && (t->stride[0] != pitch || ptx_dtypes[t->dt].size != size)))
+			return 1;
+	}
+	for (int o = 0; o < s->map.nout; o++) {
+		const PtxTensor *t = &s->out[s->map.out[o].tensor];
+		if (!streamed(t) || t->stride[0] != pitch || ptx_dtypes[t->dt].size != size)
+			return 1;
+	}
+	return 16 / size > 8 ? 8 : 16 / size;
+}
+
 /* Threads and vectors per thread of CTA mode for this spec, or false;
  * *cached when the streamed inputs fit in registers.  Rows too long for
  * that (or of odd length, one element a vector) take 1024 threads and
@@ -690,19 +722,77 @@ cta_shape(const PtxRowsSpec *s, int vec, int *T, int *U, bool *cached)
 	return true;
 }
 
-/* The thread's columns: vector u starts at (tid + u T) V. */
+/* Peeled rows need every streamed row pointer misaligned like in0's,
+ * which whole tensors at 16-byte aligned bases are; a row where one is
+ * not (a view at an odd offset) goes element by element (r->mis, the
+ * same for the whole CTA).  lo: in0's row address, low 32 bits. */
+static void
+peel_guard(Rows *r, Reg lo)
+{
+	Ptx *p = r->p;
+	const PtxRowsSpec *s = r->s;
+	r->mis = ptx_reg(p, RC_PRED);
+	ptx_emit(p, "setp.ne.u32 %s, %s, %s;", R(r->mis), R(p->tid), R(p->tid)); /* false */
+	for (int i = 1; i < s->nin + s->nout; i++) {
+		const PtxTensor *t = i < s->nin ? &s->in[i] : &s->out[i - s->nin];
+		Reg rp = i < s->nin ? r->inrow[i] : r->outrow[i - s->nin], x = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED);
+		if (!streamed(t))
+			continue;
+		ptx_emit(p, "cvt.u32.u64 %s, %s;", R(x), R(rp));
+		ptx_emit(p, "xor.b32 %s, %s, %s;", R(x), R(x), R(lo));
+		ptx_emit(p, "and.b32 %s, %s, 15;", R(x), R(x));
+		ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(x));
+		ptx_emit(p, "or.pred %s, %s, %s;", R(r->mis), R(r->mis), R(q));
+	}
+}
+
+/* Peeled rows: this row's head h (elements before its first aligned
+ * vector), added to base; the thread's head element (tid, if below h)
+ * and tail element (after the last whole vector). */
+static void
+peel_head(Rows *r, Reg base)
+{
+	Ptx *p = r->p;
+	int V = r->vec, sh = ptx_dtypes[r->s->in[0].dt].size == 4 ? 2 : 1;
+	Reg h = ptx_reg(p, RC_B32), t0 = ptx_reg(p, RC_B32);
+	ptx_emit(p, "cvt.u32.u64 %s, %s;", R(h), R(r->inrow[0]));
+	peel_guard(r, h);
+	ptx_emit(p, "shr.u32 %s, %s, %d;", R(h), R(h), sh);
+	ptx_emit(p, "neg.s32 %s, %s;", R(h), R(h));
+	ptx_emit(p, "and.b32 %s, %s, %d;", R(h), R(h), V - 1);
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(base), R(base), R(h));
+	/* the tail starts at h + ((len - h) / V) V */
+	ptx_emit(p, "mov.u32 %s, %lld;", R(t0), (long long)r->s->len);
+	ptx_emit(p, "sub.u32 %s, %s, %s;", R(t0), R(t0), R(h));
+	ptx_emit(p, "and.b32 %s, %s, 0x%08X;", R(t0), R(t0), ~(unsigned)(V - 1));
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(t0), R(t0), R(h));
+	for (int x = 0; x < 2; x++) {
+		r->xcol[x] = ptx_reg(p, RC_B32);
+		r->xin[x] = ptx_reg(p, RC_PRED);
+	}
+	ptx_emit(p, "mov.u32 %s, %s;", R(r->xcol[0]), R(p->tid));
+	ptx_emit(p, "setp.lt.u32 %s, %s, %s;", R(r->xin[0]), R(p->tid), R(h));
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(r->xcol[1]), R(t0), R(p->tid));
+	ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(r->xin[1]), R(r->xcol[1]), (long long)r->s->len);
+}
+
+/* The thread's columns: vector u starts at (tid + u T) V (after the
+ * head, peeled), and is in the row when it ends by len. */
 static void
 cta_columns(Rows *r)
 {
 	Ptx *p = r->p;
 	Reg base = ptx_reg(p, RC_B32);
 	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(base), R(p->tid), r->vec);
+	if (r->peel)
+		peel_head(r, base);
 	r->col0 = base;
 	for (int u = 0; u < r->U && r->cached; u++) {
 		r->col[u] = ptx_reg(p, RC_B32);
 		r->inpos[u] = ptx_reg(p, RC_PRED);
 		ptx_emit(p, "add.u32 %s, %s, %d;", R(r->col[u]), R(base), u * r->T * r->vec);
-		ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(r->inpos[u]), R(r->col[u]), (long long)r->s->len);
+		ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(r->inpos[u]), R(r->col[u]),
+		         (long long)(r->peel ? r->s->len - r->vec + 1 : r->s->len));
 	}
 }
 
@@ -721,6 +811,9 @@ cta_load(Rows *r)
 {
 	Ptx *p = r->p;
 	const PtxRowsSpec *s = r->s;
+	int none = ptx_label(p);
+	if (r->peel) /* such a row is read element by element (cta_each) */
+		ptx_emit(p, "@%s bra $L%d;", R(r->mis), none);
 	for (int u = 0; u < r->U && r->cached; u++) {
 		int skip = ptx_label(p);
 		ptx_emit(p, "@!%s bra $L%d;", R(r->inpos[u]), skip);
@@ -735,6 +828,21 @@ cta_load(Rows *r)
 				r->word[i][u][0] = ptx_load_val(p, s->in[i].dt, a, "global");
 		}
 		ptx_place(p, skip);
+	}
+	ptx_place(p, none);
+}
+
+/* V adjacent elements at addr, one load each (addr need not be aligned). */
+static void
+load_elems(Ptx *p, DType dt, Reg addr, int v, Reg *val)
+{
+	for (int j = 0; j < v; j++) {
+		Reg a = addr;
+		if (j) {
+			a = ptx_reg(p, RC_B64);
+			ptx_emit(p, "add.u64 %s, %s, %d;", R(a), R(addr), j * ptx_dtypes[dt].size);
+		}
+		val[j] = ptx_load_val(p, dt, a, "global");
 	}
 }
 
@@ -755,7 +863,10 @@ cta_inputs(Rows *r, const PtxEwProg *g, int u, Reg col, Reg in[][8])
 			continue;
 		if (!streamed(&s->in[i]) || u < 0) {
 			Reg a = col_addr(p, &s->in[i], r->inrow[i], col);
-			ptx_load_vec(p, s->in[i].dt, a, s->in[i].stride[1], r->vec, in[i]);
+			if (r->peel && r->vec > 1 && !streamed(&s->in[i]) && s->in[i].stride[1] == 1)
+				load_elems(p, s->in[i].dt, a, r->vec, in[i]); /* not shifted with the row */
+			else
+				ptx_load_vec(p, s->in[i].dt, a, s->in[i].stride[1], r->vec, in[i]);
 		} else if (r->vec == 1)
 			in[i][0] = r->word[i][u][0];
 		else
@@ -770,7 +881,7 @@ cta_inputs(Rows *r, const PtxEwProg *g, int u, Reg col, Reg in[][8])
 typedef void (*VecBody)(Rows *r, int u, Reg col, void *arg);
 
 static void
-cta_each(Rows *r, VecBody body, void *arg)
+cta_each_vector(Rows *r, VecBody body, void *arg)
 {
 	Ptx *p = r->p;
 	Reg col, q;
@@ -790,12 +901,57 @@ cta_each(Rows *r, VecBody body, void *arg)
 	done = ptx_label(p);
 	ptx_emit(p, "mov.u32 %s, %s;", R(col), R(r->col0));
 	ptx_place(p, loop);
-	ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(col), (long long)r->s->len);
+	if (r->peel) /* a vector past the tail's start */
+		ptx_emit(p, "setp.gt.u32 %s, %s, %lld;", R(q), R(col), (long long)(r->s->len - r->vec));
+	else
+		ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(col), (long long)r->s->len);
 	ptx_emit(p, "@%s bra $L%d;", R(q), done);
 	body(r, -1, col, arg);
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(col), R(col), r->T * r->vec);
 	ptx_emit(p, "bra $L%d;", loop);
 	ptx_place(p, done);
+}
+
+/* The vectors, then (peeled) the head and tail elements, one each, their
+ * inputs loaded (from L1: the vectors' loads brought their lines). */
+static void
+cta_each(Rows *r, VecBody body, void *arg)
+{
+	Ptx *p = r->p;
+	int v = r->vec, scalar, join;
+	Reg col, q;
+	if (!r->peel) {
+		cta_each_vector(r, body, arg);
+		return;
+	}
+	scalar = ptx_label(p);
+	join = ptx_label(p);
+	ptx_emit(p, "@%s bra $L%d;", R(r->mis), scalar);
+	cta_each_vector(r, body, arg);
+	r->vec = 1;
+	for (int x = 0; x < 2; x++) {
+		int skip = ptx_label(p);
+		ptx_emit(p, "@!%s bra $L%d;", R(r->xin[x]), skip);
+		body(r, -1, r->xcol[x], arg);
+		ptx_place(p, skip);
+	}
+	ptx_emit(p, "bra $L%d;", join);
+	/* a row whose pointers are misaligned unlike each other: elements */
+	ptx_place(p, scalar);
+	col = ptx_reg(p, RC_B32);
+	q = ptx_reg(p, RC_PRED);
+	ptx_emit(p, "mov.u32 %s, %s;", R(col), R(p->tid));
+	{
+		int loop = ptx_label(p);
+		ptx_place(p, loop);
+		ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(col), (long long)r->s->len);
+		ptx_emit(p, "@%s bra $L%d;", R(q), join);
+		body(r, -1, col, arg);
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(col), R(col), r->T);
+		ptx_emit(p, "bra $L%d;", loop);
+	}
+	ptx_place(p, join);
+	r->vec = v;
 }
 
 typedef struct StageArg {
@@ -905,7 +1061,8 @@ rows_cta_body(Rows *r)
 	ptx_emit(p, "and.b32 %s, %s, 31;", R(r->lane), R(p->tid));
 	ptx_emit(p, "shr.u32 %s, %s, 5;", R(r->warp), R(p->tid));
 	ptx_emit(p, "mov.u32 %s, ptx_smem;", R(r->smem));
-	cta_columns(r);
+	if (!r->peel) /* the same columns in every row */
+		cta_columns(r);
 	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(r->row), R(p->x), rb);
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(end), R(r->row), rb);
 	ptx_emit(p, "min.u32 %s, %s, %lld;", R(end), R(end), (long long)s->rows);
@@ -913,6 +1070,8 @@ rows_cta_body(Rows *r)
 	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(r->row), R(end));
 	ptx_emit(p, "@%s bra $L%d;", R(q), done);
 	row_pointers(r);
+	if (r->peel) /* this row's head */
+		cta_columns(r);
 	cta_load(r);
 	for (int k = 0; k < s->nstage; k++)
 		cta_stage(r, k);
@@ -954,6 +1113,10 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	}
 	r.cols = rows_colmode(s);
 	r.vec = r.cols ? 1 : rows_vec(s);
+	if (!r.cols && s->len >= CTA_MIN_LEN && peel_vec(s) > r.vec) {
+		r.vec = peel_vec(s);
+		r.peel = true;
+	}
 	r.cta = !r.cols && cta_shape(s, r.vec, &r.T, &r.U, &r.cached);
 	if (r.cols) {
 		rb = r.rb = s->rows_per_block ? s->rows_per_block : 32;
@@ -967,11 +1130,13 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 		buf_printf(&p->head, "// rows %lld x %lld (strided: %d rows per block, %d per lane, %d slices split the length), %d stages\n",
 		           (long long)s->rows, (long long)s->len, r.rb, r.cv, r.nsl, s->nstage);
 	else if (r.cta && r.cached)
-		buf_printf(&p->head, "// rows %lld x %lld, %d stages, a CTA of %d threads per row, %d x %d elements each\n",
-		           (long long)s->rows, (long long)s->len, s->nstage, r.T, r.U, r.vec);
+		buf_printf(&p->head, "// rows %lld x %lld, %d stages, a CTA of %d threads per row, %d x %d elements each%s\n",
+		           (long long)s->rows, (long long)s->len, s->nstage, r.T, r.U, r.vec,
+		           r.peel ? ", after the row's unaligned head (a head and a tail element by element)" : "");
 	else if (r.cta)
-		buf_printf(&p->head, "// rows %lld x %lld, %d stages, a CTA of %d threads per row, %d per step, reread from L2\n",
-		           (long long)s->rows, (long long)s->len, s->nstage, r.T, r.vec);
+		buf_printf(&p->head, "// rows %lld x %lld, %d stages, a CTA of %d threads per row, %d per step, reread from L2%s\n",
+		           (long long)s->rows, (long long)s->len, s->nstage, r.T, r.vec,
+		           r.peel ? ", after the row's unaligned head (a head and a tail element by element)" : "");
 	else
 		buf_printf(&p->head, "// rows %lld x %lld, %d stages, %d elements per lane step\n", (long long)s->rows,
 		           (long long)s->len, s->nstage, r.vec);

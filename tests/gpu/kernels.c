@@ -814,12 +814,13 @@ typedef struct RowsCase {
 	PtxRowsSpec s;
 	Tens in[PTX_MAX_TENSORS], out[PTX_MAX_TENSORS];
 	double *ref[PTX_MAX_TENSORS];
+	int64_t shift[PTX_MAX_TENSORS]; /* input i starts this many elements into its buffer */
 } RowsCase;
 
 static double
 rows_in(RowsCase *c, int i, int64_t r, int64_t col)
 {
-	return ptx_load(c->s.in[i].dt, c->in[i].h, r * c->s.in[i].stride[0] + col * c->s.in[i].stride[1]);
+	return ptx_load(c->s.in[i].dt, c->in[i].h, c->shift[i] + r * c->s.in[i].stride[0] + col * c->s.in[i].stride[1]);
 }
 
 static void
@@ -868,10 +869,12 @@ rows_ref_row(void *v, int64_t r)
 	}
 }
 
+/* shift1: input 1 starts that many elements into its buffer (a view
+ * misaligned unlike input 0). */
 static void
-rows_run(const char *name, PtxRowsSpec s, int grid)
+rows_run_shifted(const char *name, PtxRowsSpec s, int grid, int64_t shift1)
 {
-	RowsCase c = {.s = s};
+	RowsCase c = {.s = s, .shift = {0, shift1}};
 	Buf b = {0};
 	PtxKernel k;
 	Launch l = {0};
@@ -882,9 +885,9 @@ rows_run(const char *name, PtxRowsSpec s, int grid)
 	Kern kr = kern_load(&b, &k);
 	for (int i = 0; i < s.nin; i++) {
 		const int64_t *st = s.in[i].stride;
-		c.in[i] = tens_new(s.in[i].dt, (s.rows - 1) * st[0] + (s.len - 1) * st[1] + 1);
+		c.in[i] = tens_new(s.in[i].dt, c.shift[i] + (s.rows - 1) * st[0] + (s.len - 1) * st[1] + 1);
 		tens_random(&c.in[i], 3.0);
-		l.t[i] = c.in[i].d;
+		l.t[i] = c.in[i].d + (CUdeviceptr)c.shift[i] * ty_dtypes[s.in[i].dt].size;
 	}
 	for (int j = 0; j < s.nout; j++) {
 		const int64_t *st = s.out[j].stride;
@@ -904,6 +907,12 @@ rows_run(const char *name, PtxRowsSpec s, int grid)
 	CU(cuMemFree(l.blocks));
 	CU(cuModuleUnload(kr.mod));
 	buf_free(&b);
+}
+
+static void
+rows_run(const char *name, PtxRowsSpec s, int grid)
+{
+	rows_run_shifted(name, s, grid, 0);
 }
 
 static PtxRowStage
@@ -974,8 +983,8 @@ case_rows_reduce(void)
  * inputs held in registers): a vocabulary-wide rmsnorm (1024 threads x 7
  * vectors), a softmax on rows whose last vector is partial (8200 = 1025
  * vectors of 8: threads past the end), a layernorm with a second streamed
- * input (a residual) and per-row outputs, and an odd length that keeps the
- * warp mode (vectors of 1). */
+ * input (a residual) and per-row outputs, and an odd length (peeled:
+ * case_rows_peel). */
 static void
 case_rows_wide(void)
 {
@@ -1013,6 +1022,56 @@ case_rows_wide(void)
 	s.stage[1] = stage_of(OP_SUM, "exp(sub(in0,stage0))", NULL, -1);
 	prog_or_die(&s.map, "div(exp(sub(in0,stage0)),stage1)");
 	rows_run("rows_odd_softmax_bf16", s, 9);
+}
+
+/* CTA mode on rows whose length breaks vector alignment (codegen/rows.c
+ * peel_vec): each row's vectors start after a head of 0-7 elements that
+ * varies row by row.  An odd-width rmsnorm with its weight (loaded element
+ * by element: it does not shift with the row) and 5 rows a block; f32
+ * rows (vectors of 4); a layernorm with a streamed residual at a length of
+ * 2 mod 8 (vectors of 2 before), and the same with the residual a view
+ * misaligned unlike the row (element by element); an odd row too long for
+ * registers (the reread loop, peeled). */
+static void
+case_rows_peel(void)
+{
+	PtxRowsSpec s = {.name = "peel_rms", .rows = 37, .len = 50257, .nin = 2, .nout = 1, .nstage = 1};
+	s.in[0] = (PtxTensor){DT_BF16, {50257, 1}};
+	s.in[1] = (PtxTensor){DT_BF16, {0, 1}};
+	s.out[0] = (PtxTensor){DT_BF16, {50257, 1}};
+	s.stage[0] = stage_of(OP_MEAN, "mul(in0,in0)", "rsqrt(add(acc,1e-5))", -1);
+	prog_or_die(&s.map, "mul(mul(in0,stage0),in1)");
+	s.rows_per_block = 5;
+	rows_run("rows_peel_rmsnorm_bf16", s, 7);
+	s = (PtxRowsSpec){.name = "peel_sm32", .rows = 21, .len = 4099, .nin = 1, .nout = 1, .nstage = 2};
+	s.in[0] = (PtxTensor){DT_F32, {4099, 1}};
+	s.out[0] = (PtxTensor){DT_F32, {4099, 1}};
+	s.stage[0] = stage_of(OP_AMAX, NULL, NULL, -1);
+	s.stage[1] = stage_of(OP_SUM, "exp(sub(in0,stage0))", NULL, -1);
+	prog_or_die(&s.map, "div(exp(sub(in0,stage0)),stage1)");
+	rows_run("rows_peel_softmax_f32", s, 9);
+	s = (PtxRowsSpec){.name = "peel_ln", .rows = 45, .len = 8194, .nin = 4, .nout = 3, .nstage = 2};
+	s.in[0] = (PtxTensor){DT_F16, {8194, 1}};
+	s.in[1] = (PtxTensor){DT_F16, {8194, 1}};
+	s.in[2] = (PtxTensor){DT_F16, {0, 1}};
+	s.in[3] = (PtxTensor){DT_F16, {0, 1}};
+	s.out[0] = (PtxTensor){DT_F16, {8194, 1}};
+	s.out[1] = (PtxTensor){DT_F32, {1, 0}};
+	s.out[2] = (PtxTensor){DT_F32, {1, 0}};
+	s.stage[0] = stage_of(OP_MEAN, "add(in0,in1)", NULL, 1);
+	s.stage[1] = stage_of(OP_MEAN, "mul(sub(add(in0,in1),stage0),sub(add(in0,in1),stage0))", "rsqrt(add(acc,1e-5))", 2);
+	prog_or_die(&s.map, "add(mul(mul(sub(add(in0,in1),stage0),stage1),in2),in3)");
+	rows_run("rows_peel_layernorm_residual_f16", s, 11);
+	/* the residual a view one element into its buffer: every row's
+	 * pointers misaligned unlike each other, so element by element */
+	rows_run_shifted("rows_peel_layernorm_residual_f16_shifted_view", s, 11, 1);
+	s = (PtxRowsSpec){.name = "peel_long", .rows = 9, .len = 100003, .nin = 1, .nout = 1, .nstage = 2};
+	s.in[0] = (PtxTensor){DT_BF16, {100003, 1}};
+	s.out[0] = (PtxTensor){DT_BF16, {100003, 1}};
+	s.stage[0] = stage_of(OP_AMAX, NULL, NULL, -1);
+	s.stage[1] = stage_of(OP_SUM, "exp(sub(in0,stage0))", NULL, -1);
+	prog_or_die(&s.map, "div(exp(sub(in0,stage0)),stage1)");
+	rows_run("rows_peel_long_softmax_bf16", s, 4);
 }
 
 /* Column mode (reductions over the first dim: rows adjacent, the reduced
@@ -1889,7 +1948,7 @@ static const struct {
 	{"mm_tiles", case_mm_tiles},       {"ew_bcast", case_ew_bcast},
 	{"ew_ops", case_ew_ops},           {"ew_int", case_ew_int},
 	{"ew_strided", case_ew_strided},   {"rows_softmax", case_rows_softmax},
-	{"rows_layernorm", case_rows_layernorm}, {"rows_rmsnorm", case_rows_rmsnorm}, {"rows_wide", case_rows_wide},
+	{"rows_layernorm", case_rows_layernorm}, {"rows_rmsnorm", case_rows_rmsnorm}, {"rows_wide", case_rows_wide}, {"rows_peel", case_rows_peel},
 	{"rows_reduce", case_rows_reduce}, {"flags_late", case_flags_late},
 	{"flags_timeout", case_flags_timeout}, {"mm_f32", case_mm_f32},
 	{"rows_cols", case_rows_cols},      {"attn", case_attn},
