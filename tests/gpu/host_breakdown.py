@@ -7,7 +7,11 @@ into the launcher (syncc_<op>_on_stream: libsyncrt's enqueue) -- beside
 the eager PyTorch call.  The GPU is kept from becoming the bottleneck by
 small shapes and a synchronise every 200 calls.  Prints one line per op.
 
-    python3 tests/gpu/host_breakdown.py [--calls N]"""
+    python3 tests/gpu/host_breakdown.py [--calls N] [--only OP,...] [--pieces NAME,...]
+
+With --pieces only the named rows run (e.g. "launcher (C)" under the
+driver-call shim tests/gpu/cuprof.c, so its counts are the launcher's
+alone)."""
 import argparse
 import os
 import sys
@@ -31,6 +35,11 @@ OPS = {
                lambda: [torch.randn(128, 256, device="cuda", dtype=torch.bfloat16),
                         torch.randn(256, 256, device="cuda", dtype=torch.bfloat16)],
                lambda x, w: x @ w),
+    "rmsnorm_1024x8192": ("use nn;\nparam M = 1024, N = 8192;\nop f(x: bf16[M, N], g: bf16[N]) -> bf16[M, N] {\n"
+                          "    return rmsnorm(x, g);\n}\n",
+                          lambda: [torch.randn(1024, 8192, device="cuda", dtype=torch.bfloat16),
+                                   torch.randn(8192, device="cuda", dtype=torch.bfloat16)],
+                          lambda x, g: F.rms_norm(x, (8192,), g)),
     "attention": ("use nn;\nparam NH = 2, S = 128, D = 64;\nop f(q: bf16[NH, S, D], k: bf16[NH, S, D], "
                   "v: bf16[NH, S, D]) -> bf16[NH, S, D] {\n    return attention(q, k, v);\n}\n",
                   lambda: [torch.randn(2, 128, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3)],
@@ -54,10 +63,16 @@ def per_call(fn, n):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=3000)
+    ap.add_argument("--only", default="", help="comma-separated op names")
+    ap.add_argument("--pieces", default="", help="comma-separated row names")
     args = ap.parse_args()
+    only = [o for o in args.only.split(",") if o]
+    pieces = [p for p in args.pieces.split(",") if p]
     from syncc import runtime
     d = tempfile.mkdtemp()
     for name, (src, inputs, eager) in OPS.items():
+        if only and name not in only:
+            continue
         path = os.path.join(d, name + ".syn")
         with open(path, "w") as f:
             f.write(src)
@@ -75,19 +90,18 @@ def main():
         for j, o in enumerate(outs):
             st[ln.nargs + j].data = o.data_ptr()
         stream = runtime._raw_stream(torch, dev)
-        rows = {
-            "whole call": per_call(lambda: op(*ins), args.calls),
-            "eager": per_call(lambda: eager(*ins), args.calls),
-            "torch.empty outs": per_call(lambda: [torch.empty(s, dtype=dt, device=dev) for s, dt in ln.outs],
-                                         args.calls),
-            "new_empty outs": per_call(lambda: [ins[0].new_empty(s, dtype=dt) for s, dt in ln.outs], args.calls),
-            "struct fill": per_call(lambda: [setattr(st[i], "data", t.data_ptr()) for i, t in enumerate(ins)],
-                                    args.calls),
-            "fast check": per_call(lambda: ln._fast_ok(ins, dev), args.calls),
-            "raw stream": per_call(lambda: runtime._raw_stream(torch, dev), args.calls),
-            "launcher (C)": per_call(lambda: ln.fn(ctx.ptr, stream, ln.ptrs_addr), args.calls),
-            "routing check": per_call(lambda: op._routed(op._torch), args.calls),
+        fns = {
+            "whole call": lambda: op(*ins),
+            "eager": lambda: eager(*ins),
+            "torch.empty outs": lambda: [torch.empty(s, dtype=dt, device=dev) for s, dt in ln.outs],
+            "new_empty outs": lambda: [ins[0].new_empty(s, dtype=dt) for s, dt in ln.outs],
+            "struct fill": lambda: [setattr(st[i], "data", t.data_ptr()) for i, t in enumerate(ins)],
+            "fast check": lambda: ln._fast_ok(ins, dev),
+            "raw stream": lambda: runtime._raw_stream(torch, dev),
+            "launcher (C)": lambda: ln.fn(ctx.ptr, stream, ln.ptrs_addr),
+            "routing check": lambda: op._routed(op._torch),
         }
+        rows = {k: per_call(f, args.calls) for k, f in fns.items() if not pieces or k in pieces}
         print("%-10s " % name + "  ".join("%s %.1f" % (k, v) for k, v in rows.items()), flush=True)
         mod.close()
 
