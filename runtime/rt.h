@@ -184,6 +184,7 @@ typedef struct RtItem {
 	uint64_t value;
 	char what[48];
 	CUevent done;
+	CUstream stream; /* where `done` was recorded: events of one stream finish in order */
 	int complete;
 	uint64_t enq_ns;
 } RtItem;
@@ -392,6 +393,7 @@ int rt_capture_flags(syn_ctx *c, CUstream s, const char *op);
 int rt_watch_start(syn_ctx *c);
 void rt_watch_stop(syn_ctx *c);
 int rt_watch_tick(syn_ctx *c); /* with c->mu held; returns c->failed */
+int rt_advance(syn_ctx *c, uint64_t now); /* with c->mu held: marks finished log items (a few queries a stream) */
 int rt_fail(syn_ctx *c, int status, const char *msg);
 int rt_drain(syn_ctx *c, int ms);
 void rt_notes(syn_ctx *c, int ms);

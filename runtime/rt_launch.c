@@ -86,6 +86,7 @@ rt_log(syn_ctx *c, RtItemKind kind, int lane, int flag, int peer, int chunk, uin
 {
 	RtItem *it;
 	CUevent e;
+	CUstream s = lane_stream(c, lane);
 	int r;
 	if (c->capturing) /* a captured event cannot be queried: replays are not logged */
 		return SYN_OK;
@@ -94,7 +95,7 @@ rt_log(syn_ctx *c, RtItemKind kind, int lane, int flag, int peer, int chunk, uin
 		pthread_mutex_unlock(&c->mu);
 		return c->failed;
 	}
-	if ((r = event_get(c, &e)) || (r = rt_cu(c, cuEventRecord(e, lane_stream(c, lane)), "cuEventRecord"))) {
+	if ((r = event_get(c, &e)) || (r = rt_cu(c, cuEventRecord(e, s), "cuEventRecord"))) {
 		pthread_mutex_unlock(&c->mu);
 		return r;
 	}
@@ -108,6 +109,7 @@ rt_log(syn_ctx *c, RtItemKind kind, int lane, int flag, int peer, int chunk, uin
 	it->chunk = chunk;
 	it->value = value;
 	it->done = e;
+	it->stream = s;
 	it->enq_ns = c->last_progress = rt_now_ns();
 	rt_fmt(it->what, sizeof it->what, "%s", what ? what : "");
 	pthread_mutex_unlock(&c->mu);

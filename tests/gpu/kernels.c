@@ -1875,6 +1875,88 @@ case_attn_small(void)
 
 /* Kernel time at FlashAttention's sizes (F.scaled_dot_product_attention:
  * bench/attn.py times it beside this kernel from PyTorch). */
+/* Row kernels timed (events over 20 back-to-back launches) at the shapes
+ * bench/p1.py calls, for each rows-per-entry choice (lower.c
+ * rows_per_block picks one; the persistent grid walks entries strided, so
+ * entries per CTA decide the last round's idle share).  GB/s counts the
+ * row's bytes in and out once. */
+static void
+perf_rows(void)
+{
+	static const struct {
+		const char *op;
+		int64_t rows, len;
+	} sz[] = {{"rmsnorm", 8192, 8192}, {"layernorm", 8192, 8192}, {"softmax", 8192, 8192}, {"rmsnorm", 1024, 8192},
+	          {"rmsnorm", 4096, 50304}, {"rmsnorm", 1024, 50257}, {"layernorm", 1024, 50257}, {"softmax", 1024, 50257}};
+	static const int rbs[] = {1, 2, 4, 8};
+	for (size_t i = 0; i < NELEM(sz); i++)
+		for (size_t j = 0; j < NELEM(rbs); j++) {
+			int64_t L = sz[i].len, M = sz[i].rows;
+			PtxRowsSpec s = {.name = "perf_rows", .rows = M, .len = L, .nin = 1, .nout = 1, .rows_per_block = rbs[j]};
+			Buf b = {0};
+			PtxKernel k;
+			Launch l = {0};
+			Tens t[4];
+			CUevent e0, e1;
+			float ms;
+			int reps = 20, nt = 0;
+			s.in[0] = (PtxTensor){DT_BF16, {L, 1}};
+			s.out[0] = (PtxTensor){DT_BF16, {L, 1}};
+			if (!strcmp(sz[i].op, "rmsnorm")) {
+				s.nin = 2, s.nstage = 1;
+				s.in[1] = (PtxTensor){DT_BF16, {0, 1}};
+				s.stage[0] = stage_of(OP_MEAN, "mul(in0,in0)", "rsqrt(add(acc,1e-5))", -1);
+				prog_or_die(&s.map, "mul(mul(in0,stage0),in1)");
+			} else if (!strcmp(sz[i].op, "layernorm")) {
+				s.nin = 3, s.nstage = 2;
+				s.in[1] = s.in[2] = (PtxTensor){DT_BF16, {0, 1}};
+				s.stage[0] = stage_of(OP_MEAN, NULL, NULL, -1);
+				s.stage[1] = stage_of(OP_MEAN, "mul(sub(in0,stage0),sub(in0,stage0))", "rsqrt(add(acc,1e-5))", -1);
+				prog_or_die(&s.map, "add(mul(mul(sub(in0,stage0),stage1),in1),in2)");
+			} else {
+				s.nstage = 2;
+				s.stage[0] = stage_of(OP_AMAX, NULL, NULL, -1);
+				s.stage[1] = stage_of(OP_SUM, "exp(sub(in0,stage0))", NULL, -1);
+				prog_or_die(&s.map, "div(exp(sub(in0,stage0)),stage1)");
+			}
+			ptx_emit_rows(&b, &s, &k);
+			Kern kr = kern_load(&b, &k);
+			for (int a = 0; a < s.nin; a++) {
+				t[nt] = tens_new(DT_BF16, s.in[a].stride[0] ? M * L : L);
+				tens_random(&t[nt], 2.0);
+				l.t[a] = t[nt++].d;
+			}
+			t[nt] = tens_new(DT_BF16, M * L);
+			l.t[s.nin] = t[nt++].d;
+			l.blocks = plain_blocks(k.nblocks);
+			l.nblocks = (uint32_t)k.nblocks;
+			l.grid = (int)(k.nblocks < (int64_t)nsm * kr.per_sm ? k.nblocks : (int64_t)nsm * kr.per_sm);
+			l.s = stream[0];
+			CU(cuEventCreate(&e0, 0));
+			CU(cuEventCreate(&e1, 0));
+			for (int w = 0; w < 3; w++)
+				launch(&kr, &l);
+			CU(cuEventRecord(e0, l.s));
+			for (int r = 0; r < reps; r++)
+				launch(&kr, &l);
+			CU(cuEventRecord(e1, l.s));
+			CU(cuEventSynchronize(e1));
+			CU(cuEventElapsedTime(&ms, e0, e1));
+			ms /= reps;
+			printf("PERF rows %s %lldx%lld rb %d: %.4f ms %.0f GB/s (entries %lld, grid %d, %d CTAs/SM, %d regs)\n",
+			       sz[i].op, (long long)M, (long long)L, rbs[j], ms, 4.0 * (double)M * (double)L / (ms * 1e-3) / 1e9,
+			       (long long)k.nblocks, l.grid, kr.per_sm, kr.regs);
+			fflush(stdout);
+			CU(cuEventDestroy(e0));
+			CU(cuEventDestroy(e1));
+			CU(cuMemFree(l.blocks));
+			for (int a = 0; a < nt; a++)
+				tens_free(&t[a]);
+			CU(cuModuleUnload(kr.mod));
+			buf_free(&b);
+		}
+}
+
 static void
 perf_attn(void)
 {
@@ -1971,6 +2053,10 @@ main(int argc, char **argv)
 	gpu_init();
 	if (!strcmp(argv[1], "perf-flags")) {
 		perf_flags();
+		return failures ? 1 : 0;
+	}
+	if (!strcmp(argv[1], "perf-rows")) {
+		perf_rows();
 		return failures ? 1 : 0;
 	}
 	if (!strcmp(argv[1], "perf-attn")) {
