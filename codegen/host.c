@@ -90,6 +90,7 @@ static const char *const taken[] = {
 	"syn_launch", "syn_mark", "syn_mark_ms", "syn_nranks", "syn_opts", "syn_peer_ptr", "syn_raise", "syn_rank",
 	"syn_ref_matmul", "syn_run_local", "syn_op_flags", "syn_epoch", "syn_sms", "syn_state", "syn_status", "syn_status_name", "syn_stream",
 	"syn_stream_enter", "syn_stream_leave", "syn_sync", "syn_begin_local", "syn_trace_exposed", "syn_device_info", "syn_tensor", "syn_tensor_check", "syn_timeout_ns",
+	"syn_check_topo",
 	"syn_tmap", "syn_tmap_encode", "syn_trace_slots", "syn_trace_write", "syn_upload", "syn_wait",
 	/* the launcher's own */
 	"syn_blk", "syn_blk_varint", "syn_blk_run", "syn_blk_dec", "syn_blk_apply", "syn_blk_upload", "syn_ptx_of_file", "syn_cubin_of_file", "syn_image_of_file",
