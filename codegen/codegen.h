@@ -395,11 +395,15 @@ void ptx_emit_simt(Buf *b, const PtxMatmulSpec *s, PtxKernel *k);
  * order for every rank; each comm-lane block becomes a step: waits on the
  * flags of its compute inputs, one chunk collective, a flag raise.
  * Buffers are named by IR value: a step or kernel argument is a value's
- * buffer plus an element offset (plus rank times roff). */
+ * buffer plus an element offset (plus rank times roff); v = -1 - i names
+ * result i's buffer, LARG_STAGING the launcher's staging buffer of the
+ * multi-node phases (a chunk's share between them), off then in bytes. */
 typedef struct LArg {
 	Val v;
 	int64_t off, roff;
 } LArg;
+
+enum { LARG_STAGING = -1000000 }; /* below every -1 - result */
 
 typedef struct LKernel {
 	char name[64];
@@ -446,7 +450,8 @@ typedef struct Lowered {
 	LStep *step;      /* in comm-lane order */
 	int nstep;
 	int nflags;
-	char err[256];    /* what the PTX backend cannot do, when lowering fails */
+	char err[512];    /* what the PTX backend cannot do, when lowering fails */
+	Span where;       /* and where in the source, when not the op itself */
 } Lowered;
 
 bool ptx_lower(const Plan *p, Lowered *lo);

@@ -31,6 +31,8 @@ typedef struct Bufs {
 	int *index;  /* argument, result or scratch number */
 	int nscratch;
 	int *stage;  /* per comm step, 2 each: scratch of its packed send, recv (-1 none) */
+	int staging; /* scratch of the multi-node phases' shares (LARG_STAGING), -1 none */
+	size_t staging_bytes; /* every chunk's share, each in its own slot (codegen/lower.c lower_phase) */
 } Bufs;
 
 static bool
@@ -52,7 +54,7 @@ static Bufs
 buffers(const Lowered *lo)
 {
 	const Func *f = lo->f;
-	Bufs b = {xcalloc((size_t)f->nins + 1, sizeof(BufKind)), xcalloc((size_t)f->nins + 1, sizeof(int)), 0, NULL};
+	Bufs b = {xcalloc((size_t)f->nins + 1, sizeof(BufKind)), xcalloc((size_t)f->nins + 1, sizeof(int)), 0, NULL, -1, 0};
 	for (int i = 0; i < f->nin; i++)
 		b.kind[f->in[i]] = BK_IN, b.index[f->in[i]] = i;
 	for (int i = 0; i < f->nout; i++)
@@ -66,7 +68,25 @@ buffers(const Lowered *lo)
 		b.stage[2 * i] = lo->step[i].pack.rows ? b.nscratch++ : -1;
 		b.stage[2 * i + 1] = lo->step[i].unpack.rows ? b.nscratch++ : -1;
 	}
+	for (int i = 0; i < lo->nstep; i++) {
+		const CommChunk *c = &lo->step[i].ch;
+		size_t end = (size_t)lo->step[i].recv.off + c->count * (size_t)ty_dtypes[c->dt].size;
+		if (lo->step[i].recv.v == LARG_STAGING && end > b.staging_bytes)
+			b.staging_bytes = end;
+	}
+	if (b.staging_bytes)
+		b.staging = b.nscratch++;
 	return b;
+}
+
+/* Does the plan run an all_reduce in phases on the levels of --topo NxG? */
+static bool
+has_levels(const Lowered *lo)
+{
+	for (int i = 0; i < lo->nstep; i++)
+		if (lo->step[i].ch.gsize)
+			return true;
+	return false;
 }
 
 static void
@@ -90,6 +110,7 @@ static const char *const taken[] = {
 	"syn_launch", "syn_mark", "syn_mark_ms", "syn_nranks", "syn_opts", "syn_peer_ptr", "syn_raise", "syn_rank",
 	"syn_ref_matmul", "syn_run_local", "syn_op_flags", "syn_epoch", "syn_sms", "syn_state", "syn_status", "syn_status_name", "syn_stream",
 	"syn_stream_enter", "syn_stream_leave", "syn_sync", "syn_begin_local", "syn_trace_exposed", "syn_device_info", "syn_tensor", "syn_tensor_check", "syn_timeout_ns",
+	"syn_check_topo",
 	"syn_tmap", "syn_tmap_encode", "syn_trace_slots", "syn_trace_write", "syn_upload", "syn_wait",
 	/* the launcher's own */
 	"syn_blk", "syn_blk_varint", "syn_blk_run", "syn_blk_dec", "syn_blk_apply", "syn_blk_upload", "syn_ptx_of_file", "syn_cubin_of_file", "syn_image_of_file",
@@ -203,6 +224,10 @@ static void
 address(Buf *o, const Lowered *lo, const Bufs *b, LArg a)
 {
 	int es;
+	if (a.v == LARG_STAGING) {
+		buf_printf(o, "(char *)st->scratch[%d] + %lldu", b->staging, (long long)a.off); /* bytes */
+		return;
+	}
 	if (a.v < 0) { /* result -1 - v's own buffer */
 		int i = -1 - a.v;
 		es = ty_dtypes[lo->f->outty[i].dt].size;
@@ -589,6 +614,8 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 		if (b.stage[i] >= 0) /* P packed blocks of the chunk */
 			buf_printf(o, "%lluu, ", (unsigned long long)(lo->step[i / 2].ch.count * (size_t)f->nranks *
 			                                             ty_dtypes[lo->step[i / 2].ch.dt].size));
+	if (b.staging >= 0)
+		buf_printf(o, "%zuu, ", b.staging_bytes);
 	buf_printf(o, "%s};\n\n", b.nscratch ? "" : "0");
 	buf_printf(o, "typedef struct {\n\tuint64_t calls;\n\tsyn_kernel *k[%d];\n\tvoid *blocks[%d];\n\tvoid *scratch[%d];\n} %s_state;\n\n",
 	           lo->nkern ? lo->nkern : 1, lo->nkern ? lo->nkern : 1, b.nscratch ? b.nscratch : 1, id);
@@ -619,6 +646,9 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 	for (int i = 0; i < f->nout; i++)
 		buf_printf(o, "\tif (!out%d)\n\t\treturn SYN_EARG;\n\targ[%d] = *out%d;\n", i, f->nin + i, i);
 	buf_printf(o, "\tif (syn_nranks(ctx) != %d)\n\t\treturn SYN_EARG; /* compiled for %d ranks */\n", f->nranks, f->nranks);
+	if (has_levels(lo)) /* the context's G is the plan's, and it holds the levels' communicators */
+		buf_printf(o, "\tif ((r = syn_check_topo(ctx, \"%s\", %d, %d)))\n\t\treturn r;\n", op, lo->p->topo.nodes,
+		           lo->p->topo.gpus);
 	buf_printf(o, "\tif ((r = syn_check_args(ctx, \"%s\", %d, arg, %s_specs)))\n\t\treturn r;\n", op, nargs, id);
 	buf_printf(o, "\trank = syn_rank(ctx);\n");
 	buf_printf(o, "\tif ((r = syn_state(ctx, \"syncc:%s\", sizeof *st, (void **)&st)) < 0)\n\t\treturn r;\n", op);
@@ -691,9 +721,13 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 		}
 		if (s->unpack.rows)
 			buf_printf(o, "\t\tchar *upk = (char *)st->scratch[%d]; /* the packed recv blocks */\n", b.stage[2 * i + 1]);
-		buf_printf(o, "\t\tCommChunk ch = {%s, %s, %s, %s, %s, %zuu, %zuu, %zuu, %d, %d, 0, 0};\n", comm_colls[c->op].cname,
+		if (c->gsize) /* (G, 1) or (N, G): the node or the ranks of this local index across the nodes */
+			buf_printf(o, "\t\t/* phase %d of %d: %s %s; scratch %d keeps this GPU's shares between the phases */\n",
+			           lo->p->g->b[s->blk].phase, lo->p->g->b[s->blk].nphase, comm_colls[c->op].name,
+			           c->gstride == 1 ? "inside the node" : "across the nodes", b.staging);
+		buf_printf(o, "\t\tCommChunk ch = {%s, %s, %s, %s, %s, %zuu, %zuu, %zuu, %d, %d, %d, %d};\n", comm_colls[c->op].cname,
 		           cdtype[c->dt], cred[c->red], s->pack.rows ? "pk" : "send", s->unpack.rows ? "upk" : "recv", c->count,
-		           c->send_stride, c->recv_stride, c->shift, c->id);
+		           c->send_stride, c->recv_stride, c->shift, c->id, c->gsize, c->gstride);
 		buf_printf(o, "\t\tif ((r = syn_coll(ctx, %s, &ch)))\n\t\t\treturn r;\n", comm_backends[s->be].cname);
 		if (s->unpack.rows)
 			emit_pack(o, c, f->nranks, &s->unpack, false);

@@ -45,6 +45,21 @@ refuse(Low *L, const char *fmt, ...)
 	return false;
 }
 
+/* A refusal located at what it is about (a collective of the source). */
+static bool
+refuse_at(Low *L, Span at, const char *fmt, ...)
+{
+	va_list ap;
+	if (!L->failed) {
+		va_start(ap, fmt);
+		vsnprintf(L->lo->err, sizeof L->lo->err, fmt, ap);
+		va_end(ap);
+		L->lo->where = at;
+	}
+	L->failed = true;
+	return false;
+}
+
 /* ---- shapes ---- */
 
 static void
@@ -1045,6 +1060,77 @@ a2a_side(Low *L, Val v, const Region *r, int side, LPack *pk, int64_t *off)
 	return n;
 }
 
+/* The collective of each phase of a multi-node all_reduce chunk, and the
+ * level it runs on (sched/blocks.c build_comm, sim/plan.c exec_phase). */
+static const struct {
+	CommOp op;
+	bool cross;      /* across the nodes (N, G); else inside the node (G, 1) */
+	bool send_stage; /* which side is the staging buffer */
+	bool recv_stage;
+} phase_of[3] = {
+	{CO_REDUCE_SCATTER, false, false, true}, /* the chunk's run -> this GPU's 1/G share */
+	{CO_ALL_REDUCE, true, true, true},       /* the share, in place, across the nodes */
+	{CO_ALL_GATHER, false, true, false},     /* the node's shares -> the run of the result */
+};
+
+/* Where the shares of all_reduce v start in the launcher's staging buffer
+ * (bytes): after those of every all_reduce before it, each 1/G of its
+ * value, 256-byte aligned.  Every all_reduce of a --topo NxG plan runs in
+ * phases (sched/blocks.c build_comm). */
+static int64_t
+stage_base(const Low *L, Val v)
+{
+	int64_t base = 0;
+	for (Val u = 0; u < v; u++)
+		if (L->f->ins[u].op == OP_ALL_REDUCE) {
+			const Type *t = &L->f->ins[u].ty;
+			base += ty_local_numel(t, L->P) / L->p->topo.gpus * ty_dtypes[t->dt].size;
+			base = (base + 255) / 256 * 256;
+		}
+	return base;
+}
+
+/* Phase b->phase of a chunk of all_reduce v on --topo NxG: its run of n
+ * elements at off (phase 0's input box, the same run of x and of the
+ * result) cut into the node's G shares of n / G, this GPU's share kept in
+ * the launcher's staging buffer between the phases, at off / G of the
+ * all_reduce's slot there.  A slot per chunk, not one for all: the
+ * scheduler interleaves the phases of chunks (c0.p0, c0.p1, c1.p0, c2.p0,
+ * c1.p1, ...), so several chunks' shares wait at once.  A run the node
+ * does not divide is refused (the simulator pads it; on GPUs that is one
+ * more copy the cost model does not charge). */
+static bool
+lower_phase(Low *L, int bi, LStep *s)
+{
+	const Blk *b = &L->g->b[bi], *first = b - b->phase;
+	const Ins *in = &L->f->ins[b->node];
+	Val v = b->node, x = in->arg[0];
+	int N = L->p->topo.nodes, G = L->p->topo.gpus;
+	Box bx[2 * MAXBOX];
+	int64_t off, cnt, slot;
+	if (b->nphase != 3 || in->op != OP_ALL_REDUCE)
+		return refuse(L, "%s %%%d has %d phases; only all_reduce's three are lowered", ir_ops[in->op].name, v, b->nphase);
+	if (s->be != BE_NCCL) /* the levels' communicators are NCCL's (runtime/rt_world.c) */
+		return refuse(L, "the phases of all_reduce %%%d run on the nccl backend only, not %s", v, comm_backends[s->be].name);
+	blk_abs_boxes(L->f, &first->in[0], 0, bx);
+	if (!contiguous(L, x, &bx[0], &off, &cnt))
+		return refuse(L, "a chunk of all_reduce %%%d is not one contiguous run", v);
+	if (cnt % G || off % G)
+		return refuse_at(L, in->span,
+		                 "chunk %d of all_reduce %%%d is %lld elements, which the %d GPUs of a node (--topo %dx%d) "
+		                 "cannot share evenly in its reduce_scatter phase: on GPUs every chunk must be a multiple of %d "
+		                 "elements (the simulator pads it); choose sizes the node divides, or compile without --topo",
+		                 b->index, v, (long long)cnt, G, N, G, G);
+	slot = stage_base(L, v) + off / G * ty_dtypes[in->ty.dt].size;
+	s->ch.op = phase_of[b->phase].op;
+	s->ch.count = (size_t)(cnt / G);
+	s->ch.gsize = phase_of[b->phase].cross ? N : G;
+	s->ch.gstride = phase_of[b->phase].cross ? G : 1;
+	s->send = phase_of[b->phase].send_stage ? (LArg){LARG_STAGING, slot, 0} : arg(x, off, 0);
+	s->recv = phase_of[b->phase].recv_stage ? (LArg){LARG_STAGING, slot, 0} : arg(v, off, 0);
+	return true;
+}
+
 static bool
 lower_step(Low *L, int bi)
 {
@@ -1056,8 +1142,6 @@ lower_step(Low *L, int bi)
 	Box bx[2 * MAXBOX];
 	int64_t off, cnt, xst[LIM_RANK], yst[LIM_RANK], xd[LIM_RANK], yd[LIM_RANK];
 	Lowered *lo = L->lo;
-	if (b->nphase > 1)
-		return refuse(L, "multi-node phases of %s %%%d are not lowered to GPUs yet", ir_ops[in->op].name, v);
 	if (in->op == OP_RESHARD)
 		return refuse(L, "reshard %%%d: run the autocomm pass before code generation", v);
 	lo->step = xrealloc(lo->step, (size_t)(lo->nstep + 1) * sizeof *lo->step);
@@ -1080,6 +1164,8 @@ lower_step(Low *L, int bi)
 	local_dims(L, x, xd);
 	local_dims(L, v, yd);
 	s->ch = (CommChunk){ir_comm_op(in->op), (CommDType)in->ty.dt, (CommRed)in->red, NULL, NULL, 0, 0, 0, 0, b->index, 0, 0};
+	if (b->nphase > 1)
+		return lower_phase(L, bi, s);
 	switch (in->op) {
 	case OP_ALL_REDUCE:
 	case OP_SHIFT:
@@ -1293,6 +1379,7 @@ ptx_lower(const Plan *p, Lowered *lo)
 	Low L = {lo, p->f, p, p->g, p->f->nranks, 0, xcalloc((size_t)p->g->n + 1, sizeof(int)), false};
 	int *bl = xmalloc((size_t)(p->g->n + 1) * sizeof(int));
 	memset(lo, 0, sizeof *lo);
+	lo->where = NOSPAN;
 	lo->f = p->f;
 	lo->p = p;
 	lo->nflags = p->nflags;

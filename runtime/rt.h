@@ -54,6 +54,8 @@ typedef struct RtEnv {
 	int p2p_kflags; /* the p2p kernels do their handshakes themselves (runtime/rt_p2p.h) */
 	int sym_vmm; /* symmetric memory by cuMemCreate + cuMemMap: 0 never, 1 in one process, 2 between processes too */
 	char hostid[RT_NODELEN]; /* NCCL_HOSTID, "" if unset */
+	int local_world; /* ranks on this node (LOCAL_WORLD_SIZE, ...), 0: not given */
+	const char *local_world_var; /* the variable it came from, NULL: none */
 } RtEnv;
 typedef const char *(*RtGetenv)(const char *name, void *ud);
 int rt_env_parse(RtEnv *e, RtGetenv get, void *ud, char *err, size_t n);
@@ -105,7 +107,23 @@ typedef struct RtExposed {
 int rt_trace_exposed(const RtTrace *t, int pid, RtExposed *e);
 
 /* ---- rt_check.c: arguments and chunks ---- */
-int rt_chunk_check(const CommChunk *ch, int rank, int nranks, char *err, size_t n);
+/* A chunk against the CommChunk contract; `gpus`: the G of the node (G,
+ * 1) and cross-node (N, G) communicators the context holds, the only
+ * sub-groups it runs (0: none held, so no sub-group at all). */
+int rt_chunk_check(const CommChunk *ch, int rank, int nranks, int gpus, char *err, size_t n);
+/* What a context knows of its levels, for syn_check_topo. */
+typedef struct RtLevels {
+	int nranks;
+	int gpus;         /* G: syn_opts.gpus_per_node, LOCAL_WORLD_SIZE, ...; 0: not given */
+	const char *from; /* where G came from, for messages ("LOCAL_WORLD_SIZE"); NULL: not given */
+	int split;        /* 1: the node and cross-node communicators exist */
+	int share;        /* ranks on this rank's GPU (> 1: no NCCL communicator at all) */
+	int device;
+} RtLevels;
+int rt_topo_check(const RtLevels *l, const char *op, int nodes, int gpus, char *err, size_t n);
+/* 1 where a world of `nranks` in nodes of `gpus` is split in two levels:
+ * 1 < gpus < nranks, gpus dividing nranks */
+int rt_levels_split(int nranks, int gpus);
 /* syn_copy2d's arguments (counts in elements) */
 typedef struct RtCopy2d {
 	CommDType dt;
@@ -137,6 +155,11 @@ typedef struct RtXfer {
 int rt_plan_nccl(const CommChunk *ch, int rank, int nranks, RtXfer *x, int cap);
 int rt_plan_ce(const CommChunk *ch, int rank, int nranks, RtXfer *x, int cap);
 int rt_plan_cap(int nranks); /* entries a plan may need */
+/* This rank's place in its chunk's group (comm/comm.h), which is its rank
+ * in that group's communicator: the world, or a level split from it with
+ * rt_level_color and key = world rank (node: cross 0, cross-node: 1) */
+int rt_group_rank(const CommChunk *ch, int rank);
+int rt_level_color(int rank, int gpus, int cross);
 /* p2p: one kernel's pieces, pulled from the peers' send buffers (the same
  * offsets of the same symmetric allocation there), and the handshakes'
  * partners: the ranks whose send this rank reads, and those that read its */
@@ -292,6 +315,12 @@ struct syn_ctx {
 	unsigned char *cleared;     /* nflags entries, made at the first capture */
 	int op_cleared;
 	ncclComm_t comm;
+	/* a plan's levels (--topo NxG): G ranks per node, its communicator
+	 * (the ranks r / G alike) and the cross-node one (r % G alike), split
+	 * from comm at init where rt_levels_split says so, NULL otherwise */
+	int gpus;
+	const char *gpus_from; /* for messages: "syn_opts.gpus_per_node", "LOCAL_WORLD_SIZE", NULL */
+	ncclComm_t node_comm, cross_comm;
 	int sms, free_sms, max_ctas;
 	/* ranks of this process on this rank's GPU (syn_init_local with a GPU
 	 * named twice): sms is this rank's share of the device's, and NCCL,
@@ -354,6 +383,8 @@ int rt_nccl(syn_ctx *c, ncclResult_t r, const char *what);
 int rt_seterr(syn_ctx *c, int status, const char *fmt, ...) RT_PRINTF(3, 4);
 int rt_nccl_settle(syn_ctx *c, ncclResult_t r, const char *what);
 int rt_nccl_settle_ms(syn_ctx *c, ncclResult_t r, const char *what, int ms);
+/* the same for a call on *comm, one of c's communicators (NULL once aborted) */
+int rt_nccl_settle_on(syn_ctx *c, ncclComm_t *comm, ncclResult_t r, const char *what, int ms);
 
 /* rt_ctx.c: one context */
 syn_ctx *rt_ctx_new(const RtEnv *env, const syn_opts *o);

@@ -114,10 +114,39 @@ stride_of(size_t stride, size_t count)
 }
 
 int
-rt_chunk_check(const CommChunk *ch, int rank, int nranks, char *err, size_t n)
+rt_levels_split(int nranks, int gpus)
+{
+	return gpus > 1 && gpus < nranks && nranks % gpus == 0;
+}
+
+/* A chunk's sub-group (comm/comm.h): one of the two levels the context
+ * holds communicators for -- the node, (G, 1), or the ranks of one local
+ * index across the nodes, (N, G) -- or why not, in buf. */
+static const char *
+group_problem(const CommChunk *ch, int nranks, int gpus, char *buf, size_t n)
+{
+	if (ch->gsize < 0 || ch->gstride < 1 || (long long)ch->gsize * ch->gstride > nranks)
+		rt_fmt(buf, n, "sub-group (gsize %d, gstride %d) does not fit %d ranks", ch->gsize, ch->gstride, nranks);
+	else if (!gpus)
+		rt_fmt(buf, n,
+		       "sub-group (gsize %d, gstride %d) needs the node and cross-node communicators, and this context "
+		       "has none (its ranks per node G are not set: syn_opts.gpus_per_node or LOCAL_WORLD_SIZE)",
+		       ch->gsize, ch->gstride);
+	else if ((ch->gsize == gpus && ch->gstride == 1) || (ch->gsize == nranks / gpus && ch->gstride == gpus))
+		return NULL;
+	else
+		rt_fmt(buf, n,
+		       "sub-group (gsize %d, gstride %d) is neither this context's node (%d, 1) nor its cross-node "
+		       "group (%d, %d) of %d nodes x %d GPUs",
+		       ch->gsize, ch->gstride, gpus, nranks / gpus, gpus, nranks / gpus, gpus);
+	return buf;
+}
+
+int
+rt_chunk_check(const CommChunk *ch, int rank, int nranks, int gpus, char *err, size_t n)
 {
 	const char *what = NULL;
-	char buf[160];
+	char buf[256];
 	if (!ch) {
 		rt_fmt(err, n, "rank %d: NULL chunk", rank);
 		return SYN_EARG;
@@ -128,8 +157,8 @@ rt_chunk_check(const CommChunk *ch, int rank, int nranks, char *err, size_t n)
 		what = "unknown dtype";
 	else if ((unsigned)ch->red > CR_MIN)
 		what = "unknown reduction";
-	else if (ch->gsize)
-		what = "sub-group collectives (multi-node phases) need split communicators, not built yet";
+	else if (ch->gsize && (what = group_problem(ch, nranks, gpus, buf, sizeof buf)))
+		;
 	else if (!ch->count)
 		what = "count is 0";
 	else if (!ch->send || !ch->recv)
@@ -140,8 +169,9 @@ rt_chunk_check(const CommChunk *ch, int rank, int nranks, char *err, size_t n)
 	} else if (stride_of(ch->recv_stride, ch->count) < ch->count) {
 		rt_fmt(buf, sizeof buf, "recv blocks overlap: recv_stride %zu < count %zu", ch->recv_stride, ch->count);
 		what = buf;
-	} else if (ch->op == CO_SHIFT && (ch->shift <= 0 || ch->shift >= nranks)) {
-		rt_fmt(buf, sizeof buf, "shift %d is not in [1, %d] for %d ranks", ch->shift, nranks - 1, nranks);
+	} else if (ch->op == CO_SHIFT && (ch->shift <= 0 || ch->shift >= (ch->gsize ? ch->gsize : nranks))) {
+		int p = ch->gsize ? ch->gsize : nranks;
+		rt_fmt(buf, sizeof buf, "shift %d is not in [1, %d] for %d ranks", ch->shift, p - 1, p);
 		what = buf;
 	}
 	if (!what)
@@ -167,5 +197,38 @@ rt_copy2d_check(const RtCopy2d *k, int rank, char *err, size_t n)
 		return SYN_OK;
 	rt_fmt(err, n, "rank %d: chunk %d: 2-D copy of %zu runs of %zu (pitches %zu -> %zu): %s", rank, k->chunk, k->rows,
 	       k->width, k->spitch, k->dpitch, what);
+	return SYN_EARG;
+}
+
+/* Where G came from, for messages. */
+static const char *
+levels_from(const RtLevels *l)
+{
+	return l->from ? l->from : "not given: one node";
+}
+
+int
+rt_topo_check(const RtLevels *l, const char *op, int nodes, int gpus, char *err, size_t n)
+{
+	op = op ? op : "?";
+	if (l->share > 1)
+		rt_fmt(err, n,
+		       "%s: compiled for --topo %dx%d, whose all_reduce phases run on NCCL's node and cross-node "
+		       "communicators, but %d ranks share GPU %d here and NCCL has no communicator for them; compile it "
+		       "without --topo",
+		       op, nodes, gpus, l->share, l->device);
+	else if (nodes * gpus != l->nranks || l->gpus != gpus)
+		rt_fmt(err, n,
+		       "%s: compiled for --topo %dx%d (%d GPUs per node), but this context has %d ranks and %d per node "
+		       "(%s); set syn_opts.gpus_per_node (or LOCAL_WORLD_SIZE) to %d, or compile for --topo %dx%d",
+		       op, nodes, gpus, gpus, l->nranks, l->gpus ? l->gpus : l->nranks, levels_from(l), gpus,
+		       l->gpus > 0 && l->nranks % l->gpus == 0 ? l->nranks / l->gpus : 1, l->gpus > 0 ? l->gpus : l->nranks);
+	else if (!l->split)
+		rt_fmt(err, n, "%s: compiled for --topo %dx%d, but this context holds no node and cross-node communicators",
+		       op, nodes, gpus);
+	else {
+		err[0] = 0;
+		return SYN_OK;
+	}
 	return SYN_EARG;
 }

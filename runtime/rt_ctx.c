@@ -35,6 +35,13 @@ rt_ctx_new(const RtEnv *env, const syn_opts *o)
 		c->env.timeout_ms = o->timeout_ms;
 	if (o && o->trace > 0)
 		c->env.trace = 1;
+	if (o && o->gpus_per_node) { /* checked against the world by the init (rt_world.c) */
+		c->gpus = o->gpus_per_node;
+		c->gpus_from = "syn_opts.gpus_per_node";
+	} else {
+		c->gpus = c->env.local_world;
+		c->gpus_from = c->env.local_world_var;
+	}
 	c->max_ctas = c->env.nccl_max_ctas;
 	c->free_sms = c->env.free_sms;
 	c->trace = c->env.trace;

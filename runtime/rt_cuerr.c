@@ -55,17 +55,18 @@ rt_nccl(syn_ctx *c, ncclResult_t r, const char *what)
 
 /* A non-blocking communicator answers ncclInProgress while it works in the
  * background; NCCL wants it settled before the next call.  Waits with the
- * deadline, and listens for other ranks failing meanwhile. */
+ * deadline, and listens for other ranks failing meanwhile.  *comm is read
+ * on every round: a failure on the way aborts and clears it. */
 int
-rt_nccl_settle_ms(syn_ctx *c, ncclResult_t r, const char *what, int ms)
+rt_nccl_settle_on(syn_ctx *c, ncclComm_t *comm, ncclResult_t r, const char *what, int ms)
 {
 	uint64_t now = rt_now_ns(), deadline = now + (uint64_t)ms * 1000000u, spin = now + SETTLE_SPIN_NS;
 	ncclResult_t st = r;
 	if (r != ncclSuccess && r != ncclInProgress)
 		return rt_nccl(c, r, what);
-	while (r == ncclInProgress && c->comm) {
+	while (r == ncclInProgress && *comm) {
 		char msg[RT_ERRLEN];
-		ncclResult_t q = ncclCommGetAsyncError(c->comm, &st);
+		ncclResult_t q = ncclCommGetAsyncError(*comm, &st);
 		if (q != ncclSuccess) {
 			st = q;
 			break;
@@ -84,6 +85,12 @@ rt_nccl_settle_ms(syn_ctx *c, ncclResult_t r, const char *what, int ms)
 	}
 	cuCtxSetCurrent(c->cu); /* NCCL may have switched devices */
 	return rt_nccl(c, st, what);
+}
+
+int
+rt_nccl_settle_ms(syn_ctx *c, ncclResult_t r, const char *what, int ms)
+{
+	return rt_nccl_settle_on(c, &c->comm, r, what, ms);
 }
 
 int

@@ -11,14 +11,18 @@
 #include <unistd.h>
 
 /* First launcher whose rank variable is set wins: torchrun inside a Slurm
- * allocation sets RANK and is the one that knows the world. */
+ * allocation sets RANK and is the one that knows the world.  local_size:
+ * the ranks of this node, G of a multi-node plan (syn_opts.gpus_per_node);
+ * Slurm has no variable that says it exactly (SLURM_NTASKS_PER_NODE is
+ * only there when asked for, and may read "4(x2)"). */
 static const struct {
 	RtLauncher l;
-	const char *name, *rank, *size, *local;
+	const char *name, *rank, *size, *local, *local_size;
 } launchers[] = {
-	{RL_TORCHRUN, "torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
-	{RL_MPI, "mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
-	{RL_SLURM, "slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
+	{RL_TORCHRUN, "torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
+	{RL_MPI, "mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+	 "OMPI_COMM_WORLD_LOCAL_SIZE"},
+	{RL_SLURM, "slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", NULL},
 };
 
 /* Integer knobs.  def < 0 means "derived later" (see fill_derived). */
@@ -98,6 +102,21 @@ parse_knobs(RtEnv *e, RtGetenv get, void *ud, char *err, size_t n)
 	return SYN_OK;
 }
 
+/* The ranks of this node, where the launcher says: between 1 and the world. */
+static int
+parse_local_size(RtEnv *e, const char *var, RtGetenv get, void *ud, char *err, size_t n)
+{
+	const char *s = var ? get(var, ud) : NULL;
+	if (!s || !*s)
+		return SYN_OK;
+	if (parse_int(s, 1, e->world, &e->local_world)) {
+		rt_fmt(err, n, "%s='%s' is not a node size in [1, %d] (the world's size)", var, s, e->world);
+		return SYN_EENV;
+	}
+	e->local_world_var = var;
+	return SYN_OK;
+}
+
 static int
 parse_launcher(RtEnv *e, RtGetenv get, void *ud, char *err, size_t n)
 {
@@ -125,7 +144,7 @@ parse_launcher(RtEnv *e, RtGetenv get, void *ud, char *err, size_t n)
 		}
 		if (l && *l && parse_int(l, 0, INT_MAX, &e->local_rank))
 			return bad(err, n, "%s='%s' is not a non-negative integer", launchers[i].local, l);
-		return SYN_OK;
+		return parse_local_size(e, launchers[i].local_size, get, ud, err, n);
 	}
 	return SYN_OK;
 }

@@ -185,6 +185,26 @@ syn_check_args(syn_ctx *c, const char *op, int n, const syn_tensor *t, const syn
 	return SYN_OK;
 }
 
+/* The G of the levels this context holds communicators for, 0: none. */
+static int
+levels_held(const syn_ctx *c)
+{
+	return c->node_comm && c->cross_comm ? c->gpus : 0;
+}
+
+int
+syn_check_topo(syn_ctx *c, const char *op, int nodes, int gpus)
+{
+	RtLevels l = {c->nranks, c->gpus, c->gpus_from, levels_held(c) > 0, c->share, c->device};
+	char msg[RT_ERRLEN];
+	int r;
+	if ((r = rt_entry(c)))
+		return r;
+	if ((r = rt_topo_check(&l, op, nodes, gpus, msg, sizeof msg)))
+		return rt_seterr(c, r, "rank %d: %s", c->rank, msg);
+	return SYN_OK;
+}
+
 static int
 op_new(syn_ctx *c, const char *name)
 {
@@ -388,8 +408,14 @@ syn_coll(syn_ctx *c, syn_backend be, const CommChunk *ch)
 		return r;
 	if ((unsigned)be >= SYN_BACKENDS)
 		return rt_seterr(c, SYN_EARG, "rank %d: syn_coll: no backend %d", c->rank, (int)be);
-	if ((r = rt_chunk_check(ch, c->rank, c->nranks, err, sizeof err)))
+	if ((r = rt_chunk_check(ch, c->rank, c->nranks, levels_held(c), err, sizeof err)))
 		return rt_seterr(c, r, "%s", err);
+	/* the levels' communicators are NCCL's; p2p and ce could take phases
+	 * 0 and 2 later (docs/codegen.md) */
+	if (ch->gsize && be != SYN_NCCL)
+		return rt_seterr(c, SYN_EUNSUPPORTED,
+		                 "rank %d: chunk %d: a sub-group (gsize %d, gstride %d) runs on the nccl backend only, not %s",
+		                 c->rank, ch->id, ch->gsize, ch->gstride, comm_backends[be].name);
 	if (c->capturing && c->nranks > 1 && !(comm_backends[be].can & CC_CAPTURE))
 		return rt_seterr(c, SYN_EUNSUPPORTED,
 		                 "rank %d: the %s backend cannot run inside a CUDA graph capture across ranks (its peer "

@@ -28,24 +28,33 @@ rt_nccl_red(CommRed r)
 	return reds[r];
 }
 
+/* The communicator of a chunk's group (rt_chunk_check took only these):
+ * the world, the node (gstride 1) or the cross-node ranks. */
+static ncclComm_t *
+comm_of(syn_ctx *c, const CommChunk *ch)
+{
+	return !ch->gsize ? &c->comm : ch->gstride == 1 ? &c->node_comm : &c->cross_comm;
+}
+
 static ncclResult_t
 issue(syn_ctx *c, const RtXfer *x, const CommChunk *ch, CUstream s, int *cuerr)
 {
 	ncclDataType_t dt = dtypes[ch->dt];
 	ncclRedOp_t red = reds[ch->red];
+	ncclComm_t comm = *comm_of(c, ch);
 	switch (x->kind) {
 	case XK_ALL_REDUCE:
-		return ncclAllReduce(x->src, x->dst, x->count, dt, red, c->comm, s);
+		return ncclAllReduce(x->src, x->dst, x->count, dt, red, comm, s);
 	case XK_REDUCE_SCATTER:
-		return ncclReduceScatter(x->src, x->dst, x->count, dt, red, c->comm, s);
+		return ncclReduceScatter(x->src, x->dst, x->count, dt, red, comm, s);
 	case XK_ALL_GATHER:
-		return ncclAllGather(x->src, x->dst, x->count, dt, c->comm, s);
+		return ncclAllGather(x->src, x->dst, x->count, dt, comm, s);
 	case XK_REDUCE:
-		return ncclReduce(x->src, x->dst, x->count, dt, red, x->peer, c->comm, s);
+		return ncclReduce(x->src, x->dst, x->count, dt, red, x->peer, comm, s);
 	case XK_SEND:
-		return ncclSend(x->src, x->count, dt, x->peer, c->comm, s);
+		return ncclSend(x->src, x->count, dt, x->peer, comm, s);
 	case XK_RECV:
-		return ncclRecv(x->dst, x->count, dt, x->peer, c->comm, s);
+		return ncclRecv(x->dst, x->count, dt, x->peer, comm, s);
 	case XK_COPY:
 		*cuerr = rt_cu(c,
 		               cuMemcpyDtoDAsync((CUdeviceptr)(uintptr_t)x->dst, (CUdeviceptr)(uintptr_t)x->src,
@@ -66,7 +75,7 @@ run_plan(syn_ctx *c, const RtXfer *x, int n, const CommChunk *ch, CUstream s, co
 	for (int i = 0; i < n && res == ncclSuccess && !cuerr; i++) {
 		res = issue(c, &x[i], ch, s, &cuerr);
 		if (n == 1) /* alone: may answer ncclInProgress, settle it */
-			return cuerr ? cuerr : rt_nccl_settle(c, res, what);
+			return cuerr ? cuerr : rt_nccl_settle_on(c, comm_of(c, ch), res, what, c->env.timeout_ms);
 	}
 	if (n > 1) {
 		ncclResult_t g = ncclGroupEnd(); /* always close the group */
@@ -75,7 +84,7 @@ run_plan(syn_ctx *c, const RtXfer *x, int n, const CommChunk *ch, CUstream s, co
 	}
 	if (cuerr)
 		return cuerr;
-	return rt_nccl_settle(c, res, what);
+	return rt_nccl_settle_on(c, comm_of(c, ch), res, what, c->env.timeout_ms);
 }
 
 static int
@@ -87,9 +96,11 @@ collective(CommBackend *b, const CommChunk *ch, void *lane)
 	char what[128];
 	if (!x)
 		return rt_seterr(c, SYN_ENOMEM, "rank %d: out of host memory", c->rank);
-	n = rt_plan_nccl(ch, c->rank, c->nranks, x, cap);
-	rt_fmt(what, sizeof what, "nccl %s of chunk %d (%s x%zu)", rt_op_name(ch->op), ch->id, rt_dtype_name(ch->dt),
-	       ch->count);
+	/* a group's plan is the world's plan of a world of its members: peers
+	 * are ranks in the group's communicator */
+	n = rt_plan_nccl(ch, rt_group_rank(ch, c->rank), ch->gsize ? ch->gsize : c->nranks, x, cap);
+	rt_fmt(what, sizeof what, "nccl %s of chunk %d (%s x%zu)%s", rt_op_name(ch->op), ch->id, rt_dtype_name(ch->dt),
+	       ch->count, !ch->gsize ? "" : ch->gstride == 1 ? " on the node communicator" : " on the cross-node communicator");
 	if (n < 0) {
 		free(x);
 		return rt_seterr(c, SYN_EUNSUPPORTED, "rank %d: %s: no NCCL form", c->rank, what);
@@ -102,7 +113,7 @@ collective(CommBackend *b, const CommChunk *ch, void *lane)
 		                 c->rank, what, c->share, c->device);
 	}
 	pthread_mutex_lock(&c->mu);
-	r = c->comm ? run_plan(c, x, n, ch, lane, what) : (c->failed ? c->failed : SYN_EFAILED);
+	r = *comm_of(c, ch) ? run_plan(c, x, n, ch, lane, what) : (c->failed ? c->failed : SYN_EFAILED);
 	pthread_mutex_unlock(&c->mu);
 	free(x);
 	return r;

@@ -135,6 +135,21 @@ rt_plan_ce(const CommChunk *ch, int rank, int nranks, RtXfer *x, int cap)
 	return bad ? -1 : n;
 }
 
+int
+rt_group_rank(const CommChunk *ch, int rank)
+{
+	return ch->gsize ? (rank / ch->gstride) % ch->gsize : rank;
+}
+
+/* The node's ranks are r / G alike, the cross-node group's r % G alike;
+ * keyed by r, each keeps the world's order, so a rank's rank in its
+ * level is rt_group_rank of a chunk on (G, 1) or (N, G). */
+int
+rt_level_color(int rank, int gpus, int cross)
+{
+	return cross ? rank % gpus : rank / gpus;
+}
+
 /* Member j of this rank's group (comm/comm.h). */
 static int
 member(const CommChunk *ch, int me, int j, int P)

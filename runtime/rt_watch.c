@@ -218,19 +218,23 @@ rt_watch_tick(syn_ctx *c)
 {
 	char msg[RT_ERRLEN], full[RT_ERRLEN + 128];
 	uint64_t now = rt_now_ns();
+	ncclComm_t comm[3] = {c->comm, c->node_comm, c->cross_comm};
+	static const char *const level[3] = {"", " (node communicator)", " (cross-node communicator)"};
 	ncclResult_t st;
 	int r;
 	if (c->failed)
 		return c->failed;
 	if (c->errw && c->errw[SYN_ERRW_CODE])
 		return kernel_failure(c);
-	if (c->comm && ncclCommGetAsyncError(c->comm, &st) == ncclSuccess && st != ncclSuccess &&
-	    st != ncclInProgress) {
-		const char *last = ncclGetLastError(c->comm);
-		rt_fmt(full, sizeof full, "rank %d: op '%s': NCCL reported an asynchronous error: %s%s%s", c->rank,
-		       op_name(c, c->cur_op), ncclGetErrorString(st), last && *last ? ": " : "", last ? last : "");
-		return rt_fail(c, SYN_ENCCL, full);
-	}
+	for (int i = 0; i < 3; i++)
+		if (comm[i] && ncclCommGetAsyncError(comm[i], &st) == ncclSuccess && st != ncclSuccess &&
+		    st != ncclInProgress) {
+			const char *last = ncclGetLastError(comm[i]);
+			rt_fmt(full, sizeof full, "rank %d: op '%s': NCCL reported an asynchronous error%s: %s%s%s", c->rank,
+			       op_name(c, c->cur_op), level[i], ncclGetErrorString(st), last && *last ? ": " : "",
+			       last ? last : "");
+			return rt_fail(c, SYN_ENCCL, full);
+		}
 	if ((r = rt_advance(c, now)))
 		return r;
 	if (c->first_pending < c->nitems && now - c->last_progress > (uint64_t)c->env.timeout_ms * 1000000u) {
@@ -250,8 +254,11 @@ rt_watch_tick(syn_ctx *c)
 
 /* ================= failing ================= */
 
+/* The communicators of a failed context: the levels' children first,
+ * then the world they were split from. */
+enum { ABORT_COMMS = 3 };
 typedef struct AbortJob {
-	ncclComm_t comm;
+	ncclComm_t comm[ABORT_COMMS];
 	atomic_int done, refs;
 } AbortJob;
 
@@ -266,7 +273,9 @@ static void *
 abort_main(void *p)
 {
 	AbortJob *j = p;
-	ncclCommAbort(j->comm);
+	for (int i = 0; i < ABORT_COMMS; i++)
+		if (j->comm[i])
+			ncclCommAbort(j->comm[i]);
 	atomic_store(&j->done, 1);
 	abort_job_put(j);
 	return NULL;
@@ -279,13 +288,13 @@ abort_comm(syn_ctx *c)
 {
 	AbortJob *j = calloc(1, sizeof *j);
 	pthread_t t;
-	ncclComm_t comm = c->comm;
-	c->comm = NULL; /* nobody calls NCCL on it again */
-	if (!comm || !j) {
+	ncclComm_t comm[ABORT_COMMS] = {c->node_comm, c->cross_comm, c->comm};
+	c->node_comm = c->cross_comm = c->comm = NULL; /* nobody calls NCCL on them again */
+	if (!comm[2] || !j) {
 		free(j);
 		return;
 	}
-	j->comm = comm;
+	memcpy(j->comm, comm, sizeof comm);
 	atomic_store(&j->refs, 2);
 	if (pthread_create(&t, NULL, abort_main, j)) {
 		free(j);

@@ -144,9 +144,39 @@ process_defaults(void)
 	setenv("NCCL_SET_STACK_SIZE", "1", 0);
 }
 
+/* The communicator of one level of the world: 0 the node's, 1 the
+ * cross-node one. */
+static ncclComm_t *
+level_comm(syn_ctx *c, int cross)
+{
+	return cross ? &c->cross_comm : &c->node_comm;
+}
+
+/* A tiny all_reduce on one level's communicator of every local rank, in
+ * one group, settled: its first use is here, not inside an operator. */
+static int
+warm_level(syn_ctx **cs, int n, const CUdeviceptr *buf, int cross)
+{
+	ncclResult_t g;
+	int r = SYN_OK;
+	if (!*level_comm(cs[0], cross))
+		return SYN_OK;
+	ncclGroupStart();
+	for (int i = 0; i < n; i++)
+		ncclAllReduce((void *)(uintptr_t)buf[i], (void *)(uintptr_t)buf[i], 1, ncclFloat32, ncclSum,
+		              *level_comm(cs[i], cross), cs[i]->lane[SYN_COMM]);
+	g = ncclGroupEnd();
+	for (int i = 0; i < n && !r; i++)
+		r = rt_nccl_settle_on(cs[i], level_comm(cs[i], cross), g,
+		                      cross ? "NCCL warm-up (cross-node communicator)" : "NCCL warm-up (node communicator)",
+		                      cs[i]->env.boot_timeout_ms);
+	return r;
+}
+
 /* A tiny all_reduce and a send and a receive with every peer, waited for:
  * p2p channels connect at their first use whatever NCCL_RUNTIME_CONNECT
- * says, so that first use happens here, not inside an operator. */
+ * says, so that first use happens here, not inside an operator.  Then
+ * the levels' communicators, each its own group after the world's. */
 static int
 nccl_warmup(syn_ctx **cs, int n)
 {
@@ -176,6 +206,8 @@ nccl_warmup(syn_ctx **cs, int n)
 		g = ncclGroupEnd();
 		for (int i = 0; i < n && !r; i++)
 			r = rt_nccl_settle_ms(cs[i], g, "NCCL warm-up (connections)", cs[i]->env.boot_timeout_ms);
+		for (int cross = 0; cross < 2 && !r; cross++)
+			r = warm_level(cs, n, buf, cross);
 	}
 	deadline = rt_now_ns() + (uint64_t)cs[0]->env.boot_timeout_ms * 1000000u;
 	for (int i = 0; i < n && !r; i++) {
@@ -194,19 +226,108 @@ nccl_warmup(syn_ctx **cs, int n)
 	return r;
 }
 
-void
-rt_nccl_close(syn_ctx *c)
+/* Finalised (waited for up to a deadline), then destroyed. */
+static void
+close_comm(ncclComm_t *comm)
 {
 	ncclResult_t st = ncclInProgress;
 	uint64_t deadline = rt_now_ns() + 5000000000ull;
-	if (!c->comm)
+	if (!*comm)
 		return;
-	if (ncclCommFinalize(c->comm) == ncclInProgress)
-		while (ncclCommGetAsyncError(c->comm, &st) == ncclSuccess && st == ncclInProgress &&
-		       rt_now_ns() < deadline)
+	if (ncclCommFinalize(*comm) == ncclInProgress)
+		while (ncclCommGetAsyncError(*comm, &st) == ncclSuccess && st == ncclInProgress && rt_now_ns() < deadline)
 			usleep(100);
-	ncclCommDestroy(c->comm);
-	c->comm = NULL;
+	ncclCommDestroy(*comm);
+	*comm = NULL;
+}
+
+void
+rt_nccl_close(syn_ctx *c)
+{
+	/* the levels' communicators before the world they were split from */
+	close_comm(&c->node_comm);
+	close_comm(&c->cross_comm);
+	close_comm(&c->comm);
+}
+
+/* ================= the levels of a multi-node plan ================= */
+
+/* G as syn_opts gives it must cut the world into whole nodes.  (A
+ * launcher's LOCAL_WORLD_SIZE that does not divide the world is only a
+ * world without levels: its flat plans still run.) */
+static int
+check_gpus(syn_ctx *c, const syn_opts *o)
+{
+	int g = o ? o->gpus_per_node : 0;
+	if (g && (g < 0 || g > c->nranks || c->nranks % g))
+		return rt_seterr(c, SYN_EARG, "rank %d: syn_opts.gpus_per_node = %d does not cut %d ranks into whole nodes",
+		                 c->rank, g, c->nranks);
+	return SYN_OK;
+}
+
+#if NCCL_VERSION_CODE >= 21800 /* ncclCommSplit */
+/* One level's communicator of every local rank, split from the world's
+ * with the world's own config (no clusters, maxCTAs, non-blocking): the
+ * node's (color rank / G) or the cross-node one (color rank % G), keyed
+ * by the world rank so that a rank's place in it is its place in the
+ * chunk's group (comm/comm.h).  Several local ranks: one group, as their
+ * inits were (one thread, several devices); one group per level, since
+ * NCCL merges the making of communicators with nothing else. */
+static int
+split_level(syn_ctx **cs, int n, int cross)
+{
+	const char *what = cross ? "ncclCommSplit (cross-node communicator)" : "ncclCommSplit (node communicator)";
+	ncclConfig_t cfg;
+	ncclResult_t res = ncclSuccess;
+	int r, bad = 0;
+	nccl_config(cs[0], &cfg);
+	if (n > 1)
+		ncclGroupStart();
+	for (int i = 0; i < n; i++) {
+		syn_ctx *c = cs[i];
+		cuCtxSetCurrent(c->cu);
+		res = ncclCommSplit(c->comm, rt_level_color(c->rank, c->gpus, cross), c->rank, level_comm(c, cross), &cfg);
+		if (res != ncclSuccess && res != ncclInProgress) {
+			bad = i;
+			break;
+		}
+	}
+	if (n > 1) {
+		ncclResult_t g = ncclGroupEnd(); /* always close the group */
+		if (res == ncclSuccess || res == ncclInProgress)
+			res = g;
+	}
+	if (res != ncclSuccess && res != ncclInProgress)
+		return rt_nccl(cs[bad], res, what);
+	for (int i = 0; i < n; i++) {
+		if ((r = rt_nccl_settle_on(cs[i], level_comm(cs[i], cross), res, what, cs[i]->env.boot_timeout_ms)))
+			return r;
+		if (!*level_comm(cs[i], cross))
+			return rt_seterr(cs[i], SYN_ENCCL, "rank %d: %s made no communicator", cs[i]->rank, what);
+	}
+	return SYN_OK;
+}
+#endif
+
+/* The levels of a plan compiled for --topo NxG (docs/codegen.md), made
+ * at init and never inside an op: a split is collective over the world
+ * (every rank calls it, in the same order), and a launcher call must not
+ * wait on the host.  Only where G cuts the world into several nodes of
+ * several GPUs; NCCL before 2.18 has no ncclCommSplit, and then a plan
+ * with phases is refused by its launcher (syn_check_topo). */
+static int
+split_levels(syn_ctx **cs, int n)
+{
+	int r;
+	if (!rt_levels_split(cs[0]->nranks, cs[0]->gpus))
+		return SYN_OK;
+#if NCCL_VERSION_CODE >= 21800
+	if ((r = split_level(cs, n, 0)) || (r = split_level(cs, n, 1)))
+		return r;
+#else
+	(void)r;
+#endif
+	return SYN_OK;
 }
 
 /* ================= one process per GPU ================= */
@@ -308,6 +429,8 @@ syn_init(syn_ctx **out, const syn_opts *o)
 	c->nranks = env.world;
 	if (r)
 		return rt_seterr(c, r, "rank ?: %s", err);
+	if ((r = check_gpus(c, o)))
+		return r;
 	if ((r = rt_cu(c, cuInit(0), "cuInit")) || (r = pick_device(c, &dev)) || (r = rt_ctx_open(c, dev)) ||
 	    (r = boot_world(c, &id)) || (r = process_share(c)) || (r = rt_ctx_flags(c)))
 		return r;
@@ -316,7 +439,7 @@ syn_init(syn_ctx **out, const syn_opts *o)
 	nccl_config(c, &cfg);
 	r = ncclCommInitRankConfig(&c->comm, c->nranks, id, c->rank, &cfg);
 	if ((r = rt_nccl_settle_ms(c, (ncclResult_t)r, "ncclCommInitRankConfig", c->env.boot_timeout_ms)) ||
-	    (r = nccl_warmup(&c, 1)))
+	    (r = split_levels(&c, 1)) || (r = nccl_warmup(&c, 1)))
 		return r;
 	return rt_ctx_finish(c);
 }
@@ -461,6 +584,8 @@ syn_init_local(int n, syn_ctx **cs, const syn_opts *o)
 	r = rt_env_parse(&env, rt_env_process, NULL, err, sizeof err);
 	env.rank = 0;
 	env.world = n;
+	env.local_world = 0; /* a launcher's node size counts processes, not this one's ranks */
+	env.local_world_var = NULL;
 	w->n = w->refs = n;
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
@@ -474,6 +599,8 @@ syn_init_local(int n, syn_ctx **cs, const syn_opts *o)
 	w->timeout_ms = cs[0]->env.timeout_ms;
 	if (r)
 		return rt_seterr(cs[0], r, "%s", err);
+	if ((r = check_gpus(cs[0], o)))
+		return r;
 	if ((r = rt_cu(cs[0], cuInit(0), "cuInit")) || (r = rt_cu(cs[0], cuDeviceGetCount(&have), "cuDeviceGetCount")))
 		return r;
 	if ((r = check_devices(cs[0], n, o ? o->devices : NULL, have)))
@@ -488,7 +615,7 @@ syn_init_local(int n, syn_ctx **cs, const syn_opts *o)
 	}
 	if ((r = world_peer_access(cs, n)) || (r = world_flags(cs, n)))
 		return r;
-	if (!share_device(cs, n) && ((r = world_comms(cs, n)) || (r = nccl_warmup(cs, n))))
+	if (!share_device(cs, n) && ((r = world_comms(cs, n)) || (r = split_levels(cs, n)) || (r = nccl_warmup(cs, n))))
 		return r;
 	for (int i = 0; i < n; i++) {
 		cuCtxSetCurrent(cs[i]->cu);

@@ -112,6 +112,13 @@ typedef struct syn_opts {
 	int timeout_ms;    /* SYNC_TIMEOUT_MS, 10000 */
 	int trace;         /* SYNC_TRACE, 0: 1 records a timeline (syn_trace_write) */
 	const int *devices; /* syn_init_local: rank r on visible GPU devices[r] (NULL: GPU r) */
+	/* G, the ranks of one node in a plan compiled for --topo NxG: with
+	 * 1 < G < ranks the context also holds a node communicator (ranks
+	 * r / G alike) and a cross-node one (ranks r % G alike), split from
+	 * the world's at init, for the all_reduce phases of such plans.  0:
+	 * under syn_init, LOCAL_WORLD_SIZE (torchrun) or
+	 * OMPI_COMM_WORLD_LOCAL_SIZE (mpirun); else one node */
+	int gpus_per_node;
 } syn_opts;
 
 /* A module as the code generator embeds it: the cubin is tried first, the
@@ -203,6 +210,11 @@ int syn_tmap_encode(syn_ctx *c, syn_tmap *m, const char *what, uint64_t addr, Co
 
 /* ---- one operator call ---- */
 int syn_check_args(syn_ctx *c, const char *op, int n, const syn_tensor *t, const syn_argspec *s);
+/* An op compiled for --topo NODESxGPUS whose all_reduce runs in phases
+ * over the node and cross-node communicators: SYN_EARG, naming both, when
+ * this context's G (syn_opts.gpus_per_node) is not GPUS, or when it holds
+ * no such communicators (ranks sharing a GPU, which NCCL refuses). */
+int syn_check_topo(syn_ctx *c, const char *op, int nodes, int gpus);
 /* The flags the next op (its syn_begin or syn_begin_local) owns, of this
  * rank: [first, first + n).  Read under CUDA graph capture of the caller's
  * stream: a replay cannot advance the epoch the capture recorded, so the op

@@ -197,6 +197,8 @@ struct Plan {
 	int grid_sms;        /* SMs the persistent kernels may take */
 	int flag_base;       /* where its flags start in a context's array (each
 	                        candidate its own range, so no epoch meets another's) */
+	Topo topo;           /* what it was planned for: an all_reduce's phases
+	                        run on the levels of its nodes x gpus */
 };
 
 /* sched/list.c: critical path and list scheduling on the cost model */

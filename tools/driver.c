@@ -623,7 +623,8 @@ codegen_all(Driver *d, Unit *u, FILE *mem)
 			continue;
 		}
 		if (!ptx_lower(d->plans[i], lo[i])) {
-			diag_error(f->span, "cannot generate GPU code for op '%s': %s", sym_str(f->name), lo[i]->err);
+			diag_error(lo[i]->where.file >= 0 ? lo[i]->where : f->span, "cannot generate GPU code for op '%s': %s",
+			           sym_str(f->name), lo[i]->err);
 			status = EXIT_INPUT;
 			continue;
 		}

@@ -474,6 +474,11 @@ start_ranks(Driver *d, bool per_process, syn_ctx ***csp, int *first, int *nlocal
 	syn_opts so = {0};
 	syn_ctx **cs;
 	so.trace = d->trace != NULL;
+	/* --topo NxG: the plan's levels, whatever the launcher's node size
+	 * (one host's GPUs may play N nodes: the cross-node ring then runs
+	 * over NVLink) */
+	if (d->topo.nodes > 1)
+		so.gpus_per_node = d->topo.gpus;
 	if (per_process) {
 		if (d->ngpus) {
 			diag_usage("--gpus chooses the GPUs of a one-process run; under a launcher (RANK is set) give each "

@@ -1,5 +1,5 @@
 """Code generation of every example and stdlib op (and of the tests named
-below), checked without a GPU:
+below), at rank counts and at --topo 2x2 and 2x4, checked without a GPU:
 ptxas accepts each module (no spill stores or loads in any kernel) and each
 launcher compiles with -Wall -Wextra -Werror against libsyncrt's, CUDA's and
 NCCL's headers.  Ops the PTX backend refuses (docs/codegen.md) must be
@@ -26,8 +26,11 @@ def tests(root, run, Fail):
     files = sorted(glob.glob(os.path.join(root, "examples", "*.syn"))) + [os.path.join(root, "stdlib", "nn.syn")]
     cuda = "/usr/local/cuda/include"
 
-    def one(path, ranks, extra=()):
+    # ranks: a count (--ranks P) or a topology ("2x4": --topo 2x4);
+    # expect: text the launcher must hold (its phases on the levels)
+    def one(path, ranks, extra=(), expect=None):
         rel = os.path.relpath(path, root)
+        shape = ["--topo", ranks] if isinstance(ranks, str) else ["--ranks", str(ranks)]
 
         def t():
             with tempfile.TemporaryDirectory() as d:
@@ -37,7 +40,7 @@ def tests(root, run, Fail):
                 # the cubin cache off: a hit would leave no report to read
                 env = {"PTXAS": os.path.join(root, "tests", "codegen", "ptxas-v"), "PTXAS_REAL": px,
                        "PTXAS_V_LOG": log, "SYNCC_NO_CUBIN_CACHE": "1"} if px else {"PTXAS": os.path.join(d, "no-ptxas")}
-                rc, out, err = run([syncc, rel, "--ranks", str(ranks), "-o", pre] + list(extra), env=env)
+                rc, out, err = run([syncc, rel] + shape + ["-o", pre] + list(extra), env=env)
                 if rel in REFUSED:
                     if rc != 1 or "cannot generate GPU code" not in err:
                         raise Fail(" expected a located refusal, got exit %d\n%s" % (rc, err[-2000:]))
@@ -54,6 +57,10 @@ def tests(root, run, Fail):
                     spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", report)
                     if any(int(a) or int(b) for a, b in spills):
                         raise Fail(" a kernel spills:\n" + report[-3000:])
+                if expect:
+                    with open(pre + ".c", encoding="utf-8", errors="replace") as f:
+                        if expect not in f.read():
+                            raise Fail(" the launcher lacks %r" % expect)
                 if os.path.exists(os.path.join(cuda, "cuda.h")):
                     rc, out, err = run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", os.path.join(root, "runtime"),
                                         "-isystem", cuda, "-c", "-o", os.path.join(d, "op.o"), pre + ".c"])
@@ -143,6 +150,17 @@ def tests(root, run, Fail):
     for f in files:
         for p in ranks.get(f, (1, 2, 4)):
             jobs.append(("codegen/%s P=%d (ptxas, launcher -Werror)" % (os.path.relpath(f, root), p), one(f, p)))
+    # multi-node plans (docs/codegen.md): every file at --topo 2x2 and 2x4,
+    # and the files with an all_reduce also with it whole (no arsplit),
+    # which then runs in three phases on the node and cross-node
+    # communicators -- the launcher checks the context's levels first
+    for t in ("2x2", "2x4"):
+        for f in files:
+            jobs.append(("codegen/%s --topo %s (ptxas, launcher -Werror)" % (os.path.relpath(f, root), t), one(f, t)))
+        for f in [f for f in files if "all_reduce(" in open(f).read()]:
+            jobs.append(("codegen/%s --topo %s --no-pass arsplit: phases (ptxas, launcher -Werror)" %
+                         (os.path.relpath(f, root), t),
+                         one(f, t, ["--no-pass", "arsplit"], 'syn_check_topo(ctx, "')))
     # attention regions lowered to the fused kernel (codegen/attn.c): the
     # stdlib's at head dim 64 and the forms of tests/lang/attn/fused.syn
     fused = [(os.path.join(root, "stdlib", "nn.syn"), ["-D", "D=64"]),

@@ -49,34 +49,46 @@ typedef struct EnvCase {
 	RtLauncher l;
 	int rank, world, local;
 	const char *msg; /* the error must contain it */
+	int local_world; /* the node's ranks (G of a multi-node plan), 0: not given */
 } EnvCase;
 
 static const EnvCase env_cases[] = {
-	{{NULL}, SYN_OK, RL_NONE, 0, 1, -1, NULL},
+	{{NULL}, SYN_OK, RL_NONE, 0, 1, -1, NULL, 0},
 	{{"RANK=1", "WORLD_SIZE=4", "LOCAL_RANK=1", "MASTER_ADDR=10.0.0.1", "MASTER_PORT=1234", NULL}, SYN_OK,
-	 RL_TORCHRUN, 1, 4, 1, NULL},
+	 RL_TORCHRUN, 1, 4, 1, NULL, 0},
 	{{"OMPI_COMM_WORLD_RANK=3", "OMPI_COMM_WORLD_SIZE=8", "OMPI_COMM_WORLD_LOCAL_RANK=3", "MASTER_ADDR=h0", NULL},
-	 SYN_OK, RL_MPI, 3, 8, 3, NULL},
+	 SYN_OK, RL_MPI, 3, 8, 3, NULL, 0},
 	{{"SLURM_PROCID=5", "SLURM_NTASKS=16", "SLURM_LOCALID=1", "MASTER_ADDR=node7", NULL}, SYN_OK, RL_SLURM, 5,
-	 16, 1, NULL},
+	 16, 1, NULL, 0},
 	/* torchrun inside Slurm: torchrun's variables win */
 	{{"SLURM_PROCID=0", "SLURM_NTASKS=2", "RANK=3", "WORLD_SIZE=4", "MASTER_ADDR=a", NULL}, SYN_OK, RL_TORCHRUN,
-	 3, 4, -1, NULL},
-	{{"RANK=0", NULL}, SYN_EENV, RL_TORCHRUN, 0, 0, 0, "RANK is set but WORLD_SIZE is not"},
+	 3, 4, -1, NULL, 0},
+	{{"RANK=0", NULL}, SYN_EENV, RL_TORCHRUN, 0, 0, 0, "RANK is set but WORLD_SIZE is not", 0},
 	{{"RANK=2", "WORLD_SIZE=2", "MASTER_ADDR=a", NULL}, SYN_EENV, RL_TORCHRUN, 0, 0, 0,
-	 "RANK=2 is out of range for WORLD_SIZE=2"},
+	 "RANK=2 is out of range for WORLD_SIZE=2", 0},
 	{{"RANK=x", "WORLD_SIZE=2", "MASTER_ADDR=a", NULL}, SYN_EENV, RL_TORCHRUN, 0, 0, 0,
-	 "RANK='x' is not a non-negative integer"},
-	{{"SLURM_PROCID=1", "SLURM_NTASKS=0", NULL}, SYN_EENV, RL_SLURM, 0, 0, 0, "SLURM_NTASKS='0'"},
+	 "RANK='x' is not a non-negative integer", 0},
+	{{"SLURM_PROCID=1", "SLURM_NTASKS=0", NULL}, SYN_EENV, RL_SLURM, 0, 0, 0, "SLURM_NTASKS='0'", 0},
 	{{"OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2", NULL}, SYN_EENV, RL_MPI, 0, 0, 0,
-	 "MASTER_ADDR is not set but mpirun says WORLD_SIZE=2"},
+	 "MASTER_ADDR is not set but mpirun says WORLD_SIZE=2", 0},
 	{{"RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=a", "MASTER_PORT=70000", NULL}, SYN_EENV, RL_TORCHRUN, 0, 0, 0,
-	 "MASTER_PORT='70000' is not a TCP port"},
-	{{"SYNC_TIMEOUT_MS=abc", NULL}, SYN_EENV, RL_NONE, 0, 0, 0, "SYNC_TIMEOUT_MS='abc' is not an integer"},
-	{{"SYNC_NCCL_MAX_CTAS=65", NULL}, SYN_EENV, RL_NONE, 0, 0, 0, "SYNC_NCCL_MAX_CTAS='65'"},
+	 "MASTER_PORT='70000' is not a TCP port", 0},
+	{{"SYNC_TIMEOUT_MS=abc", NULL}, SYN_EENV, RL_NONE, 0, 0, 0, "SYNC_TIMEOUT_MS='abc' is not an integer", 0},
+	{{"SYNC_NCCL_MAX_CTAS=65", NULL}, SYN_EENV, RL_NONE, 0, 0, 0, "SYNC_NCCL_MAX_CTAS='65'", 0},
 	{{"RANK=0", "WORLD_SIZE=2", "LOCAL_RANK=-1", "MASTER_ADDR=a", NULL}, SYN_EENV, RL_TORCHRUN, 0, 0, 0,
-	 "LOCAL_RANK='-1'"},
-	{{"SYNC_BOOT_PORT=65536", NULL}, SYN_EENV, RL_NONE, 0, 0, 0, "SYNC_BOOT_PORT='65536'"},
+	 "LOCAL_RANK='-1'", 0},
+	{{"SYNC_BOOT_PORT=65536", NULL}, SYN_EENV, RL_NONE, 0, 0, 0, "SYNC_BOOT_PORT='65536'", 0},
+	/* the node's ranks: G of a multi-node plan's levels */
+	{{"RANK=5", "WORLD_SIZE=8", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=4", "MASTER_ADDR=a", NULL}, SYN_OK, RL_TORCHRUN, 5,
+	 8, 1, NULL, 4},
+	{{"OMPI_COMM_WORLD_RANK=3", "OMPI_COMM_WORLD_SIZE=8", "OMPI_COMM_WORLD_LOCAL_SIZE=2", "MASTER_ADDR=h0", NULL},
+	 SYN_OK, RL_MPI, 3, 8, -1, NULL, 2},
+	{{"SLURM_PROCID=1", "SLURM_NTASKS=4", "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=a", NULL}, SYN_OK, RL_SLURM, 1, 4, -1,
+	 NULL, 0},
+	{{"RANK=0", "WORLD_SIZE=4", "LOCAL_WORLD_SIZE=8", "MASTER_ADDR=a", NULL}, SYN_EENV, RL_TORCHRUN, 0, 0, 0,
+	 "LOCAL_WORLD_SIZE='8' is not a node size in [1, 4]", 0},
+	{{"RANK=0", "WORLD_SIZE=4", "LOCAL_WORLD_SIZE=0", "MASTER_ADDR=a", NULL}, SYN_EENV, RL_TORCHRUN, 0, 0, 0,
+	 "LOCAL_WORLD_SIZE='0'", 0},
 };
 
 static void
@@ -93,9 +105,10 @@ t_env(void)
 			       c->msg);
 			continue;
 		}
-		EXPECT(e.launcher == c->l && e.rank == c->rank && e.world == c->world && e.local_rank == c->local,
-		       "env case %zu: got %s rank %d/%d local %d", i, rt_env_launcher_name(e.launcher), e.rank, e.world,
-		       e.local_rank);
+		EXPECT(e.launcher == c->l && e.rank == c->rank && e.world == c->world && e.local_rank == c->local &&
+		               e.local_world == c->local_world,
+		       "env case %zu: got %s rank %d/%d local %d of %d", i, rt_env_launcher_name(e.launcher), e.rank,
+		       e.world, e.local_rank, e.local_world);
 	}
 	{
 		const char *kv[] = {"SYNC_TIMEOUT_MS=2500", "SYNC_NCCL_MAX_CTAS=8", "NCCL_HOSTID=nodeB", NULL};
@@ -374,6 +387,127 @@ t_boot_dead(void)
 
 /* ================= checks ================= */
 
+/* A chunk's sub-group is taken only where it is one of the two levels the
+ * context holds communicators for: the node (G, 1) and the ranks of one
+ * local index across the nodes (N, G); every other group, and any group
+ * on a context without levels, is refused by name. */
+static void
+t_check_groups(void)
+{
+	static float buf[64] __attribute__((aligned(16)));
+	static const struct {
+		int P, G, gsize, gstride, ok;
+		const char *msg;
+	} cases[] = {
+		{4, 2, 2, 1, 1, NULL},  /* 2x2: the node */
+		{4, 2, 2, 2, 1, NULL},  /* 2x2: across the nodes */
+		{8, 4, 4, 1, 1, NULL},  /* 2x4 */
+		{8, 4, 2, 4, 1, NULL},
+		{8, 2, 2, 1, 1, NULL},  /* 4x2 */
+		{8, 2, 4, 2, 1, NULL},
+		{8, 4, 2, 1, 0, "is neither this context's node (4, 1) nor its cross-node group (2, 4) of 2 nodes x 4 GPUs"},
+		{8, 4, 4, 2, 0, "is neither this context's node (4, 1)"},
+		{8, 4, 2, 2, 0, "is neither"},
+		{8, 4, 8, 1, 0, "is neither"}, /* the whole world as a group: gsize 0 says that */
+		{8, 2, 2, 4, 0, "is neither"}, /* 4x2's levels, not 2x4's */
+		{8, 4, 4, 4, 0, "does not fit 8 ranks"},
+		{8, 4, 4, 0, 0, "does not fit 8 ranks"},
+		{8, 4, -4, 1, 0, "does not fit 8 ranks"},
+		{8, 0, 4, 1, 0, "needs the node and cross-node communicators, and this context has none"},
+		{4, 0, 2, 2, 0, "needs the node and cross-node communicators"},
+	};
+	char msg[512];
+	for (size_t i = 0; i < RT_NELEM(cases); i++) {
+		CommChunk ch = {CO_ALL_REDUCE, CD_F32, CR_SUM, buf, buf, 16, 0, 0, 0, 3, cases[i].gsize, cases[i].gstride};
+		for (int r = 0; r < cases[i].P; r++) {
+			int st = rt_chunk_check(&ch, r, cases[i].P, cases[i].G, msg, sizeof msg);
+			if (cases[i].ok)
+				EXPECT(st == SYN_OK, "group case %zu (P %d, G %d, group (%d, %d)), rank %d: %s", i, cases[i].P,
+				       cases[i].G, cases[i].gsize, cases[i].gstride, r, msg);
+			else
+				EXPECT(st == SYN_EARG && strstr(msg, "chunk 3 (all_reduce f32 x16)") && strstr(msg, cases[i].msg),
+				       "group case %zu, rank %d: status %d, message '%s' lacks '%s'", i, r, st, msg, cases[i].msg);
+		}
+	}
+	{
+		/* a shift inside a group is bounded by the group, not the world */
+		CommChunk ch = {CO_SHIFT, CD_F32, CR_SUM, buf, buf, 16, 0, 0, 2, 1, 2, 1};
+		EXPECT(rt_chunk_check(&ch, 0, 4, 2, msg, sizeof msg) == SYN_EARG && strstr(msg, "shift 2 is not in [1, 1] for 2 ranks"),
+		       "group shift: %s", msg);
+	}
+	printf("check: %zu sub-group cases\n", RT_NELEM(cases));
+}
+
+/* A launcher compiled for --topo NxG runs on a context whose G is G and
+ * which holds the levels' communicators; the message names both sides. */
+static void
+t_check_topo(void)
+{
+	char msg[512];
+	RtLevels ok = {8, 4, "LOCAL_WORLD_SIZE", 1, 1, 0}, l;
+	EXPECT(rt_topo_check(&ok, "row_linear", 2, 4, msg, sizeof msg) == SYN_OK, "2x4 on G = 4: %s", msg);
+	l = ok;
+	l.gpus = 2;
+	EXPECT(rt_topo_check(&l, "row_linear", 2, 4, msg, sizeof msg) == SYN_EARG &&
+	               strstr(msg, "row_linear: compiled for --topo 2x4 (4 GPUs per node), but this context has 8 ranks "
+	                           "and 2 per node (LOCAL_WORLD_SIZE)") &&
+	               strstr(msg, "or compile for --topo 4x2"),
+	       "G mismatch: %s", msg);
+	l = ok;
+	l.gpus = 0;
+	l.from = NULL;
+	EXPECT(rt_topo_check(&l, "row_linear", 2, 4, msg, sizeof msg) == SYN_EARG &&
+	               strstr(msg, "this context has 8 ranks and 8 per node (not given: one node)") &&
+	               strstr(msg, "set syn_opts.gpus_per_node (or LOCAL_WORLD_SIZE) to 4"),
+	       "G not given: %s", msg);
+	l = ok;
+	l.share = 2;
+	l.device = 3;
+	EXPECT(rt_topo_check(&l, "row_linear", 2, 4, msg, sizeof msg) == SYN_EARG &&
+	               strstr(msg, "2 ranks share GPU 3 here and NCCL has no communicator for them"),
+	       "shared GPU: %s", msg);
+	l = ok;
+	l.split = 0;
+	EXPECT(rt_topo_check(&l, "row_linear", 2, 4, msg, sizeof msg) == SYN_EARG &&
+	               strstr(msg, "holds no node and cross-node communicators"),
+	       "no levels: %s", msg);
+	EXPECT(rt_levels_split(8, 4) && rt_levels_split(4, 2) && !rt_levels_split(8, 8) && !rt_levels_split(8, 1) &&
+	               !rt_levels_split(6, 4) && !rt_levels_split(8, 0),
+	       "which worlds are split in levels");
+	printf("check: --topo against the context\n");
+}
+
+/* The levels' splits (rt_level_color, key = world rank) put a rank at its
+ * place in the chunk's group: NCCL ranks a split's members by key, so a
+ * rank's rank in its level is the count of same-coloured ranks below it,
+ * which must be rt_group_rank, and the members in that order must be the
+ * group of comm/comm.h (rank + (j - i) * gstride). */
+static void
+t_levels(void)
+{
+	static const int topo[][2] = {{2, 2}, {2, 4}, {4, 2}, {3, 4}, {8, 2}};
+	for (size_t t = 0; t < RT_NELEM(topo); t++) {
+		int N = topo[t][0], G = topo[t][1], P = N * G;
+		for (int cross = 0; cross < 2; cross++) {
+			CommChunk ch = {CO_ALL_REDUCE, CD_F32, CR_SUM, NULL, NULL, 1, 0, 0, 0, 0, cross ? N : G, cross ? G : 1};
+			for (int r = 0; r < P; r++) {
+				int below = 0, j = 0, i = rt_group_rank(&ch, r);
+				for (int q = 0; q < P; q++) {
+					if (rt_level_color(q, G, cross) != rt_level_color(r, G, cross))
+						continue;
+					below += q < r;
+					EXPECT(q == r + (j - i) * ch.gstride, "%dx%d %s level: member %d of rank %d's is %d, not %d", N,
+					       G, cross ? "cross-node" : "node", j, r, q, r + (j - i) * ch.gstride);
+					j++;
+				}
+				EXPECT(j == ch.gsize && below == i, "%dx%d %s level, rank %d: %d members (want %d), rank %d in it (want %d)",
+				       N, G, cross ? "cross-node" : "node", r, j, ch.gsize, below, i);
+			}
+		}
+	}
+	printf("plan: the levels' splits match the chunks' groups\n");
+}
+
 static void
 t_check(void)
 {
@@ -411,18 +545,18 @@ t_check(void)
 	EXPECT(strstr(msg, "has no data"), "null: %s", msg);
 	{
 		CommChunk ch = {CO_SHIFT, CD_F32, CR_SUM, dummy, dummy, 16, 0, 0, 2, 7, 0, 0};
-		EXPECT(rt_chunk_check(&ch, 1, 2, msg, sizeof msg) == SYN_EARG &&
+		EXPECT(rt_chunk_check(&ch, 1, 2, 0, msg, sizeof msg) == SYN_EARG &&
 		               strstr(msg, "rank 1: chunk 7 (shift f32 x16): shift 2 is not in [1, 1] for 2 ranks"),
 		       "shift: %s", msg);
 		ch.op = CO_ALL_GATHER;
 		ch.recv_stride = 8;
-		EXPECT(rt_chunk_check(&ch, 1, 2, msg, sizeof msg) == SYN_EARG &&
+		EXPECT(rt_chunk_check(&ch, 1, 2, 0, msg, sizeof msg) == SYN_EARG &&
 		               strstr(msg, "recv blocks overlap: recv_stride 8 < count 16"),
 		       "stride: %s", msg);
 		ch.recv_stride = 32;
-		EXPECT(rt_chunk_check(&ch, 1, 2, msg, sizeof msg) == SYN_OK, "good chunk: %s", msg);
+		EXPECT(rt_chunk_check(&ch, 1, 2, 0, msg, sizeof msg) == SYN_OK, "good chunk: %s", msg);
 		ch.count = 0;
-		EXPECT(rt_chunk_check(&ch, 1, 2, msg, sizeof msg) == SYN_EARG && strstr(msg, "count is 0"),
+		EXPECT(rt_chunk_check(&ch, 1, 2, 0, msg, sizeof msg) == SYN_EARG && strstr(msg, "count is 0"),
 		       "count: %s", msg);
 	}
 	{
@@ -444,6 +578,8 @@ t_check(void)
 		k.dt = (CommDType)9;
 		EXPECT(rt_copy2d_check(&k, 1, msg, sizeof msg) == SYN_EARG && strstr(msg, "unknown dtype"), "dtype: %s", msg);
 	}
+	t_check_groups();
+	t_check_topo();
 	EXPECT(!strcmp(syn_status_name(SYN_ETIMEOUT), "timeout") && !strcmp(syn_status_name(5), "unknown status"),
 	       "status names");
 	printf("check: argument and chunk messages\n");
@@ -802,12 +938,100 @@ t_trace(const char *path)
 	printf("trace: wrote %s\n", path);
 }
 
+/* The three phases of a multi-node all_reduce chunk as the launchers
+ * write them (codegen/lower.c lower_phase): reduce_scatter on the node
+ * into this rank's share, all_reduce of the share across the nodes in
+ * place, all_gather on the node into the result -- each rank's chunk
+ * planned as rt_nccl.c plans it (its place in the group, the group's
+ * size) and run over its group's members: every rank must end with the
+ * sum over the world. */
+enum { PH_MAXR = 8, PH_N = 24 };
+typedef struct PhRank {
+	float x[PH_N], share[PH_N], out[PH_N]; /* one float array: a pointer moves to a peer by its offset */
+} PhRank;
+
+static const float *
+ph_peer(const PhRank *rk, int from, int to, const void *p)
+{
+	return (const float *)(const void *)&rk[to] + ((const float *)p - (const float *)(const void *)&rk[from]);
+}
+
+/* One grouped collective of every rank, its sources read before any
+ * result is written (the all_reduce is in place). */
+static int
+ph_run(PhRank *rk, int P, const CommChunk *ch)
+{
+	static float res[PH_MAXR][PH_N];
+	RtXfer x[PH_MAXR][4];
+	for (int r = 0; r < P; r++) {
+		int gs = ch[r].gsize, i = rt_group_rank(&ch[r], r), n = rt_plan_nccl(&ch[r], i, gs, x[r], 4);
+		size_t c = x[r][0].count;
+		if (n != 1) /* packed: one NCCL call on the group's communicator */
+			return -1;
+		for (size_t e = 0; e < c * (x[r][0].kind == XK_ALL_GATHER ? (size_t)gs : 1); e++) {
+			float s = 0;
+			for (int j = 0; j < gs; j++) {
+				const float *src = ph_peer(rk, r, r + (j - i) * ch[r].gstride, x[r][0].src);
+				if (x[r][0].kind == XK_REDUCE_SCATTER)
+					s += src[(size_t)i * c + e];
+				else if (x[r][0].kind == XK_ALL_REDUCE)
+					s += src[e];
+				else if (x[r][0].kind == XK_ALL_GATHER && (size_t)j == e / c)
+					s = src[e % c];
+			}
+			res[r][e] = s;
+		}
+	}
+	for (int r = 0; r < P; r++)
+		memcpy(x[r][0].dst, res[r], x[r][0].count * (x[r][0].kind == XK_ALL_GATHER ? (size_t)ch[r].gsize : 1) * 4);
+	return 0;
+}
+
+static void
+t_phases(void)
+{
+	static const int topo[][2] = {{2, 2}, {2, 4}, {4, 2}, {3, 2}};
+	static PhRank rk[PH_MAXR];
+	static const CommOp op[3] = {CO_REDUCE_SCATTER, CO_ALL_REDUCE, CO_ALL_GATHER};
+	char msg[512];
+	for (size_t t = 0; t < RT_NELEM(topo); t++) {
+		int N = topo[t][0], G = topo[t][1], P = N * G, bad = 0;
+		for (int r = 0; r < P; r++)
+			for (int e = 0; e < PH_N; e++)
+				rk[r].x[e] = (float)((r * 7919 + e * 31) % 100), rk[r].share[e] = rk[r].out[e] = POISON;
+		for (int ph = 0; ph < 3 && !bad; ph++) {
+			CommChunk ch[PH_MAXR];
+			for (int r = 0; r < P; r++) {
+				ch[r] = (CommChunk){op[ph], CD_F32, CR_SUM, ph ? rk[r].share : rk[r].x, ph == 2 ? rk[r].out : rk[r].share,
+				                    PH_N / (size_t)G, 0, 0, 0, 0, ph == 1 ? N : G, ph == 1 ? G : 1};
+				EXPECT(!rt_chunk_check(&ch[r], r, P, G, msg, sizeof msg), "%dx%d phase %d, rank %d: %s", N, G, ph, r, msg);
+			}
+			bad = ph_run(rk, P, ch);
+			EXPECT(!bad, "%dx%d phase %d: not one packed NCCL call", N, G, ph);
+		}
+		for (int r = 0; r < P && !bad; r++)
+			for (int e = 0; e < PH_N; e++) {
+				float want = 0;
+				for (int q = 0; q < P; q++)
+					want += rk[q].x[e];
+				if (rk[r].out[e] != want) {
+					EXPECT(0, "%dx%d: rank %d element %d is %g after the phases, the sum is %g", N, G, r, e,
+					       (double)rk[r].out[e], (double)want);
+					bad = 1;
+					break;
+				}
+			}
+	}
+	printf("plan: an all_reduce in three phases on %zu topologies\n", RT_NELEM(topo));
+}
+
 /* ================= a launcher's chunks ================= */
 
 /* `chunk P OP DT RED COUNT SEND_STRIDE RECV_STRIDE SHIFT ID GSIZE GSTRIDE`:
  * one CommChunk as a generated launcher writes it (tests/rt/rttests.py
  * takes them from syncc --emit=host), through the check every backend
- * runs before moving it, on every rank. */
+ * runs before moving it, on every rank.  P may be NxG, a launcher of
+ * --topo NxG: then the context holds the levels of G. */
 static int
 name_index(const char *const *names, int n, const char *s)
 {
@@ -826,18 +1050,21 @@ t_chunk(int argc, char **argv)
 	static char buf[64];
 	char msg[512];
 	CommChunk ch;
-	int P;
+	int P, N = 1, G = 0;
 	if (argc != 13) {
 		EXPECT(0, "chunk: want 11 fields after the name, got %d", argc - 2);
 		return;
 	}
-	P = atoi(argv[2]);
+	if (sscanf(argv[2], "%dx%d", &N, &G) == 2)
+		P = N * G;
+	else
+		P = atoi(argv[2]), G = 0;
 	ch = (CommChunk){(CommOp)name_index(ops, 5, argv[3]), (CommDType)name_index(dts, 4, argv[4]),
 	                 (CommRed)name_index(reds, 3, argv[5]), buf, buf + 32, strtoull(argv[6], NULL, 10),
 	                 strtoull(argv[7], NULL, 10), strtoull(argv[8], NULL, 10), atoi(argv[9]), atoi(argv[10]),
 	                 atoi(argv[11]), atoi(argv[12])};
 	for (int r = 0; r < P; r++)
-		EXPECT(rt_chunk_check(&ch, r, P, msg, sizeof msg) == SYN_OK, "rank %d of %d: %s", r, P, msg);
+		EXPECT(rt_chunk_check(&ch, r, P, G, msg, sizeof msg) == SYN_OK, "rank %d of %d: %s", r, P, msg);
 	printf("chunk: %s x%zu (strides %zu, %zu) at P = %d\n", argv[3], ch.count, ch.send_stride, ch.recv_stride, P);
 }
 
@@ -858,8 +1085,11 @@ main(int argc, char **argv)
 		t_boot_dead();
 	else if (!strcmp(what, "check"))
 		t_check();
-	else if (!strcmp(what, "plan"))
+	else if (!strcmp(what, "plan")) {
 		t_plan();
+		t_levels();
+		t_phases();
+	}
 	else if (!strcmp(what, "trace") && argc > 2)
 		t_trace(argv[2]);
 	else if (!strcmp(what, "chunk"))

@@ -81,24 +81,30 @@ def tests(root, run, Fail):
     # Every chunk of a generated launcher passes the runtime's own check on
     # every rank: at P = 1 ulysses' all_to_all had a send stride of one row
     # ("send blocks overlap"), which only a GPU run found (issue 17, item 5).
+    # At --topo NxG (passed on as "NxG": the context then holds the levels
+    # of G) the all_reduce phases' sub-groups too, with the whole
+    # all_reduce kept (no arsplit) so that there are phases.
     def launcher_chunks():
         import re
         need_exe()
         syncc = os.path.join(root, "syncc")
-        seen = 0
-        for ex in ("ulysses", "row_linear", "ag_gemm", "gemm_rs"):
-            for p in ("1", "2", "4"):
-                rc, out, err = run([syncc, "examples/%s.syn" % ex, "--ranks", p, "--emit=host"])
-                if rc != 0:
-                    raise Fail(" syncc %s --ranks %s --emit=host: exit %d\n%s" % (ex, p, rc, err[-2000:]))
-                for m in re.finditer(r"CommChunk ch = \{(CO_\w+), (CD_\w+), (CR_\w+), \w+, \w+, (\d+)u, (\d+)u, "
-                                     r"(\d+)u, (-?\d+), (-?\d+), (\d+), (\d+)\};", out):
-                    rc, o, e = run([exe, "chunk", p] + list(m.groups()))
-                    seen += 1
-                    if rc != 0 or not o.rstrip().endswith("ok"):
-                        raise Fail(" %s at P = %s: the runtime refuses a chunk of the launcher:\n%s%s" % (ex, p, o, e))
-        if seen < 12:
-            raise Fail(" only %d chunks found in the launchers: has their form changed?" % seen)
+        seen = grouped = 0
+        cases = [(ex, ["--ranks", p], p) for ex in ("ulysses", "row_linear", "ag_gemm", "gemm_rs") for p in ("1", "2", "4")]
+        cases += [(ex, ["--topo", t] + np, t) for ex in ("ulysses", "row_linear", "ag_gemm", "gemm_rs", "placements_tiny")
+                  for t in ("2x2", "2x4") for np in ([], ["--no-pass", "arsplit"])]
+        for ex, args, p in cases:
+            rc, out, err = run([syncc, "examples/%s.syn" % ex] + args + ["--emit=host"])
+            if rc != 0:
+                raise Fail(" syncc %s %s --emit=host: exit %d\n%s" % (ex, " ".join(args), rc, err[-2000:]))
+            for m in re.finditer(r"CommChunk ch = \{(CO_\w+), (CD_\w+), (CR_\w+), \w+, \w+, (\d+)u, (\d+)u, "
+                                 r"(\d+)u, (-?\d+), (-?\d+), (\d+), (\d+)\};", out):
+                rc, o, e = run([exe, "chunk", p] + list(m.groups()))
+                seen += 1
+                grouped += m.group(9) != "0"
+                if rc != 0 or not o.rstrip().endswith("ok"):
+                    raise Fail(" %s %s: the runtime refuses a chunk of the launcher:\n%s%s" % (ex, " ".join(args), o, e))
+        if seen < 12 or grouped < 12:
+            raise Fail(" only %d chunks (%d of sub-groups) found in the launchers: has their form changed?" % (seen, grouped))
 
     for name in ("env", "boot-ok", "boot-errors", "boot-dead", "check", "plan"):
         yield ("rt " + name, group(name))
