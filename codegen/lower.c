@@ -885,7 +885,7 @@ row_entries(Low *L, LKernel *k, const RowGroup *rg, const int *bl, int nb, int r
 
 /* Rows per block-list entry: a divisor of every band's first row; strided
  * rows (a first-dim reduction) a power of two up to 256, fewer where that
- * leaves under 256 blocks; else up to 8. */
+ * leaves under 256 blocks; rows with a CTA each, one; else up to 8. */
 static int
 rows_per_block(const PtxRowsSpec *s, int64_t g)
 {
@@ -898,10 +898,14 @@ rows_per_block(const PtxRowsSpec *s, int64_t g)
 			rb /= 2;
 		return rb;
 	}
-	/* a CTA per row: entries of one row until there are 2048 of them, so
-	 * every CTA of the persistent grid has rows to take */
-	for (rb = 8; s->len >= PTX_ROWS_CTA_LEN && rb > 1 && s->rows / rb < 2048;)
-		rb /= 2;
+	/* a CTA per row: entries of one row.  The persistent grid takes
+	 * entries strided, and the more there are the less of its last round
+	 * idles: 8192 rows of 8192 took 0.074-0.076 ms at a row an entry,
+	 * 0.077-0.083 at 4 or 8 (rmsnorm, layernorm, softmax; tests/gpu/kernels.c
+	 * perf-rows, bench/results/2026-12-04-host-probe-h200.md) */
+	if (s->len >= PTX_ROWS_CTA_LEN)
+		return 1;
+	rb = 8;
 	while (rb > 1 && g % rb)
 		rb--;
 	return rb;

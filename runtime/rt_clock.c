@@ -196,15 +196,20 @@ harvest_blocks(syn_ctx *c)
 }
 
 /* Drop the finished prefix of the log, turning it into trace events.
- * The items are marked first, a few queries a stream (rt_advance): a
- * query an item here was ~2 us of a small op's call each time the log
- * passed LOG_COMPACT. */
+ * While its oldest item runs, one query says so (a launcher far ahead of
+ * the GPU calls this each op once the log passes LOG_COMPACT); else the
+ * items are marked by rt_advance, a few queries a stream, where a query
+ * an item was ~2 us of a small op's call. */
 int
 rt_harvest(syn_ctx *c)
 {
 	int k = 0, r;
-	if ((r = rt_advance(c, rt_now_ns())))
-		return r;
+	if (c->nitems && !c->items[0].complete) {
+		if (cuEventQuery(c->items[0].done) != CUDA_SUCCESS)
+			return SYN_OK; /* a failure is the watchdog's to name */
+		if ((r = rt_advance(c, rt_now_ns())))
+			return r;
+	}
 	while (k < c->nitems) {
 		RtItem *it = &c->items[k];
 		if (!it->complete)
