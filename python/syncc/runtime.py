@@ -200,16 +200,23 @@ class Launcher:
         self.ptrs_addr = ctypes.addressof(self.ptrs)
         self.fast = None  # per argument (torch dtype, shape), made at the first call
 
-    def _fast_ok(self, tensors, dev):
+    def _fast_ptrs(self, tensors, index):
         """The common case in a few attribute reads: every tensor exactly as
-        the signature wants it.  Anything else goes through the full check,
-        which names what is wrong."""
+        the signature wants it, on the context's GPU (index); their data
+        pointers, else None -- the full check then names what is wrong.
+        (get_device() is an int: comparing t.device made a device object
+        per tensor.)"""
         if len(tensors) != self.nargs:
-            return False
+            return None
+        ptrs = []
         for t, (dt, shape) in zip(tensors, self.fast):
-            if t.dtype is not dt or t.shape != shape or t.device != dev or not t.is_contiguous() or t.data_ptr() & 15:
-                return False
-        return True
+            if t.dtype is not dt or t.shape != shape or t.get_device() != index or not t.is_contiguous():
+                return None
+            p = t.data_ptr()
+            if p & 15:
+                return None
+            ptrs.append(p)
+        return ptrs
 
     def __call__(self, ctx, tensors):
         """Checks, allocates the results with torch, runs on torch's current
@@ -222,8 +229,10 @@ class Launcher:
         if self.fast is None:
             self.fast = [(getattr(torch, a.torch_dtype_name()), torch.Size(a.local)) for a in op.args]
             self.outs = [(torch.Size(r.local), getattr(torch, r.torch_dtype_name())) for r in op.results]
-        if not self._fast_ok(tensors, dev):
+        ptrs = self._fast_ptrs(tensors, ctx.device)
+        if ptrs is None:
             signature.check_call(op, tensors, ctx.rank, ctx.device)
+            ptrs = [t.data_ptr() for t in tensors]
         # new_empty on an argument (already on dev) skips torch.empty's
         # device-argument parsing: 1-2 us a call at small shapes
         # (bench/results/2026-12-04-host-breakdown-h200.md).
@@ -233,8 +242,8 @@ class Launcher:
         else:
             outs = [torch.empty(shape, dtype=dt, device=dev) for shape, dt in self.outs]
         st = self.structs
-        for i, t in enumerate(tensors):
-            st[i].data = t.data_ptr()
+        for i, p in enumerate(ptrs):
+            st[i].data = p
         for j, o in enumerate(outs):
             st[self.nargs + j].data = o.data_ptr()
         # After a failure libsyncrt stops (syn_stream_leave returns at once

@@ -96,7 +96,7 @@ def main():
             "torch.empty outs": lambda: [torch.empty(s, dtype=dt, device=dev) for s, dt in ln.outs],
             "new_empty outs": lambda: [ins[0].new_empty(s, dtype=dt) for s, dt in ln.outs],
             "struct fill": lambda: [setattr(st[i], "data", t.data_ptr()) for i, t in enumerate(ins)],
-            "fast check": lambda: ln._fast_ok(ins, dev),
+            "fast check": lambda: ln._fast_ptrs(ins, ctx.device),
             "raw stream": lambda: runtime._raw_stream(torch, dev),
             "launcher (C)": lambda: ln.fn(ctx.ptr, stream, ln.ptrs_addr),
             "routing check": lambda: op._routed(op._torch),
