@@ -483,17 +483,23 @@ sim_reduce(Op op, const Tensor *a, int axis, int64_t divisor, Tensor *out, DType
 
 /* ---- data movement ---- */
 
-Tensor
-sim_transposed(const Tensor *a)
+/* A new tensor of a's dtype and shape with its last two dims swapped. */
+static Tensor
+swapped_shape(const Tensor *a)
 {
 	int64_t dim[LIM_RANK];
 	int R = a->rank;
-	Tensor t;
 	memcpy(dim, a->dim, sizeof dim);
 	dim[R - 2] = a->dim[R - 1];
 	dim[R - 1] = a->dim[R - 2];
-	t = sim_tensor(a->dt, R, dim);
-	sim_transpose(a, R - 2, R - 1, &t);
+	return sim_tensor(a->dt, R, dim);
+}
+
+Tensor
+sim_transposed(const Tensor *a)
+{
+	Tensor t = swapped_shape(a);
+	sim_transpose(a, a->rank - 2, a->rank - 1, &t);
 	return t;
 }
 
@@ -502,13 +508,7 @@ sim_transposed(const Tensor *a)
 Tensor
 sim_as_transposed_shape(const Tensor *a)
 {
-	int64_t dim[LIM_RANK];
-	int R = a->rank;
-	Tensor t;
-	memcpy(dim, a->dim, sizeof dim);
-	dim[R - 2] = a->dim[R - 1];
-	dim[R - 1] = a->dim[R - 2];
-	t = sim_tensor(a->dt, R, dim);
+	Tensor t = swapped_shape(a);
 	memcpy(t.v, a->v, (size_t)a->n * sizeof *t.v);
 	return t;
 }

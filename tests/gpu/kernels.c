@@ -926,16 +926,55 @@ stage_of(int red, const char *pre, const char *post, int out)
 	return st;
 }
 
-static void
-case_rows_softmax(void)
+/* The row ops the cases and perf_rows build, on contiguous rows of dt. */
+static PtxRowsSpec
+softmax_spec(const char *name, int64_t rows, int64_t len, DType dt)
 {
-	PtxRowsSpec s = {.name = "softmax", .rows = 512, .len = 1000, .nin = 1, .nout = 1, .nstage = 2};
-	s.in[0] = (PtxTensor){DT_BF16, {1000, 1}};
-	s.out[0] = (PtxTensor){DT_BF16, {1000, 1}};
+	PtxRowsSpec s = {.name = name, .rows = rows, .len = len, .nin = 1, .nout = 1, .nstage = 2};
+	s.in[0] = (PtxTensor){dt, {len, 1}};
+	s.out[0] = (PtxTensor){dt, {len, 1}};
 	s.stage[0] = stage_of(OP_AMAX, NULL, NULL, -1);
 	s.stage[1] = stage_of(OP_SUM, "exp(sub(in0,stage0))", NULL, -1);
 	prog_or_die(&s.map, "div(exp(sub(in0,stage0)),stage1)");
-	rows_run("rows_softmax_bf16", s, 20);
+	return s;
+}
+
+/* x * rsqrt(mean(x * x) + eps) * g, g shared by every row. */
+static PtxRowsSpec
+rmsnorm_spec(const char *name, int64_t rows, int64_t len, DType dt, const char *post)
+{
+	PtxRowsSpec s = {.name = name, .rows = rows, .len = len, .nin = 2, .nout = 1, .nstage = 1};
+	s.in[0] = (PtxTensor){dt, {len, 1}};
+	s.in[1] = (PtxTensor){dt, {0, 1}};
+	s.out[0] = (PtxTensor){dt, {len, 1}};
+	s.stage[0] = stage_of(OP_MEAN, "mul(in0,in0)", post, -1);
+	prog_or_die(&s.map, "mul(mul(in0,stage0),in1)");
+	return s;
+}
+
+/* layernorm(x + res) * g + b, res of dtype rdt streamed beside x, the
+ * rows' mean and 1/std as outputs 1 and 2. */
+static PtxRowsSpec
+ln_residual_spec(const char *name, int64_t rows, int64_t len, DType dt, DType rdt)
+{
+	PtxRowsSpec s = {.name = name, .rows = rows, .len = len, .nin = 4, .nout = 3, .nstage = 2};
+	s.in[0] = (PtxTensor){dt, {len, 1}};
+	s.in[1] = (PtxTensor){rdt, {len, 1}};
+	s.in[2] = (PtxTensor){dt, {0, 1}};
+	s.in[3] = (PtxTensor){dt, {0, 1}};
+	s.out[0] = (PtxTensor){dt, {len, 1}};
+	s.out[1] = (PtxTensor){DT_F32, {1, 0}};
+	s.out[2] = (PtxTensor){DT_F32, {1, 0}};
+	s.stage[0] = stage_of(OP_MEAN, "add(in0,in1)", NULL, 1);
+	s.stage[1] = stage_of(OP_MEAN, "mul(sub(add(in0,in1),stage0),sub(add(in0,in1),stage0))", "rsqrt(add(acc,1e-5))", 2);
+	prog_or_die(&s.map, "add(mul(mul(sub(add(in0,in1),stage0),stage1),in2),in3)");
+	return s;
+}
+
+static void
+case_rows_softmax(void)
+{
+	rows_run("rows_softmax_bf16", softmax_spec("softmax", 512, 1000, DT_BF16), 20);
 }
 
 static void
@@ -957,12 +996,7 @@ case_rows_layernorm(void)
 static void
 case_rows_rmsnorm(void)
 {
-	PtxRowsSpec s = {.name = "rmsnorm", .rows = 1000, .len = 333, .nin = 2, .nout = 1, .nstage = 1};
-	s.in[0] = (PtxTensor){DT_BF16, {333, 1}};
-	s.in[1] = (PtxTensor){DT_BF16, {0, 1}};
-	s.out[0] = (PtxTensor){DT_BF16, {333, 1}};
-	s.stage[0] = stage_of(OP_MEAN, "mul(in0,in0)", "rsqrt(add(acc,1e-6))", -1);
-	prog_or_die(&s.map, "mul(mul(in0,stage0),in1)");
+	PtxRowsSpec s = rmsnorm_spec("rmsnorm", 1000, 333, DT_BF16, "rsqrt(add(acc,1e-6))");
 	s.rows_per_block = 16;
 	rows_run("rows_rmsnorm_bf16", s, 9);
 }
@@ -988,40 +1022,12 @@ case_rows_reduce(void)
 static void
 case_rows_wide(void)
 {
-	PtxRowsSpec s = {.name = "wide_rms", .rows = 70, .len = 50304, .nin = 2, .nout = 1, .nstage = 1};
-	s.in[0] = (PtxTensor){DT_BF16, {50304, 1}};
-	s.in[1] = (PtxTensor){DT_BF16, {0, 1}};
-	s.out[0] = (PtxTensor){DT_BF16, {50304, 1}};
-	s.stage[0] = stage_of(OP_MEAN, "mul(in0,in0)", "rsqrt(add(acc,1e-5))", -1);
-	prog_or_die(&s.map, "mul(mul(in0,stage0),in1)");
+	PtxRowsSpec s = rmsnorm_spec("wide_rms", 70, 50304, DT_BF16, "rsqrt(add(acc,1e-5))");
 	s.rows_per_block = 7;
 	rows_run("rows_wide_rmsnorm_bf16", s, 13);
-	s = (PtxRowsSpec){.name = "wide_softmax", .rows = 99, .len = 8200, .nin = 1, .nout = 1, .nstage = 2};
-	s.in[0] = (PtxTensor){DT_BF16, {8200, 1}};
-	s.out[0] = (PtxTensor){DT_BF16, {8200, 1}};
-	s.stage[0] = stage_of(OP_AMAX, NULL, NULL, -1);
-	s.stage[1] = stage_of(OP_SUM, "exp(sub(in0,stage0))", NULL, -1);
-	prog_or_die(&s.map, "div(exp(sub(in0,stage0)),stage1)");
-	rows_run("rows_wide_softmax_bf16_partial", s, 20);
-	s = (PtxRowsSpec){.name = "wide_ln", .rows = 257, .len = 8192, .nin = 4, .nout = 3, .nstage = 2};
-	s.in[0] = (PtxTensor){DT_BF16, {8192, 1}};
-	s.in[1] = (PtxTensor){DT_F32, {8192, 1}};
-	s.in[2] = (PtxTensor){DT_BF16, {0, 1}};
-	s.in[3] = (PtxTensor){DT_BF16, {0, 1}};
-	s.out[0] = (PtxTensor){DT_BF16, {8192, 1}};
-	s.out[1] = (PtxTensor){DT_F32, {1, 0}};
-	s.out[2] = (PtxTensor){DT_F32, {1, 0}};
-	s.stage[0] = stage_of(OP_MEAN, "add(in0,in1)", NULL, 1);
-	s.stage[1] = stage_of(OP_MEAN, "mul(sub(add(in0,in1),stage0),sub(add(in0,in1),stage0))", "rsqrt(add(acc,1e-5))", 2);
-	prog_or_die(&s.map, "add(mul(mul(sub(add(in0,in1),stage0),stage1),in2),in3)");
-	rows_run("rows_wide_layernorm_residual", s, 40);
-	s = (PtxRowsSpec){.name = "odd_softmax", .rows = 33, .len = 50257, .nin = 1, .nout = 1, .nstage = 2};
-	s.in[0] = (PtxTensor){DT_BF16, {50257, 1}};
-	s.out[0] = (PtxTensor){DT_BF16, {50257, 1}};
-	s.stage[0] = stage_of(OP_AMAX, NULL, NULL, -1);
-	s.stage[1] = stage_of(OP_SUM, "exp(sub(in0,stage0))", NULL, -1);
-	prog_or_die(&s.map, "div(exp(sub(in0,stage0)),stage1)");
-	rows_run("rows_odd_softmax_bf16", s, 9);
+	rows_run("rows_wide_softmax_bf16_partial", softmax_spec("wide_softmax", 99, 8200, DT_BF16), 20);
+	rows_run("rows_wide_layernorm_residual", ln_residual_spec("wide_ln", 257, 8192, DT_BF16, DT_F32), 40);
+	rows_run("rows_odd_softmax_bf16", softmax_spec("odd_softmax", 33, 50257, DT_BF16), 9);
 }
 
 /* CTA mode on rows whose length breaks vector alignment (codegen/rows.c
@@ -1035,43 +1041,16 @@ case_rows_wide(void)
 static void
 case_rows_peel(void)
 {
-	PtxRowsSpec s = {.name = "peel_rms", .rows = 37, .len = 50257, .nin = 2, .nout = 1, .nstage = 1};
-	s.in[0] = (PtxTensor){DT_BF16, {50257, 1}};
-	s.in[1] = (PtxTensor){DT_BF16, {0, 1}};
-	s.out[0] = (PtxTensor){DT_BF16, {50257, 1}};
-	s.stage[0] = stage_of(OP_MEAN, "mul(in0,in0)", "rsqrt(add(acc,1e-5))", -1);
-	prog_or_die(&s.map, "mul(mul(in0,stage0),in1)");
+	PtxRowsSpec s = rmsnorm_spec("peel_rms", 37, 50257, DT_BF16, "rsqrt(add(acc,1e-5))");
 	s.rows_per_block = 5;
 	rows_run("rows_peel_rmsnorm_bf16", s, 7);
-	s = (PtxRowsSpec){.name = "peel_sm32", .rows = 21, .len = 4099, .nin = 1, .nout = 1, .nstage = 2};
-	s.in[0] = (PtxTensor){DT_F32, {4099, 1}};
-	s.out[0] = (PtxTensor){DT_F32, {4099, 1}};
-	s.stage[0] = stage_of(OP_AMAX, NULL, NULL, -1);
-	s.stage[1] = stage_of(OP_SUM, "exp(sub(in0,stage0))", NULL, -1);
-	prog_or_die(&s.map, "div(exp(sub(in0,stage0)),stage1)");
-	rows_run("rows_peel_softmax_f32", s, 9);
-	s = (PtxRowsSpec){.name = "peel_ln", .rows = 45, .len = 8194, .nin = 4, .nout = 3, .nstage = 2};
-	s.in[0] = (PtxTensor){DT_F16, {8194, 1}};
-	s.in[1] = (PtxTensor){DT_F16, {8194, 1}};
-	s.in[2] = (PtxTensor){DT_F16, {0, 1}};
-	s.in[3] = (PtxTensor){DT_F16, {0, 1}};
-	s.out[0] = (PtxTensor){DT_F16, {8194, 1}};
-	s.out[1] = (PtxTensor){DT_F32, {1, 0}};
-	s.out[2] = (PtxTensor){DT_F32, {1, 0}};
-	s.stage[0] = stage_of(OP_MEAN, "add(in0,in1)", NULL, 1);
-	s.stage[1] = stage_of(OP_MEAN, "mul(sub(add(in0,in1),stage0),sub(add(in0,in1),stage0))", "rsqrt(add(acc,1e-5))", 2);
-	prog_or_die(&s.map, "add(mul(mul(sub(add(in0,in1),stage0),stage1),in2),in3)");
+	rows_run("rows_peel_softmax_f32", softmax_spec("peel_sm32", 21, 4099, DT_F32), 9);
+	s = ln_residual_spec("peel_ln", 45, 8194, DT_F16, DT_F16);
 	rows_run("rows_peel_layernorm_residual_f16", s, 11);
 	/* the residual a view one element into its buffer: every row's
 	 * pointers misaligned unlike each other, so element by element */
 	rows_run_shifted("rows_peel_layernorm_residual_f16_shifted_view", s, 11, 1);
-	s = (PtxRowsSpec){.name = "peel_long", .rows = 9, .len = 100003, .nin = 1, .nout = 1, .nstage = 2};
-	s.in[0] = (PtxTensor){DT_BF16, {100003, 1}};
-	s.out[0] = (PtxTensor){DT_BF16, {100003, 1}};
-	s.stage[0] = stage_of(OP_AMAX, NULL, NULL, -1);
-	s.stage[1] = stage_of(OP_SUM, "exp(sub(in0,stage0))", NULL, -1);
-	prog_or_die(&s.map, "div(exp(sub(in0,stage0)),stage1)");
-	rows_run("rows_peel_long_softmax_bf16", s, 4);
+	rows_run("rows_peel_long_softmax_bf16", softmax_spec("peel_long", 9, 100003, DT_BF16), 4);
 }
 
 /* Column mode (reductions over the first dim: rows adjacent, the reduced
@@ -1875,6 +1854,28 @@ case_attn_small(void)
 
 /* Kernel time at FlashAttention's sizes (F.scaled_dot_product_attention:
  * bench/attn.py times it beside this kernel from PyTorch). */
+/* ms per launch of l over `reps` back-to-back launches (events), after 3
+ * to warm up. */
+static double
+launches_ms(const Kern *k, Launch *l, int reps)
+{
+	CUevent e0, e1;
+	float ms;
+	CU(cuEventCreate(&e0, 0));
+	CU(cuEventCreate(&e1, 0));
+	for (int w = 0; w < 3; w++)
+		launch(k, l);
+	CU(cuEventRecord(e0, l->s));
+	for (int r = 0; r < reps; r++)
+		launch(k, l);
+	CU(cuEventRecord(e1, l->s));
+	CU(cuEventSynchronize(e1));
+	CU(cuEventElapsedTime(&ms, e0, e1));
+	CU(cuEventDestroy(e0));
+	CU(cuEventDestroy(e1));
+	return ms / reps;
+}
+
 /* Row kernels timed (events over 20 back-to-back launches) at the shapes
  * bench/p1.py calls, for each rows-per-entry choice (lower.c
  * rows_per_block picks one; the persistent grid walks entries strided, so
@@ -1892,33 +1893,26 @@ perf_rows(void)
 	for (size_t i = 0; i < NELEM(sz); i++)
 		for (size_t j = 0; j < NELEM(rbs); j++) {
 			int64_t L = sz[i].len, M = sz[i].rows;
-			PtxRowsSpec s = {.name = "perf_rows", .rows = M, .len = L, .nin = 1, .nout = 1, .rows_per_block = rbs[j]};
+			PtxRowsSpec s;
 			Buf b = {0};
 			PtxKernel k;
 			Launch l = {0};
 			Tens t[4];
-			CUevent e0, e1;
-			float ms;
-			int reps = 20, nt = 0;
-			s.in[0] = (PtxTensor){DT_BF16, {L, 1}};
-			s.out[0] = (PtxTensor){DT_BF16, {L, 1}};
+			double ms;
+			int nt = 0;
 			if (!strcmp(sz[i].op, "rmsnorm")) {
-				s.nin = 2, s.nstage = 1;
-				s.in[1] = (PtxTensor){DT_BF16, {0, 1}};
-				s.stage[0] = stage_of(OP_MEAN, "mul(in0,in0)", "rsqrt(add(acc,1e-5))", -1);
-				prog_or_die(&s.map, "mul(mul(in0,stage0),in1)");
-			} else if (!strcmp(sz[i].op, "layernorm")) {
-				s.nin = 3, s.nstage = 2;
+				s = rmsnorm_spec("perf_rows", M, L, DT_BF16, "rsqrt(add(acc,1e-5))");
+			} else if (!strcmp(sz[i].op, "layernorm")) { /* x only, no per-row outputs */
+				s = (PtxRowsSpec){.name = "perf_rows", .rows = M, .len = L, .nin = 3, .nout = 1, .nstage = 2};
+				s.in[0] = s.out[0] = (PtxTensor){DT_BF16, {L, 1}};
 				s.in[1] = s.in[2] = (PtxTensor){DT_BF16, {0, 1}};
 				s.stage[0] = stage_of(OP_MEAN, NULL, NULL, -1);
 				s.stage[1] = stage_of(OP_MEAN, "mul(sub(in0,stage0),sub(in0,stage0))", "rsqrt(add(acc,1e-5))", -1);
 				prog_or_die(&s.map, "add(mul(mul(sub(in0,stage0),stage1),in1),in2)");
 			} else {
-				s.nstage = 2;
-				s.stage[0] = stage_of(OP_AMAX, NULL, NULL, -1);
-				s.stage[1] = stage_of(OP_SUM, "exp(sub(in0,stage0))", NULL, -1);
-				prog_or_die(&s.map, "div(exp(sub(in0,stage0)),stage1)");
+				s = softmax_spec("perf_rows", M, L, DT_BF16);
 			}
+			s.rows_per_block = rbs[j];
 			ptx_emit_rows(&b, &s, &k);
 			Kern kr = kern_load(&b, &k);
 			for (int a = 0; a < s.nin; a++) {
@@ -1932,23 +1926,11 @@ perf_rows(void)
 			l.nblocks = (uint32_t)k.nblocks;
 			l.grid = (int)(k.nblocks < (int64_t)nsm * kr.per_sm ? k.nblocks : (int64_t)nsm * kr.per_sm);
 			l.s = stream[0];
-			CU(cuEventCreate(&e0, 0));
-			CU(cuEventCreate(&e1, 0));
-			for (int w = 0; w < 3; w++)
-				launch(&kr, &l);
-			CU(cuEventRecord(e0, l.s));
-			for (int r = 0; r < reps; r++)
-				launch(&kr, &l);
-			CU(cuEventRecord(e1, l.s));
-			CU(cuEventSynchronize(e1));
-			CU(cuEventElapsedTime(&ms, e0, e1));
-			ms /= reps;
+			ms = launches_ms(&kr, &l, 20);
 			printf("PERF rows %s %lldx%lld rb %d: %.4f ms %.0f GB/s (entries %lld, grid %d, %d CTAs/SM, %d regs)\n",
 			       sz[i].op, (long long)M, (long long)L, rbs[j], ms, 4.0 * (double)M * (double)L / (ms * 1e-3) / 1e9,
 			       (long long)k.nblocks, l.grid, kr.per_sm, kr.regs);
 			fflush(stdout);
-			CU(cuEventDestroy(e0));
-			CU(cuEventDestroy(e1));
 			CU(cuMemFree(l.blocks));
 			for (int a = 0; a < nt; a++)
 				tens_free(&t[a]);
@@ -1972,9 +1954,7 @@ perf_attn(void)
 		Launch l = {0};
 		Tens q = tens_new(DT_BF16, s.batch * s.sq * s.d), kk = tens_new(DT_BF16, s.batch * s.sq * s.d);
 		Tens v = tens_new(DT_BF16, s.batch * s.sq * s.d), o = tens_new(DT_BF16, s.batch * s.sq * s.d);
-		CUevent e0, e1;
-		float ms;
-		int reps = 20;
+		double ms;
 		s.name = "syn_attn";
 		ptx_emit_attn(&b, &s, &k);
 		Kern kr = kern_load(&b, &k);
@@ -1991,24 +1971,12 @@ perf_attn(void)
 		l.t[1] = kk.d;
 		l.t[2] = v.d;
 		l.t[3] = o.d;
-		CU(cuEventCreate(&e0, 0));
-		CU(cuEventCreate(&e1, 0));
-		for (int w = 0; w < 3; w++)
-			launch(&kr, &l);
-		CU(cuEventRecord(e0, l.s));
-		for (int r = 0; r < reps; r++)
-			launch(&kr, &l);
-		CU(cuEventRecord(e1, l.s));
-		CU(cuEventSynchronize(e1));
-		CU(cuEventElapsedTime(&ms, e0, e1));
-		ms /= reps;
+		ms = launches_ms(&kr, &l, 20);
 		double flop = 4.0 * (double)s.batch * (double)s.sq * (double)s.sk * (double)s.d * (s.causal ? 0.5 : 1);
 		printf("PERF attn%s %lldx%lldx%lld%s: %.4f ms %.1f TFLOP/s (grid %d, %d CTAs/SM, %d regs)\n",
 		       s.tma ? "/tma" : "", (long long)s.batch, (long long)s.sq, (long long)s.d, s.causal ? " causal" : "", ms,
 		       flop / (ms * 1e-3) / 1e12, l.grid, kr.per_sm, kr.regs);
 		fflush(stdout);
-		CU(cuEventDestroy(e0));
-		CU(cuEventDestroy(e1));
 		CU(cuMemFree(l.blocks));
 		free(bl);
 		tens_free(&q);
