@@ -181,6 +181,9 @@ typedef struct PtxRowsSpec {
 	int nstage;
 	PtxEwProg map;                  /* per element: in[], stages -> out[].tensor */
 	int rows_per_block;             /* 0 = 8 */
+	int cluster;                    /* column mode: CTAs of a cluster that split a block's reduced
+	                                   dim (1, 2, 4 or 8), their partials met in distributed
+	                                   shared memory; 0 = chosen from the shape (rows.c) */
 } PtxRowsSpec;
 
 /* A TMA tensor map the launcher encodes (cuTensorMapEncodeTiled, 128-byte
@@ -207,6 +210,8 @@ typedef struct PtxKernel {
 	int64_t nblocks; /* size of the kernel's natural block space */
 	PtxTmap tmap[PTX_MAX_TMAPS];
 	int ntmaps;      /* tensor-map parameters after the tensors */
+	int cluster;     /* CTAs per cluster (.reqnctapercluster), 0 or 1 = none: the grid is a
+	                    multiple of it and each cluster, not each CTA, takes an entry */
 } PtxKernel;
 
 /* codegen/ptx.c */
@@ -311,6 +316,11 @@ typedef struct Ptx {
 	Reg tid, is_t0, blk, entry, x, y, z;
 	Reg param[PTX_NPARAM], tensor[2 * PTX_MAX_TENSORS];
 	int lbl_done, lbl_loop;
+	/* a cluster kernel (ptx_kernel_cluster): CTAs per cluster, this CTA's
+	 * rank in it, and the one thread of the cluster that stamps traces and
+	 * raises flags (is_t0 itself in a kernel without clusters) */
+	int cluster;
+	Reg crank, lead;
 } Ptx;
 
 void ptx_emit(Ptx *p, const char *fmt, ...) PRINTF(2, 3);
@@ -321,6 +331,10 @@ void ptx_place(Ptx *p, int label);
 void ptx_kernel_begin(Ptx *p, Buf *out, const char *name, int ntensors, int threads, int min_ctas);
 void ptx_kernel_begin_tm(Ptx *p, Buf *out, const char *name, int ntensors, int ntmaps, int threads, int min_ctas);
 void ptx_kernel_end(Ptx *p);
+/* After ptx_kernel_begin: clusters of n CTAs (n > 1) take the persistent
+ * loop's entries together; before ptx_params. */
+void ptx_kernel_cluster(Ptx *p, int n);
+void ptx_cluster_sync(Ptx *p); /* every thread of the cluster: arrive (release), wait (acquire) */
 void ptx_params(Ptx *p, int ntensors);
 void ptx_loop_begin(Ptx *p);
 void ptx_loop_end(Ptx *p);

@@ -324,7 +324,63 @@ ptx_params(Ptx *p, int ntensors)
 	p->z = ptx_reg(p, RC_B32);
 	ptx_emit(p, "mov.u32 %s, %%tid.x;", R(p->tid));
 	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(p->is_t0), R(p->tid));
+	p->lead = p->is_t0;
+	if (p->cluster > 1) { /* the cluster's entries: its id, its rank 0 leads */
+		p->crank = ptx_reg(p, RC_B32);
+		p->lead = ptx_reg(p, RC_PRED);
+		ptx_emit(p, "mov.u32 %s, %%cluster_ctarank;", R(p->crank));
+		ptx_emit(p, "setp.eq.and.u32 %s, %s, 0, %s;", R(p->lead), R(p->crank), R(p->is_t0));
+		ptx_emit(p, "mov.u32 %s, %%clusterid.x;", R(p->blk));
+		return;
+	}
 	ptx_emit(p, "mov.u32 %s, %%ctaid.x;", R(p->blk));
+}
+
+void
+ptx_kernel_cluster(Ptx *p, int n)
+{
+	if (n <= 1)
+		return;
+	p->cluster = n;
+	buf_printf(&p->head, ".reqnctapercluster %d, 1, 1\n", n);
+	/* this CTA's verdict on leaving, which its peers read (cluster_quit) */
+	ptx_emit(p, ".shared .align 4 .b32 syn_cquit;");
+}
+
+/* Not .aligned: callers reach it after branches that split warps. */
+void
+ptx_cluster_sync(Ptx *p)
+{
+	ptx_emit(p, "barrier.cluster.arrive.release;");
+	ptx_emit(p, "barrier.cluster.wait.acquire;");
+}
+
+/* A cluster leaves together or not at all: a CTA that left alone would
+ * strand its peers at their next cluster barrier.  Thread 0 of every CTA
+ * ORs the CTAs' verdicts (`all`, the CTA's own) and the CTA learns the
+ * result by a barrier.  A CTA writes its word again only after the next
+ * entry's first cluster barrier, which its peers reach after reading it. */
+static void
+cluster_quit(Ptx *p, Reg all)
+{
+	Reg w = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B32), ra = ptx_reg(p, RC_B32), v = ptx_reg(p, RC_B32);
+	Reg q = ptx_reg(p, RC_PRED);
+	int skip = ptx_label(p);
+
+	ptx_emit(p, "selp.u32 %s, 1, 0, %s;", R(w), R(all));
+	ptx_emit(p, "mov.u32 %s, syn_cquit;", R(a));
+	ptx_emit(p, "@%s st.shared.u32 [%s], %s;", R(p->is_t0), R(a), R(w));
+	ptx_cluster_sync(p);
+	ptx_emit(p, "mov.u32 %s, 0;", R(w));
+	ptx_emit(p, "@!%s bra $L%d;", R(p->is_t0), skip);
+	for (int j = 0; j < p->cluster; j++) {
+		ptx_emit(p, "mapa.shared::cluster.u32 %s, %s, %d;", R(ra), R(a), j);
+		ptx_emit(p, "ld.shared::cluster.u32 %s, [%s];", R(v), R(ra));
+		ptx_emit(p, "or.b32 %s, %s, %s;", R(w), R(w), R(v));
+	}
+	ptx_place(p, skip);
+	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(w));
+	ptx_emit(p, "bar.red.or.pred %s, 0, %s;", R(all), R(q));
 }
 
 /* The head of the persistent loop: take this CTA's next block, wait for
@@ -346,11 +402,13 @@ ptx_loop_begin(Ptx *p)
 	/* A barrier for the CTA (the acquire above then covers every thread's
 	 * later reads) that also tells every thread whether to leave. */
 	ptx_emit(p, "bar.red.or.pred %s, 0, %s;", R(all), R(quit));
+	if (p->cluster > 1)
+		cluster_quit(p, all);
 	ptx_emit(p, "@%s bra $L%d;", R(all), p->lbl_done);
 	ptx_emit(p, "ld.global.nc.v2.u32 {%s, %s}, [%s];", R(p->x), R(p->y), R(p->entry));
 	ptx_emit(p, "ld.global.nc.u32 %s, [%s+8];", R(p->z), R(p->entry));
 	skip = ptx_label(p);
-	ptx_emit(p, "@!%s bra $L%d;", R(p->is_t0), skip);
+	ptx_emit(p, "@!%s bra $L%d;", R(p->lead), skip);
 	ptx_trace_stamp(p, 0);
 	ptx_place(p, skip);
 }
@@ -383,7 +441,7 @@ ptx_flag_raise(Ptx *p, Reg who)
 void
 ptx_next_entry(Ptx *p, Reg n, int loop)
 {
-	ptx_emit(p, "mov.u32 %s, %%nctaid.x;", R(n));
+	ptx_emit(p, "mov.u32 %s, %s;", R(n), p->cluster > 1 ? "%nclusterid.x" : "%nctaid.x");
 	ptx_emit(p, "add.u32 %s, %s, %s;", R(p->blk), R(p->blk), R(n));
 	ptx_emit(p, "bra $L%d;", loop);
 }
@@ -393,10 +451,16 @@ ptx_loop_end(Ptx *p)
 {
 	Reg n = ptx_reg(p, RC_B32);
 
-	ptx_emit(p, "bar.sync 0;");
-	ptx_flag_raise(p, p->is_t0);
+	/* a cluster's flag goes up once, after every CTA's stores */
+	if (p->cluster > 1)
+		ptx_cluster_sync(p);
+	else
+		ptx_emit(p, "bar.sync 0;");
+	ptx_flag_raise(p, p->lead);
 	ptx_next_entry(p, n, p->lbl_loop);
 	ptx_place(p, p->lbl_done);
+	if (p->cluster > 1) /* no CTA leaves while a peer may still read its shared memory */
+		ptx_cluster_sync(p);
 	ptx_emit(p, "ret;");
 }
 

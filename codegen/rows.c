@@ -82,6 +82,8 @@ ptx_rows_check(const PtxRowsSpec *s)
 	if (rows_colmode(s) && (s->rows_per_block > COL_MAX_BLOCK || (s->rows_per_block & (s->rows_per_block - 1)) ||
 	                        (s->rows_per_block ? s->rows_per_block : 32) / ptx_rows_col_vec(s, s->rows_per_block ? s->rows_per_block : 32) > 32))
 		return "rows: strided rows take a power of two rows per block, at most 32 lanes of them (a lane takes up to 8)";
+	if (s->cluster && (s->cluster & (s->cluster - 1) || s->cluster > 8 || (s->cluster > 1 && (!rows_colmode(s) || s->nstage < 1))))
+		return "rows: a cluster of 1, 2, 4 or 8 CTAs, and more than 1 only for strided rows with a stage";
 	for (int i = 0; i < s->nin + s->nout; i++) {
 		const PtxTensor *t = i < s->nin ? &s->in[i] : &s->out[i - s->nin];
 		if ((int)t->dt < 0 || t->dt >= DT_COUNT || t->stride[0] < 0 || t->stride[1] < 0 ||
@@ -113,7 +115,8 @@ typedef struct Rows {
 	Reg warp, active; /* column mode: the slice of the reduced dim; the lane has a row */
 	Reg smem;         /* column mode: the shared partials */
 	Reg rin, slice;   /* column mode: this thread's row in the block, its slice of the length */
-	int rb, nsl;      /* column mode: rows per block, slices per CTA */
+	int rb, nsl;      /* column mode: rows per block, slices of the cluster (of the CTA without one) */
+	int ncl;          /* column mode: CTAs of the cluster that share a block (1: no cluster) */
 	int cv, lc;       /* column mode: rows per lane (a vector), lanes across the block */
 	Reg colres[PTX_MAX_STAGES][8], colrcp[PTX_MAX_STAGES][8]; /* column mode: each of the lane's rows' stage results */
 	bool cta;         /* CTA mode: a row per CTA, its streamed inputs held in registers */
@@ -352,11 +355,40 @@ row_pointers(Rows *r)
 }
 
 /* Column mode: shared memory is COL_WARPS x rb partial results (each
- * stage's in turn), then rb finished rows per stage. */
+ * stage's in turn), then rb finished rows per stage, then in a cluster rb
+ * exchanged partials per stage. */
 static int
-col_smem(int rb, int nstage)
+col_smem(int rb, int nstage, int ncl)
 {
-	return (COL_WARPS + nstage) * rb * 4;
+	return (COL_WARPS + nstage + (ncl > 1 ? nstage : 0)) * rb * 4;
+}
+
+/* CTAs a column block is split over: a block is rb rows of the whole
+ * reduced length, and every stage after the first rereads it.  With a
+ * block per CTA, 8192 x 8192 bf16 in blocks of 32 rows is 256 blocks of
+ * 512 KiB, all in flight at once -- 128 MiB, more than L2 holds, so each
+ * stage read HBM again (rmsnorm over dim 0 at 1.94x the HBM floor,
+ * layernorm 2.65x, softmax 2.72x; bench/results/2026-12-04-peel-h200.p1.md).
+ * Split over a cluster each CTA holds an eighth and the blocks in flight
+ * are a quarter of the tensor, which L2 can keep between the stages.  A
+ * cluster while a CTA's piece of the inputs is over 64 KiB and each slice
+ * still takes two passes of COL_UNROLL loads; none for a lone stage with
+ * no map (it reads the block once). */
+static int
+col_cluster(const PtxRowsSpec *s, int rb, int nsl)
+{
+	int64_t bytes = 0;
+	int n = 1;
+	if (s->cluster)
+		return s->cluster;
+	if (s->nstage < 1 || (s->nstage == 1 && !s->map.nout))
+		return 1;
+	for (int i = 0; i < s->nin; i++)
+		if (s->in[i].stride[0] && s->in[i].stride[1]) /* the block's own elements */
+			bytes += (int64_t)rb * ptx_dtypes[s->in[i].dt].size;
+	while (n < 8 && bytes * (s->len / n) > 64 * 1024 && s->len / (2 * n) >= 2 * (int64_t)nsl * COL_UNROLL)
+		n *= 2;
+	return n;
 }
 
 /* Where stage k's finished rows start in shared memory, in bytes. */
@@ -364,6 +396,15 @@ static int
 col_fin(const Rows *r, int k)
 {
 	return (COL_WARPS + k) * r->rb * 4;
+}
+
+/* In a cluster: stage k's exchange slot (the CTA's partial of each row of
+ * the block, which the peers read), after the finished rows; as an offset
+ * from a thread's column of the partials, like col_fin. */
+static int
+col_xs(const Rows *r, int k)
+{
+	return (COL_WARPS + r->s->nstage + k) * r->rb * 4;
 }
 
 /* Rows per lane in column mode: a vector of V adjacent rows (16 bytes at
@@ -450,18 +491,14 @@ fin_ptr(Rows *r, int i, Reg frow)
 	return a;
 }
 
-/* Threads < rb finish row x rb + tid from the warps' partials: the mean,
- * the post program (per-row inputs read there), the stage's store; the
- * result into the finished rows in shared memory. */
-static void
-col_finish(Rows *r, int k, int ri, Reg a)
+/* Thread tid < rb: its row's partial from the CTA's warps (a = its
+ * column of the partials in shared memory); in a cluster, also left in
+ * the CTA's exchange slot for the peers (col_xchg). */
+static Reg
+col_partial(Rows *r, int k, int ri, Reg a)
 {
 	Ptx *p = r->p;
-	const PtxRowStage *st = &r->s->stage[k];
-	Reg acc = ptx_reg(p, RC_F32), t = ptx_reg(p, RC_F32), frow = ptx_reg(p, RC_B32), fa = ptx_reg(p, RC_PRED);
-	Reg pin[PTX_MAX_TENSORS][8], val[PTX_MAX_INS];
-	ValClass vc[PTX_MAX_INS];
-	int nostore = ptx_label(p);
+	Reg acc = ptx_reg(p, RC_F32), t = ptx_reg(p, RC_F32);
 
 	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(p->tid), R(r->smem));
 	ptx_emit(p, "ld.shared.f32 %s, [%s];", R(acc), R(a));
@@ -469,6 +506,42 @@ col_finish(Rows *r, int k, int ri, Reg a)
 		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(t), R(a), w * r->rb * 4);
 		ptx_expand(p, reds[ri].combine, acc, acc, t);
 	}
+	if (r->ncl > 1)
+		ptx_emit(p, "st.shared.f32 [%s+%d], %s;", R(a), col_xs(r, k), R(acc));
+	return acc;
+}
+
+/* Thread tid < rb, after the cluster barrier: the row's whole reduction,
+ * the CTAs' partials combined in rank order, so every CTA of the cluster
+ * holds the same bits. */
+static void
+col_xchg(Rows *r, int k, int ri, Reg a, Reg acc)
+{
+	Ptx *p = r->p;
+	Reg x = ptx_reg(p, RC_B32), ra = ptx_reg(p, RC_B32), t = ptx_reg(p, RC_F32);
+
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(x), R(a), col_xs(r, k));
+	ptx_emit(p, "mov.f32 %s, 0f%08X;", R(acc), reds[ri].identity);
+	for (int j = 0; j < r->ncl; j++) {
+		ptx_emit(p, "mapa.shared::cluster.u32 %s, %s, %d;", R(ra), R(x), j);
+		ptx_emit(p, "ld.shared::cluster.f32 %s, [%s];", R(t), R(ra));
+		ptx_expand(p, reds[ri].combine, acc, acc, t);
+	}
+}
+
+/* Threads < rb finish row x rb + tid from its reduction acc: the mean,
+ * the post program (per-row inputs read there), the stage's store (by the
+ * cluster's rank 0); the result into the finished rows in shared memory. */
+static void
+col_finish(Rows *r, int k, Reg a, Reg acc)
+{
+	Ptx *p = r->p;
+	const PtxRowStage *st = &r->s->stage[k];
+	Reg t, frow = ptx_reg(p, RC_B32), fa = ptx_reg(p, RC_PRED);
+	Reg pin[PTX_MAX_TENSORS][8], val[PTX_MAX_INS];
+	ValClass vc[PTX_MAX_INS];
+	int nostore = ptx_label(p);
+
 	if (st->red == OP_MEAN) {
 		Reg inv = ptx_imm_f32(p, 1.0 / (double)r->s->len);
 		ptx_emit(p, "mul.f32 %s, %s, %s;", R(acc), R(acc), R(inv));
@@ -496,6 +569,11 @@ col_finish(Rows *r, int k, int ri, Reg a)
 	}
 	if (st->out >= 0) {
 		ptx_emit(p, "@!%s bra $L%d;", R(fa), nostore);
+		if (r->ncl > 1) {
+			Reg q = ptx_reg(p, RC_PRED);
+			ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(p->crank));
+			ptx_emit(p, "@%s bra $L%d;", R(q), nostore);
+		}
 		ptx_store_val(p, r->s->out[st->out].dt, fin_ptr(r, r->s->nin + st->out, frow), t, VC_F32);
 		ptx_place(p, nostore);
 	}
@@ -508,7 +586,7 @@ rows_col_stage(Rows *r, int k)
 	Ptx *p = r->p;
 	const PtxRowStage *st = &r->s->stage[k];
 	int ri = red_index(st->red), skip = ptx_label(p), fin = ptx_label(p);
-	Reg acc[COL_UNROLL][8], a = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED);
+	Reg acc[COL_UNROLL][8], a = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED), racc;
 
 	for (int u = 0; u < COL_UNROLL; u++)
 		for (int j = 0; j < r->cv; j++) {
@@ -540,7 +618,15 @@ rows_col_stage(Rows *r, int k)
 	fin = ptx_label(p);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %d;", R(q), R(p->tid), r->rb);
 	ptx_emit(p, "@%s bra $L%d;", R(q), fin);
-	col_finish(r, k, ri, a);
+	racc = col_partial(r, k, ri, a);
+	if (r->ncl > 1) { /* the cluster's CTAs meet: every thread at the barrier */
+		ptx_place(p, fin);
+		ptx_cluster_sync(p);
+		fin = ptx_label(p);
+		ptx_emit(p, "@%s bra $L%d;", R(q), fin);
+		col_xchg(r, k, ri, a, racc);
+	}
+	col_finish(r, k, a, racc);
 	ptx_place(p, fin);
 	ptx_emit(p, "bar.sync 0;");
 	/* every thread takes its V finished rows */
@@ -609,6 +695,8 @@ rows_col_body(Rows *r)
 	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(r->rin), R(r->rin), r->cv);
 	ptx_emit(p, "shr.u32 %s, %s, %d;", R(t), R(r->lane), ptx_ilog2(r->lc));
 	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(r->slice), R(r->warp), 32 / r->lc, R(t));
+	if (r->ncl > 1) /* the CTA's slices of the cluster's */
+		ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(r->slice), R(p->crank), r->nsl / r->ncl, R(r->slice));
 	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(r->row), R(p->x), rb, R(r->rin));
 	ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(r->active), R(r->row), (long long)s->rows);
 	ptx_emit(p, "@!%s mov.u32 %s, 0;", R(r->active), R(r->row)); /* keep idle lanes' addresses in range */
@@ -1123,10 +1211,15 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 		r.cv = ptx_rows_col_vec(s, rb);
 		r.lc = rb / r.cv;
 		r.nsl = COL_WARPS * (32 / r.lc);
+		r.ncl = col_cluster(s, rb, r.nsl);
+		r.nsl *= r.ncl;
 	}
 	threads = r.cta ? r.T : 32 * (r.cols ? COL_WARPS : ROW_WARPS);
 	ptx_kernel_begin(p, b, s->name, s->nin + s->nout, threads, 0);
-	if (r.cols)
+	if (r.cols && r.ncl > 1)
+		buf_printf(&p->head, "// rows %lld x %lld (strided: %d rows per block, %d per lane, %d slices of a cluster of %d CTAs split the length), %d stages\n",
+		           (long long)s->rows, (long long)s->len, r.rb, r.cv, r.nsl, r.ncl, s->nstage);
+	else if (r.cols)
 		buf_printf(&p->head, "// rows %lld x %lld (strided: %d rows per block, %d per lane, %d slices split the length), %d stages\n",
 		           (long long)s->rows, (long long)s->len, r.rb, r.cv, r.nsl, s->nstage);
 	else if (r.cta && r.cached)
@@ -1140,6 +1233,7 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	else
 		buf_printf(&p->head, "// rows %lld x %lld, %d stages, %d elements per lane step\n", (long long)s->rows,
 		           (long long)s->len, s->nstage, r.vec);
+	ptx_kernel_cluster(p, r.ncl);
 	ptx_params(p, s->nin + s->nout);
 	ptx_loop_begin(p);
 	if (r.cols)
@@ -1153,7 +1247,8 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	*k = (PtxKernel){0}; /* no tensor maps, whatever the caller left */
 	snprintf(k->name, sizeof k->name, "%s", s->name);
 	k->threads = threads;
-	k->smem = r.cols ? col_smem(rb, s->nstage) : r.cta ? 2 * s->nstage * 128 : 0;
+	k->smem = r.cols ? col_smem(rb, s->nstage, r.ncl) : r.cta ? 2 * s->nstage * 128 : 0;
+	k->cluster = r.ncl > 1 ? r.ncl : 0;
 	k->ntensors = s->nin + s->nout;
 	k->nblocks = (s->rows + rb - 1) / rb;
 }

@@ -249,6 +249,8 @@ struct syn_kernel {
 	unsigned smem_set;
 	unsigned occ_block, occ_smem; /* syn_grid_persistent's last question, */
 	int occ_per;                  /* and its answer (0: none yet) */
+	unsigned occ_csize, occ_cblock, occ_csmem; /* syn_grid_cluster's last question, */
+	int occ_clusters;             /* and its answer (0: none yet) */
 };
 
 typedef struct RtModule {

@@ -176,6 +176,50 @@ syn_grid_persistent(syn_ctx *c, syn_kernel *k, unsigned block, unsigned smem, un
 	return SYN_OK;
 }
 
+int
+syn_grid_cluster(syn_ctx *c, syn_kernel *k, unsigned block, unsigned smem, unsigned cluster, unsigned *grid)
+{
+	CUlaunchConfig cfg;
+	CUlaunchAttribute at;
+	int n = 0, r;
+	unsigned most;
+	if ((r = rt_entry(c)))
+		return r;
+	if (!cluster || cluster > 8 || *grid < 1)
+		return rt_seterr(c, SYN_EARG, "rank %d: kernel %s: a cluster of %u CTAs, grid %u", c->rank, k->name, cluster,
+		                 *grid);
+	if (k->occ_clusters > 0 && k->occ_csize == cluster && k->occ_cblock == block && k->occ_csmem == smem)
+		n = k->occ_clusters;
+	else {
+		memset(&cfg, 0, sizeof cfg);
+		memset(&at, 0, sizeof at);
+		at.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+		at.value.clusterDim.x = cluster;
+		at.value.clusterDim.y = at.value.clusterDim.z = 1;
+		cfg.gridDimX = cluster * 64;
+		cfg.gridDimY = cfg.gridDimZ = 1;
+		cfg.blockDimX = block;
+		cfg.blockDimY = cfg.blockDimZ = 1;
+		cfg.sharedMemBytes = smem;
+		cfg.attrs = &at;
+		cfg.numAttrs = 1;
+		if ((r = rt_cu(c, cuOccupancyMaxActiveClusters(&n, k->fn, &cfg), "cuOccupancyMaxActiveClusters")))
+			return r;
+		if (n <= 0)
+			return rt_seterr(c, SYN_EARG, "rank %d: kernel %s with %u threads and %u B shared memory: no cluster "
+			                 "of %u CTAs fits on this GPU", c->rank, k->name, block, smem, cluster);
+		k->occ_clusters = n, k->occ_csize = cluster, k->occ_cblock = block, k->occ_csmem = smem;
+	}
+	/* this context's share of the whole GPU's resident clusters */
+	most = (unsigned)((int64_t)n * (c->sms - c->free_sms) / (c->sms > 0 ? c->sms : 1)) * cluster;
+	if (*grid > most)
+		*grid = most;
+	*grid -= *grid % cluster;
+	if (*grid < cluster)
+		*grid = cluster;
+	return SYN_OK;
+}
+
 const syn_image *
 syn_builtin_image(void)
 {

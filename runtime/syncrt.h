@@ -189,6 +189,12 @@ int syn_kernel_get(syn_ctx *c, const syn_image *img, const char *entry, syn_kern
 /* Blocks per SM (occupancy) x (SMs - free SMs): a persistent grid that leaves
  * the comm backend its SMs. */
 int syn_grid_persistent(syn_ctx *c, syn_kernel *k, unsigned block, unsigned smem, unsigned *grid);
+/* A kernel of clusters of `cluster` CTAs (.reqnctapercluster): *grid, as
+ * syn_grid_persistent gave it, cut to the clusters that can be resident
+ * at once on this context's share of the SMs (a cluster must fit in one
+ * GPC, so fewer fit than CTAs per SM x SMs says) and to a multiple of
+ * `cluster`, at least one cluster. */
+int syn_grid_cluster(syn_ctx *c, syn_kernel *k, unsigned block, unsigned smem, unsigned cluster, unsigned *grid);
 
 /* A TMA tensor map (a CUtensorMap) a generated launcher encodes for every
  * call and passes as a 128-byte kernel parameter. */

@@ -67,6 +67,7 @@ typedef struct Kern {
 	PtxKernel k;
 	int regs, local;
 	int per_sm; /* CTAs per SM the occupancy calculator allows */
+	int clusters; /* a cluster kernel: clusters resident at once on the whole GPU */
 } Kern;
 
 /* Loads one kernel's PTX (module header + body) with the JIT logs. */
@@ -95,8 +96,21 @@ kern_load(const Buf *body, const PtxKernel *k)
 	CU(cuFuncGetAttribute(&r.regs, CU_FUNC_ATTRIBUTE_NUM_REGS, r.fn));
 	CU(cuFuncGetAttribute(&r.local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, r.fn));
 	CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&r.per_sm, r.fn, k->threads, (size_t)k->smem));
-	printf("  kernel %s: %d threads, %d B smem, %d registers, %d B local (JIT)\n", k->name, k->threads, k->smem,
-	       r.regs, r.local);
+	if (k->cluster > 1) { /* as libsyncrt's syn_grid_cluster asks */
+		CUlaunchConfig cfg = {.gridDimX = (unsigned)k->cluster * 64, .gridDimY = 1, .gridDimZ = 1,
+		                      .blockDimX = (unsigned)k->threads, .blockDimY = 1, .blockDimZ = 1,
+		                      .sharedMemBytes = (unsigned)k->smem};
+		CUlaunchAttribute at = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
+		at.value.clusterDim.x = (unsigned)k->cluster;
+		at.value.clusterDim.y = at.value.clusterDim.z = 1;
+		cfg.attrs = &at;
+		cfg.numAttrs = 1;
+		CU(cuOccupancyMaxActiveClusters(&r.clusters, r.fn, &cfg));
+	}
+	printf("  kernel %s: %d threads, %d B smem, %d registers, %d B local (JIT)%s\n", k->name, k->threads, k->smem,
+	       r.regs, r.local, k->cluster > 1 ? ", clusters" : "");
+	if (k->cluster > 1)
+		printf("  kernel %s: clusters of %d CTAs, %d resident at once\n", k->name, k->cluster, r.clusters);
 	for (char *line = strtok(ilog, "\n"); line; line = strtok(NULL, "\n"))
 		if (strstr(line, "spill") || strstr(line, "Used"))
 			printf("    jit: %s\n", line);
@@ -143,7 +157,23 @@ launch(const Kern *k, Launch *l)
 	tmaps_encode(&k->k, l, tm);
 	for (int i = 0; i < k->k.ntmaps; i++)
 		args[PTX_NPARAM + k->k.ntensors + i] = &tm[i];
-	CU(cuLaunchKernel(k->fn, l->grid, 1, 1, k->k.threads, 1, 1, k->k.smem, l->s, args, NULL));
+	/* a cluster kernel's grid: whole clusters (a case's grid rounded up) */
+	unsigned g = (unsigned)l->grid, c = k->k.cluster > 1 ? (unsigned)k->k.cluster : 1;
+	g = (g + c - 1) / c * c;
+	CU(cuLaunchKernel(k->fn, g, 1, 1, k->k.threads, 1, 1, k->k.smem, l->s, args, NULL));
+}
+
+/* The persistent grid libsyncrt's launcher gives a kernel of nblocks
+ * entries on the whole GPU (syn_grid_persistent, syn_grid_cluster). */
+static int
+full_grid(const Kern *k, int64_t nblocks)
+{
+	int64_t g = (int64_t)nsm * k->per_sm, c = k->k.cluster;
+	if (c > 1) {
+		g = (int64_t)k->clusters * c;
+		return (int)(g < nblocks * c ? g : nblocks * c);
+	}
+	return (int)(g < nblocks ? g : nblocks);
 }
 
 /* ---- host data ---- */
@@ -1092,6 +1122,164 @@ case_rows_cols(void)
 	rows_run("rows_cols_norm_bf16_v8", s, 40);
 }
 
+/* Column-mode specs of a first-dim reduction over x [len][rows] (dt):
+ * rmsnorm with a weight along the reduced dim, layernorm with each row's
+ * mean and 1/std as f32 outputs, softmax. */
+static PtxRowsSpec
+col_spec(const char *op, int64_t rows, int64_t len, DType dt)
+{
+	PtxRowsSpec s = {.name = op, .rows = rows, .len = len, .nin = 1, .nout = 1, .nstage = 2};
+	s.in[0] = s.out[0] = (PtxTensor){dt, {1, rows}};
+	if (!strcmp(op, "rmsnorm0")) {
+		s.nin = 2, s.nstage = 1;
+		s.in[1] = (PtxTensor){dt, {0, 1}};
+		s.stage[0] = stage_of(OP_MEAN, "mul(in0,in0)", "rsqrt(add(acc,1e-5))", -1);
+		prog_or_die(&s.map, "mul(mul(in0,stage0),in1)");
+	} else if (!strcmp(op, "layernorm0")) {
+		s.nout = 3;
+		s.out[1] = s.out[2] = (PtxTensor){DT_F32, {1, 0}};
+		s.stage[0] = stage_of(OP_MEAN, NULL, NULL, 1);
+		s.stage[1] = stage_of(OP_MEAN, "mul(sub(in0,stage0),sub(in0,stage0))", "rsqrt(add(acc,1e-5))", 2);
+		prog_or_die(&s.map, "mul(sub(in0,stage0),stage1)");
+	} else {
+		s.stage[0] = stage_of(OP_AMAX, NULL, NULL, -1);
+		s.stage[1] = stage_of(OP_SUM, "exp(sub(in0,stage0))", NULL, -1);
+		prog_or_die(&s.map, "div(exp(sub(in0,stage0)),stage1)");
+	}
+	return s;
+}
+
+/* A cluster kernel's flags: every entry waits on one flag (raised before
+ * the launch, or -- one entry -- never), raises its own once per cluster
+ * (not once per CTA), and a stuck entry makes the whole cluster leave
+ * with the error word written, within the timeout, not hang. */
+static void
+rows_cluster_flags(void)
+{
+	PtxRowsSpec s = col_spec("cflags", 256, 2048, DT_BF16);
+	Buf b = {0};
+	PtxKernel k;
+	Launch l = {0};
+	CUdeviceptr flags, err;
+	uint64_t fl[8], errw;
+	uint32_t w[4];
+	Tens x, g, y;
+
+	s.cluster = 4;
+	printf("--- rows_cluster_flags: a cluster of 4 per entry, flags raised once, a stuck entry times out\n");
+	ptx_emit_rows(&b, &s, &k);
+	Kern kr = kern_load(&b, &k);
+	x = tens_new(DT_BF16, 256 * 2048);
+	g = tens_new(DT_BF16, 2048);
+	y = tens_new(DT_BF16, 256 * 2048);
+	tens_random(&x, 2.0);
+	tens_random(&g, 1.0);
+	CU(cuMemAlloc(&flags, sizeof fl));
+	CU(cuMemAlloc(&err, 16));
+	for (int stuck = 0; stuck < 2; stuck++) {
+		PtxBlock bl[8];
+		CUevent e0, e1;
+		float ms;
+		for (int i = 0; i < 8; i++)
+			fl[i] = 100;
+		errw = 0;
+		CU(cuMemcpyHtoD(flags, fl, sizeof fl));
+		CU(cuMemcpyHtoD(err, &errw, 8));
+		for (int i = 0; i < 8; i++) /* 8 entries of 32 rows: flags 1 and 2 get 4 raises each */
+			bl[i] = (PtxBlock){.x = (uint32_t)i, .in_flag = 0, .in_epoch = 100, .out_flag = 1 + (uint32_t)(i % 2),
+			                   .out_op = PTX_RAISE_ADD, .out_value = 1};
+		if (stuck)
+			bl[5].in_flag = 3, bl[5].in_epoch = 101; /* flags[3] = 100 never reaches 101 */
+		memset(&l, 0, sizeof l);
+		l.blocks = upload_blocks(bl, 8);
+		l.nblocks = 8;
+		l.flags = flags;
+		l.err = err;
+		l.timeout = stuck ? 5000000 : 2000000000ull;
+		l.site = 9;
+		l.grid = 8; /* two clusters: each takes entries in turn */
+		l.s = stream[0];
+		l.t[0] = x.d, l.t[1] = g.d, l.t[2] = y.d;
+		CU(cuEventCreate(&e0, 0));
+		CU(cuEventCreate(&e1, 0));
+		CU(cuEventRecord(e0, l.s));
+		launch(&kr, &l);
+		CU(cuEventRecord(e1, l.s));
+		CU(cuStreamSynchronize(l.s));
+		CU(cuEventElapsedTime(&ms, e0, e1));
+		CU(cuMemcpyDtoH(fl, flags, sizeof fl));
+		CU(cuMemcpyDtoH(w, err, sizeof w));
+		if (!stuck) {
+			bool ok = fl[1] == 104 && fl[2] == 104 && w[0] == 0;
+			printf("CASE rows_cluster_flags/raised_once: flags 1, 2 = %llu, %llu (want 104, 104), err %u, %.3f ms %s\n",
+			       (unsigned long long)fl[1], (unsigned long long)fl[2], w[0], ms, ok ? "PASS" : "FAIL");
+			failures += !ok;
+		} else {
+			bool ok = w[0] == 1 && w[1] == 3 && w[2] == 5 && w[3] == 9 && ms < 1000;
+			printf("CASE rows_cluster_flags/timeout: err={code %u, flag %u, block %u, site %u} want {1, 3, 5, 9}, "
+			       "kernel %.3f ms %s\n", w[0], w[1], w[2], w[3], ms, ok ? "PASS" : "FAIL");
+			failures += !ok;
+		}
+		CU(cuEventDestroy(e0));
+		CU(cuEventDestroy(e1));
+		CU(cuMemFree(l.blocks));
+	}
+	CU(cuMemFree(flags));
+	CU(cuMemFree(err));
+	tens_free(&x);
+	tens_free(&g);
+	tens_free(&y);
+	CU(cuModuleUnload(kr.mod));
+	buf_free(&b);
+}
+
+/* Column mode over clusters (distributed shared memory): clusters of 2, 4
+ * and 8 asked for on odd shapes -- a length that leaves most slices of a
+ * CTA empty, a partial last block, f32 and vectors of 1; then the flags.
+ * case_rows_cluster adds the row ops at the sizes users run, where the
+ * split is chosen (8192 x 8192 bf16: 8 CTAs). */
+static void
+case_rows_cluster_small(void)
+{
+	PtxRowsSpec s;
+	for (int c = 2; c <= 8; c *= 2) {
+		char name[64];
+		s = col_spec("layernorm0", 1000, 3001, DT_BF16);
+		s.cluster = c;
+		snprintf(name, sizeof name, "rows_cluster_layernorm0_1000x3001_c%d", c);
+		rows_run(name, s, 24);
+		s = (PtxRowsSpec){.name = "colmin", .rows = 4100, .len = 257, .nin = 1, .nout = 2, .nstage = 2, .cluster = c};
+		s.in[0] = (PtxTensor){DT_F32, {1, 4100}};
+		s.out[0] = s.out[1] = (PtxTensor){DT_F32, {1, 0}};
+		s.stage[0] = stage_of(OP_MEAN, NULL, NULL, 0);
+		s.stage[1] = stage_of(OP_AMIN, "sub(in0,stage0)", NULL, 1);
+		snprintf(name, sizeof name, "rows_cluster_mean_min_f32_4100x257_c%d", c);
+		rows_run(name, s, 40);
+		s = col_spec("softmax0", 333, 5000, DT_F16); /* rows odd: vectors of 1 */
+		s.cluster = c;
+		snprintf(name, sizeof name, "rows_cluster_softmax0_f16_333x5000_c%d", c);
+		rows_run(name, s, 16);
+	}
+	rows_cluster_flags();
+}
+
+static void
+case_rows_cluster(void)
+{
+	static const char *const ops[] = {"rmsnorm0", "layernorm0", "softmax0"};
+	PtxRowsSpec s;
+	for (int i = 0; i < 3; i++) {
+		char name[64];
+		s = col_spec(ops[i], 8192, 8192, DT_BF16);
+		snprintf(name, sizeof name, "rows_cluster_%s_8192x8192", ops[i]);
+		rows_run(name, s, 2 * nsm);
+		s = col_spec(ops[i], 4096, 12288, DT_BF16);
+		snprintf(name, sizeof name, "rows_cluster_%s_4096x12288", ops[i]);
+		rows_run(name, s, nsm);
+	}
+	case_rows_cluster_small();
+}
+
 /* ---- flags ---- */
 
 /* The operand type a tile takes: f32 for the FFMA tiles, else bf16. */
@@ -1939,6 +2127,62 @@ perf_rows(void)
 		}
 }
 
+/* Reductions over the first dim (column mode) at each cluster size and
+ * rows per block, the grid as libsyncrt gives it; GB/s counts x in and
+ * out once (the HBM floor's bytes). */
+static void
+perf_cols(void)
+{
+	static const char *const ops[] = {"rmsnorm0", "layernorm0", "softmax0"};
+	static const int64_t sz[][2] = {{8192, 8192}, {8192, 1024}, {50304, 1024}};
+	static const int cls[] = {1, 2, 4, 8, 0}, rbs[] = {16, 32};
+	for (size_t i = 0; i < NELEM(ops); i++)
+		for (size_t z = 0; z < NELEM(sz); z++)
+			for (size_t r = 0; r < NELEM(rbs); r++)
+				for (size_t c = 0; c < NELEM(cls); c++) {
+					int64_t rows = sz[z][0], len = sz[z][1];
+					PtxRowsSpec s = col_spec(ops[i], rows, len, DT_BF16);
+					Buf b = {0};
+					PtxKernel k;
+					Launch l = {0};
+					Tens t[4];
+					double ms;
+					s.rows_per_block = rbs[r];
+					s.cluster = cls[c];
+					if (ptx_rows_check(&s))
+						continue;
+					ptx_emit_rows(&b, &s, &k);
+					Kern kr = kern_load(&b, &k);
+					t[0] = tens_new(DT_BF16, rows * len);
+					tens_random(&t[0], 2.0);
+					t[1] = tens_new(DT_BF16, len);
+					tens_random(&t[1], 1.0);
+					t[2] = tens_new(DT_F32, 2 * rows);
+					t[3] = tens_new(DT_BF16, rows * len);
+					l.t[0] = t[0].d;
+					l.t[s.nin] = t[3].d;
+					if (s.nin > 1)
+						l.t[1] = t[1].d;
+					for (int o = 1; o < s.nout; o++)
+						l.t[s.nin + o] = t[2].d + (CUdeviceptr)(o - 1) * (CUdeviceptr)rows * 4;
+					l.blocks = plain_blocks(k.nblocks);
+					l.nblocks = (uint32_t)k.nblocks;
+					l.grid = full_grid(&kr, k.nblocks);
+					l.s = stream[0];
+					ms = launches_ms(&kr, &l, 20);
+					printf("PERF cols %s %lldx%lld rb %d cluster %d%s: %.4f ms %.0f GB/s (entries %lld, grid %d, %d CTAs/SM, %d regs)\n",
+					       ops[i], (long long)len, (long long)rows, rbs[r], k.cluster > 1 ? k.cluster : 1,
+					       cls[c] ? "" : " (chosen)", ms, 4.0 * (double)rows * (double)len / (ms * 1e-3) / 1e9,
+					       (long long)k.nblocks, l.grid, kr.per_sm, kr.regs);
+					fflush(stdout);
+					CU(cuMemFree(l.blocks));
+					for (int a = 0; a < 4; a++)
+						tens_free(&t[a]);
+					CU(cuModuleUnload(kr.mod));
+					buf_free(&b);
+				}
+}
+
 static void
 perf_attn(void)
 {
@@ -2001,7 +2245,7 @@ static const struct {
 	{"rows_layernorm", case_rows_layernorm}, {"rows_rmsnorm", case_rows_rmsnorm}, {"rows_wide", case_rows_wide}, {"rows_peel", case_rows_peel},
 	{"rows_reduce", case_rows_reduce}, {"flags_late", case_flags_late},
 	{"flags_timeout", case_flags_timeout}, {"mm_f32", case_mm_f32},
-	{"rows_cols", case_rows_cols},      {"attn", case_attn},
+	{"rows_cols", case_rows_cols},      {"rows_cluster", case_rows_cluster}, {"rows_cluster_small", case_rows_cluster_small}, {"attn", case_attn},
 	{"attn_small", case_attn_small},
 };
 
@@ -2025,6 +2269,10 @@ main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "perf-rows")) {
 		perf_rows();
+		return failures ? 1 : 0;
+	}
+	if (!strcmp(argv[1], "perf-cols")) {
+		perf_cols();
 		return failures ? 1 : 0;
 	}
 	if (!strcmp(argv[1], "perf-attn")) {
