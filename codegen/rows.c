@@ -34,7 +34,8 @@
 #include <math.h>
 #include <stdio.h>
 
-enum { ROW_WARPS = 8, ROW_DEFAULT_BLOCK = 8, COL_WARPS = 16, COL_UNROLL = 4, COL_MAX_BLOCK = 256 };
+enum { ROW_WARPS = 8, ROW_DEFAULT_BLOCK = 8, COL_WARPS = 16, COL_UNROLL = 4, COL_MAX_BLOCK = 256, COL_ACCS = 1,
+       COL_MAP_UNROLL = 4 };
 /* CTA mode (rows of CTA_MIN_LEN elements or more): up to CTA_MAX_U
  * vectors per thread, CTA_MAX_WORDS registers of them per thread at 1024
  * threads (64 registers is all a thread of a 1024-thread CTA gets). */
@@ -84,6 +85,9 @@ ptx_rows_check(const PtxRowsSpec *s)
 		return "rows: strided rows take a power of two rows per block, at most 32 lanes of them (a lane takes up to 8)";
 	if (s->cluster && (s->cluster & (s->cluster - 1) || s->cluster > 8 || (s->cluster > 1 && (!rows_colmode(s) || s->nstage < 1))))
 		return "rows: a cluster of 1, 2, 4 or 8 CTAs, and more than 1 only for strided rows with a stage";
+	for (int i = 0; i < 2; i++)
+		if (s->col_unroll[i] < 0 || s->col_unroll[i] > COL_UNROLL)
+			return "rows: 1 to 4 loads in flight (col_unroll)";
 	for (int i = 0; i < s->nin + s->nout; i++) {
 		const PtxTensor *t = i < s->nin ? &s->in[i] : &s->out[i - s->nin];
 		if ((int)t->dt < 0 || t->dt >= DT_COUNT || t->stride[0] < 0 || t->stride[1] < 0 ||
@@ -117,6 +121,7 @@ typedef struct Rows {
 	Reg rin, slice;   /* column mode: this thread's row in the block, its slice of the length */
 	int rb, nsl;      /* column mode: rows per block, slices of the cluster (of the CTA without one) */
 	int ncl;          /* column mode: CTAs of the cluster that share a block (1: no cluster) */
+	int un[2];        /* column mode: loads in flight per thread in a stage's pass, in the map's */
 	int cv, lc;       /* column mode: rows per lane (a vector), lanes across the block */
 	Reg colres[PTX_MAX_STAGES][8], colrcp[PTX_MAX_STAGES][8]; /* column mode: each of the lane's rows' stage results */
 	bool cta;         /* CTA mode: a row per CTA, its streamed inputs held in registers */
@@ -427,55 +432,134 @@ ptx_rows_col_vec(const PtxRowsSpec *s, int rb)
 	return v;
 }
 
-/* The inputs program g reads at reduced index c, for the lane's V rows
- * (one vector load along the rows, or one value for all). */
-static void
-col_inputs(Rows *r, const PtxEwProg *g, Reg c, Reg in[][8])
+/* What program g reads at one reduced index, as loaded: a vector of the
+ * lane's V rows as raw words, or one value (an input the same for every
+ * row, or vectors of 1). */
+typedef struct ColRaw {
+	Reg w[PTX_MAX_TENSORS][4];
+} ColRaw;
+
+static bool
+col_scalar(const Rows *r, int i)
 {
-	for (int i = 0; i < r->s->nin; i++)
-		for (int j = 0; j < 8; j++)
-			in[i][j] = -1;
-	for (int i = 0; i < r->s->nin; i++)
-		if (ptx_prog_uses(g, OP_PARAM, i)) {
-			const PtxTensor *t = &r->s->in[i];
-			Reg a = col_addr(r->p, t, r->inrow[i], c);
-			ptx_load_vec(r->p, t->dt, a, t->stride[0], r->cv, in[i]);
-		}
+	return r->s->in[i].stride[0] == 0 || r->cv == 1;
 }
 
-/* for (c = slice; c < len; c += nsl * COL_UNROLL): this thread's slice
- * of the reduced dim, COL_UNROLL steps per pass (each guarded), V rows
- * each. */
+/* The loads of program g at reduced index c, their values not yet used:
+ * every step of an unrolled pass issues its loads before the first use,
+ * so COL_UNROLL of them are in flight per thread. */
 static void
-col_slice(Rows *r, const PtxEwProg *g, int ri, Reg acc[][8])
+col_load(Rows *r, const PtxEwProg *g, Reg c, ColRaw *raw)
+{
+	for (int i = 0; i < r->s->nin; i++) {
+		const PtxTensor *t = &r->s->in[i];
+		raw->w[i][0] = -1;
+		if (!ptx_prog_uses(g, OP_PARAM, i))
+			continue;
+		Reg a = col_addr(r->p, t, r->inrow[i], c);
+		if (col_scalar(r, i))
+			raw->w[i][0] = ptx_load_val(r->p, t->dt, a, "global");
+		else
+			ptx_load_words(r->p, t->dt, a, r->cv, raw->w[i]);
+	}
+}
+
+/* Those loads as the inputs of the lane's V rows. */
+static void
+col_unpack(Rows *r, const ColRaw *raw, Reg in[][8])
+{
+	for (int i = 0; i < r->s->nin; i++) {
+		const PtxDType *d = &ptx_dtypes[r->s->in[i].dt];
+		int per = d->size == 4 ? 1 : 2;
+		for (int j = 0; j < 8; j++)
+			in[i][j] = -1;
+		if (raw->w[i][0] < 0)
+			continue;
+		if (col_scalar(r, i))
+			for (int j = 0; j < r->cv; j++)
+				in[i][j] = raw->w[i][0];
+		else
+			for (int w = 0; w < r->cv * d->size / 4; w++)
+				ptx_unpack_word(r->p, r->s->in[i].dt, raw->w[i][w], &in[i][per * w]);
+	}
+}
+
+/* One pass of COL_UNROLL steps at col, col + nsl, ...: each step's guard
+ * (its index inside the length), then every step's loads, then body for
+ * each step in range. */
+typedef void (*ColStep)(Rows *r, int u, Reg c, Reg in[][8], void *arg);
+
+static void
+col_pass(Rows *r, const PtxEwProg *g, Reg col, int un, ColStep body, void *arg)
 {
 	Ptx *p = r->p;
-	Reg col = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED), val[PTX_MAX_INS];
-	ValClass vc[PTX_MAX_INS];
+	Reg c[COL_UNROLL], q[COL_UNROLL], in[PTX_MAX_TENSORS][8];
+	ColRaw raw[COL_UNROLL];
+	for (int u = 0; u < un; u++) {
+		int skip = ptx_label(p);
+		c[u] = ptx_reg(p, RC_B32);
+		q[u] = ptx_reg(p, RC_PRED);
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(c[u]), R(col), u * r->nsl);
+		ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(q[u]), R(c[u]), (long long)r->s->len);
+		ptx_emit(p, "@!%s bra $L%d;", R(q[u]), skip);
+		col_load(r, g, c[u], &raw[u]);
+		ptx_place(p, skip);
+	}
+	for (int u = 0; u < un; u++) {
+		int skip = ptx_label(p);
+		ptx_emit(p, "@!%s bra $L%d;", R(q[u]), skip);
+		col_unpack(r, &raw[u], in);
+		body(r, u, c[u], in, arg);
+		ptx_place(p, skip);
+	}
+}
+
+/* for (c = slice; c < len; c += nsl * COL_UNROLL) pass(c): this thread's
+ * slice of the reduced dim, V rows each step. */
+static void
+col_loop(Rows *r, const PtxEwProg *g, int un, ColStep body, void *arg)
+{
+	Ptx *p = r->p;
+	Reg col = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED);
 	int loop = ptx_label(p), done = ptx_label(p);
 
 	ptx_emit(p, "mov.u32 %s, %s;", R(col), R(r->slice));
 	ptx_place(p, loop);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(col), (long long)r->s->len);
 	ptx_emit(p, "@%s bra $L%d;", R(q), done);
-	for (int u = 0; u < COL_UNROLL; u++) {
-		Reg c = ptx_reg(p, RC_B32), in[PTX_MAX_TENSORS][8];
-		int skip = ptx_label(p);
-		ptx_emit(p, "add.u32 %s, %s, %d;", R(c), R(col), u * r->nsl);
-		ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(c), (long long)r->s->len);
-		ptx_emit(p, "@%s bra $L%d;", R(q), skip);
-		col_inputs(r, g, c, in);
-		for (int j = 0; j < r->cv; j++) {
-			PtxEnv env = env_for(r, in, j);
-			ptx_prog_emit(p, g, &env, val, vc);
-			ptx_expand(p, reds[ri].combine, acc[u][j], acc[u][j],
-			           ptx_convert(p, val[g->out[0].val], vc[g->out[0].val], VC_F32));
-		}
-		ptx_place(p, skip);
-	}
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(col), R(col), r->nsl * COL_UNROLL);
+	col_pass(r, g, col, un, body, arg);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(col), R(col), r->nsl * un);
 	ptx_emit(p, "bra $L%d;", loop);
 	ptx_place(p, done);
+}
+
+typedef struct ColRed {
+	const PtxEwProg *g;
+	int ri;
+	Reg (*acc)[8];
+} ColRed;
+
+/* A stage's step: pre(element) into the step's accumulators. */
+static void
+col_red_step(Rows *r, int u, Reg c, Reg in[][8], void *arg)
+{
+	ColRed *a = arg;
+	Reg val[PTX_MAX_INS];
+	ValClass vc[PTX_MAX_INS];
+	(void)c;
+	for (int j = 0; j < r->cv; j++) {
+		PtxEnv env = env_for(r, in, j);
+		ptx_prog_emit(r->p, a->g, &env, val, vc);
+		ptx_expand(r->p, reds[a->ri].combine, a->acc[u % COL_ACCS][j], a->acc[u % COL_ACCS][j],
+		           ptx_convert(r->p, val[a->g->out[0].val], vc[a->g->out[0].val], VC_F32));
+	}
+}
+
+static void
+col_slice(Rows *r, const PtxEwProg *g, int ri, Reg acc[][8])
+{
+	ColRed a = {g, ri, acc};
+	col_loop(r, g, r->un[0], col_red_step, &a);
 }
 
 /* A finishing thread's row of the block (thread tid < rb: row x rb + tid):
@@ -586,9 +670,9 @@ rows_col_stage(Rows *r, int k)
 	Ptx *p = r->p;
 	const PtxRowStage *st = &r->s->stage[k];
 	int ri = red_index(st->red), skip = ptx_label(p), fin = ptx_label(p);
-	Reg acc[COL_UNROLL][8], a = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED), racc;
+	Reg acc[COL_ACCS][8], a = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED), racc;
 
-	for (int u = 0; u < COL_UNROLL; u++)
+	for (int u = 0; u < COL_ACCS; u++)
 		for (int j = 0; j < r->cv; j++) {
 			acc[u][j] = ptx_reg(p, RC_F32);
 			ptx_emit(p, "mov.f32 %s, 0f%08X;", R(acc[u][j]), reds[ri].identity);
@@ -597,7 +681,7 @@ rows_col_stage(Rows *r, int k)
 	col_slice(r, &r->pre[k], ri, acc);
 	ptx_place(p, skip);
 	for (int j = 0; j < r->cv; j++) {
-		for (int u = 1; u < COL_UNROLL; u++)
+		for (int u = 1; u < COL_ACCS; u++)
 			ptx_expand(p, reds[ri].combine, acc[0][j], acc[0][j], acc[u][j]);
 		/* the warp's slices of the same rows: lanes LC apart */
 		for (int d = 16; d >= r->lc; d /= 2) {
@@ -640,22 +724,15 @@ rows_col_stage(Rows *r, int k)
 	}
 }
 
-/* Column mode's map: this thread's V rows, its slice of the reduced dim. */
+/* The map's step: the lane's V rows at reduced index c, stored. */
 static void
-rows_col_map(Rows *r)
+col_map_step(Rows *r, int u, Reg c, Reg in[][8], void *arg)
 {
 	Ptx *p = r->p;
 	const PtxRowsSpec *s = r->s;
-	Reg col = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED), in[PTX_MAX_TENSORS][8], val[8][PTX_MAX_INS];
+	Reg val[8][PTX_MAX_INS];
 	ValClass vc[PTX_MAX_INS];
-	int loop = ptx_label(p), done = ptx_label(p);
-
-	ptx_emit(p, "@!%s bra $L%d;", R(r->active), done);
-	ptx_emit(p, "mov.u32 %s, %s;", R(col), R(r->slice));
-	ptx_place(p, loop);
-	ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(col), (long long)s->len);
-	ptx_emit(p, "@%s bra $L%d;", R(q), done);
-	col_inputs(r, &s->map, col, in);
+	(void)u, (void)arg;
 	for (int j = 0; j < r->cv; j++) {
 		PtxEnv env = env_for(r, in, j);
 		ptx_prog_emit(p, &s->map, &env, val[j], vc);
@@ -663,13 +740,25 @@ rows_col_map(Rows *r)
 	for (int o = 0; o < s->map.nout; o++) {
 		const PtxOut *po = &s->map.out[o];
 		const PtxTensor *t = &s->out[po->tensor];
-		Reg a = col_addr(p, t, r->outrow[po->tensor], col), w[8];
+		Reg a = col_addr(p, t, r->outrow[po->tensor], c), w[8];
 		for (int j = 0; j < r->cv; j++)
 			w[j] = ptx_convert(p, val[j][po->val], vc[po->val], ptx_dtypes[t->dt].vc);
 		ptx_store_vec(p, t->dt, a, r->cv, w);
 	}
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(col), R(col), r->nsl);
-	ptx_emit(p, "bra $L%d;", loop);
+}
+
+/* Column mode's map: this thread's V rows, its slice of the reduced dim,
+ * COL_UNROLL loads in flight like the stages (one at a time, each step's
+ * store waited on the next step's load: 64 dependent round trips per
+ * thread at 8192 x 8192). */
+static void
+rows_col_map(Rows *r)
+{
+	Ptx *p = r->p;
+	int done = ptx_label(p);
+
+	ptx_emit(p, "@!%s bra $L%d;", R(r->active), done);
+	col_loop(r, &r->s->map, r->un[1], col_map_step, NULL);
 	ptx_place(p, done);
 }
 
@@ -1213,6 +1302,8 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 		r.nsl = COL_WARPS * (32 / r.lc);
 		r.ncl = col_cluster(s, rb, r.nsl);
 		r.nsl *= r.ncl;
+		r.un[0] = s->col_unroll[0] ? s->col_unroll[0] : COL_UNROLL;
+		r.un[1] = s->col_unroll[1] ? s->col_unroll[1] : COL_MAP_UNROLL;
 	}
 	threads = r.cta ? r.T : 32 * (r.cols ? COL_WARPS : ROW_WARPS);
 	ptx_kernel_begin(p, b, s->name, s->nin + s->nout, threads, 0);

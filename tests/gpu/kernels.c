@@ -1156,7 +1156,7 @@ col_spec(const char *op, int64_t rows, int64_t len, DType dt)
 static void
 rows_cluster_flags(void)
 {
-	PtxRowsSpec s = col_spec("cflags", 256, 2048, DT_BF16);
+	PtxRowsSpec s = col_spec("rmsnorm0", 256, 2048, DT_BF16); /* x, g in; y out */
 	Buf b = {0};
 	PtxKernel k;
 	Launch l = {0};
@@ -2127,60 +2127,72 @@ perf_rows(void)
 		}
 }
 
-/* Reductions over the first dim (column mode) at each cluster size and
- * rows per block, the grid as libsyncrt gives it; GB/s counts x in and
- * out once (the HBM floor's bytes). */
+/* Reductions over the first dim (column mode) at each rows per block,
+ * cluster size and loads in flight (stage pass, map), the grid as
+ * libsyncrt gives it; GB/s counts x in and out once (the HBM floor's
+ * bytes).  Variant "default" is what lower.c and rows.c choose. */
 static void
 perf_cols(void)
 {
 	static const char *const ops[] = {"rmsnorm0", "layernorm0", "softmax0"};
-	static const int64_t sz[][2] = {{8192, 8192}, {8192, 1024}, {50304, 1024}};
-	static const int cls[] = {1, 2, 4, 8, 0}, rbs[] = {16, 32};
-	for (size_t i = 0; i < NELEM(ops); i++)
-		for (size_t z = 0; z < NELEM(sz); z++)
+	static const int64_t sz[][2] = {{8192, 8192}, {8192, 1024}, {50304, 1024}}; /* rows (columns of x), len */
+	static const int rbs[] = {0, 32, 128, 256}, cls[] = {1, 8, 0}, uns[][2] = {{4, 1}, {4, 2}, {4, 4}, {2, 2}};
+	for (size_t z = 0; z < NELEM(sz); z++) {
+		int64_t rows = sz[z][0], len = sz[z][1];
+		Tens x = tens_new(DT_BF16, rows * len), g = tens_new(DT_BF16, len), y = tens_new(DT_BF16, rows * len);
+		Tens st = tens_new(DT_F32, 2 * rows);
+		tens_random(&x, 2.0);
+		tens_random(&g, 1.0);
+		for (size_t i = 0; i < NELEM(ops); i++)
 			for (size_t r = 0; r < NELEM(rbs); r++)
-				for (size_t c = 0; c < NELEM(cls); c++) {
-					int64_t rows = sz[z][0], len = sz[z][1];
-					PtxRowsSpec s = col_spec(ops[i], rows, len, DT_BF16);
-					Buf b = {0};
-					PtxKernel k;
-					Launch l = {0};
-					Tens t[4];
-					double ms;
-					s.rows_per_block = rbs[r];
-					s.cluster = cls[c];
-					if (ptx_rows_check(&s))
-						continue;
-					ptx_emit_rows(&b, &s, &k);
-					Kern kr = kern_load(&b, &k);
-					t[0] = tens_new(DT_BF16, rows * len);
-					tens_random(&t[0], 2.0);
-					t[1] = tens_new(DT_BF16, len);
-					tens_random(&t[1], 1.0);
-					t[2] = tens_new(DT_F32, 2 * rows);
-					t[3] = tens_new(DT_BF16, rows * len);
-					l.t[0] = t[0].d;
-					l.t[s.nin] = t[3].d;
-					if (s.nin > 1)
-						l.t[1] = t[1].d;
-					for (int o = 1; o < s.nout; o++)
-						l.t[s.nin + o] = t[2].d + (CUdeviceptr)(o - 1) * (CUdeviceptr)rows * 4;
-					l.blocks = plain_blocks(k.nblocks);
-					l.nblocks = (uint32_t)k.nblocks;
-					l.grid = full_grid(&kr, k.nblocks);
-					l.s = stream[0];
-					ms = launches_ms(&kr, &l, 20);
-					printf("PERF cols %s %lldx%lld rb %d cluster %d%s: %.4f ms %.0f GB/s (entries %lld, grid %d, %d CTAs/SM, %d regs)\n",
-					       ops[i], (long long)len, (long long)rows, rbs[r], k.cluster > 1 ? k.cluster : 1,
-					       cls[c] ? "" : " (chosen)", ms, 4.0 * (double)rows * (double)len / (ms * 1e-3) / 1e9,
-					       (long long)k.nblocks, l.grid, kr.per_sm, kr.regs);
-					fflush(stdout);
-					CU(cuMemFree(l.blocks));
-					for (int a = 0; a < 4; a++)
-						tens_free(&t[a]);
-					CU(cuModuleUnload(kr.mod));
-					buf_free(&b);
-				}
+				for (size_t c = 0; c < NELEM(cls); c++)
+					for (size_t u = 0; u < NELEM(uns); u++) {
+						PtxRowsSpec s = col_spec(ops[i], rows, len, DT_BF16);
+						Buf b = {0};
+						PtxKernel k;
+						Launch l = {0};
+						double ms;
+						bool dflt = !rbs[r] && !cls[c] && u == 1;
+						if (!rbs[r] && !dflt) /* the chosen block: only as the whole default */
+							continue;
+						s.rows_per_block = rbs[r];
+						if (!rbs[r]) /* lower.c's rows_per_block for these shapes */
+							for (s.rows_per_block = 256; s.rows_per_block > 8 && rows / s.rows_per_block < 256;)
+								s.rows_per_block /= 2;
+						s.cluster = cls[c];
+						if (!dflt)
+							s.col_unroll[0] = uns[u][0], s.col_unroll[1] = uns[u][1];
+						if (ptx_rows_check(&s))
+							continue;
+						ptx_emit_rows(&b, &s, &k);
+						Kern kr = kern_load(&b, &k);
+						l.t[0] = x.d;
+						if (s.nin > 1)
+							l.t[1] = g.d;
+						l.t[s.nin] = y.d;
+						for (int o = 1; o < s.nout; o++)
+							l.t[s.nin + o] = st.d + (CUdeviceptr)(o - 1) * (CUdeviceptr)rows * 4;
+						l.blocks = plain_blocks(k.nblocks);
+						l.nblocks = (uint32_t)k.nblocks;
+						l.grid = full_grid(&kr, k.nblocks);
+						l.s = stream[0];
+						ms = launches_ms(&kr, &l, 20);
+						printf("PERF cols %s %lldx%lld rb %d cluster %d unroll %d/%d%s: %.4f ms %.0f GB/s "
+						       "(entries %lld, grid %d, %d CTAs/SM, %d regs)\n",
+						       ops[i], (long long)len, (long long)rows, s.rows_per_block, k.cluster > 1 ? k.cluster : 1,
+						       s.col_unroll[0] ? s.col_unroll[0] : 4, s.col_unroll[1] ? s.col_unroll[1] : 2,
+						       dflt ? " (default)" : "", ms, 4.0 * (double)rows * (double)len / (ms * 1e-3) / 1e9,
+						       (long long)k.nblocks, l.grid, kr.per_sm, kr.regs);
+						fflush(stdout);
+						CU(cuMemFree(l.blocks));
+						CU(cuModuleUnload(kr.mod));
+						buf_free(&b);
+					}
+		tens_free(&x);
+		tens_free(&g);
+		tens_free(&y);
+		tens_free(&st);
+	}
 }
 
 static void
