@@ -377,8 +377,7 @@ col_smem(int rb, int nstage, int ncl)
  * Split over a cluster each CTA holds an eighth and the blocks in flight
  * are a quarter of the tensor, which L2 can keep between the stages.  A
  * cluster while a CTA's piece of the inputs is over 64 KiB and each slice
- * still takes two passes of COL_UNROLL loads; none for a lone stage with
- * no map (it reads the block once). */
+ * still takes two passes of COL_UNROLL loads, for two stages or more. */
 static int
 col_cluster(const PtxRowsSpec *s, int rb, int nsl)
 {
@@ -386,7 +385,12 @@ col_cluster(const PtxRowsSpec *s, int rb, int nsl)
 	int n = 1;
 	if (s->cluster)
 		return s->cluster;
-	if (s->nstage < 1 || (s->nstage == 1 && !s->map.nout))
+	/* one stage: only the map rereads the block, and on one H100 the
+	 * cluster's barriers cost more than the reread saved (rmsnorm over dim
+	 * 0 at 8192 x 8192: 0.1520 ms a CTA a block, 0.1632 over 8 CTAs;
+	 * layernorm 0.2032 -> 0.1871, softmax 0.2049 -> 0.1920;
+	 * bench/results/2026-12-06-cols-h100.md) */
+	if (s->nstage < 2)
 		return 1;
 	for (int i = 0; i < s->nin; i++)
 		if (s->in[i].stride[0] && s->in[i].stride[1]) /* the block's own elements */
