@@ -184,8 +184,6 @@ typedef struct PtxRowsSpec {
 	int cluster;                    /* column mode: CTAs of a cluster that split a block's reduced
 	                                   dim (1, 2, 4 or 8), their partials met in distributed
 	                                   shared memory; 0 = chosen from the shape (rows.c) */
-	int col_unroll[2];              /* column mode: loads in flight per thread in a stage's pass
-	                                   and in the map's (1 to 4; 0 = rows.c's defaults) */
 } PtxRowsSpec;
 
 /* A TMA tensor map the launcher encodes (cuTensorMapEncodeTiled, 128-byte

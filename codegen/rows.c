@@ -34,8 +34,7 @@
 #include <math.h>
 #include <stdio.h>
 
-enum { ROW_WARPS = 8, ROW_DEFAULT_BLOCK = 8, COL_WARPS = 16, COL_UNROLL = 4, COL_MAX_BLOCK = 256, COL_ACCS = 1,
-       COL_MAP_UNROLL = 4 };
+enum { ROW_WARPS = 8, ROW_DEFAULT_BLOCK = 8, COL_WARPS = 16, COL_UNROLL = 4, COL_MAX_BLOCK = 256 };
 /* CTA mode (rows of CTA_MIN_LEN elements or more): up to CTA_MAX_U
  * vectors per thread, CTA_MAX_WORDS registers of them per thread at 1024
  * threads (64 registers is all a thread of a 1024-thread CTA gets). */
@@ -85,9 +84,6 @@ ptx_rows_check(const PtxRowsSpec *s)
 		return "rows: strided rows take a power of two rows per block, at most 32 lanes of them (a lane takes up to 8)";
 	if (s->cluster && (s->cluster & (s->cluster - 1) || s->cluster > 8 || (s->cluster > 1 && (!rows_colmode(s) || s->nstage < 1))))
 		return "rows: a cluster of 1, 2, 4 or 8 CTAs, and more than 1 only for strided rows with a stage";
-	for (int i = 0; i < 2; i++)
-		if (s->col_unroll[i] < 0 || s->col_unroll[i] > COL_UNROLL)
-			return "rows: 1 to 4 loads in flight (col_unroll)";
 	for (int i = 0; i < s->nin + s->nout; i++) {
 		const PtxTensor *t = i < s->nin ? &s->in[i] : &s->out[i - s->nin];
 		if ((int)t->dt < 0 || t->dt >= DT_COUNT || t->stride[0] < 0 || t->stride[1] < 0 ||
@@ -121,7 +117,6 @@ typedef struct Rows {
 	Reg rin, slice;   /* column mode: this thread's row in the block, its slice of the length */
 	int rb, nsl;      /* column mode: rows per block, slices of the cluster (of the CTA without one) */
 	int ncl;          /* column mode: CTAs of the cluster that share a block (1: no cluster) */
-	int un[2];        /* column mode: loads in flight per thread in a stage's pass, in the map's */
 	int cv, lc;       /* column mode: rows per lane (a vector), lanes across the block */
 	Reg colres[PTX_MAX_STAGES][8], colrcp[PTX_MAX_STAGES][8]; /* column mode: each of the lane's rows' stage results */
 	bool cta;         /* CTA mode: a row per CTA, its streamed inputs held in registers */
@@ -374,10 +369,13 @@ col_smem(int rb, int nstage, int ncl)
  * 512 KiB, all in flight at once -- 128 MiB, more than L2 holds, so each
  * stage read HBM again (rmsnorm over dim 0 at 1.94x the HBM floor,
  * layernorm 2.65x, softmax 2.72x; bench/results/2026-12-04-peel-h200.p1.md).
- * Split over a cluster each CTA holds an eighth and the blocks in flight
- * are a quarter of the tensor, which L2 can keep between the stages.  A
- * cluster while a CTA's piece of the inputs is over 64 KiB and each slice
- * still takes two passes of COL_UNROLL loads, for two stages or more. */
+ * Split over 8 CTAs each holds an eighth and the blocks in flight are a
+ * quarter of the tensor, which L2 can keep between the stages -- which
+ * gained less than hoped (7-10% on one H100: the kernels stay far from
+ * the HBM floor, bench/results/2026-12-06-cols-h100.md says what else
+ * holds them).  A cluster of 8 for two stages or more, where a CTA's
+ * piece of the inputs is over 64 KiB and each slice still takes two passes
+ * of COL_UNROLL loads. */
 static int
 col_cluster(const PtxRowsSpec *s, int rb, int nsl)
 {
@@ -397,7 +395,10 @@ col_cluster(const PtxRowsSpec *s, int rb, int nsl)
 			bytes += (int64_t)rb * ptx_dtypes[s->in[i].dt].size;
 	while (n < 8 && bytes * (s->len / n) > 64 * 1024 && s->len / (2 * n) >= 2 * (int64_t)nsl * COL_UNROLL)
 		n *= 2;
-	return n;
+	/* 2 or 4 CTAs were slower than one there (layernorm 0.2274 and 0.2327
+	 * ms, softmax 0.2293 and 0.2387): the blocks in flight still overflow
+	 * L2 and the barriers are paid */
+	return n == 8 ? n : 1;
 }
 
 /* Where stage k's finished rows start in shared memory, in bytes. */
@@ -436,134 +437,55 @@ ptx_rows_col_vec(const PtxRowsSpec *s, int rb)
 	return v;
 }
 
-/* What program g reads at one reduced index, as loaded: a vector of the
- * lane's V rows as raw words, or one value (an input the same for every
- * row, or vectors of 1). */
-typedef struct ColRaw {
-	Reg w[PTX_MAX_TENSORS][4];
-} ColRaw;
-
-static bool
-col_scalar(const Rows *r, int i)
-{
-	return r->s->in[i].stride[0] == 0 || r->cv == 1;
-}
-
-/* The loads of program g at reduced index c, their values not yet used:
- * every step of an unrolled pass issues its loads before the first use,
- * so COL_UNROLL of them are in flight per thread. */
+/* The inputs program g reads at reduced index c, for the lane's V rows
+ * (one vector load along the rows, or one value for all). */
 static void
-col_load(Rows *r, const PtxEwProg *g, Reg c, ColRaw *raw)
+col_inputs(Rows *r, const PtxEwProg *g, Reg c, Reg in[][8])
 {
-	for (int i = 0; i < r->s->nin; i++) {
-		const PtxTensor *t = &r->s->in[i];
-		raw->w[i][0] = -1;
-		if (!ptx_prog_uses(g, OP_PARAM, i))
-			continue;
-		Reg a = col_addr(r->p, t, r->inrow[i], c);
-		if (col_scalar(r, i))
-			raw->w[i][0] = ptx_load_val(r->p, t->dt, a, "global");
-		else
-			ptx_load_words(r->p, t->dt, a, r->cv, raw->w[i]);
-	}
-}
-
-/* Those loads as the inputs of the lane's V rows. */
-static void
-col_unpack(Rows *r, const ColRaw *raw, Reg in[][8])
-{
-	for (int i = 0; i < r->s->nin; i++) {
-		const PtxDType *d = &ptx_dtypes[r->s->in[i].dt];
-		int per = d->size == 4 ? 1 : 2;
+	for (int i = 0; i < r->s->nin; i++)
 		for (int j = 0; j < 8; j++)
 			in[i][j] = -1;
-		if (raw->w[i][0] < 0)
-			continue;
-		if (col_scalar(r, i))
-			for (int j = 0; j < r->cv; j++)
-				in[i][j] = raw->w[i][0];
-		else
-			for (int w = 0; w < r->cv * d->size / 4; w++)
-				ptx_unpack_word(r->p, r->s->in[i].dt, raw->w[i][w], &in[i][per * w]);
-	}
+	for (int i = 0; i < r->s->nin; i++)
+		if (ptx_prog_uses(g, OP_PARAM, i)) {
+			const PtxTensor *t = &r->s->in[i];
+			Reg a = col_addr(r->p, t, r->inrow[i], c);
+			ptx_load_vec(r->p, t->dt, a, t->stride[0], r->cv, in[i]);
+		}
 }
 
-/* One pass of COL_UNROLL steps at col, col + nsl, ...: each step's guard
- * (its index inside the length), then every step's loads, then body for
- * each step in range. */
-typedef void (*ColStep)(Rows *r, int u, Reg c, Reg in[][8], void *arg);
-
+/* for (c = slice; c < len; c += nsl * COL_UNROLL): this thread's slice
+ * of the reduced dim, COL_UNROLL steps per pass (each guarded), V rows
+ * each. */
 static void
-col_pass(Rows *r, const PtxEwProg *g, Reg col, int un, ColStep body, void *arg)
+col_slice(Rows *r, const PtxEwProg *g, int ri, Reg acc[][8])
 {
 	Ptx *p = r->p;
-	Reg c[COL_UNROLL], q[COL_UNROLL], in[PTX_MAX_TENSORS][8];
-	ColRaw raw[COL_UNROLL];
-	for (int u = 0; u < un; u++) {
-		int skip = ptx_label(p);
-		c[u] = ptx_reg(p, RC_B32);
-		q[u] = ptx_reg(p, RC_PRED);
-		ptx_emit(p, "add.u32 %s, %s, %d;", R(c[u]), R(col), u * r->nsl);
-		ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(q[u]), R(c[u]), (long long)r->s->len);
-		ptx_emit(p, "@!%s bra $L%d;", R(q[u]), skip);
-		col_load(r, g, c[u], &raw[u]);
-		ptx_place(p, skip);
-	}
-	for (int u = 0; u < un; u++) {
-		int skip = ptx_label(p);
-		ptx_emit(p, "@!%s bra $L%d;", R(q[u]), skip);
-		col_unpack(r, &raw[u], in);
-		body(r, u, c[u], in, arg);
-		ptx_place(p, skip);
-	}
-}
-
-/* for (c = slice; c < len; c += nsl * COL_UNROLL) pass(c): this thread's
- * slice of the reduced dim, V rows each step. */
-static void
-col_loop(Rows *r, const PtxEwProg *g, int un, ColStep body, void *arg)
-{
-	Ptx *p = r->p;
-	Reg col = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED);
+	Reg col = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED), val[PTX_MAX_INS];
+	ValClass vc[PTX_MAX_INS];
 	int loop = ptx_label(p), done = ptx_label(p);
 
 	ptx_emit(p, "mov.u32 %s, %s;", R(col), R(r->slice));
 	ptx_place(p, loop);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(col), (long long)r->s->len);
 	ptx_emit(p, "@%s bra $L%d;", R(q), done);
-	col_pass(r, g, col, un, body, arg);
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(col), R(col), r->nsl * un);
+	for (int u = 0; u < COL_UNROLL; u++) {
+		Reg c = ptx_reg(p, RC_B32), in[PTX_MAX_TENSORS][8];
+		int skip = ptx_label(p);
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(c), R(col), u * r->nsl);
+		ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(c), (long long)r->s->len);
+		ptx_emit(p, "@%s bra $L%d;", R(q), skip);
+		col_inputs(r, g, c, in);
+		for (int j = 0; j < r->cv; j++) {
+			PtxEnv env = env_for(r, in, j);
+			ptx_prog_emit(p, g, &env, val, vc);
+			ptx_expand(p, reds[ri].combine, acc[u][j], acc[u][j],
+			           ptx_convert(p, val[g->out[0].val], vc[g->out[0].val], VC_F32));
+		}
+		ptx_place(p, skip);
+	}
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(col), R(col), r->nsl * COL_UNROLL);
 	ptx_emit(p, "bra $L%d;", loop);
 	ptx_place(p, done);
-}
-
-typedef struct ColRed {
-	const PtxEwProg *g;
-	int ri;
-	Reg (*acc)[8];
-} ColRed;
-
-/* A stage's step: pre(element) into the step's accumulators. */
-static void
-col_red_step(Rows *r, int u, Reg c, Reg in[][8], void *arg)
-{
-	ColRed *a = arg;
-	Reg val[PTX_MAX_INS];
-	ValClass vc[PTX_MAX_INS];
-	(void)c;
-	for (int j = 0; j < r->cv; j++) {
-		PtxEnv env = env_for(r, in, j);
-		ptx_prog_emit(r->p, a->g, &env, val, vc);
-		ptx_expand(r->p, reds[a->ri].combine, a->acc[u % COL_ACCS][j], a->acc[u % COL_ACCS][j],
-		           ptx_convert(r->p, val[a->g->out[0].val], vc[a->g->out[0].val], VC_F32));
-	}
-}
-
-static void
-col_slice(Rows *r, const PtxEwProg *g, int ri, Reg acc[][8])
-{
-	ColRed a = {g, ri, acc};
-	col_loop(r, g, r->un[0], col_red_step, &a);
 }
 
 /* A finishing thread's row of the block (thread tid < rb: row x rb + tid):
@@ -674,9 +596,9 @@ rows_col_stage(Rows *r, int k)
 	Ptx *p = r->p;
 	const PtxRowStage *st = &r->s->stage[k];
 	int ri = red_index(st->red), skip = ptx_label(p), fin = ptx_label(p);
-	Reg acc[COL_ACCS][8], a = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED), racc;
+	Reg acc[COL_UNROLL][8], a = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED), racc;
 
-	for (int u = 0; u < COL_ACCS; u++)
+	for (int u = 0; u < COL_UNROLL; u++)
 		for (int j = 0; j < r->cv; j++) {
 			acc[u][j] = ptx_reg(p, RC_F32);
 			ptx_emit(p, "mov.f32 %s, 0f%08X;", R(acc[u][j]), reds[ri].identity);
@@ -685,7 +607,7 @@ rows_col_stage(Rows *r, int k)
 	col_slice(r, &r->pre[k], ri, acc);
 	ptx_place(p, skip);
 	for (int j = 0; j < r->cv; j++) {
-		for (int u = 1; u < COL_ACCS; u++)
+		for (int u = 1; u < COL_UNROLL; u++)
 			ptx_expand(p, reds[ri].combine, acc[0][j], acc[0][j], acc[u][j]);
 		/* the warp's slices of the same rows: lanes LC apart */
 		for (int d = 16; d >= r->lc; d /= 2) {
@@ -728,15 +650,22 @@ rows_col_stage(Rows *r, int k)
 	}
 }
 
-/* The map's step: the lane's V rows at reduced index c, stored. */
+/* Column mode's map: this thread's V rows, its slice of the reduced dim. */
 static void
-col_map_step(Rows *r, int u, Reg c, Reg in[][8], void *arg)
+rows_col_map(Rows *r)
 {
 	Ptx *p = r->p;
 	const PtxRowsSpec *s = r->s;
-	Reg val[8][PTX_MAX_INS];
+	Reg col = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED), in[PTX_MAX_TENSORS][8], val[8][PTX_MAX_INS];
 	ValClass vc[PTX_MAX_INS];
-	(void)u, (void)arg;
+	int loop = ptx_label(p), done = ptx_label(p);
+
+	ptx_emit(p, "@!%s bra $L%d;", R(r->active), done);
+	ptx_emit(p, "mov.u32 %s, %s;", R(col), R(r->slice));
+	ptx_place(p, loop);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(col), (long long)s->len);
+	ptx_emit(p, "@%s bra $L%d;", R(q), done);
+	col_inputs(r, &s->map, col, in);
 	for (int j = 0; j < r->cv; j++) {
 		PtxEnv env = env_for(r, in, j);
 		ptx_prog_emit(p, &s->map, &env, val[j], vc);
@@ -744,25 +673,13 @@ col_map_step(Rows *r, int u, Reg c, Reg in[][8], void *arg)
 	for (int o = 0; o < s->map.nout; o++) {
 		const PtxOut *po = &s->map.out[o];
 		const PtxTensor *t = &s->out[po->tensor];
-		Reg a = col_addr(p, t, r->outrow[po->tensor], c), w[8];
+		Reg a = col_addr(p, t, r->outrow[po->tensor], col), w[8];
 		for (int j = 0; j < r->cv; j++)
 			w[j] = ptx_convert(p, val[j][po->val], vc[po->val], ptx_dtypes[t->dt].vc);
 		ptx_store_vec(p, t->dt, a, r->cv, w);
 	}
-}
-
-/* Column mode's map: this thread's V rows, its slice of the reduced dim,
- * COL_UNROLL loads in flight like the stages (one at a time, each step's
- * store waited on the next step's load: 64 dependent round trips per
- * thread at 8192 x 8192). */
-static void
-rows_col_map(Rows *r)
-{
-	Ptx *p = r->p;
-	int done = ptx_label(p);
-
-	ptx_emit(p, "@!%s bra $L%d;", R(r->active), done);
-	col_loop(r, &r->s->map, r->un[1], col_map_step, NULL);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(col), R(col), r->nsl);
+	ptx_emit(p, "bra $L%d;", loop);
 	ptx_place(p, done);
 }
 
@@ -1306,8 +1223,6 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 		r.nsl = COL_WARPS * (32 / r.lc);
 		r.ncl = col_cluster(s, rb, r.nsl);
 		r.nsl *= r.ncl;
-		r.un[0] = s->col_unroll[0] ? s->col_unroll[0] : COL_UNROLL;
-		r.un[1] = s->col_unroll[1] ? s->col_unroll[1] : COL_MAP_UNROLL;
 	}
 	threads = r.cta ? r.T : 32 * (r.cols ? COL_WARPS : ROW_WARPS);
 	ptx_kernel_begin(p, b, s->name, s->nin + s->nout, threads, 0);

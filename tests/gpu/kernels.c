@@ -2127,8 +2127,8 @@ perf_rows(void)
 		}
 }
 
-/* Reductions over the first dim (column mode) at each rows per block,
- * cluster size and loads in flight (stage pass, map), the grid as
+/* Reductions over the first dim (column mode) at each rows per block
+ * and cluster size, the grid as
  * libsyncrt gives it; GB/s counts x in and out once (the HBM floor's
  * bytes).  Variant "default" is what lower.c and rows.c choose. */
 static void
@@ -2136,7 +2136,7 @@ perf_cols(void)
 {
 	static const char *const ops[] = {"rmsnorm0", "layernorm0", "softmax0"};
 	static const int64_t sz[][2] = {{8192, 8192}, {8192, 1024}, {50304, 1024}}; /* rows (columns of x), len */
-	static const int rbs[] = {0, 32, 128, 256}, cls[] = {1, 8, 0}, uns[][2] = {{4, 1}, {4, 2}, {4, 4}, {2, 2}};
+	static const int rbs[] = {0, 16, 32, 64, 128, 256}, cls[] = {1, 2, 4, 8, 0};
 	for (size_t z = 0; z < NELEM(sz); z++) {
 		int64_t rows = sz[z][0], len = sz[z][1];
 		Tens x = tens_new(DT_BF16, rows * len), g = tens_new(DT_BF16, len), y = tens_new(DT_BF16, rows * len);
@@ -2145,14 +2145,13 @@ perf_cols(void)
 		tens_random(&g, 1.0);
 		for (size_t i = 0; i < NELEM(ops); i++)
 			for (size_t r = 0; r < NELEM(rbs); r++)
-				for (size_t c = 0; c < NELEM(cls); c++)
-					for (size_t u = 0; u < NELEM(uns); u++) {
+				for (size_t c = 0; c < NELEM(cls); c++) {
 						PtxRowsSpec s = col_spec(ops[i], rows, len, DT_BF16);
 						Buf b = {0};
 						PtxKernel k;
 						Launch l = {0};
 						double ms;
-						bool dflt = !rbs[r] && !cls[c] && u == 1;
+						bool dflt = !rbs[r] && !cls[c];
 						if (!rbs[r] && !dflt) /* the chosen block: only as the whole default */
 							continue;
 						s.rows_per_block = rbs[r];
@@ -2160,8 +2159,6 @@ perf_cols(void)
 							for (s.rows_per_block = 256; s.rows_per_block > 8 && rows / s.rows_per_block < 256;)
 								s.rows_per_block /= 2;
 						s.cluster = cls[c];
-						if (!dflt)
-							s.col_unroll[0] = uns[u][0], s.col_unroll[1] = uns[u][1];
 						if (ptx_rows_check(&s))
 							continue;
 						ptx_emit_rows(&b, &s, &k);
@@ -2177,10 +2174,9 @@ perf_cols(void)
 						l.grid = full_grid(&kr, k.nblocks);
 						l.s = stream[0];
 						ms = launches_ms(&kr, &l, 20);
-						printf("PERF cols %s %lldx%lld rb %d cluster %d unroll %d/%d%s: %.4f ms %.0f GB/s "
+						printf("PERF cols %s %lldx%lld rb %d cluster %d%s: %.4f ms %.0f GB/s "
 						       "(entries %lld, grid %d, %d CTAs/SM, %d regs)\n",
 						       ops[i], (long long)len, (long long)rows, s.rows_per_block, k.cluster > 1 ? k.cluster : 1,
-						       s.col_unroll[0] ? s.col_unroll[0] : 4, s.col_unroll[1] ? s.col_unroll[1] : 2,
 						       dflt ? " (default)" : "", ms, 4.0 * (double)rows * (double)len / (ms * 1e-3) / 1e9,
 						       (long long)k.nblocks, l.grid, kr.per_sm, kr.regs);
 						fflush(stdout);
