@@ -28,7 +28,9 @@
  * loads in flight per thread; a warp's slices meet by shuffles, the warps'
  * in shared memory, threads < rb finish the rows (mean, post program,
  * store) and hand them back to every thread for the later stages and the
- * map.  Smaller blocks when the rows are few keep every SM busy. */
+ * map.  Smaller blocks when the rows are few keep every SM busy.  A long
+ * block can be split over a cluster of CTAs (col_cluster), whose partials
+ * meet in distributed shared memory. */
 #include "codegen.h"
 
 #include <math.h>
@@ -380,7 +382,6 @@ static int
 col_cluster(const PtxRowsSpec *s, int rb, int nsl)
 {
 	int64_t bytes = 0;
-	int n = 1;
 	if (s->cluster)
 		return s->cluster;
 	/* one stage: only the map rereads the block, and on one H100 the
@@ -393,12 +394,10 @@ col_cluster(const PtxRowsSpec *s, int rb, int nsl)
 	for (int i = 0; i < s->nin; i++)
 		if (s->in[i].stride[0] && s->in[i].stride[1]) /* the block's own elements */
 			bytes += (int64_t)rb * ptx_dtypes[s->in[i].dt].size;
-	while (n < 8 && bytes * (s->len / n) > 64 * 1024 && s->len / (2 * n) >= 2 * (int64_t)nsl * COL_UNROLL)
-		n *= 2;
-	/* 2 or 4 CTAs were slower than one there (layernorm 0.2274 and 0.2327
-	 * ms, softmax 0.2293 and 0.2387): the blocks in flight still overflow
-	 * L2 and the barriers are paid */
-	return n == 8 ? n : 1;
+	/* 8 or none: 2 or 4 CTAs were slower than one there (layernorm 0.2274
+	 * and 0.2327 ms, softmax 0.2293 and 0.2387): the blocks in flight
+	 * still overflow L2 and the barriers are paid */
+	return bytes * (s->len / 4) > 64 * 1024 && s->len / 8 >= 2 * (int64_t)nsl * COL_UNROLL ? 8 : 1;
 }
 
 /* Where stage k's finished rows start in shared memory, in bytes. */
@@ -1226,13 +1225,13 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	}
 	threads = r.cta ? r.T : 32 * (r.cols ? COL_WARPS : ROW_WARPS);
 	ptx_kernel_begin(p, b, s->name, s->nin + s->nout, threads, 0);
-	if (r.cols && r.ncl > 1)
-		buf_printf(&p->head, "// rows %lld x %lld (strided: %d rows per block, %d per lane, %d slices of a cluster of %d CTAs split the length), %d stages\n",
-		           (long long)s->rows, (long long)s->len, r.rb, r.cv, r.nsl, r.ncl, s->nstage);
-	else if (r.cols)
-		buf_printf(&p->head, "// rows %lld x %lld (strided: %d rows per block, %d per lane, %d slices split the length), %d stages\n",
-		           (long long)s->rows, (long long)s->len, r.rb, r.cv, r.nsl, s->nstage);
-	else if (r.cta && r.cached)
+	if (r.cols) {
+		char of[48] = "";
+		if (r.ncl > 1)
+			snprintf(of, sizeof of, " of a cluster of %d CTAs", r.ncl);
+		buf_printf(&p->head, "// rows %lld x %lld (strided: %d rows per block, %d per lane, %d slices%s split the length), %d stages\n",
+		           (long long)s->rows, (long long)s->len, r.rb, r.cv, r.nsl, of, s->nstage);
+	} else if (r.cta && r.cached)
 		buf_printf(&p->head, "// rows %lld x %lld, %d stages, a CTA of %d threads per row, %d x %d elements each%s\n",
 		           (long long)s->rows, (long long)s->len, s->nstage, r.T, r.U, r.vec,
 		           r.peel ? ", after the row's unaligned head (a head and a tail element by element)" : "");

@@ -1128,24 +1128,19 @@ case_rows_cols(void)
 static PtxRowsSpec
 col_spec(const char *op, int64_t rows, int64_t len, DType dt)
 {
-	PtxRowsSpec s = {.name = op, .rows = rows, .len = len, .nin = 1, .nout = 1, .nstage = 2};
-	s.in[0] = s.out[0] = (PtxTensor){dt, {1, rows}};
+	PtxRowsSpec s;
 	if (!strcmp(op, "rmsnorm0")) {
-		s.nin = 2, s.nstage = 1;
-		s.in[1] = (PtxTensor){dt, {0, 1}};
-		s.stage[0] = stage_of(OP_MEAN, "mul(in0,in0)", "rsqrt(add(acc,1e-5))", -1);
-		prog_or_die(&s.map, "mul(mul(in0,stage0),in1)");
+		s = rmsnorm_spec(op, rows, len, dt, "rsqrt(add(acc,1e-5))");
 	} else if (!strcmp(op, "layernorm0")) {
-		s.nout = 3;
+		s = (PtxRowsSpec){.name = op, .rows = rows, .len = len, .nin = 1, .nout = 3, .nstage = 2};
 		s.out[1] = s.out[2] = (PtxTensor){DT_F32, {1, 0}};
 		s.stage[0] = stage_of(OP_MEAN, NULL, NULL, 1);
 		s.stage[1] = stage_of(OP_MEAN, "mul(sub(in0,stage0),sub(in0,stage0))", "rsqrt(add(acc,1e-5))", 2);
 		prog_or_die(&s.map, "mul(sub(in0,stage0),stage1)");
 	} else {
-		s.stage[0] = stage_of(OP_AMAX, NULL, NULL, -1);
-		s.stage[1] = stage_of(OP_SUM, "exp(sub(in0,stage0))", NULL, -1);
-		prog_or_die(&s.map, "div(exp(sub(in0,stage0)),stage1)");
+		s = softmax_spec(op, rows, len, dt);
 	}
+	s.in[0] = s.out[0] = (PtxTensor){dt, {1, rows}}; /* the transposed view: rows adjacent */
 	return s;
 }
 
