@@ -139,7 +139,28 @@ typedef struct PtxMatmulSpec {
 	PtxTensor out[PTX_MAX_TENSORS]; /* out[0] is C, strides {batch, row, col} */
 	int nout;
 	PtxEwProg epi;                 /* reads PTX_OP_ACC and in[]; empty: out[0] = acc */
+	int route;                     /* > 0: entries may store their tile through one of `route`
+	                                  routes (PtxRoute: another rank's buffer and flags) */
 } PtxMatmulSpec;
+
+/* ---- routed stores: a matmul's epilogue into the owners' buffers ----
+ * A routed matmul (spec.route = n, the Hopper kernel with a staged tile)
+ * has n more tensor maps after its own three, tm3 .. tm(2 + n): map 3 + j
+ * is C's as it lies in rank j's memory (mapped here).  An entry whose
+ * out_op holds j + 1 above PTX_ROUTE_SHIFT stores its tile through map
+ * 3 + j at its row and column plus route j's drow and dcol, and raises its
+ * out_flag in route j's flags array (rank j's, as mapped here): the
+ * epilogue push of a reduce_scatter, each tile written straight into its
+ * owner's slot for this rank.  Routes are a table of n PtxRoute after the
+ * block list, at byte ptx_route_table_off(nblocks) from `blocks`, which
+ * the launcher allocates and fills.  An entry whose route field is 0 is
+ * stored and raised as in any kernel. */
+typedef struct PtxRoute {
+	uint64_t flags;     /* the flags array entry flags index, as mapped here */
+	int32_t drow, dcol; /* added to the tile's first row and column in the route's map */
+} PtxRoute;             /* 16 bytes */
+enum { PTX_ROUTE_SHIFT = 8, PTX_MAX_ROUTES = 8 };
+int64_t ptx_route_table_off(int64_t nblocks); /* the block list's bytes, rounded up to 16 */
 
 /* ---- fused elementwise: out[j] = prog(in...) over a broadcast space ---- */
 typedef struct PtxEwSpec {
@@ -197,9 +218,10 @@ typedef struct PtxTmap {
 	int64_t stride[2]; /* bytes between steps of dim 1 and dim 2 */
 	int box[3];        /* elements copied per dim; box[0] * size = 128 */
 	char role;         /* the operand's letter in the launcher's messages (A, B; Q, K, V) */
+	int route;         /* > 0: the tensor as it lies in rank route - 1's memory (a routed matmul) */
 } PtxTmap;
 
-enum { PTX_MAX_TMAPS = 3 };
+enum { PTX_MAX_TMAPS = 3 + PTX_MAX_ROUTES };
 
 /* What the host needs to launch an emitted kernel. */
 typedef struct PtxKernel {
@@ -212,6 +234,7 @@ typedef struct PtxKernel {
 	int ntmaps;      /* tensor-map parameters after the tensors */
 	int cluster;     /* CTAs per cluster (.reqnctapercluster), 0 or 1 = none: the grid is a
 	                    multiple of it and each cluster, not each CTA, takes an entry */
+	int route;       /* routes of a routed matmul's table (PtxRoute), 0 = none */
 } PtxKernel;
 
 /* codegen/ptx.c */
@@ -343,6 +366,9 @@ void ptx_loop_end(Ptx *p);
 void ptx_next_entry(Ptx *p, Reg n, int loop);
 void ptx_flag_wait(Ptx *p, Reg quit);  /* thread is_t0 waits for p->entry's input flag */
 void ptx_flag_raise(Ptx *p, Reg who);  /* thread `who` raises p->entry's output flag */
+/* ... in the flags array at `flags` (a global address), out_op's route
+ * field masked off */
+void ptx_flag_raise_at(Ptx *p, Reg who, Reg flags);
 void ptx_trace_stamp(Ptx *p, int which);
 int ptx_ilog2(int x);                                            /* smallest n with 2^n >= x */
 void ptx_mad_wide(Ptx *p, Reg d, Reg idx, int64_t scale, Reg base); /* d = idx * scale + base, 64-bit */
@@ -429,6 +455,8 @@ typedef struct LKernel {
 	PtxBlock **blocks; /* [rank][entry] */
 	int nblocks;
 	Val group;
+	int64_t route_rows; /* a routed matmul (k.route): rows of an owner's block; route q's drow
+	                       is (rank - q) * route_rows, its flags rank q's */
 } LKernel;
 
 enum { LSTEP_MAXWAIT = 32 };

@@ -111,7 +111,7 @@ static const char *const taken[] = {
 	"syn_ref_matmul", "syn_run_local", "syn_op_flags", "syn_epoch", "syn_sms", "syn_state", "syn_status", "syn_status_name", "syn_stream",
 	"syn_stream_enter", "syn_stream_leave", "syn_sync", "syn_begin_local", "syn_trace_exposed", "syn_device_info", "syn_tensor", "syn_tensor_check", "syn_timeout_ns",
 	"syn_check_topo",
-	"syn_tmap", "syn_tmap_encode", "syn_trace_slots", "syn_trace_write", "syn_upload", "syn_wait",
+	"syn_tmap", "syn_tmap_encode", "syn_tmap_encode_at", "syn_routes", "syn_trace_slots", "syn_trace_write", "syn_upload", "syn_wait",
 	/* the launcher's own */
 	"syn_blk", "syn_blk_varint", "syn_blk_run", "syn_blk_dec", "syn_blk_apply", "syn_blk_upload", "syn_ptx_of_file", "syn_cubin_of_file", "syn_image_of_file",
 };
@@ -508,9 +508,14 @@ tmap_encode(Buf *o, const LKernel *kn, int m)
 	           (long long)t->dim[0], (long long)t->dim[1], (long long)t->dim[2], (long long)t->stride[0],
 	           (long long)t->stride[1]);
 	buf_printf(o, "\t\t\tstatic const uint32_t box[3] = {%d, %d, %d};\n", t->box[0], t->box[1], t->box[2]);
-	buf_printf(o, "\t\t\tif ((r = syn_tmap_encode(ctx, &tm%d, \"%s operand %c\", t%d, %s, dim, stride, box)))\n"
-	              "\t\t\t\treturn r;\n\t\t}\n",
-	           m, kn->name, t->role, t->tensor, cdtype[t->dt]);
+	if (t->route) /* a routed matmul's C in rank route - 1's memory */
+		buf_printf(o, "\t\t\tif ((r = syn_tmap_encode_at(ctx, &tm%d, \"%s operand %c, rank %d's copy\", %d, t%d, %s, dim, "
+		              "stride, box)))\n\t\t\t\treturn r;\n\t\t}\n",
+		           m, kn->name, t->role, t->route - 1, t->route - 1, t->tensor, cdtype[t->dt]);
+	else
+		buf_printf(o, "\t\t\tif ((r = syn_tmap_encode(ctx, &tm%d, \"%s operand %c\", t%d, %s, dim, stride, box)))\n"
+		              "\t\t\t\treturn r;\n\t\t}\n",
+		           m, kn->name, t->role, t->tensor, cdtype[t->dt]);
 }
 
 /* The 2-D copies of one side of an all_to_all (LPack), a block at a time:
@@ -622,11 +627,20 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 	/* set-up, on the first call on a context */
 	buf_printf(o, "static int\n%s_setup(syn_ctx *ctx, %s_state *st, int rank)\n{\n\tint r;\n\t(void)rank;\n\t(void)r;\n\t(void)syn_image_of_file;\n", id, id);
 	for (int k = 0; k < lo->nkern; k++) {
+		const LKernel *kn = &lo->kern[k];
 		buf_printf(o, "\tif ((r = syn_kernel_get(ctx, &syn_image_of_file, \"%s\", &st->k[%d])) ||\n",
-		           lo->kern[k].image[0] ? lo->kern[k].image : lo->kern[k].name, k);
-		buf_printf(o, "\t    (r = syn_alloc(ctx, %d * sizeof(syn_blk), &st->blocks[%d])) ||\n", lo->kern[k].nblocks ? lo->kern[k].nblocks : 1, k);
+		           kn->image[0] ? kn->image : kn->name, k);
+		if (kn->k.route) /* the route table after the entries (codegen.h PtxRoute) */
+			buf_printf(o, "\t    (r = syn_alloc(ctx, %lldu, &st->blocks[%d])) ||\n",
+			           (long long)(ptx_route_table_off(kn->nblocks) + kn->k.route * (int64_t)sizeof(PtxRoute)), k);
+		else
+			buf_printf(o, "\t    (r = syn_alloc(ctx, %d * sizeof(syn_blk), &st->blocks[%d])) ||\n", kn->nblocks ? kn->nblocks : 1, k);
 		buf_printf(o, "\t    (r = syn_blk_upload(ctx, st->blocks[%d], %s_k%d_enc + %s_k%d_at[rank], %s_k%d_enc + %s_k%d_at[rank + 1], %du)))\n\t\treturn r;\n",
-		           k, id, k, id, k, id, k, id, k, lo->kern[k].nblocks);
+		           k, id, k, id, k, id, k, id, k, kn->nblocks);
+		if (kn->k.route) /* each owner's flags, and the rows of this rank's slot in its block */
+			buf_printf(o, "\tif ((r = syn_routes(ctx, \"%s (the push of its tiles)\", (char *)st->blocks[%d] + %lld, %d, %lld)))\n"
+			              "\t\treturn r;\n",
+			           kn->name, k, (long long)ptx_route_table_off(kn->nblocks), base, (long long)kn->route_rows);
 	}
 	buf_printf(o, "\tfor (int i = 0; i < %d; i++)\n\t\tif ((r = syn_alloc(ctx, %s_scratch_bytes[i], &st->scratch[i])))\n\t\t\treturn r;\n",
 	           b.nscratch, id);
@@ -730,9 +744,9 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 			buf_printf(o, "\t\t/* phase %d of %d: %s %s; scratch %d keeps this GPU's shares between the phases */\n",
 			           lo->p->g->b[s->blk].phase, lo->p->g->b[s->blk].nphase, comm_colls[c->op].name,
 			           c->gstride == 1 ? "inside the node" : "across the nodes", b.staging);
-		buf_printf(o, "\t\tCommChunk ch = {%s, %s, %s, %s, %s, %zuu, %zuu, %zuu, %d, %d, %d, %d};\n", comm_colls[c->op].cname,
+		buf_printf(o, "\t\tCommChunk ch = {%s, %s, %s, %s, %s, %zuu, %zuu, %zuu, %d, %d, %d, %d, %d};\n", comm_colls[c->op].cname,
 		           cdtype[c->dt], cred[c->red], s->pack.rows ? "pk" : "send", s->unpack.rows ? "upk" : "recv", c->count,
-		           c->send_stride, c->recv_stride, c->shift, c->id, c->gsize, c->gstride);
+		           c->send_stride, c->recv_stride, c->shift, c->id, c->gsize, c->gstride, c->push);
 		buf_printf(o, "\t\tif ((r = syn_coll(ctx, %s, &ch)))\n\t\t\treturn r;\n", comm_backends[s->be].cname);
 		if (s->unpack.rows)
 			emit_pack(o, c, f->nranks, &s->unpack, false);

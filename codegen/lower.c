@@ -10,7 +10,13 @@
  * block becomes a step: the flags it waits for (a band's flag reaches
  * entries x epoch), one collective on a chunk, and the epoch stored into
  * its own flag.  What the backend cannot express yet is refused with a
- * message (lo->err), never emitted wrong. */
+ * message (lo->err), never emitted wrong.
+ *
+ * A reduce_scatter that sched_push allows is pushed: its matmul routes
+ * each tile of owner q's rows into q's copy of the partial, at the rows
+ * of slot `rank` (codegen.h, routed stores), and raises the band's flag
+ * at q; the step then adds the P slots of this rank's own copy, locally
+ * (CommChunk.push). */
 #include "codegen.h"
 
 #include <stdarg.h>
@@ -28,7 +34,9 @@ typedef struct Low {
 	const BlockGraph *g;
 	int P;
 	int site;
-	int *entries;   /* per plan block: entries that raise its flag */
+	int *entries;   /* per plan block: entries that raise its flag (on each rank's flag: a
+	                   pushed band's raises at an owner, from every rank) */
+	bool *pushed;   /* per value: a reduce_scatter its matmul pushes (sched_push, and lowered so) */
 	bool failed;
 } Low;
 
@@ -314,14 +322,25 @@ group_blocks(Low *L, Val a, BlkKind kind, int *out)
 	return n;
 }
 
+/* The reduce_scatter that group a's matmul pushes into (sched_push), or -1. */
+static Val
+push_target(Low *L, Val a)
+{
+	for (Val v = 0; v < L->f->nins; v++)
+		if (L->f->ins[v].op == OP_REDUCE_SCATTER && L->f->ins[L->f->ins[v].arg[0]].group == a && sched_push(L->p, v))
+			return v;
+	return -1;
+}
+
 static bool
 lower_matmul(Low *L, Val a, const int *bl, int nb)
 {
 	const Func *f = L->f;
 	const Ins *mm = &f->ins[a];
 	Val A = mm->arg[0], B = mm->arg[1];
-	int R = mm->ty.rank, sl[2], *n;
-	int64_t od[LIM_RANK], ad[LIM_RANK], bd[LIM_RANK], ast[LIM_RANK], bst[LIM_RANK];
+	int R = mm->ty.rank, sl[2], *n, *owned;
+	int64_t od[LIM_RANK], ad[LIM_RANK], bd[LIM_RANK], ast[LIM_RANK], bst[LIM_RANK], rows_q = 0;
+	Val pv;
 	PtxMatmulSpec s;
 	Prog pr;
 	LKernel *k;
@@ -384,13 +403,22 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 		if (why)
 			return refuse(L, "matmul %%%d: %s", a, why);
 	}
+	if ((pv = push_target(L, a)) >= 0) { /* a tile a --tune asks for may not route: then the step pulls */
+		s.route = L->P;
+		if (ptx_matmul_check(&s))
+			s.route = 0, pv = -1;
+		else
+			rows_q = ty_local_dim(&f->ins[a].ty, R - 2, L->P) / L->P;
+	}
 	n = xcalloc((size_t)L->P, sizeof(int)); /* after the refusals, which leaked it */
+	owned = xcalloc((size_t)L->P, sizeof(int));
 	t = &ptx_tiles[s.tile];
 	/* bands -> tiles, per rank */
 	for (int i = 0; i < nb; i++) {
 		const Blk *b = &L->g->b[bl[i]];
 		PtxBlock proto = {0};
 		int before = n[0];
+		memset(owned, 0, (size_t)L->P * sizeof(int));
 		band_flags(L, bl[i], &proto);
 		for (int r = 0; r < L->P; r++) {
 			Box abs[2 * MAXBOX];
@@ -409,14 +437,36 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 							for (int64_t x = gx; x < gx + TILE_GROUP && x * t->bm < m1; x++) {
 								PtxBlock e = proto;
 								e.x = (uint32_t)x, e.y = (uint32_t)y, e.z = (uint32_t)z;
+								if (pv >= 0) { /* to the owner of its rows */
+									int64_t q = x * t->bm / rows_q;
+									e.out_op |= (uint32_t)(q + 1) << PTX_ROUTE_SHIFT;
+									owned[q]++;
+								}
 								append(k, r, n, &e);
 							}
 			}
 		}
 		L->entries[bl[i]] = n[0] - before;
+		if (pv >= 0) { /* each owner's flag gets the band's tiles of its rows, from every rank */
+			for (int q = 1; q < L->P; q++)
+				if (owned[q] != owned[0])
+					pv = -2;
+			L->entries[bl[i]] = owned[0];
+		}
+	}
+	if (pv == -2) { /* owners unevenly served: no push, as lowered without one */
+		free(owned);
+		free(n);
+		return refuse(L, "matmul %%%d: its bands give the owners of reduce_scatter's blocks unequal tile counts; "
+		              "compile with --no-push", a);
+	}
+	if (pv >= 0) {
+		L->pushed[pv] = true;
+		k->route_rows = rows_q;
 	}
 	ptx_emit_matmul(&L->lo->ptx, &s, &k->k);
 	finish_entries(L, k, n);
+	free(owned);
 	free(n);
 	return !L->failed;
 }
@@ -1167,7 +1217,7 @@ lower_step(Low *L, int bi)
 	rowmajor(L, v, yst);
 	local_dims(L, x, xd);
 	local_dims(L, v, yd);
-	s->ch = (CommChunk){ir_comm_op(in->op), (CommDType)in->ty.dt, (CommRed)in->red, NULL, NULL, 0, 0, 0, 0, b->index, 0, 0};
+	s->ch = (CommChunk){ir_comm_op(in->op), (CommDType)in->ty.dt, (CommRed)in->red, NULL, NULL, 0, 0, 0, 0, b->index, 0, 0, 0};
 	if (b->nphase > 1)
 		return lower_phase(L, bi, s);
 	switch (in->op) {
@@ -1193,6 +1243,7 @@ lower_step(Low *L, int bi)
 		s->ch.send_stride = (size_t)(yd[e] * xst[e]);
 		s->recv = arg(v, off, 0);
 		s->ch.count = (size_t)cnt;
+		s->ch.push = L->pushed[v]; /* the send's P blocks are the ranks' slots of this rank's block */
 		return true;
 	}
 	case OP_ALL_GATHER: {
@@ -1380,7 +1431,8 @@ is_rowgroup(const Func *f, Val a)
 bool
 ptx_lower(const Plan *p, Lowered *lo)
 {
-	Low L = {lo, p->f, p, p->g, p->f->nranks, 0, xcalloc((size_t)p->g->n + 1, sizeof(int)), false};
+	Low L = {lo, p->f, p, p->g, p->f->nranks, 0, xcalloc((size_t)p->g->n + 1, sizeof(int)),
+	         xcalloc((size_t)p->f->nins + 1, sizeof(bool)), false};
 	int *bl = xmalloc((size_t)(p->g->n + 1) * sizeof(int));
 	memset(lo, 0, sizeof *lo);
 	lo->where = NOSPAN;
@@ -1417,6 +1469,7 @@ ptx_lower(const Plan *p, Lowered *lo)
 		lower_step(&L, p->order[LANE_COMM][k]);
 	free(bl);
 	free(L.entries);
+	free(L.pushed);
 	return !L.failed;
 }
 

@@ -234,6 +234,8 @@ ptx_matmul_check(const PtxMatmulSpec *s)
 		return "matmul: needs 1 to 8 outputs and at most 8 inputs";
 	if ((s->lda && s->lda < s->k) || (s->ldb && s->ldb < (s->bt ? s->k : s->n)) || s->batch_a < 0 || s->batch_b < 0)
 		return "matmul: leading dimensions must be >= k (A) and >= n (B; k where B is K-major)";
+	if (s->route && ptx_tiles[s->tile].kind != PTX_WGMMA)
+		return "matmul: routed stores (an epilogue push) need a wgmma tile";
 	if (s->bt && ptx_tiles[s->tile].kind != PTX_WGMMA)
 		return "matmul: B read K-major (a transpose folded into the matmul) needs a wgmma tile";
 	if ((why = tensor_check(s->in, s->nin, "input")) || (why = tensor_check(s->out, s->nout, "output")))

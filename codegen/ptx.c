@@ -16,6 +16,8 @@ static_assert(offsetof(PtxBlock, in_epoch) == 16, "in_epoch at 16");
 static_assert(offsetof(PtxBlock, out_flag) == 24, "out_flag at 24");
 static_assert(offsetof(PtxBlock, out_op) == 28, "out_op at 28");
 static_assert(offsetof(PtxBlock, out_value) == 32, "out_value at 32");
+static_assert(sizeof(PtxRoute) == 16 && offsetof(PtxRoute, drow) == 8 && offsetof(PtxRoute, dcol) == 12,
+              "PtxRoute: flags at 0, drow at 8, dcol at 12");
 
 enum {
 	SPIN_FIRST_NS = 32,  /* first nanosleep of a flag wait */
@@ -417,8 +419,8 @@ ptx_loop_begin(Ptx *p)
  * scope by thread 0 (cumulative over what bar.sync ordered before it). */
 /* The thread `who` (after a barrier that covers the block's stores)
  * raises the block's output flag, if it names one; `raised` is placed after. */
-void
-ptx_flag_raise(Ptx *p, Reg who)
+static void
+flag_raise(Ptx *p, Reg who, Reg flags, bool routed)
 {
 	int raised = ptx_label(p);
 	Reg fo = ptx_reg(p, RC_B32), op = ptx_reg(p, RC_B32), val = ptx_reg(p, RC_B64);
@@ -429,13 +431,33 @@ ptx_flag_raise(Ptx *p, Reg who)
 	ptx_emit(p, "ld.global.nc.v2.u32 {%s, %s}, [%s+24];", R(fo), R(op), R(p->entry));
 	ptx_emit(p, "setp.eq.u32 %s, %s, %u;", R(q), R(fo), PTX_NO_FLAG);
 	ptx_emit(p, "@%s bra $L%d;", R(q), raised);
+	if (routed)
+		ptx_emit(p, "and.b32 %s, %s, %d;", R(op), R(op), (1 << PTX_ROUTE_SHIFT) - 1);
 	ptx_emit(p, "ld.global.nc.u64 %s, [%s+32];", R(val), R(p->entry));
-	ptx_emit(p, "mad.wide.u32 %s, %s, 8, %s;", R(fa), R(fo), R(p->param[2]));
+	ptx_emit(p, "mad.wide.u32 %s, %s, 8, %s;", R(fa), R(fo), R(flags));
 	ptx_emit(p, "setp.eq.u32 %s, %s, %d;", R(q), R(op), PTX_RAISE_ADD);
 	ptx_emit(p, "@%s red.release.sys.global.add.u64 [%s], %s;", R(q), R(fa), R(val));
 	ptx_emit(p, "@!%s mul.lo.u64 %s, %s, %s;", R(q), R(val), R(val), R(p->param[6]));
 	ptx_emit(p, "@!%s st.release.sys.global.u64 [%s], %s;", R(q), R(fa), R(val));
 	ptx_place(p, raised);
+}
+
+void
+ptx_flag_raise(Ptx *p, Reg who)
+{
+	flag_raise(p, who, p->param[2], false);
+}
+
+void
+ptx_flag_raise_at(Ptx *p, Reg who, Reg flags)
+{
+	flag_raise(p, who, flags, true);
+}
+
+int64_t
+ptx_route_table_off(int64_t nblocks)
+{
+	return (nblocks * (int64_t)sizeof(PtxBlock) + 15) / 16 * 16;
 }
 
 void

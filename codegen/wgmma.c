@@ -164,6 +164,10 @@ ptx_wgmma_check(const PtxMatmulSpec *s)
 		return "wgmma tile: needs bk 64, bm = 64 per consumer warpgroup (1 or 2), bn a multiple of 64 up to 256";
 	if (wg_smem(&w) > WG_SMEM_MAX)
 		return "wgmma tile: stages do not fit in shared memory";
+	if (s->route < 0 || s->route > PTX_MAX_ROUTES)
+		return "wgmma: a routed matmul has 1 to 8 routes";
+	if (s->route && !w.staged)
+		return "wgmma: routed stores need the staged epilogue (one 16-bit output, 16-byte rows, room for the tile)";
 	/* TMA: global strides are multiples of 16 bytes and below 2^40 */
 	if (w.lda % 8 || w.ldb % 8 || s->batch_a % 8 || s->batch_b % 8)
 		return "wgmma: TMA needs leading dimensions and batch strides that are multiples of 8 elements";
@@ -198,6 +202,12 @@ wg_tmaps(const Wg *w, PtxKernel *k)
 		k->tmap[2] = (PtxTmap){.tensor = 2 + s->nin, .role = 'C', .dt = o->dt, .dim = {s->n, s->m, s->batch},
 		                       .stride = {o->stride[1] * 2, (s->batch > 1 ? o->stride[0] : o->stride[1] * s->m) * 2},
 		                       .box = {WG_BOXN, w->t->bm, 1}};
+		for (int j = 0; j < s->route; j++) { /* C in rank j's memory */
+			k->tmap[3 + j] = k->tmap[2];
+			k->tmap[3 + j].route = j + 1;
+		}
+		k->ntmaps += s->route;
+		k->route = s->route;
 	}
 }
 
@@ -390,7 +400,7 @@ tile_done(Wg *w, Reg tc, Reg lane0)
  * then the stores' completion and the proxy fence, so the output flag
  * raised after this covers them. */
 static void
-wg_store_tile(Wg *w)
+wg_store_tile(Wg *w, Reg rt, Reg drow, Reg dcol)
 {
 	Ptx *p = w->p;
 	Reg tmc = ptx_reg(p, RC_B64), m0 = ptx_reg(p, RC_B32), n0 = ptx_reg(p, RC_B32), c = ptx_reg(p, RC_B32);
@@ -398,10 +408,23 @@ wg_store_tile(Wg *w)
 
 	ptx_emit(p, "mov.b64 %s, tm2;", R(tmc));
 	ptx_emit(p, "cvta.param.u64 %s, %s;", R(tmc), R(tmc));
+	if (w->s->route) { /* route j: map 3 + j, selected (param space is not indexed) */
+		Reg q = ptx_reg(p, RC_PRED), t = ptx_reg(p, RC_B64);
+		for (int j = 0; j < w->s->route; j++) {
+			ptx_emit(p, "setp.eq.u32 %s, %s, %d;", R(q), R(rt), j + 1);
+			ptx_emit(p, "mov.b64 %s, tm%d;", R(t), 3 + j);
+			ptx_emit(p, "cvta.param.u64 %s, %s;", R(t), R(t));
+			ptx_emit(p, "@%s mov.b64 %s, %s;", R(q), R(tmc), R(t));
+		}
+	}
 	ptx_emit(p, "ld.global.nc.v2.u32 {%s, %s}, [%s];", R(p->x), R(p->y), R(p->entry));
 	ptx_emit(p, "ld.global.nc.u32 %s, [%s+8];", R(p->z), R(p->entry));
 	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(m0), R(p->x), w->t->bm);
 	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(n0), R(p->y), w->t->bn);
+	if (w->s->route) {
+		ptx_emit(p, "add.u32 %s, %s, %s;", R(m0), R(m0), R(drow));
+		ptx_emit(p, "add.u32 %s, %s, %s;", R(n0), R(n0), R(dcol));
+	}
 	for (int b = 0; b < w->t->bn / WG_BOXN; b++) {
 		ptx_emit(p, "add.u32 %s, %s, %d;", R(src), R(w->base), w->coff + b * w->t->bm * 128);
 		ptx_emit(p, "add.u32 %s, %s, %d;", R(c), R(n0), b * WG_BOXN);
@@ -414,6 +437,35 @@ wg_store_tile(Wg *w)
 	ptx_emit(p, "mbarrier.arrive.shared::cta.b64 %s, [%s];", R(st), R(a));
 	ptx_emit(p, "cp.async.bulk.wait_group 0;");
 	ptx_emit(p, "fence.proxy.async.global;");
+}
+
+/* A routed kernel's entry (codegen.h, PtxRoute): rt = its route field (0:
+ * none), and from the table after the block list its route's shift
+ * (drow, dcol) and flags array (else the kernel's flags, no shift). */
+static void
+wg_route(Wg *w, Reg rt, Reg drow, Reg dcol, Reg flags)
+{
+	Ptx *p = w->p;
+	int own = ptx_label(p);
+	Reg q = ptx_reg(p, RC_PRED), tab = ptx_reg(p, RC_B64), j = ptx_reg(p, RC_B32);
+
+	ptx_emit(p, "mov.u32 %s, 0;", R(drow));
+	ptx_emit(p, "mov.u32 %s, 0;", R(dcol));
+	ptx_emit(p, "mov.u64 %s, %s;", R(flags), R(p->param[2]));
+	ptx_emit(p, "ld.global.nc.u32 %s, [%s+28];", R(rt), R(p->entry));
+	ptx_emit(p, "shr.u32 %s, %s, %d;", R(rt), R(rt), PTX_ROUTE_SHIFT);
+	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(q), R(rt));
+	ptx_emit(p, "@%s bra $L%d;", R(q), own);
+	ptx_emit(p, "mul.wide.u32 %s, %s, %d;", R(tab), R(p->param[1]), (int)sizeof(PtxBlock));
+	ptx_emit(p, "add.u64 %s, %s, 15;", R(tab), R(tab));
+	ptx_emit(p, "and.b64 %s, %s, -16;", R(tab), R(tab));
+	ptx_emit(p, "add.u64 %s, %s, %s;", R(tab), R(tab), R(p->param[0]));
+	ptx_emit(p, "sub.u32 %s, %s, 1;", R(j), R(rt));
+	ptx_emit(p, "mad.wide.u32 %s, %s, %d, %s;", R(tab), R(j), (int)sizeof(PtxRoute), R(tab));
+	ptx_emit(p, "ld.global.nc.u64 %s, [%s];", R(flags), R(tab));
+	ptx_emit(p, "ld.global.nc.v2.u32 {%s, %s}, [%s+8];", R(drow), R(dcol), R(tab));
+	ptx_emit(p, "cvta.to.global.u64 %s, %s;", R(flags), R(flags));
+	ptx_place(p, own);
 }
 
 /* Thread 32 (the producer warpgroup's second warp): per entry of the CTA,
@@ -446,9 +498,16 @@ wg_raiser(Wg *w)
 	ptx_emit(p, "sub.u32 %s, %s, 1;", R(v), R(v)); /* the entry the producer gave up on */
 	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(q), R(v), R(tc));
 	ptx_emit(p, "@%s bra $L%d;", R(q), done);
-	if (w->staged)
-		wg_store_tile(w);
-	ptx_flag_raise(p, yes);
+	if (w->s->route) { /* the tile and its flag go where its route says */
+		Reg rt = ptx_reg(p, RC_B32), drow = ptx_reg(p, RC_B32), dcol = ptx_reg(p, RC_B32), fl = ptx_reg(p, RC_B64);
+		wg_route(w, rt, drow, dcol, fl);
+		wg_store_tile(w, rt, drow, dcol);
+		ptx_flag_raise_at(p, yes, fl);
+	} else {
+		if (w->staged)
+			wg_store_tile(w, 0, 0, 0);
+		ptx_flag_raise(p, yes);
+	}
 	bar_addr(w, a, BAR_RAISED, slot);
 	ptx_emit(p, "mbarrier.arrive.shared::cta.b64 %s, [%s];", R(st), R(a));
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(tc), R(tc));

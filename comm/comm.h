@@ -147,6 +147,11 @@ typedef struct CommChunk {
 	 * rank + (j - i) * gstride for j < gsize, where i = (rank / gstride) %
 	 * gsize is this rank's place in it.  gsize == 0: all ranks. */
 	int gsize, gstride;
+	/* reduce_scatter on p2p, pushed: the ranks have already stored their
+	 * blocks for this rank into its own send, block j at j * send_stride
+	 * from send (their matmul's epilogue, raising the flags the step
+	 * waited for), so the chunk only adds them (codegen/lower.c). */
+	int push;
 } CommChunk;
 
 /* A backend instance belongs to one rank.  `lane` is the backend's

@@ -169,7 +169,9 @@ rt_chunk_check(const CommChunk *ch, int rank, int nranks, int gpus, char *err, s
 	} else if (stride_of(ch->recv_stride, ch->count) < ch->count) {
 		rt_fmt(buf, sizeof buf, "recv blocks overlap: recv_stride %zu < count %zu", ch->recv_stride, ch->count);
 		what = buf;
-	} else if (ch->op == CO_SHIFT && (ch->shift <= 0 || ch->shift >= (ch->gsize ? ch->gsize : nranks))) {
+	} else if (ch->push && (ch->op != CO_REDUCE_SCATTER || ch->gsize))
+		what = "only a reduce_scatter over all ranks can be pushed";
+	else if (ch->op == CO_SHIFT && (ch->shift <= 0 || ch->shift >= (ch->gsize ? ch->gsize : nranks))) {
 		int p = ch->gsize ? ch->gsize : nranks;
 		rt_fmt(buf, sizeof buf, "shift %d is not in [1, %d] for %d ranks", ch->shift, p - 1, p);
 		what = buf;

@@ -6,6 +6,7 @@
  * say where a lane is stuck and the trace can say when things happened. */
 #define RT_CUDA 1
 #include "rt.h"
+#include "rt_p2p.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -361,6 +362,55 @@ syn_tmap_encode(syn_ctx *c, syn_tmap *m, const char *what, uint64_t addr, CommDT
 }
 
 int
+syn_tmap_encode_at(syn_ctx *c, syn_tmap *m, const char *what, int rank, uint64_t addr, CommDType dt,
+                   const uint64_t dims[3], const uint64_t strides[2], const uint32_t box[3])
+{
+	void *at;
+	int r;
+	if ((r = rt_entry(c)))
+		return r;
+	if (rank == c->rank)
+		return syn_tmap_encode(c, m, what, addr, dt, dims, strides, box);
+	if (!(at = syn_peer_ptr(c, (const void *)(uintptr_t)addr, rank)))
+		return rt_seterr(c, SYN_EUNSUPPORTED,
+		                 "rank %d: %s: rank %d's copy of the tensor at 0x%llx is not mapped here, so the epilogue "
+		                 "cannot store into it; compile with --no-push or --comm-backend nccl",
+		                 c->rank, what, rank, (unsigned long long)addr);
+	return syn_tmap_encode(c, m, what, (uint64_t)(uintptr_t)at, dt, dims, strides, box);
+}
+
+/* codegen/codegen.h's PtxRoute */
+typedef struct RtRoute {
+	uint64_t flags;
+	int32_t drow, dcol;
+} RtRoute;
+
+int
+syn_routes(syn_ctx *c, const char *what, void *table, int flag, int64_t rows)
+{
+	RtRoute rt[RT_P2P_MAXPEERS];
+	int r;
+	if ((r = rt_entry(c)))
+		return r;
+	if (c->nranks > RT_P2P_MAXPEERS)
+		return rt_seterr(c, SYN_EUNSUPPORTED, "rank %d: %s: routes to %d ranks, at most %d", c->rank, what,
+		                 c->nranks, RT_P2P_MAXPEERS);
+	for (int q = 0; q < c->nranks; q++) {
+		int64_t d = (int64_t)(c->rank - q) * rows;
+		if (!(rt[q].flags = syn_flag_addr(c, q, flag)))
+			return rt_seterr(c, SYN_EUNSUPPORTED,
+			                 "rank %d: %s: rank %d's flags are not mapped here, so the epilogue cannot raise them; "
+			                 "compile with --no-push or --comm-backend nccl",
+			                 c->rank, what, q);
+		if (d != (int32_t)d)
+			return rt_seterr(c, SYN_EARG, "rank %d: %s: a shift of %lld rows", c->rank, what, (long long)d);
+		rt[q].drow = (int32_t)d;
+		rt[q].dcol = 0;
+	}
+	return syn_upload(c, table, rt, (size_t)c->nranks * sizeof rt[0]);
+}
+
+int
 syn_wait(syn_ctx *c, syn_lane lane, int flag, uint64_t value, int chunk)
 {
 	char what[48];
@@ -416,6 +466,11 @@ syn_coll(syn_ctx *c, syn_backend be, const CommChunk *ch)
 		return rt_seterr(c, SYN_EUNSUPPORTED,
 		                 "rank %d: chunk %d: a sub-group (gsize %d, gstride %d) runs on the nccl backend only, not %s",
 		                 c->rank, ch->id, ch->gsize, ch->gstride, comm_backends[be].name);
+	if (ch->push && be != SYN_P2P)
+		return rt_seterr(c, SYN_EUNSUPPORTED,
+		                 "rank %d: chunk %d: a pushed reduce_scatter (its blocks already in this rank's send) runs on "
+		                 "the p2p backend only, not %s",
+		                 c->rank, ch->id, comm_backends[be].name);
 	if (c->capturing && c->nranks > 1 && !(comm_backends[be].can & CC_CAPTURE))
 		return rt_seterr(c, SYN_EUNSUPPORTED,
 		                 "rank %d: the %s backend cannot run inside a CUDA graph capture across ranks (its peer "

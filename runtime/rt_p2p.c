@@ -23,6 +23,10 @@
  * With SYNC_P2P_KFLAGS=1 the kernel does the same handshakes itself
  * (runtime/rt_p2p.h): one launch a chunk instead of four stream operations
  * and a launch.
+ * A pushed reduce_scatter (CommChunk.push: the peers' matmul stored their
+ * blocks for this rank into its own send and raised the flags the step
+ * waited for) skips 1 and 2 and adds its own slots; 4 and 5 keep a peer's
+ * next call from storing into them before this rank has read them.
  * A peer that never arrives is a stuck wait the watchdog names (rank,
  * flag, chunk) -- never a hang.  Send buffers must be inside syn_alloc
  * buffers, at the same offset on every rank (as the copy engine's recv). */
@@ -170,6 +174,8 @@ collective(CommBackend *b, const CommChunk *ch, void *lane)
 	uint64_t seq;
 	if (!((RtP2p *)be)->reduce)
 		return refuse(c, ch, SYN_EUNSUPPORTED, ((RtP2p *)be)->why, -1);
+	if (ch->push && (ch->op != CO_REDUCE_SCATTER || ch->gsize))
+		return refuse(c, ch, SYN_EARG, "only a reduce_scatter of all ranks can be pushed", -1);
 	if (rt_plan_p2p(ch, c->rank, c->nranks, &p)) {
 		char why[96];
 		rt_fmt(why, sizeof why, "more than %d ranks in the group (comm/backends.h); use the nccl backend",
@@ -183,6 +189,8 @@ collective(CommBackend *b, const CommChunk *ch, void *lane)
 		if (!flag_of(c, src[i], 0) || !flag_of(c, readers[i], 0))
 			return refuse(c, ch, SYN_EUNSUPPORTED, "a peer's flags are not mapped here; use the nccl backend", src[i]);
 	seq = ++be->seq;
+	if (ch->push) /* the data came with the flags this step waited for: steps 3 to 5 */
+		goto local;
 	if (c->env.p2p_kflags) { /* one launch: the kernel waits and raises */
 		kernel_flags(c, &p, seq, &a);
 		if ((r = launch((RtP2p *)be, s, ch, &a, p.reduce)))
@@ -195,8 +203,10 @@ collective(CommBackend *b, const CommChunk *ch, void *lane)
 				return r;
 		return SYN_OK;
 	}
-	if (!(r = raise_at(c, s, readers, n, arrive, seq)) && !(r = wait_for(c, s, src, n, arrive, seq, ch->id, "arrival")) &&
-	    !(r = launch((RtP2p *)be, s, ch, &a, p.reduce)))
+	if ((r = raise_at(c, s, readers, n, arrive, seq)) || (r = wait_for(c, s, src, n, arrive, seq, ch->id, "arrival")))
+		return r;
+local:
+	if (!(r = launch((RtP2p *)be, s, ch, &a, p.reduce)))
 		r = raise_at(c, s, src, n, done, seq);
 	if (!r)
 		r = wait_for(c, s, readers, n, done, seq, ch->id, "completion");

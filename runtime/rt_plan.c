@@ -171,6 +171,18 @@ rt_plan_p2p(const CommChunk *ch, int rank, int nranks, RtP2pPlan *p)
 	if (!comm_backend_fits(BE_P2P, G)) /* its row's maxranks: the search's and the driver's limit too */
 		return -1;
 	p->reduce = ch->op == CO_ALL_REDUCE || ch->op == CO_REDUCE_SCATTER;
+	if (ch->push) { /* the ranks' blocks for this rank are in its own send: slot j is rank j's */
+		if (ch->op != CO_REDUCE_SCATTER || ch->gsize)
+			return -1;
+		p->n = G;
+		for (int j = 0; j < G; j++) {
+			p->src_rank[j] = rank;
+			p->src_off[j] = (size_t)j * ss;
+			if (j != rank)
+				p->reads[p->npartners] = p->readers[p->npartners] = j, p->npartners++;
+		}
+		return 0;
+	}
 	switch (ch->op) {
 	case CO_ALL_REDUCE:      /* recv = red over members of their send */
 	case CO_REDUCE_SCATTER:  /* recv = red over members of their send block mi */

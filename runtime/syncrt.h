@@ -213,6 +213,17 @@ typedef struct syn_tmap {
  * not a multiple of 16 bytes, which TMA needs. */
 int syn_tmap_encode(syn_ctx *c, syn_tmap *m, const char *what, uint64_t addr, CommDType dt,
                     const uint64_t dims[3], const uint64_t strides[2], const uint32_t box[3]);
+/* The same map of the tensor at addr (inside a syn_alloc buffer) as it
+ * lies in rank `rank`'s memory, mapped here: a routed matmul's store into
+ * that rank's copy (codegen/codegen.h, routed stores).  SYN_EUNSUPPORTED,
+ * naming the op and the rank, where that memory is not mapped here. */
+int syn_tmap_encode_at(syn_ctx *c, syn_tmap *m, const char *what, int rank, uint64_t addr, CommDType dt,
+                       const uint64_t dims[3], const uint64_t strides[2], const uint32_t box[3]);
+/* A routed matmul's route table (codegen.h PtxRoute) into device memory
+ * at table: route q = rank q's flags from `flag` (as mapped here), rows
+ * shifted by (this rank - q) * rows: the rows of slot `rank` in q's block.
+ * SYN_EUNSUPPORTED, naming what, where a rank's flags are not mapped. */
+int syn_routes(syn_ctx *c, const char *what, void *table, int flag, int64_t rows);
 
 /* ---- one operator call ---- */
 int syn_check_args(syn_ctx *c, const char *op, int n, const syn_tensor *t, const syn_argspec *s);

@@ -328,6 +328,63 @@ a2a_pack_us(const Profile *p, const Func *f, const Blk *b, double bytes)
 	return sides * 2 * bytes / (p->hbm_gbps * 1e3);
 }
 
+/* ---- the epilogue push of a p2p reduce_scatter (sched.h) ---- */
+
+enum { PUSH_TILE_ROWS = 128 }; /* the Hopper matmul tiles' BM: a tile has one owner */
+
+/* Whether x is stored by its group's kernel as its only output, and read
+ * by v alone. */
+static bool
+push_only_use(const Func *f, Val x, Val v)
+{
+	Val a = f->ins[x].group;
+	for (int i = 0; i < f->nout; i++)
+		if (f->out[i] == x)
+			return false;
+	for (Val u = 0; u < f->nins; u++) {
+		const Ins *in = &f->ins[u];
+		if (u != v)
+			for (int j = 0; j < in->narg; j++)
+				if (in->arg[j] == x)
+					return false;
+		if (u != x && in->group == a && !in->internal && in->op != OP_PARAM && in->op != OP_CONST)
+			return false;
+	}
+	return f->ins[a].op == OP_MATMUL;
+}
+
+bool
+sched_push_of(const BlockGraph *g, const Topo *topo, Val v)
+{
+	const Func *f = g->f;
+	const Ins *in = &f->ins[v];
+	Val x;
+	int P = f->nranks;
+	if (g->no_push || in->op != OP_REDUCE_SCATTER || g->choice[v].backend != BE_P2P || (topo && topo->nodes > 1) || P < 2)
+		return false;
+	x = in->arg[0];
+	if (f->ins[x].ty.rank != 2 || in->axis != 0 || (f->ins[x].ty.dt != DT_BF16 && f->ins[x].ty.dt != DT_F16))
+		return false;
+	if (ty_local_dim(&f->ins[x].ty, 0, P) % ((int64_t)P * PUSH_TILE_ROWS) || ty_local_dim(&f->ins[x].ty, 1, P) % 8)
+		return false;
+	return push_only_use(f, x, v);
+}
+
+
+/* A pushed reduce_scatter chunk (sched_push_of): the peers' tiles crossed
+ * NVLink inside their matmul's bands, so the chunk adds its P slots at HBM
+ * speed after its two flag handshakes; what of the transfer the bands it
+ * waits for do not cover shows here too. */
+static double
+push_us(const Profile *p, const BlockGraph *g, const Blk *b, int op, double bytes)
+{
+	double under = 0, move = prof_comm_us(p, BE_P2P, op, bytes, g->f->nranks);
+	for (int j = 0; j < b->npred; j++)
+		if (g->b[b->pred[j]].kind == BK_COMPUTE)
+			under += g->b[b->pred[j]].cost;
+	return (bytes + bytes / g->f->nranks) / (p->hbm_gbps * 1e3) + 2 * p->streamop_us + (move > under ? move - under : 0);
+}
+
 static double
 comm_us(const Profile *p, const BlockGraph *g, Blk *b, const Topo *topo)
 {
@@ -347,6 +404,8 @@ comm_us(const Profile *p, const BlockGraph *g, Blk *b, const Topo *topo)
 	b->bytes = bytes;
 	if (b->nphase == 3) /* intra-node RS, inter-node AR on 1/G, intra-node AG */
 		return phase_us(p, be, b, bytes, topo);
+	if (sched_push_of(g, topo, b->node))
+		return push_us(p, g, b, op, bytes);
 	double pack = in->op == OP_ALL_TO_ALL ? a2a_pack_us(p, f, b, bytes) : 0;
 	if (topo && topo->nodes > 1) { /* the ring crosses the network, and is no faster than one inside a node */
 		double net = inter_us(p, op, bytes, nranks), local = prof_comm_us(p, be, op, bytes, nranks);
@@ -358,8 +417,12 @@ comm_us(const Profile *p, const BlockGraph *g, Blk *b, const Topo *topo)
 void
 blk_cost(const Profile *p, BlockGraph *g, const Topo *topo)
 {
-	for (int i = 0; i < g->n; i++) {
-		Blk *b = &g->b[i];
-		b->cost = b->kind == BK_COMPUTE ? compute_us(p, g, b) : comm_us(p, g, b, topo);
-	}
+	for (int pass = 0; pass < 2; pass++) /* compute first: a pushed chunk reads its bands' cost */
+		for (int i = 0; i < g->n; i++) {
+			Blk *b = &g->b[i];
+			if (pass == 0 && b->kind == BK_COMPUTE)
+				b->cost = compute_us(p, g, b);
+			else if (pass == 1 && b->kind != BK_COMPUTE)
+				b->cost = comm_us(p, g, b, topo);
+		}
 }

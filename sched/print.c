@@ -121,7 +121,8 @@ sched_print_plan(FILE *out, const Plan *p)
 			buf_printf(&o, "    %3d  %-26s %8.2f .. %8.2f us", k, blk_name(g, p->order[l][k], name, sizeof name), b->start,
 			           b->finish);
 			if (b->kind == BK_COMM)
-				buf_printf(&o, "  %s", comm_backends[g->choice[b->node].backend].name);
+				buf_printf(&o, "  %s%s", comm_backends[g->choice[b->node].backend].name,
+				           sched_push(p, b->node) ? " (pushed by its matmul's epilogue)" : "");
 			for (int j = 0; j < b->npred; j++)
 				if (g->b[b->pred[j]].lane != b->lane)
 					buf_printf(&o, "  wait f%d", g->b[b->pred[j]].flag);

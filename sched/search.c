@@ -138,6 +138,7 @@ score(const Func *f, const SchedOpts *o, NodeChoice *ch, bool serial, double *pe
 	double t;
 	set_bands(f, ch);
 	g = blk_build(f, ch, &o->topo);
+	g->no_push = o->no_push;
 	if (work)
 		*work += (double)g->n * (g->n + f->nins);
 	if (g->over || g->inexact) { /* too large, or not exact: no plan */
@@ -274,6 +275,8 @@ explain_backend(const Plan *p, const SchedOpts *o, Val v, const NodeChoice *c, B
 	if (!k || p->f->nranks == 1)
 		return;
 	buf_printf(b, " (a chunk of %.0f bytes: ", k->bytes);
+	if (sched_push(p, v)) /* its cost is the local add (sched/cost.c push_us) */
+		buf_printf(b, "pushed by its matmul's epilogue, %.1f us after its last tile; read by the peers: ", k->cost);
 	explain_price(o, c->backend, op, k->bytes, p->f->nranks, "", b);
 	for (int be = 0; be < BE_COUNT; be++)
 		if (be != (int)c->backend && backend_ok(o, in, be, p->f->nranks) && !unpriced(o, in, be))
@@ -303,7 +306,9 @@ static void
 finish_plan(Plan *p, const Func *f, const SchedOpts *o, NodeChoice *ch, bool serial)
 {
 	p->g = blk_build(f, ch, &o->topo);
+	p->g->no_push = o->no_push;
 	p->topo = o->topo;
+	p->no_push = o->no_push;
 	if (p->g->inexact) /* the search scores such a choice INFINITY: never one of its plans */
 		die("a plan of %s writes a region it cannot list exactly", sym_str(f->name));
 	blk_cost(o->prof, p->g, &o->topo);
@@ -446,4 +451,10 @@ sched_plan_free(Plan *p)
 	for (int l = 0; l < NLANES; l++)
 		free(p->order[l]);
 	free(p);
+}
+
+bool
+sched_push(const Plan *p, Val v)
+{
+	return sched_push_of(p->g, &p->topo, v);
 }

@@ -23,7 +23,7 @@
 static const char usage[] =
 	"usage: syncrun-gpu FILE.syn [options]   (syncrun runs it when GPUs are present)\n"
 	"  --ranks P, -D NAME=VALUE, -I DIR, --entry OP, --seed S, --profile NAME, --serial,\n"
-	"  --comm-backend nccl|ce|p2p, --no-pass=LIST, --explain, --emit=plan|timeline: as for syncrun --sim\n"
+	"  --comm-backend nccl|ce|p2p, --no-push, --no-pass=LIST, --explain, --emit=plan|timeline: as for syncrun --sim\n"
 	"  --gpus LIST             local GPUs of the ranks, e.g. 0,1 (rank r on LIST[r]; sets --ranks)\n"
 	"  --calibrate PROFILE     measure this machine and write PROFILE (docs/profiles.md)\n"
 	"  --bench N               time the median of N calls (after 3 warm-up calls)\n"
@@ -40,7 +40,7 @@ static const char usage[] =
 
 static const OptId allowed[] = {
 	OPT_RANKS, OPT_DEFINE, OPT_INCLUDE, OPT_ENTRY, OPT_DIAG, OPT_DUMP, OPT_VERSION, OPT_HELP, OPT_SEED,
-	OPT_NOPASS, OPT_PROFILE, OPT_SERIAL, OPT_COMMBE, OPT_EXPLAIN, OPT_EMIT, OPT_TRACE, OPT_SIM, OPT_BENCH, OPT_NOCHECK, OPT_DROPFLAG,
+	OPT_NOPASS, OPT_PROFILE, OPT_SERIAL, OPT_COMMBE, OPT_NOPUSH, OPT_EXPLAIN, OPT_EMIT, OPT_TRACE, OPT_SIM, OPT_BENCH, OPT_NOCHECK, OPT_DROPFLAG,
 	OPT_DUMPOUT, OPT_GPUS, OPT_CALIBRATE, OPT_SVG, OPT_TUNE, OPT_TUNEBUDGET,
 };
 
@@ -639,7 +639,7 @@ agree_max(syn_ctx *c, double *v)
 	void *send, *recv;
 	uint64_t e;
 	int st;
-	CommChunk ch = {CO_ALL_REDUCE, CD_F32, CR_MAX, NULL, NULL, 1, 0, 0, 0, 0, 0, 0};
+	CommChunk ch = {CO_ALL_REDUCE, CD_F32, CR_MAX, NULL, NULL, 1, 0, 0, 0, 0, 0, 0, 0};
 	if ((st = syn_alloc(c, 16, &send)) || (st = syn_alloc(c, 16, &recv)) || (st = syn_upload(c, send, &x, 4)))
 		return st;
 	ch.send = send, ch.recv = recv;
@@ -870,7 +870,7 @@ cal_coll(syn_ctx *c, void *arg)
 static CommChunk
 cal_chunk(int op, double bytes, int P, void *send, void *recv)
 {
-	CommChunk ch = {(CommOp)op, CD_F32, CR_SUM, send, recv, 0, 0, 0, 0, 0, 0, 0};
+	CommChunk ch = {(CommOp)op, CD_F32, CR_SUM, send, recv, 0, 0, 0, 0, 0, 0, 0, 0};
 	size_t elems = (size_t)(bytes / 4);
 	ch.count = comm_colls[op].send ? elems / (size_t)P : elems; /* the input is P blocks */
 	ch.shift = op == CO_SHIFT ? 1 : 0;

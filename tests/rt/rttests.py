@@ -88,8 +88,10 @@ def tests(root, run, Fail):
         import re
         need_exe()
         syncc = os.path.join(root, "syncc")
-        seen = grouped = 0
+        seen = grouped = pushed = 0
         cases = [(ex, ["--ranks", p], p) for ex in ("ulysses", "row_linear", "ag_gemm", "gemm_rs") for p in ("1", "2", "4")]
+        # the pushed reduce_scatter of gemm_rs (its chunks' push field set)
+        cases += [("gemm_rs", ["--ranks", p, "--comm-backend", "p2p", "-D", "M=2048", "-D", "N=512"], p) for p in ("2", "4")]
         cases += [(ex, ["--topo", t] + np, t) for ex in ("ulysses", "row_linear", "ag_gemm", "gemm_rs", "placements_tiny")
                   for t in ("2x2", "2x4") for np in ([], ["--no-pass", "arsplit"])]
         for ex, args, p in cases:
@@ -97,14 +99,16 @@ def tests(root, run, Fail):
             if rc != 0:
                 raise Fail(" syncc %s %s --emit=host: exit %d\n%s" % (ex, " ".join(args), rc, err[-2000:]))
             for m in re.finditer(r"CommChunk ch = \{(CO_\w+), (CD_\w+), (CR_\w+), \w+, \w+, (\d+)u, (\d+)u, "
-                                 r"(\d+)u, (-?\d+), (-?\d+), (\d+), (\d+)\};", out):
+                                 r"(\d+)u, (-?\d+), (-?\d+), (\d+), (\d+), ([01])\};", out):
                 rc, o, e = run([exe, "chunk", p] + list(m.groups()))
                 seen += 1
                 grouped += m.group(9) != "0"
                 if rc != 0 or not o.rstrip().endswith("ok"):
                     raise Fail(" %s %s: the runtime refuses a chunk of the launcher:\n%s%s" % (ex, " ".join(args), o, e))
-        if seen < 12 or grouped < 12:
-            raise Fail(" only %d chunks (%d of sub-groups) found in the launchers: has their form changed?" % (seen, grouped))
+                pushed += m.group(11) == "1"
+        if seen < 12 or grouped < 12 or pushed < 2:
+            raise Fail(" only %d chunks (%d of sub-groups, %d pushed) found in the launchers: has their form changed?"
+                       % (seen, grouped, pushed))
 
     for name in ("env", "boot-ok", "boot-errors", "boot-dead", "check", "plan"):
         yield ("rt " + name, group(name))
