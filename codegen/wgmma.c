@@ -407,16 +407,14 @@ wg_store_tile(Wg *w, Reg rt, Reg drow, Reg dcol)
 	Reg src = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B32), st = ptx_reg(p, RC_B64);
 
 	ptx_emit(p, "mov.b64 %s, tm2;", R(tmc));
-	ptx_emit(p, "cvta.param.u64 %s, %s;", R(tmc), R(tmc));
 	if (w->s->route) { /* route j: map 3 + j, selected (param space is not indexed) */
-		Reg q = ptx_reg(p, RC_PRED), t = ptx_reg(p, RC_B64);
+		Reg q = ptx_reg(p, RC_PRED);
 		for (int j = 0; j < w->s->route; j++) {
 			ptx_emit(p, "setp.eq.u32 %s, %s, %d;", R(q), R(rt), j + 1);
-			ptx_emit(p, "mov.b64 %s, tm%d;", R(t), 3 + j);
-			ptx_emit(p, "cvta.param.u64 %s, %s;", R(t), R(t));
-			ptx_emit(p, "@%s mov.b64 %s, %s;", R(q), R(tmc), R(t));
+			ptx_emit(p, "@%s mov.b64 %s, tm%d;", R(q), R(tmc), 3 + j);
 		}
 	}
+	ptx_emit(p, "cvta.param.u64 %s, %s;", R(tmc), R(tmc));
 	ptx_emit(p, "ld.global.nc.v2.u32 {%s, %s}, [%s];", R(p->x), R(p->y), R(p->entry));
 	ptx_emit(p, "ld.global.nc.u32 %s, [%s+8];", R(p->z), R(p->entry));
 	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(m0), R(p->x), w->t->bm);
