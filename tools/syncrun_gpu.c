@@ -213,6 +213,12 @@ rank_main(syn_ctx *c, void *arg)
 	}
 	if ((st = call(j, c, a, n)) || (st = syn_sync(c)))
 		goto fail;
+	if (getenv("SYNCRUN_SHOW_FLAGS")) /* diagnostics: this rank's first flags after the call */
+		for (int k = 0; k < 4 && syn_flag_addr(c, r, k); k++) {
+			uint64_t v = 0;
+			if (!syn_download(c, &v, (const void *)(uintptr_t)syn_flag_addr(c, r, k), sizeof v))
+				printf("  rank %d flag %d = %llu\n", r, k, (unsigned long long)v);
+		}
 	for (int i = 0; i < f->nout; i++) {
 		const Type *t = &f->outty[i];
 		Tensor out = sim_tensor_of(t, true, P);
