@@ -458,7 +458,7 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 		free(owned);
 		free(n);
 		return refuse(L, "matmul %%%d: its bands give the owners of reduce_scatter's blocks unequal tile counts; "
-		              "compile with --no-push", a);
+		              "compile without --push", a);
 	}
 	if (pv >= 0) {
 		L->pushed[pv] = true;

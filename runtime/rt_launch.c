@@ -374,7 +374,7 @@ syn_tmap_encode_at(syn_ctx *c, syn_tmap *m, const char *what, int rank, uint64_t
 	if (!(at = syn_peer_ptr(c, (const void *)(uintptr_t)addr, rank)))
 		return rt_seterr(c, SYN_EUNSUPPORTED,
 		                 "rank %d: %s: rank %d's copy of the tensor at 0x%llx is not mapped here, so the epilogue "
-		                 "cannot store into it; compile with --no-push or --comm-backend nccl",
+		                 "cannot store into it; compile without --push",
 		                 c->rank, what, rank, (unsigned long long)addr);
 	return syn_tmap_encode(c, m, what, (uint64_t)(uintptr_t)at, dt, dims, strides, box);
 }
@@ -400,7 +400,7 @@ syn_routes(syn_ctx *c, const char *what, void *table, int flag, int64_t rows)
 		if (!(rt[q].flags = syn_flag_addr(c, q, flag)))
 			return rt_seterr(c, SYN_EUNSUPPORTED,
 			                 "rank %d: %s: rank %d's flags are not mapped here, so the epilogue cannot raise them; "
-			                 "compile with --no-push or --comm-backend nccl",
+			                 "compile without --push",
 			                 c->rank, what, q);
 		if (d != (int32_t)d)
 			return rt_seterr(c, SYN_EARG, "rank %d: %s: a shift of %lld rows", c->rank, what, (long long)d);

@@ -360,7 +360,7 @@ sched_push_of(const BlockGraph *g, const Topo *topo, Val v)
 	const Ins *in = &f->ins[v];
 	Val x;
 	int P = f->nranks;
-	if (g->no_push || in->op != OP_REDUCE_SCATTER || g->choice[v].backend != BE_P2P || (topo && topo->nodes > 1) || P < 2)
+	if (!g->push || in->op != OP_REDUCE_SCATTER || g->choice[v].backend != BE_P2P || (topo && topo->nodes > 1) || P < 2)
 		return false;
 	x = in->arg[0];
 	if (f->ins[x].ty.rank != 2 || in->axis != 0 || (f->ins[x].ty.dt != DT_BF16 && f->ins[x].ty.dt != DT_F16))

@@ -97,7 +97,7 @@ typedef struct BlockGraph {
 	int nregions;
 	bool over;           /* past LIM_BLOCKS or LIM_REGIONS: building stopped, no edges */
 	bool inexact;        /* a block writes a covering region (Region.cover): no plan */
-	bool no_push;        /* SchedOpts.no_push: the cost model and sched_push read it here */
+	bool push;           /* SchedOpts.push: the cost model and sched_push read it here */
 } BlockGraph;
 
 /* ---- cost model: a profile file per target (profiles/, docs/profiles.md) ---- */
@@ -169,7 +169,7 @@ typedef struct SchedOpts {
 	int backend;         /* 0: the search picks; 1 + CommBackendKind: that one
 	                        wherever it can (the copy engine cannot reduce or
 	                        cross nodes: nccl there) -- --comm-backend */
-	bool no_push;        /* p2p reduce_scatters are never pushed by their matmul (--no-push) */
+	bool push;           /* p2p reduce_scatters may be pushed by their matmul (--push) */
 } SchedOpts;
 
 typedef struct Plan Plan;
@@ -201,7 +201,7 @@ struct Plan {
 	                        candidate its own range, so no epoch meets another's) */
 	Topo topo;           /* what it was planned for: an all_reduce's phases
 	                        run on the levels of its nodes x gpus */
-	bool no_push;        /* SchedOpts.no_push */
+	bool push;           /* SchedOpts.push */
 };
 
 /* sched/list.c: critical path and list scheduling on the cost model */
@@ -220,7 +220,7 @@ Plan *sched_plan_for(const Func *f, const SchedOpts *o, const NodeChoice *choice
  * its P slots, locally.  Its input is a 2-D matmul's only stored value,
  * read by nothing else, scattered along its rows in whole 128-row tiles
  * per rank, 16-bit with 16-byte rows (the Hopper kernel's staged tile);
- * on one node, not under --no-push. */
+ * on one node, asked for with --push (not yet the default: see docs/codegen.md). */
 bool sched_push(const Plan *p, Val v);
 bool sched_push_of(const BlockGraph *g, const Topo *topo, Val v); /* the same, before a plan exists */
 bool sched_choice_plannable(const Func *f, const SchedOpts *o, const NodeChoice *ch); /* sched_plan_for may take it */

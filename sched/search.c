@@ -138,7 +138,7 @@ score(const Func *f, const SchedOpts *o, NodeChoice *ch, bool serial, double *pe
 	double t;
 	set_bands(f, ch);
 	g = blk_build(f, ch, &o->topo);
-	g->no_push = o->no_push;
+	g->push = o->push;
 	if (work)
 		*work += (double)g->n * (g->n + f->nins);
 	if (g->over || g->inexact) { /* too large, or not exact: no plan */
@@ -306,9 +306,9 @@ static void
 finish_plan(Plan *p, const Func *f, const SchedOpts *o, NodeChoice *ch, bool serial)
 {
 	p->g = blk_build(f, ch, &o->topo);
-	p->g->no_push = o->no_push;
+	p->g->push = o->push;
 	p->topo = o->topo;
-	p->no_push = o->no_push;
+	p->push = o->push;
 	if (p->g->inexact) /* the search scores such a choice INFINITY: never one of its plans */
 		die("a plan of %s writes a region it cannot list exactly", sym_str(f->name));
 	blk_cost(o->prof, p->g, &o->topo);

@@ -58,7 +58,7 @@ static const struct {
 	{OPT_CALIBRATE, "calibrate", 0, true},
 	{OPT_CALSAMPLES, "calibrate-from-samples", 0, true},
 	{OPT_COMMBE, "comm-backend", 0, true},
-	{OPT_NOPUSH, "no-push", 0, false},
+	{OPT_PUSH, "push", 0, false},
 	{OPT_TUNE, "tune", 0, false},
 	{OPT_TUNEBUDGET, "tune-budget", 0, true},
 };
@@ -325,8 +325,8 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 	case OPT_SERIAL:
 		d->serial = true;
 		return -1;
-	case OPT_NOPUSH:
-		d->no_push = true;
+	case OPT_PUSH:
+		d->push = true;
 		return -1;
 	case OPT_COMMBE: {
 		int be = 1 + comm_backend_byname(val);
@@ -740,7 +740,7 @@ typedef struct Variant {
 static Variant
 variant(Driver *d, Func *f, int after)
 {
-	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, NULL, NULL, NULL, d->backend, d->no_push};
+	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, NULL, NULL, NULL, d->backend, d->push};
 	Variant v = {INFINITY, 0, 0};
 	Plan *p;
 	for (int i = after + 1; i < ir_npasses; i++)
@@ -817,7 +817,7 @@ static int
 plan_all(Driver *d, Unit *u, FILE *mem)
 {
 	char err[600];
-	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, d->drop_edge, NULL, NULL, d->backend, d->no_push};
+	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, d->drop_edge, NULL, NULL, d->backend, d->push};
 	int n = 0;
 	if (!prof_find(&d->prof, profile_name(d), err, sizeof err)) {
 		diag_usage("%s", err);

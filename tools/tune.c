@@ -82,7 +82,7 @@ make_key(const Driver *d, const Func *f, const char *device, Buf *k)
 	buf_printf(k, "ranks %d\ntopo %dx%d\n", f->nranks, d->topo.nodes, d->topo.gpus);
 	buf_printf(k, "profile %s (%s)\n", d->prof.name, d->prof.path);
 	buf_printf(k, "device %s\n", device);
-	buf_printf(k, "options serial %d backend %d push %d mem %.0f %.1f\n", d->serial, d->backend, !d->no_push, d->mem_budget, d->mem_pct);
+	buf_printf(k, "options serial %d backend %d push %d mem %.0f %.1f\n", d->serial, d->backend, d->push, d->mem_budget, d->mem_pct);
 }
 
 static void
@@ -256,7 +256,7 @@ tune_begin(Driver *d, Func *f, const char *device, bool codegen, TuneSet *s)
 	char dir[4096];
 	TunePick cached;
 	TuneCand *c;
-	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, NULL, NULL, NULL, d->backend, d->no_push};
+	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, NULL, NULL, NULL, d->backend, d->push};
 	Buf *keys = NULL;
 	int n;
 	*s = (TuneSet){0};
@@ -294,7 +294,7 @@ tune_begin(Driver *d, Func *f, const char *device, bool codegen, TuneSet *s)
 Plan *
 tune_plan(Driver *d, Func *f, const TunePick *k)
 {
-	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, NULL, NULL, NULL, d->backend, d->no_push};
+	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, NULL, NULL, NULL, d->backend, d->push};
 	Plan *p = k->ch ? sched_plan_for(f, &o, k->ch) : sched_plan(f, &o);
 	p->tile = k->tile;
 	p->grid_sms = k->sms;
@@ -428,7 +428,7 @@ Plan *
 tune_picked_plan(Driver *d, Func *f)
 {
 	FILE *in = fopen(d->tune_picks, "r");
-	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, NULL, NULL, NULL, d->backend, d->no_push};
+	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, NULL, NULL, NULL, d->backend, d->push};
 	char op[256], path[4200];
 	Plan *p = NULL;
 	TunePick k;

@@ -91,7 +91,7 @@ def tests(root, run, Fail):
         seen = grouped = pushed = 0
         cases = [(ex, ["--ranks", p], p) for ex in ("ulysses", "row_linear", "ag_gemm", "gemm_rs") for p in ("1", "2", "4")]
         # the pushed reduce_scatter of gemm_rs (its chunks' push field set)
-        cases += [("gemm_rs", ["--ranks", p, "--comm-backend", "p2p", "-D", "M=2048", "-D", "N=512"], p) for p in ("2", "4")]
+        cases += [("gemm_rs", ["--ranks", p, "--comm-backend", "p2p", "--push", "-D", "M=2048", "-D", "N=512"], p) for p in ("2", "4")]
         cases += [(ex, ["--topo", t] + np, t) for ex in ("ulysses", "row_linear", "ag_gemm", "gemm_rs", "placements_tiny")
                   for t in ("2x2", "2x4") for np in ([], ["--no-pass", "arsplit"])]
         for ex, args, p in cases:
