@@ -840,6 +840,14 @@ plan_all(Driver *d, Unit *u, FILE *mem)
 		if (p->is_serial && !d->serial && f->nranks > 1 && d->emit != EMIT_TOKENS)
 			diag_note(f->span, "op '%s': serial plan, overlap is not predicted to pay (%.1f us serial; --explain says why)",
 			          sym_str(f->name), p->serial);
+		for (Val v = 0; v < f->nins; v++)
+			if (sched_push(p, v)) { /* --push is experimental: say so where it takes effect */
+				diag_warning(f->ins[v].span,
+				             "reduce_scatter %%%d is pushed by its matmul's epilogue (--push): experimental, some GPU "
+				             "runs gave wrong results (docs/codegen.md)",
+				             v);
+				break;
+			}
 		if (d->emit == EMIT_BLOCKS)
 			blk_print(mem, p->g);
 		else if (d->emit >= EMIT_PTX)
