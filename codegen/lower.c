@@ -403,12 +403,13 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 		if (why)
 			return refuse(L, "matmul %%%d: %s", a, why);
 	}
-	if ((pv = push_target(L, a)) >= 0) { /* a tile a --tune asks for may not route: then the step pulls */
+	if ((pv = push_target(L, a)) >= 0) { /* the plan says pushed: a tile that cannot route is refused */
+		const char *why;
 		s.route = L->P;
-		if (ptx_matmul_check(&s))
-			s.route = 0, pv = -1;
-		else
-			rows_q = ty_local_dim(&f->ins[a].ty, R - 2, L->P) / L->P;
+		if ((why = ptx_matmul_check(&s)))
+			return refuse_at(L, f->ins[pv].span, "reduce_scatter %%%d cannot be pushed by matmul %%%d (%s); compile "
+			                 "without --push", pv, a, why);
+		rows_q = ty_local_dim(&f->ins[a].ty, R - 2, L->P) / L->P;
 	}
 	n = xcalloc((size_t)L->P, sizeof(int)); /* after the refusals, which leaked it */
 	owned = xcalloc((size_t)L->P, sizeof(int));

@@ -112,6 +112,13 @@ int rt_trace_exposed(const RtTrace *t, int pid, RtExposed *e);
  * 1) and cross-node (N, G) communicators the context holds, the only
  * sub-groups it runs (0: none held, so no sub-group at all). */
 int rt_chunk_check(const CommChunk *ch, int rank, int nranks, int gpus, char *err, size_t n);
+/* Whether [p, p + bytes) lies in the buffer [base, base + size), half-open:
+ * the address just past a buffer is not in it, since the next buffer may
+ * start there (a lookup of 0 bytes at a buffer's start found the buffer
+ * before it: the epilogue push stored into the wrong rank buffer when two
+ * reservations were adjacent, 2026-12-06).  A buffer of 0 bytes holds
+ * its own address, for 0 bytes. */
+int rt_range_in(uint64_t base, size_t size, uint64_t p, size_t bytes);
 /* What a context knows of its levels, for syn_check_topo. */
 typedef struct RtLevels {
 	int nranks;

@@ -234,3 +234,11 @@ rt_topo_check(const RtLevels *l, const char *op, int nodes, int gpus, char *err,
 	}
 	return SYN_EARG;
 }
+
+int
+rt_range_in(uint64_t base, size_t size, uint64_t p, size_t bytes)
+{
+	if (!size)
+		return p == base && !bytes;
+	return p >= base && p - base < size && bytes <= size - (p - base);
+}

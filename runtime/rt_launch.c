@@ -365,18 +365,22 @@ int
 syn_tmap_encode_at(syn_ctx *c, syn_tmap *m, const char *what, int rank, uint64_t addr, CommDType dt,
                    const uint64_t dims[3], const uint64_t strides[2], const uint32_t box[3])
 {
-	void *at;
+	/* the whole tensor, 16-bit elements: it must lie in one symmetric buffer */
+	size_t extent = (size_t)((dims[2] - 1) * strides[1] + (dims[1] - 1) * strides[0] + dims[0] * 2);
+	const RtSym *s;
 	int r;
 	if ((r = rt_entry(c)))
 		return r;
 	if (rank == c->rank)
 		return syn_tmap_encode(c, m, what, addr, dt, dims, strides, box);
-	if (!(at = syn_peer_ptr(c, (const void *)(uintptr_t)addr, rank)))
+	if (!dims[0] || !dims[1] || !dims[2] || !(s = rt_sym_find(c, (CUdeviceptr)addr, extent)) || rank < 0 ||
+	    rank >= c->nranks || !s->peer[rank])
 		return rt_seterr(c, SYN_EUNSUPPORTED,
-		                 "rank %d: %s: rank %d's copy of the tensor at 0x%llx is not mapped here, so the epilogue "
-		                 "cannot store into it; compile without --push",
-		                 c->rank, what, rank, (unsigned long long)addr);
-	return syn_tmap_encode(c, m, what, (uint64_t)(uintptr_t)at, dt, dims, strides, box);
+		                 "rank %d: %s: rank %d's copy of the %zu-byte tensor at 0x%llx is not mapped here (or the "
+		                 "tensor is not inside one syn_alloc buffer), so the epilogue cannot store into it; compile "
+		                 "without --push",
+		                 c->rank, what, rank, extent, (unsigned long long)addr);
+	return syn_tmap_encode(c, m, what, s->peer[rank] + (addr - s->base), dt, dims, strides, box);
 }
 
 /* codegen/codegen.h's PtxRoute */

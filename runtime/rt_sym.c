@@ -402,12 +402,10 @@ rt_sym_alloc(syn_ctx *c, size_t bytes, RtSym **out)
 RtSym *
 rt_sym_find(const syn_ctx *c, CUdeviceptr p, size_t bytes)
 {
-	for (int i = 0; i < c->nsym; i++) {
-		RtSym *s = c->sym[i];
-		if (p >= s->base && p - s->base <= s->bytes && bytes <= s->bytes - (p - s->base))
-			return s;
-	}
-	if (c->flags && p >= c->flags->base && p - c->flags->base + bytes <= c->flags->bytes)
+	for (int i = 0; i < c->nsym; i++)
+		if (rt_range_in(c->sym[i]->base, c->sym[i]->bytes, p, bytes))
+			return c->sym[i];
+	if (c->flags && rt_range_in(c->flags->base, c->flags->bytes, p, bytes))
 		return c->flags;
 	return NULL;
 }

@@ -508,6 +508,24 @@ t_levels(void)
 	printf("plan: the levels' splits match the chunks' groups\n");
 }
 
+/* Which of two adjacent buffers an address is in (rt_range_in, the lookup
+ * behind syn_peer_ptr and the p2p backend's): the start of the second is
+ * the second's, never the first's, whatever the length looked up. */
+static void
+t_ranges(void)
+{
+	const uint64_t a = 1 << 21, n = 64 << 20, b = a + n; /* b starts where a ends */
+	EXPECT(rt_range_in(a, n, a, 0) && rt_range_in(a, n, a, n), "a's own start, and all of a");
+	EXPECT(!rt_range_in(a, n, b, 0), "0 bytes at the end of a (the next buffer's start) are not a's");
+	EXPECT(rt_range_in(b, n, b, 0) && rt_range_in(b, n, b + n - 2, 2), "b's start and last element are b's");
+	EXPECT(!rt_range_in(a, n, a + n - 2, 4) && !rt_range_in(a, n, a - 2, 2), "a run past a's end or before it");
+	EXPECT(!rt_range_in(a, n, b + 2 * n, 0), "far past a");
+	EXPECT(rt_range_in(a, 0, a, 0) && !rt_range_in(a, 0, a, 1) && !rt_range_in(a, 0, a + 1, 0),
+	       "a 0-byte buffer holds its own address, for 0 bytes");
+	EXPECT(!rt_range_in(a, n, a + 16, n), "a run from inside a past its end");
+	printf("check: half-open buffer lookups\n");
+}
+
 static void
 t_check(void)
 {
@@ -1116,8 +1134,10 @@ main(int argc, char **argv)
 		t_boot_errors();
 	else if (!strcmp(what, "boot-dead"))
 		t_boot_dead();
-	else if (!strcmp(what, "check"))
+	else if (!strcmp(what, "check")) {
 		t_check();
+		t_ranges();
+	}
 	else if (!strcmp(what, "plan")) {
 		t_plan();
 		t_levels();
