@@ -1419,6 +1419,49 @@ lower_attn(Low *L, Val a, Val mm2, const int *bl, int nb)
 	return !L->failed;
 }
 
+/* A pushed chunk waits on its own rank's flag for the tiles every rank
+ * routes to it: the count each wait names must be exactly the raises each
+ * owner gets from the routed entries of every rank (a step waits alike on
+ * every rank).  Checked here, for every owner and flag, so a lowering
+ * that serves the owners unevenly is refused at compile time instead of
+ * hanging or reading early on GPUs. */
+static bool
+check_pushed(Low *L)
+{
+	Lowered *lo = L->lo;
+	int nf = lo->nflags, P = L->P;
+	uint64_t *got = xcalloc((size_t)P * (size_t)(nf + 1), sizeof *got);
+	bool ok = true;
+	for (int k = 0; k < lo->nkern && ok; k++)
+		for (int r = 0; r < P && lo->kern[k].k.route; r++)
+			for (int e = 0; e < lo->kern[k].nblocks; e++) {
+				const PtxBlock *b = &lo->kern[k].blocks[r][e];
+				uint32_t q = b->out_op >> PTX_ROUTE_SHIFT;
+				if (!q || b->out_flag == PTX_NO_FLAG)
+					continue;
+				if (q > (uint32_t)P || (int)b->out_flag >= nf || (b->out_op & 0xff) != PTX_RAISE_ADD) {
+					ok = false;
+					break;
+				}
+				got[(q - 1) * (size_t)nf + b->out_flag] += b->out_value;
+			}
+	for (int i = 0; i < lo->nstep && ok; i++)
+		for (int w = 0; w < lo->step[i].nwait && lo->step[i].ch.push; w++)
+			for (int q = 0; q < P; q++)
+				if (got[(size_t)q * nf + lo->step[i].wait_flag[w]] != lo->step[i].wait_mult[w]) {
+					ok = false;
+					refuse(L, "chunk %d of the pushed reduce_scatter waits for %llu raises of flag %d, but rank %d "
+					       "gets %llu (a compiler bug; compile without --push)",
+					       lo->step[i].ch.id, (unsigned long long)lo->step[i].wait_mult[w], lo->step[i].wait_flag[w], q,
+					       (unsigned long long)got[(size_t)q * nf + lo->step[i].wait_flag[w]]);
+					break;
+				}
+	if (!ok && !L->failed)
+		refuse(L, "a routed matmul entry names a route, flag or raise the plan does not have (a compiler bug)");
+	free(got);
+	return ok;
+}
+
 /* ---- the whole plan ---- */
 
 static bool
@@ -1468,6 +1511,8 @@ ptx_lower(const Plan *p, Lowered *lo)
 	}
 	for (int k = 0; k < p->norder[LANE_COMM] && !L.failed; k++)
 		lower_step(&L, p->order[LANE_COMM][k]);
+	if (!L.failed)
+		check_pushed(&L);
 	free(bl);
 	free(L.entries);
 	free(L.pushed);
