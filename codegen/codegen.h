@@ -457,6 +457,7 @@ typedef struct LKernel {
 	Val group;
 	int64_t route_rows; /* a routed matmul (k.route): rows of an owner's block; route q's drow
 	                       is (rank - q) * route_rows, its flags rank q's */
+	int route_bm;       /* ... and its tile's rows */
 } LKernel;
 
 enum { LSTEP_MAXWAIT = 32 };

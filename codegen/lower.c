@@ -464,6 +464,7 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 	if (pv >= 0) {
 		L->pushed[pv] = true;
 		k->route_rows = rows_q;
+		k->route_bm = t->bm;
 	}
 	ptx_emit_matmul(&L->lo->ptx, &s, &k->k);
 	finish_entries(L, k, n);
@@ -1419,6 +1420,57 @@ lower_attn(Low *L, Val a, Val mm2, const int *bl, int nb)
 	return !L->failed;
 }
 
+/* Whether every tile a pushed chunk reads was waited for: the rows the
+ * chunk adds, in each slot j of the owner's copy, against the rows each
+ * routed entry of rank j stores there (its tile's rows shifted by its
+ * route), for every owner; a tile that meets them must raise a flag this
+ * chunk or an earlier one on the comm lane waited for.  The data layout's
+ * half of check_pushed: a shift or chunk offset that disagreed with the
+ * slots would read a tile before it is there. */
+static bool
+check_pushed_rows(Low *L)
+{
+	Lowered *lo = L->lo;
+	bool *waited = xcalloc((size_t)lo->nflags + 1, sizeof *waited);
+	bool ok = true;
+	for (int i = 0; i < lo->nstep && ok; i++) {
+		const LStep *s = &lo->step[i];
+		for (int w = 0; w < s->nwait; w++)
+			waited[s->wait_flag[w]] = true;
+		if (!s->ch.push)
+			continue;
+		for (int k = 0; k < lo->nkern && ok; k++) {
+			const LKernel *kn = &lo->kern[k];
+			int64_t n = ty_local_dim(&L->f->ins[s->send.v].ty, 1, L->P), r0, r1;
+			if (!kn->k.route || kn->group != L->f->ins[s->send.v].group)
+				continue;
+			if (s->send.off % n || (int64_t)s->ch.count % n || (int64_t)s->ch.send_stride != kn->route_rows * n) {
+				ok = false;
+				break;
+			}
+			r0 = s->send.off / n, r1 = r0 + (int64_t)s->ch.count / n; /* rows of each slot the chunk adds */
+			for (int j = 0; j < L->P && ok; j++)
+				for (int e = 0; e < kn->nblocks && ok; e++) {
+					const PtxBlock *b = &kn->blocks[j][e];
+					int64_t q = (int64_t)(b->out_op >> PTX_ROUTE_SHIFT) - 1, d0;
+					if (q < 0)
+						continue;
+					d0 = (int64_t)b->x * kn->route_bm + (j - q) * kn->route_rows - j * kn->route_rows; /* in slot j */
+					if (d0 < r1 && d0 + kn->route_bm > r0 && (b->out_flag == PTX_NO_FLAG || !waited[b->out_flag]))
+						ok = refuse(L, "chunk %d of the pushed reduce_scatter adds rows %lld..%lld of slot %d before rank "
+						            "%d's tile of rows %lld..%lld there is waited for (a compiler bug; compile without "
+						            "--push)",
+						            s->ch.id, (long long)r0, (long long)r1 - 1, j, j, (long long)d0,
+						            (long long)d0 + kn->route_bm - 1);
+				}
+		}
+	}
+	if (!ok && !L->failed)
+		refuse(L, "a pushed reduce_scatter's chunk is not whole rows of its slots (a compiler bug)");
+	free(waited);
+	return ok;
+}
+
 /* A pushed chunk waits on its own rank's flag for the tiles every rank
  * routes to it: the count each wait names must be exactly the raises each
  * owner gets from the routed entries of every rank (a step waits alike on
@@ -1459,7 +1511,7 @@ check_pushed(Low *L)
 	if (!ok && !L->failed)
 		refuse(L, "a routed matmul entry names a route, flag or raise the plan does not have (a compiler bug)");
 	free(got);
-	return ok;
+	return ok && check_pushed_rows(L);
 }
 
 /* ---- the whole plan ---- */
