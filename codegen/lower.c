@@ -427,6 +427,7 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 			for (int q = 0; q < nbox; q++) {
 				int64_t m0 = abs[q].lo[R - 2], m1 = abs[q].hi[R - 2], n0 = abs[q].lo[R - 1], n1 = abs[q].hi[R - 1];
 				if (m0 % t->bm || (m1 % t->bm && m1 != s.m) || n0 % t->bn || (n1 % t->bn && n1 != s.n)) {
+					free(owned);
 					free(n);
 					return refuse(L, "a band of matmul %%%d is not made of whole %dx%d tiles", a, t->bm, t->bn);
 				}
