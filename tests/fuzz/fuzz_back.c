@@ -63,9 +63,7 @@ lower(const Plan *p)
 static void
 simulate(const Func *f, const Plan *p, int gpus, uint64_t seed)
 {
-	/* the simulated ranks' watchdog: under libFuzzer's 20 s per input, with
-	 * room for a loaded 2-core machine running the rest of make check */
-	SimOpts so = {SIM_GPU, seed, 15000, NULL};
+	SimOpts so = {SIM_GPU, seed, 5000, NULL};
 	SimResult r;
 	char why[400];
 	if (!small(f) || !sim_room(f->sema, f, why, sizeof why))
