@@ -159,7 +159,7 @@ typedef struct PtxRoute {
 	uint64_t flags;     /* the flags array entry flags index, as mapped here */
 	int32_t drow, dcol; /* added to the tile's first row and column in the route's map */
 } PtxRoute;             /* 16 bytes */
-enum { PTX_ROUTE_SHIFT = 8, PTX_MAX_ROUTES = 8 };
+enum { PTX_ROUTE_SHIFT = 8, PTX_MAX_ROUTES = 8, PTX_ROUTE_ALIGN = 16 /* the table's start */ };
 int64_t ptx_route_table_off(int64_t nblocks); /* the block list's bytes, rounded up to 16 */
 
 /* ---- fused elementwise: out[j] = prog(in...) over a broadcast space ---- */

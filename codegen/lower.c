@@ -1456,7 +1456,7 @@ check_pushed_rows(Low *L)
 					int64_t q = (int64_t)(b->out_op >> PTX_ROUTE_SHIFT) - 1, d0;
 					if (q < 0)
 						continue;
-					d0 = (int64_t)b->x * kn->route_bm + (j - q) * kn->route_rows - j * kn->route_rows; /* in slot j */
+					d0 = (int64_t)b->x * kn->route_bm - q * kn->route_rows; /* in slot j: its row in owner q's block */
 					if (d0 < r1 && d0 + kn->route_bm > r0 && (b->out_flag == PTX_NO_FLAG || !waited[b->out_flag]))
 						ok = refuse(L, "chunk %d of the pushed reduce_scatter adds rows %lld..%lld of slot %d before rank "
 						            "%d's tile of rows %lld..%lld there is waited for (a compiler bug; compile without "
@@ -1492,7 +1492,7 @@ check_pushed(Low *L)
 				uint32_t q = b->out_op >> PTX_ROUTE_SHIFT;
 				if (!q || b->out_flag == PTX_NO_FLAG)
 					continue;
-				if (q > (uint32_t)P || (int)b->out_flag >= nf || (b->out_op & 0xff) != PTX_RAISE_ADD) {
+				if (q > (uint32_t)P || (int)b->out_flag >= nf || (b->out_op & ((1u << PTX_ROUTE_SHIFT) - 1)) != PTX_RAISE_ADD) {
 					ok = false;
 					break;
 				}

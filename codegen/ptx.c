@@ -457,7 +457,7 @@ ptx_flag_raise_at(Ptx *p, Reg who, Reg flags)
 int64_t
 ptx_route_table_off(int64_t nblocks)
 {
-	return (nblocks * (int64_t)sizeof(PtxBlock) + 15) / 16 * 16;
+	return (nblocks * (int64_t)sizeof(PtxBlock) + PTX_ROUTE_ALIGN - 1) / PTX_ROUTE_ALIGN * PTX_ROUTE_ALIGN;
 }
 
 void

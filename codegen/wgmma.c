@@ -455,8 +455,8 @@ wg_route(Wg *w, Reg rt, Reg drow, Reg dcol, Reg flags)
 	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(q), R(rt));
 	ptx_emit(p, "@%s bra $L%d;", R(q), own);
 	ptx_emit(p, "mul.wide.u32 %s, %s, %d;", R(tab), R(p->param[1]), (int)sizeof(PtxBlock));
-	ptx_emit(p, "add.u64 %s, %s, 15;", R(tab), R(tab));
-	ptx_emit(p, "and.b64 %s, %s, -16;", R(tab), R(tab));
+	ptx_emit(p, "add.u64 %s, %s, %d;", R(tab), R(tab), PTX_ROUTE_ALIGN - 1); /* ptx_route_table_off */
+	ptx_emit(p, "and.b64 %s, %s, %d;", R(tab), R(tab), -PTX_ROUTE_ALIGN);
 	ptx_emit(p, "add.u64 %s, %s, %s;", R(tab), R(tab), R(p->param[0]));
 	ptx_emit(p, "sub.u32 %s, %s, 1;", R(j), R(rt));
 	ptx_emit(p, "mad.wide.u32 %s, %s, %d, %s;", R(tab), R(j), (int)sizeof(PtxRoute), R(tab));

@@ -52,7 +52,6 @@ typedef struct RtEnv {
 	int timeout_ms, boot_timeout_ms;
 	int nccl_max_ctas, free_sms, nflags, trace, watchdog_ms;
 	int p2p_kflags; /* the p2p kernels do their handshakes themselves (runtime/rt_p2p.h) */
-	int p2p_push_arrive; /* a pushed reduce_scatter does the arrival handshake too (a diagnosis of --push) */
 	int sym_vmm; /* symmetric memory by cuMemCreate + cuMemMap: 0 never, 1 in one process, 2 between processes too */
 	char hostid[RT_NODELEN]; /* NCCL_HOSTID, "" if unset */
 	int local_world; /* ranks on this node (LOCAL_WORLD_SIZE, ...), 0: not given */

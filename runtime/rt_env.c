@@ -41,7 +41,6 @@ static const struct {
 	{"SYNC_BOOT_PORT", offsetof(RtEnv, boot_port), 0, 0, 65535},
 	{"SYNC_SYM_VMM", offsetof(RtEnv, sym_vmm), 1, 0, 2},
 	{"SYNC_P2P_KFLAGS", offsetof(RtEnv, p2p_kflags), 0, 0, 1},
-	{"SYNC_P2P_PUSH_ARRIVE", offsetof(RtEnv, p2p_push_arrive), 0, 0, 1},
 };
 
 const char *

@@ -189,8 +189,6 @@ collective(CommBackend *b, const CommChunk *ch, void *lane)
 		if (!flag_of(c, src[i], 0) || !flag_of(c, readers[i], 0))
 			return refuse(c, ch, SYN_EUNSUPPORTED, "a peer's flags are not mapped here; use the nccl backend", src[i]);
 	seq = ++be->seq;
-	if (ch->push && !c->env.p2p_push_arrive) /* the data came with the flags this step waited for: steps 3 to 5 */
-		goto local;
 	if (c->env.p2p_kflags && !ch->push) { /* one launch: the kernel waits and raises */
 		kernel_flags(c, &p, seq, &a);
 		if ((r = launch((RtP2p *)be, s, ch, &a, p.reduce)))
@@ -203,9 +201,10 @@ collective(CommBackend *b, const CommChunk *ch, void *lane)
 				return r;
 		return SYN_OK;
 	}
-	if ((r = raise_at(c, s, readers, n, arrive, seq)) || (r = wait_for(c, s, src, n, arrive, seq, ch->id, "arrival")))
+	/* pushed: the data came with the flags the step waited for, steps 3 to 5 */
+	if (!ch->push &&
+	    ((r = raise_at(c, s, readers, n, arrive, seq)) || (r = wait_for(c, s, src, n, arrive, seq, ch->id, "arrival"))))
 		return r;
-local:
 	if (!(r = launch((RtP2p *)be, s, ch, &a, p.reduce)))
 		r = raise_at(c, s, src, n, done, seq);
 	if (!r)

@@ -370,7 +370,6 @@ sched_push_of(const BlockGraph *g, const Topo *topo, Val v)
 	return push_only_use(f, x, v);
 }
 
-
 /* A pushed reduce_scatter chunk (sched_push_of): the peers' tiles crossed
  * NVLink inside their matmul's bands, so the chunk adds its P slots at HBM
  * speed after its two flag handshakes; what of the transfer the bands it
@@ -417,12 +416,10 @@ comm_us(const Profile *p, const BlockGraph *g, Blk *b, const Topo *topo)
 void
 blk_cost(const Profile *p, BlockGraph *g, const Topo *topo)
 {
-	for (int pass = 0; pass < 2; pass++) /* compute first: a pushed chunk reads its bands' cost */
-		for (int i = 0; i < g->n; i++) {
-			Blk *b = &g->b[i];
-			if (pass == 0 && b->kind == BK_COMPUTE)
-				b->cost = compute_us(p, g, b);
-			else if (pass == 1 && b->kind != BK_COMPUTE)
-				b->cost = comm_us(p, g, b, topo);
-		}
+	for (int i = 0; i < g->n; i++) /* compute first: a pushed chunk reads its bands' cost */
+		if (g->b[i].kind == BK_COMPUTE)
+			g->b[i].cost = compute_us(p, g, &g->b[i]);
+	for (int i = 0; i < g->n; i++)
+		if (g->b[i].kind != BK_COMPUTE)
+			g->b[i].cost = comm_us(p, g, &g->b[i], topo);
 }

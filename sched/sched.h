@@ -201,7 +201,6 @@ struct Plan {
 	                        candidate its own range, so no epoch meets another's) */
 	Topo topo;           /* what it was planned for: an all_reduce's phases
 	                        run on the levels of its nodes x gpus */
-	bool push;           /* SchedOpts.push */
 };
 
 /* sched/list.c: critical path and list scheduling on the cost model */
