@@ -744,9 +744,9 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 			buf_printf(o, "\t\t/* phase %d of %d: %s %s; scratch %d keeps this GPU's shares between the phases */\n",
 			           lo->p->g->b[s->blk].phase, lo->p->g->b[s->blk].nphase, comm_colls[c->op].name,
 			           c->gstride == 1 ? "inside the node" : "across the nodes", b.staging);
-		buf_printf(o, "\t\tCommChunk ch = {%s, %s, %s, %s, %s, %zuu, %zuu, %zuu, %d, %d, %d, %d, %d};\n", comm_colls[c->op].cname,
+		buf_printf(o, "\t\tCommChunk ch = {%s, %s, %s, %s, %s, %zuu, %zuu, %zuu, %d, %d, %d, %d, %d, %d};\n", comm_colls[c->op].cname,
 		           cdtype[c->dt], cred[c->red], s->pack.rows ? "pk" : "send", s->unpack.rows ? "upk" : "recv", c->count,
-		           c->send_stride, c->recv_stride, c->shift, c->id, c->gsize, c->gstride, c->push);
+		           c->send_stride, c->recv_stride, c->shift, c->id, c->gsize, c->gstride, c->push, c->alone);
 		buf_printf(o, "\t\tif ((r = syn_coll(ctx, %s, &ch)))\n\t\t\treturn r;\n", comm_backends[s->be].cname);
 		if (s->unpack.rows)
 			emit_pack(o, c, f->nranks, &s->unpack, false);

@@ -1220,7 +1220,8 @@ lower_step(Low *L, int bi)
 	rowmajor(L, v, yst);
 	local_dims(L, x, xd);
 	local_dims(L, v, yd);
-	s->ch = (CommChunk){ir_comm_op(in->op), (CommDType)in->ty.dt, (CommRed)in->red, NULL, NULL, 0, 0, 0, 0, b->index, 0, 0, 0};
+	s->ch = (CommChunk){ir_comm_op(in->op), (CommDType)in->ty.dt, (CommRed)in->red, NULL, NULL, 0, 0, 0, 0, b->index, 0, 0, 0, 0};
+	s->ch.alone = !L->p->share_sms; /* the kernels took every SM: so may a backend's own kernel */
 	if (b->nphase > 1)
 		return lower_phase(L, bi, s);
 	switch (in->op) {

@@ -152,6 +152,10 @@ typedef struct CommChunk {
 	 * from send (their matmul's epilogue, raising the flags the step
 	 * waited for), so the chunk only adds them (codegen/lower.c). */
 	int push;
+	/* Nothing computes beside this chunk on its rank (a serial plan): a
+	 * backend running kernels of its own (p2p) may take every SM of the
+	 * rank rather than the SMs kernels leave it (syn_free_sms). */
+	int alone;
 } CommChunk;
 
 /* A backend instance belongs to one rank.  `lane` is the backend's

@@ -171,6 +171,8 @@ rt_chunk_check(const CommChunk *ch, int rank, int nranks, int gpus, char *err, s
 		what = buf;
 	} else if (ch->push && (ch->op != CO_REDUCE_SCATTER || ch->gsize))
 		what = "only a reduce_scatter over all ranks can be pushed";
+	else if (ch->alone != 0 && ch->alone != 1)
+		what = "alone is neither 0 nor 1";
 	else if (ch->op == CO_SHIFT && (ch->shift <= 0 || ch->shift >= (ch->gsize ? ch->gsize : nranks))) {
 		int p = ch->gsize ? ch->gsize : nranks;
 		rt_fmt(buf, sizeof buf, "shift %d is not in [1, %d] for %d ranks", ch->shift, p - 1, p);

@@ -141,7 +141,11 @@ kernel_flags(syn_ctx *c, const RtP2pPlan *p, uint64_t seq, RtP2pArgs *a)
 /* CTAs of the kernel: the SMs kernels leave the comm backend (at least
  * one), no more than the data needs -- with kflags they wait for the
  * peers, so no more than those SMs, or a kernel beside it could hold the
- * SMs a peer's kernel needs. */
+ * SMs a peer's kernel needs.  A chunk nothing computes beside
+ * (CommChunk.alone, a serial plan) takes every SM of the rank in the
+ * stream form: on 16 SMs a pushed reduce_scatter's local add of 192 MiB
+ * (8192 x 8192 bf16 at P = 2) is bound by the loads 16 SMs keep in flight,
+ * not by HBM. */
 static int
 launch(RtP2p *pb, CUstream s, const CommChunk *ch, RtP2pArgs *a, int reduce)
 {
@@ -149,7 +153,7 @@ launch(RtP2p *pb, CUstream s, const CommChunk *ch, RtP2pArgs *a, int reduce)
 	syn_kernel *k = reduce ? pb->reduce : pb->copy;
 	unsigned long long per = (unsigned long long)P2P_THREADS * 16 / rt_dtype_size(ch->dt) * 4;
 	unsigned long long want = (a->count * (unsigned long long)(reduce ? 1 : a->n) + per - 1) / per;
-	unsigned grid = (unsigned)(c->free_sms > 1 ? c->free_sms : 1);
+	unsigned grid = (unsigned)(ch->alone && !a->kflags ? c->sms : c->free_sms > 1 ? c->free_sms : 1);
 	void *prm[] = {a};
 	if (!k)
 		return refuse(c, ch, SYN_EUNSUPPORTED, pb->why, -1);

@@ -274,7 +274,7 @@ sim_comm_call(SimCtx *k, CommChunk *c, const char *what)
 CommChunk
 sim_chunk(const Ins *in, Val v, CommOp op, const void *send, void *recv, size_t count)
 {
-	return (CommChunk){op, (CommDType)in->ty.dt, (CommRed)in->red, send, recv, count, 0, 0, 0, v, 0, 0, 0};
+	return (CommChunk){op, (CommDType)in->ty.dt, (CommRed)in->red, send, recv, count, 0, 0, 0, v, 0, 0, 0, 0};
 }
 
 /* all_reduce / reduce_scatter / all_gather / all_to_all / shift on local

@@ -645,7 +645,7 @@ agree_max(syn_ctx *c, double *v)
 	void *send, *recv;
 	uint64_t e;
 	int st;
-	CommChunk ch = {CO_ALL_REDUCE, CD_F32, CR_MAX, NULL, NULL, 1, 0, 0, 0, 0, 0, 0, 0};
+	CommChunk ch = {CO_ALL_REDUCE, CD_F32, CR_MAX, NULL, NULL, 1, 0, 0, 0, 0, 0, 0, 0, 0};
 	if ((st = syn_alloc(c, 16, &send)) || (st = syn_alloc(c, 16, &recv)) || (st = syn_upload(c, send, &x, 4)))
 		return st;
 	ch.send = send, ch.recv = recv;
@@ -876,7 +876,7 @@ cal_coll(syn_ctx *c, void *arg)
 static CommChunk
 cal_chunk(int op, double bytes, int P, void *send, void *recv)
 {
-	CommChunk ch = {(CommOp)op, CD_F32, CR_SUM, send, recv, 0, 0, 0, 0, 0, 0, 0, 0};
+	CommChunk ch = {(CommOp)op, CD_F32, CR_SUM, send, recv, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 	size_t elems = (size_t)(bytes / 4);
 	ch.count = comm_colls[op].send ? elems / (size_t)P : elems; /* the input is P blocks */
 	ch.shift = op == CO_SHIFT ? 1 : 0;

@@ -230,7 +230,7 @@ enqueue_case(syn_ctx *c, Bufs *b, const Case *k, uint64_t e)
 	int ns = send_blocks(k->op) ? P : 1, nr = recv_blocks(k->op) ? P : 1;
 	uint64_t tmo = syn_timeout_ns(c);
 	for (int ch = 0; ch < k->nchunks; ch++) {
-		CommChunk chunk = {k->op, k->dt, k->red, NULL, NULL, cs, 0, 0, 1, ch, 0, 0, 0};
+		CommChunk chunk = {k->op, k->dt, k->red, NULL, NULL, cs, 0, 0, 1, ch, 0, 0, 0, 0};
 		size_t off = (size_t)ch * cs * es;
 		for (int s = 0; s < ns; s++) {
 			size_t at = (size_t)s * bs * es + off;
@@ -349,7 +349,7 @@ static int
 refusals(syn_ctx *c, Bufs *b, int net)
 {
 	CommChunk ar = {CO_ALL_REDUCE, CD_F32, CR_SUM, (void *)(uintptr_t)b->send, (void *)(uintptr_t)b->recv, 1024,
-	                0, 0, 0, 90, 0, 0, 0};
+	                0, 0, 0, 90, 0, 0, 0, 0};
 	CommChunk sh = ar, ag = ar;
 	syn_tensor t = {(void *)(uintptr_t)b->send, CD_F32, 2, {64, 64}, {0, 0}};
 	syn_argspec s = {"w", CD_BF16, 2, {64, 64}, "bf16[K, N] @split(1)", 1};
@@ -465,7 +465,7 @@ expect_failure(syn_ctx *c, int r, double took, int want_status, const char *must
 static int
 suite_timeout(syn_ctx *c, void *arg)
 {
-	CommChunk ar = {CO_ALL_REDUCE, CD_F32, CR_SUM, NULL, NULL, 4096, 0, 0, 0, 0, 0, 0, 0};
+	CommChunk ar = {CO_ALL_REDUCE, CD_F32, CR_SUM, NULL, NULL, 4096, 0, 0, 0, 0, 0, 0, 0, 0};
 	uint64_t e;
 	double t0;
 	Bufs b;
@@ -490,7 +490,7 @@ suite_timeout(syn_ctx *c, void *arg)
 static int
 suite_ktimeout(syn_ctx *c, void *arg)
 {
-	CommChunk ar = {CO_ALL_REDUCE, CD_F32, CR_SUM, NULL, NULL, 4096, 0, 0, 0, 0, 0, 0, 0};
+	CommChunk ar = {CO_ALL_REDUCE, CD_F32, CR_SUM, NULL, NULL, 4096, 0, 0, 0, 0, 0, 0, 0, 0};
 	uint64_t e;
 	double t0;
 	Bufs b;
@@ -520,7 +520,7 @@ persist_round(syn_ctx *c, syn_kernel *k, unsigned grid, unsigned smem, CUdevicep
               CUdeviceptr out, size_t count, const float *ref, float *host)
 {
 	CommChunk ar = {CO_ALL_REDUCE, CD_F32, CR_SUM, (void *)(uintptr_t)send, (void *)(uintptr_t)recv, count,
-	                0, 0, 0, 0, 0, 0, 0};
+	                0, 0, 0, 0, 0, 0, 0, 0};
 	uint64_t e, flag, expect, s = recv, d = out, n16 = count * 4 / 16, done = 0, err = syn_errw_addr(c),
 	              tmo = syn_timeout_ns(c), delay = 0, trace = 0;
 	uint32_t fid = DONE + 10, site = 5;

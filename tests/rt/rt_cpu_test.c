@@ -418,7 +418,7 @@ t_check_groups(void)
 	};
 	char msg[512];
 	for (size_t i = 0; i < RT_NELEM(cases); i++) {
-		CommChunk ch = {CO_ALL_REDUCE, CD_F32, CR_SUM, buf, buf, 16, 0, 0, 0, 3, cases[i].gsize, cases[i].gstride, 0};
+		CommChunk ch = {CO_ALL_REDUCE, CD_F32, CR_SUM, buf, buf, 16, 0, 0, 0, 3, cases[i].gsize, cases[i].gstride, 0, 0};
 		for (int r = 0; r < cases[i].P; r++) {
 			int st = rt_chunk_check(&ch, r, cases[i].P, cases[i].G, msg, sizeof msg);
 			if (cases[i].ok)
@@ -431,7 +431,7 @@ t_check_groups(void)
 	}
 	{
 		/* a shift inside a group is bounded by the group, not the world */
-		CommChunk ch = {CO_SHIFT, CD_F32, CR_SUM, buf, buf, 16, 0, 0, 2, 1, 2, 1, 0};
+		CommChunk ch = {CO_SHIFT, CD_F32, CR_SUM, buf, buf, 16, 0, 0, 2, 1, 2, 1, 0, 0};
 		EXPECT(rt_chunk_check(&ch, 0, 4, 2, msg, sizeof msg) == SYN_EARG && strstr(msg, "shift 2 is not in [1, 1] for 2 ranks"),
 		       "group shift: %s", msg);
 	}
@@ -489,7 +489,7 @@ t_levels(void)
 	for (size_t t = 0; t < RT_NELEM(topo); t++) {
 		int N = topo[t][0], G = topo[t][1], P = N * G;
 		for (int cross = 0; cross < 2; cross++) {
-			CommChunk ch = {CO_ALL_REDUCE, CD_F32, CR_SUM, NULL, NULL, 1, 0, 0, 0, 0, cross ? N : G, cross ? G : 1, 0};
+			CommChunk ch = {CO_ALL_REDUCE, CD_F32, CR_SUM, NULL, NULL, 1, 0, 0, 0, 0, cross ? N : G, cross ? G : 1, 0, 0};
 			for (int r = 0; r < P; r++) {
 				int below = 0, j = 0, i = rt_group_rank(&ch, r);
 				for (int q = 0; q < P; q++) {
@@ -562,7 +562,7 @@ t_check(void)
 	syn_tensor_check("row_linear", 1, &t, &s, msg, sizeof msg);
 	EXPECT(strstr(msg, "has no data"), "null: %s", msg);
 	{
-		CommChunk ch = {CO_SHIFT, CD_F32, CR_SUM, dummy, dummy, 16, 0, 0, 2, 7, 0, 0, 0};
+		CommChunk ch = {CO_SHIFT, CD_F32, CR_SUM, dummy, dummy, 16, 0, 0, 2, 7, 0, 0, 0, 0};
 		EXPECT(rt_chunk_check(&ch, 1, 2, 0, msg, sizeof msg) == SYN_EARG &&
 		               strstr(msg, "rank 1: chunk 7 (shift f32 x16): shift 2 is not in [1, 1] for 2 ranks"),
 		       "shift: %s", msg);
@@ -786,7 +786,7 @@ plan_case(int be, CommOp op, int P, int shift, size_t n, size_t pad, int nchunks
 		CommChunk mine[SIM_MAXR];
 		for (int r = 0; r < P; r++) {
 			CommChunk ch = {op, CD_F32, CR_SUM, sim[r].send + (size_t)c * cs, sim[r].recv + (size_t)c * cs,
-			                cs, ss, rs, shift, c, 0, 0, push};
+			                cs, ss, rs, shift, c, 0, 0, push, 0};
 			if (!comm_colls[op].send) /* one block: no stride */
 				ch.send_stride = 0;
 			if (!comm_colls[op].recv)
@@ -857,16 +857,25 @@ t_plan(void)
 	{ /* only a reduce_scatter over every rank is pushed */
 		float a[64];
 		RtP2pPlan pp;
-		CommChunk ch = {CO_ALL_REDUCE, CD_F32, CR_SUM, a, a + 32, 16, 0, 0, 0, 0, 0, 0, 1};
+		CommChunk ch = {CO_ALL_REDUCE, CD_F32, CR_SUM, a, a + 32, 16, 0, 0, 0, 0, 0, 0, 1, 0};
 		EXPECT(rt_plan_p2p(&ch, 0, 2, &pp) < 0, "a pushed all_reduce must be refused");
 		ch.op = CO_REDUCE_SCATTER, ch.gsize = 2, ch.gstride = 1;
 		EXPECT(rt_plan_p2p(&ch, 0, 4, &pp) < 0, "a pushed reduce_scatter of a sub-group must be refused");
+	}
+	{ /* `alone` is a yes or a no (a launcher writes 0 or 1) */
+		float a[64];
+		char msg[256];
+		CommChunk ch = {CO_REDUCE_SCATTER, CD_F32, CR_SUM, a, a + 32, 16, 0, 0, 0, 0, 0, 0, 1, 1};
+		EXPECT(rt_chunk_check(&ch, 0, 2, 0, msg, sizeof msg) == SYN_OK, "a pushed chunk alone: %s", msg);
+		ch.alone = 2;
+		EXPECT(rt_chunk_check(&ch, 0, 2, 0, msg, sizeof msg) != SYN_OK && strstr(msg, "alone"),
+		       "alone = 2 must be refused, naming the field (got: %s)", msg);
 	}
 	{
 		/* packed chunks use NCCL's own collectives, strided ones the group forms */
 		float a[64], b[128];
 		RtXfer x[16];
-		CommChunk ch = {CO_ALL_GATHER, CD_F32, CR_SUM, a, b, 16, 0, 0, 0, 0, 0, 0, 0};
+		CommChunk ch = {CO_ALL_GATHER, CD_F32, CR_SUM, a, b, 16, 0, 0, 0, 0, 0, 0, 0, 0};
 		EXPECT(rt_plan_nccl(&ch, 0, 2, x, 16) == 1 && x[0].kind == XK_ALL_GATHER, "packed all_gather");
 		ch.recv_stride = 32;
 		EXPECT(rt_plan_nccl(&ch, 0, 2, x, 16) == 3 && x[0].kind == XK_COPY && x[1].kind == XK_SEND,
@@ -877,7 +886,7 @@ t_plan(void)
 		       "strided reduce_scatter");
 		/* all_to_all, even packed: sends and receives, never ncclAlltoAll
 		 * (its first call set up what the warm-up had not) */
-		CommChunk a2a = {CO_ALL_TO_ALL, CD_F32, CR_SUM, b, b + 64, 16, 0, 0, 0, 0, 0, 0, 0};
+		CommChunk a2a = {CO_ALL_TO_ALL, CD_F32, CR_SUM, b, b + 64, 16, 0, 0, 0, 0, 0, 0, 0, 0};
 		int n = rt_plan_nccl(&a2a, 1, 4, x, 16), sends = 0, kinds_ok = 1;
 		for (int i = 0; i < n; i++) {
 			sends += x[i].kind == XK_SEND;
@@ -893,7 +902,7 @@ t_plan(void)
 		int lim = comm_backends[BE_P2P].maxranks;
 		float a[8], b[8 * 16];
 		RtP2pPlan pp;
-		CommChunk ch = {CO_ALL_REDUCE, CD_F32, CR_SUM, a, b, 8, 0, 0, 0, 0, 0, 0, 0};
+		CommChunk ch = {CO_ALL_REDUCE, CD_F32, CR_SUM, a, b, 8, 0, 0, 0, 0, 0, 0, 0, 0};
 		EXPECT(lim == RT_P2P_MAXPEERS, "p2p's maxranks %d is RT_P2P_MAXPEERS %d", lim, (int)RT_P2P_MAXPEERS);
 		EXPECT(!rt_plan_p2p(&ch, 0, lim, &pp) && pp.n == lim, "p2p plans an all_reduce of %d ranks", lim);
 		EXPECT(rt_plan_p2p(&ch, 0, lim + 1, &pp) == -1, "p2p refuses an all_reduce of %d ranks", lim + 1);
@@ -1054,7 +1063,7 @@ t_phases(void)
 			CommChunk ch[PH_MAXR];
 			for (int r = 0; r < P; r++) {
 				ch[r] = (CommChunk){op[ph], CD_F32, CR_SUM, ph ? rk[r].share : rk[r].x, ph == 2 ? rk[r].out : rk[r].share,
-				                    PH_N / (size_t)G, 0, 0, 0, 0, ph == 1 ? N : G, ph == 1 ? G : 1, 0};
+				                    PH_N / (size_t)G, 0, 0, 0, 0, ph == 1 ? N : G, ph == 1 ? G : 1, 0, 0};
 				EXPECT(!rt_chunk_check(&ch[r], r, P, G, msg, sizeof msg), "%dx%d phase %d, rank %d: %s", N, G, ph, r, msg);
 			}
 			bad = ph_run(rk, P, ch);
@@ -1102,8 +1111,8 @@ t_chunk(int argc, char **argv)
 	char msg[512];
 	CommChunk ch;
 	int P, N = 1, G = 0;
-	if (argc != 14) {
-		EXPECT(0, "chunk: want 12 fields after the name, got %d", argc - 2);
+	if (argc != 15) {
+		EXPECT(0, "chunk: want 13 fields after the name, got %d", argc - 2);
 		return;
 	}
 	if (sscanf(argv[2], "%dx%d", &N, &G) == 2)
@@ -1113,7 +1122,7 @@ t_chunk(int argc, char **argv)
 	ch = (CommChunk){(CommOp)name_index(ops, 5, argv[3]), (CommDType)name_index(dts, 4, argv[4]),
 	                 (CommRed)name_index(reds, 3, argv[5]), buf, buf + 32, strtoull(argv[6], NULL, 10),
 	                 strtoull(argv[7], NULL, 10), strtoull(argv[8], NULL, 10), atoi(argv[9]), atoi(argv[10]),
-	                 atoi(argv[11]), atoi(argv[12]), atoi(argv[13])};
+	                 atoi(argv[11]), atoi(argv[12]), atoi(argv[13]), atoi(argv[14])};
 	for (int r = 0; r < P; r++)
 		EXPECT(rt_chunk_check(&ch, r, P, G, msg, sizeof msg) == SYN_OK, "rank %d of %d: %s", r, P, msg);
 	printf("chunk: %s x%zu (strides %zu, %zu) at P = %d\n", argv[3], ch.count, ch.send_stride, ch.recv_stride, P);

@@ -99,7 +99,7 @@ def tests(root, run, Fail):
             if rc != 0:
                 raise Fail(" syncc %s %s --emit=host: exit %d\n%s" % (ex, " ".join(args), rc, err[-2000:]))
             for m in re.finditer(r"CommChunk ch = \{(CO_\w+), (CD_\w+), (CR_\w+), \w+, \w+, (\d+)u, (\d+)u, "
-                                 r"(\d+)u, (-?\d+), (-?\d+), (\d+), (\d+), ([01])\};", out):
+                                 r"(\d+)u, (-?\d+), (-?\d+), (\d+), (\d+), ([01]), ([01])\};", out):
                 rc, o, e = run([exe, "chunk", p] + list(m.groups()))
                 seen += 1
                 grouped += m.group(9) != "0"
