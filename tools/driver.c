@@ -59,6 +59,7 @@ static const struct {
 	{OPT_CALSAMPLES, "calibrate-from-samples", 0, true},
 	{OPT_COMMBE, "comm-backend", 0, true},
 	{OPT_PUSH, "push", 0, false},
+	{OPT_NOPUSH, "no-push", 0, false},
 	{OPT_TUNE, "tune", 0, false},
 	{OPT_TUNEBUDGET, "tune-budget", 0, true},
 };
@@ -328,6 +329,9 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 	case OPT_PUSH:
 		d->push = true;
 		return -1;
+	case OPT_NOPUSH:
+		d->push = false;
+		return -1;
 	case OPT_COMMBE: {
 		int be = 1 + comm_backend_byname(val);
 		char names[128];
@@ -437,6 +441,7 @@ drv_args(Driver *d, int argc, char **argv, const OptId *allowed, int nallowed, c
 	static char sharedir[4300];
 	int ranks_given = 0, rc;
 	d->mem_budget = -1;
+	d->push = true; /* --no-push: a p2p reduce_scatter reads the peers' partials instead */
 	d->opt.libdir = drv_libdir();
 	snprintf(sharedir, sizeof sharedir, "%s/stdlib", share_dir());
 	d->opt.sharedir = sharedir;
@@ -840,14 +845,6 @@ plan_all(Driver *d, Unit *u, FILE *mem)
 		if (p->is_serial && !d->serial && f->nranks > 1 && d->emit != EMIT_TOKENS)
 			diag_note(f->span, "op '%s': serial plan, overlap is not predicted to pay (%.1f us serial; --explain says why)",
 			          sym_str(f->name), p->serial);
-		for (Val v = 0; v < f->nins; v++)
-			if (sched_push(p, v)) { /* --push is experimental: say so where it takes effect */
-				diag_warning(f->ins[v].span,
-				             "reduce_scatter %%%d is pushed by its matmul's epilogue (--push): experimental, some GPU "
-				             "runs gave wrong results (docs/codegen.md)",
-				             v);
-				break;
-			}
 		if (d->emit == EMIT_BLOCKS)
 			blk_print(mem, p->g);
 		else if (d->emit >= EMIT_PTX)

@@ -45,7 +45,7 @@ typedef struct Driver {
 	Topo topo;           /* --topo NODESxGPUS */
 	bool explain, serial, need_plans;
 	int backend;            /* --comm-backend: 0 any, 1 + CommBackendKind */
-	bool push;              /* --push: p2p reduce_scatters after a matmul pushed by it (sched_push) */
+	bool push;              /* p2p reduce_scatters after a matmul pushed by it (sched_push); --no-push clears it */
 	const char *drop_edge;
 	const char *trace, *svg; /* --trace FILE.json, --timeline-svg FILE.svg */
 	const char *measured;    /* --measured FILE.json: a measured trace drawn in the SVG */
@@ -83,7 +83,7 @@ typedef enum OptId {
 	OPT_SIM, OPT_SEED, OPT_NOPASS, OPT_F64, OPT_BREAK, OPT_TIMEOUT,
 	OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_DROPEDGE, OPT_TRACE, OPT_SVG,
 	OPT_INTERP, OPT_ALLPLANS, OPT_S, OPT_BENCH, OPT_NOCHECK, OPT_DROPFLAG, OPT_DUMPOUT,
-	OPT_GPUS, OPT_CALIBRATE, OPT_CALSAMPLES, OPT_COMMBE, OPT_MEASURED, OPT_TUNE, OPT_TUNEBUDGET, OPT_PUSH,
+	OPT_GPUS, OPT_CALIBRATE, OPT_CALSAMPLES, OPT_COMMBE, OPT_MEASURED, OPT_TUNE, OPT_TUNEBUDGET, OPT_PUSH, OPT_NOPUSH,
 } OptId;
 
 /* tools/driver.c */

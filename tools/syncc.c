@@ -30,9 +30,9 @@ static const char usage[] =
 	"  --comm-backend nccl|ce|p2p  collectives on this backend wherever it can (ce\n"
 	"                          cannot reduce, ce and p2p cannot cross nodes: nccl there;\n"
 	"                          p2p runs 8 ranks at most)\n"
-	"  --push                  a p2p reduce_scatter after a matmul: the matmul stores\n"
-	"                          its tiles in the owners' memory (experimental: not\n"
-	"                          yet right on every GPU run, docs/codegen.md)\n"
+	"  --no-push               a p2p reduce_scatter after a matmul reads the peers'\n"
+	"                          partials; by default (--push) the matmul stores its\n"
+	"                          tiles in the owners' memory (docs/codegen.md)\n"
 	"  --trace FILE.json       the predicted timeline as a Chrome trace (Perfetto)\n"
 	"  --timeline-svg FILE     the predicted timeline as a picture (axis in us, legend,\n"
 	"                          block names, flags, exposed communication hatched)\n"
@@ -54,7 +54,7 @@ static const char usage[] =
 static const OptId allowed[] = {
 	OPT_OUT, OPT_RANKS, OPT_DEFINE, OPT_INCLUDE, OPT_ENTRY, OPT_EMIT, OPT_DIAG,
 	OPT_AUTOCOMM, OPT_NOAUTOCOMM, OPT_DUMP, OPT_VERSION, OPT_HELP, OPT_NOPASS,
-	OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_COMMBE, OPT_PUSH, OPT_DROPEDGE, OPT_TRACE, OPT_SVG, OPT_MEASURED, OPT_S, OPT_TUNE, OPT_TUNEBUDGET,
+	OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_COMMBE, OPT_PUSH, OPT_NOPUSH, OPT_DROPEDGE, OPT_TRACE, OPT_SVG, OPT_MEASURED, OPT_S, OPT_TUNE, OPT_TUNEBUDGET,
 };
 
 int

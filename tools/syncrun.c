@@ -23,7 +23,7 @@ static const char usage[] =
 	"  --no-pass=LIST          skip these graph passes (comma-separated)\n"
 	"  --emit=plan|timeline|blocks  print the plan (the timeline is PREDICTED) before running\n"
 	"  --explain, --profile NAME, --topo NxG, --mem-budget B, --serial,\n"
-	"  --comm-backend nccl|ce|p2p, --push: as for syncc\n"
+	"  --comm-backend nccl|ce|p2p, --no-push: as for syncc\n"
 	"  --trace FILE.json, --timeline-svg FILE.svg: the predicted timeline\n"
 	"  --measured FILE.json    a measured trace drawn under it in --timeline-svg\n"
 	"  --interp                run the IR op by op instead of the plan\n"
@@ -48,7 +48,7 @@ static const char usage[] =
 static const OptId allowed[] = {
 	OPT_RANKS, OPT_DEFINE, OPT_INCLUDE, OPT_ENTRY, OPT_DIAG, OPT_AUTOCOMM, OPT_NOAUTOCOMM, OPT_DUMP,
 	OPT_VERSION, OPT_HELP, OPT_SIM, OPT_SEED, OPT_NOPASS, OPT_F64, OPT_BREAK, OPT_TIMEOUT,
-	OPT_EMIT, OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_COMMBE, OPT_PUSH, OPT_DROPEDGE, OPT_TRACE, OPT_SVG, OPT_MEASURED,
+	OPT_EMIT, OPT_PROFILE, OPT_MEMBUDGET, OPT_TOPO, OPT_EXPLAIN, OPT_SERIAL, OPT_COMMBE, OPT_PUSH, OPT_NOPUSH, OPT_DROPEDGE, OPT_TRACE, OPT_SVG, OPT_MEASURED,
 	OPT_INTERP, OPT_ALLPLANS, OPT_TUNE, OPT_TUNEBUDGET, OPT_GPUS, OPT_CALIBRATE, OPT_CALSAMPLES, OPT_BENCH, OPT_NOCHECK,
 };
 

@@ -23,7 +23,7 @@
 static const char usage[] =
 	"usage: syncrun-gpu FILE.syn [options]   (syncrun runs it when GPUs are present)\n"
 	"  --ranks P, -D NAME=VALUE, -I DIR, --entry OP, --seed S, --profile NAME, --serial,\n"
-	"  --comm-backend nccl|ce|p2p, --push, --no-pass=LIST, --explain, --emit=plan|timeline: as for syncrun --sim\n"
+	"  --comm-backend nccl|ce|p2p, --no-push, --no-pass=LIST, --explain, --emit=plan|timeline: as for syncrun --sim\n"
 	"  --gpus LIST             local GPUs of the ranks, e.g. 0,1 (rank r on LIST[r]; sets --ranks)\n"
 	"  --calibrate PROFILE     measure this machine and write PROFILE (docs/profiles.md)\n"
 	"  --bench N               time the median of N calls (after 3 warm-up calls)\n"
@@ -40,7 +40,7 @@ static const char usage[] =
 
 static const OptId allowed[] = {
 	OPT_RANKS, OPT_DEFINE, OPT_INCLUDE, OPT_ENTRY, OPT_DIAG, OPT_DUMP, OPT_VERSION, OPT_HELP, OPT_SEED,
-	OPT_NOPASS, OPT_PROFILE, OPT_SERIAL, OPT_COMMBE, OPT_PUSH, OPT_EXPLAIN, OPT_EMIT, OPT_TRACE, OPT_SIM, OPT_BENCH, OPT_NOCHECK, OPT_DROPFLAG,
+	OPT_NOPASS, OPT_PROFILE, OPT_SERIAL, OPT_COMMBE, OPT_PUSH, OPT_NOPUSH, OPT_EXPLAIN, OPT_EMIT, OPT_TRACE, OPT_SIM, OPT_BENCH, OPT_NOCHECK, OPT_DROPFLAG,
 	OPT_DUMPOUT, OPT_GPUS, OPT_CALIBRATE, OPT_SVG, OPT_TUNE, OPT_TUNEBUDGET,
 };
 
