@@ -165,6 +165,9 @@ _BLOCK_SRC = {
     "sp_mlp": ("x: bf16[S, H] @split(0), w1: bf16[H, F] @split(1), w2: bf16[F, H] @split(0)", "bf16[S, H] @split(0)",
                "sp_mlp(x, w1, w2)"),
     "tp_attn_out": ("a: bf16[NH, S, D] @split(0), wo: bf16[NH, D, H] @split(0)", "bf16[S, H]", "tp_attn_out(a, wo)"),
+    # the same written as a user might: the heads' products summed
+    "headsum": ("a: bf16[NH, S, D] @split(0), wo: bf16[NH, D, H] @split(0)", "bf16[S, H]",
+                "all_reduce(reshape(sum(a @ wo, 0), [S, H]), sum)"),
     "tp_attention": ("x: bf16[S, H], wq: bf16[NH, H, D] @split(0), wk: bf16[NH, H, D] @split(0), "
                      "wv: bf16[NH, H, D] @split(0), wo: bf16[NH, D, H] @split(0)", "bf16[S, H]",
                      "tp_attention(x, wq, wk, wv, wo)"),
@@ -185,7 +188,7 @@ def _block_case(name, S, H, F=0, NH=0, D=0):
     def inputs(dev):
         if name in ("tp_mlp", "sp_mlp"):
             return [rnd(S, H), rnd(H, F, scale=H ** -0.5), rnd(F, H, scale=F ** -0.5)]
-        if name == "tp_attn_out":
+        if name in ("tp_attn_out", "headsum"):
             return [rnd(NH, S, D), rnd(NH, D, H, scale=(NH * D) ** -0.5)]
         return [rnd(S, H)] + [rnd(NH, H, D, scale=H ** -0.5) for _ in range(3)] + [rnd(NH, D, H, scale=(NH * D) ** -0.5)]
 
@@ -197,7 +200,7 @@ def _block_case(name, S, H, F=0, NH=0, D=0):
             return _gelu(t[0] @ t[1]) @ t[2]
         if name == "sp_mlp":
             return F_.silu(t[0] @ t[1]) @ t[2]
-        if name == "tp_attn_out":
+        if name in ("tp_attn_out", "headsum"):
             return out_proj(*t)
         x, wq, wk, wv, wo = t
         q, k, v = (torch.einsum("sh,nhd->nsd", x, w) for w in (wq, wk, wv))
@@ -206,7 +209,7 @@ def _block_case(name, S, H, F=0, NH=0, D=0):
     F_ = F
     if name in ("tp_mlp", "sp_mlp"):
         flops, byts = 4.0 * S * H * F, 2 * (2 * S * H + 2 * H * F)
-    elif name == "tp_attn_out":
+    elif name in ("tp_attn_out", "headsum"):
         flops, byts = 2.0 * S * NH * D * H, 2 * (NH * S * D + NH * D * H + S * H)
     else:
         flops, byts = 8.0 * S * H * NH * D + 4.0 * NH * S * S * D, 2 * (2 * S * H + 4 * NH * H * D)
@@ -242,6 +245,7 @@ def cases():
     c["tp_mlp_4096x4096x14336"] = _block_case("tp_mlp", 4096, 4096, F=14336)
     c["sp_mlp_4096x4096x14336"] = _block_case("sp_mlp", 4096, 4096, F=14336)
     c["tp_attn_out_32x4096x128"] = _block_case("tp_attn_out", 4096, 4096, NH=32, D=128)
+    c["headsum_32x4096x128"] = _block_case("headsum", 4096, 4096, NH=32, D=128)
     c["tp_attention_32x2048x128"] = _block_case("tp_attention", 2048, 4096, NH=32, D=128)
     return c
 
