@@ -157,9 +157,69 @@ def _attn_case(NH, S, D, causal=False):
                 flops=4.0 * NH * S * S * D * (0.5 if causal else 1), tol=2e-2, kind="attention")
 
 
+_BLOCK_SRC = {
+    # the stdlib's tensor-parallel blocks at P = 1, their arguments placed as
+    # the stdlib declares them (every placement is the whole tensor at P = 1)
+    "tp_mlp": ("x: bf16[S, H], w1: bf16[H, F] @split(1), w2: bf16[F, H] @split(0)", "bf16[S, H]",
+               "tp_mlp(x, w1, w2)"),
+    "sp_mlp": ("x: bf16[S, H] @split(0), w1: bf16[H, F] @split(1), w2: bf16[F, H] @split(0)", "bf16[S, H] @split(0)",
+               "sp_mlp(x, w1, w2)"),
+    "tp_attn_out": ("a: bf16[NH, S, D] @split(0), wo: bf16[NH, D, H] @split(0)", "bf16[S, H]", "tp_attn_out(a, wo)"),
+    # the same written as a user might: the heads' products summed
+    "headsum": ("a: bf16[NH, S, D] @split(0), wo: bf16[NH, D, H] @split(0)", "bf16[S, H]",
+                "all_reduce(reshape(sum(a @ wo, 0), [S, H]), sum)"),
+    "tp_attention": ("x: bf16[S, H], wq: bf16[NH, H, D] @split(0), wk: bf16[NH, H, D] @split(0), "
+                     "wv: bf16[NH, H, D] @split(0), wo: bf16[NH, D, H] @split(0)", "bf16[S, H]",
+                     "tp_attention(x, wq, wk, wv, wo)"),
+}
+
+
+def _block_case(name, S, H, F=0, NH=0, D=0):
+    """A stdlib block (nn.syn) at P = 1 beside the PyTorch a user writes
+    for it: the MLPs as two matmuls and an activation, the head-split
+    projections as einsums, attention as SDPA."""
+    args, res, body = _BLOCK_SRC[name]
+    src = "use nn;\nparam S = 64, H = 64, F = 64, NH = 2, D = 64;\nop f(%s) -> %s {\n    return %s;\n}\n" % (
+        args, res, body)
+
+    def rnd(*shape, scale=1.0):
+        return torch.randn(*shape, device="cuda", dtype=torch.bfloat16) * scale
+
+    def inputs(dev):
+        if name in ("tp_mlp", "sp_mlp"):
+            return [rnd(S, H), rnd(H, F, scale=H ** -0.5), rnd(F, H, scale=F ** -0.5)]
+        if name in ("tp_attn_out", "headsum"):
+            return [rnd(NH, S, D), rnd(NH, D, H, scale=(NH * D) ** -0.5)]
+        return [rnd(S, H)] + [rnd(NH, H, D, scale=H ** -0.5) for _ in range(3)] + [rnd(NH, D, H, scale=(NH * D) ** -0.5)]
+
+    def out_proj(a, wo):
+        return torch.einsum("nsd,ndh->sh", a, wo)
+
+    def eager(*t):
+        if name == "tp_mlp":
+            return _gelu(t[0] @ t[1]) @ t[2]
+        if name == "sp_mlp":
+            return F_.silu(t[0] @ t[1]) @ t[2]
+        if name in ("tp_attn_out", "headsum"):
+            return out_proj(*t)
+        x, wq, wk, wv, wo = t
+        q, k, v = (torch.einsum("sh,nhd->nsd", x, w) for w in (wq, wk, wv))
+        return out_proj(F_.scaled_dot_product_attention(q[None], k[None], v[None])[0], wo)
+
+    F_ = F
+    if name in ("tp_mlp", "sp_mlp"):
+        flops, byts = 4.0 * S * H * F, 2 * (2 * S * H + 2 * H * F)
+    elif name in ("tp_attn_out", "headsum"):
+        flops, byts = 2.0 * S * NH * D * H, 2 * (NH * S * D + NH * D * H + S * H)
+    else:
+        flops, byts = 8.0 * S * H * NH * D + 4.0 * NH * S * S * D, 2 * (2 * S * H + 4 * NH * H * D)
+    return dict(src=src, params=dict(S=S, H=H, F=max(F, 64), NH=max(NH, 2), D=max(D, 64)), inputs=inputs, eager=eager,
+                bytes=byts, flops=flops, tol=3e-2, kind="block")
+
+
 def cases():
-    """Row ops first, then matmuls, epilogues, attention (a run that hits
-    its time budget keeps the first)."""
+    """Row ops first, then matmuls, epilogues, attention, the stdlib's
+    blocks (a run that hits its time budget keeps the first)."""
     c = {}
     for name in ("rmsnorm", "layernorm", "softmax"):
         for (M, N) in ((8192, 8192), (1024, 8192), (4096, 50304), (1024, 50257)):
@@ -181,6 +241,12 @@ def cases():
     c["attention_32x2048x128"] = _attn_case(32, 2048, 128)
     c["attention_16x4096x64"] = _attn_case(16, 4096, 64)
     c["causal_attention_32x8192x128"] = _attn_case(32, 8192, 128, causal=True)
+    # the stdlib's blocks at P = 1: Llama-8B-like MLP and attention shapes
+    c["tp_mlp_4096x4096x14336"] = _block_case("tp_mlp", 4096, 4096, F=14336)
+    c["sp_mlp_4096x4096x14336"] = _block_case("sp_mlp", 4096, 4096, F=14336)
+    c["tp_attn_out_32x4096x128"] = _block_case("tp_attn_out", 4096, 4096, NH=32, D=128)
+    c["headsum_32x4096x128"] = _block_case("headsum", 4096, 4096, NH=32, D=128)
+    c["tp_attention_32x2048x128"] = _block_case("tp_attention", 2048, 4096, NH=32, D=128)
     return c
 
 

@@ -493,6 +493,8 @@ typedef struct Lowered {
 	LStep *step;      /* in comm-lane order */
 	int nstep;
 	int nflags;
+	Val *alias;       /* per value: the value whose buffer it is (a reshape lowered as a view,
+	                     no kernel), or -1 */
 	char err[512];    /* what the PTX backend cannot do, when lowering fails */
 	Span where;       /* and where in the source, when not the op itself */
 } Lowered;

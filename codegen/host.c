@@ -40,6 +40,9 @@ used(const Lowered *lo, Val v)
 {
 	if (v < 0)
 		return false;
+	for (Val a = v + 1; a < lo->f->nins; a++) /* a view of v's buffer that is used */
+		if (lo->alias[a] == v && used(lo, a))
+			return true;
 	for (int i = 0; i < lo->nkern; i++)
 		for (int a = 0; a < lo->kern[i].narg; a++)
 			if (lo->kern[i].arg[a].v == v)
@@ -61,8 +64,11 @@ buffers(const Lowered *lo)
 		if (b.kind[f->out[i]] == BK_NONE) /* an input returned as it is stays the input */
 			b.kind[f->out[i]] = BK_OUT, b.index[f->out[i]] = i;
 	for (Val v = 0; v < f->nins; v++)
-		if (b.kind[v] == BK_NONE && used(lo, v))
+		if (b.kind[v] == BK_NONE && lo->alias[v] < 0 && used(lo, v))
 			b.kind[v] = BK_SCRATCH, b.index[v] = b.nscratch++;
+	for (Val v = 0; v < f->nins; v++) /* views: their operand's buffer (codegen/lower.c reshape_view) */
+		if (lo->alias[v] >= 0 && b.kind[v] == BK_NONE)
+			b.kind[v] = b.kind[lo->alias[v]], b.index[v] = b.index[lo->alias[v]];
 	b.stage = xmalloc((size_t)(2 * lo->nstep + 1) * sizeof(int));
 	for (int i = 0; i < lo->nstep; i++) {
 		b.stage[2 * i] = lo->step[i].pack.rows ? b.nscratch++ : -1;
@@ -612,7 +618,7 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 	}
 	buf_printf(o, "};\n\nstatic const size_t %s_scratch_bytes[%d] = {", id, b.nscratch ? b.nscratch : 1);
 	for (Val v = 0; v < f->nins; v++)
-		if (b.kind[v] == BK_SCRATCH)
+		if (b.kind[v] == BK_SCRATCH && lo->alias[v] < 0) /* a view has its operand's */
 			buf_printf(o, "%lluu, ", (unsigned long long)(ty_local_numel(&f->ins[v].ty, f->nranks) *
 			                                             ty_dtypes[f->ins[v].ty.dt].size));
 	for (int i = 0; i < 2 * lo->nstep; i++)

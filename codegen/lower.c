@@ -658,6 +658,32 @@ lower_copy(Low *L, Val group, const int *bl, int nb, int rank, const int64_t *di
 	return !L->failed;
 }
 
+/* A reshape's local elements are its operand's, in the same order (its
+ * kernel is a flat copy), so it is a view of the operand's buffer -- no
+ * kernel, no 2 x its bytes of HBM traffic -- where nothing needs the
+ * kernel: its result is not an op result (the caller's buffer is filled
+ * by a kernel), and no block of it waits on or raises a flag (a flag
+ * another lane waits for, or a wait a kernel after it would have relied
+ * on).  Values are written only by their own producer, so sharing the
+ * buffer is safe. */
+static bool
+reshape_view(Low *L, Val a, const int *bl, int nb)
+{
+	const Func *f = L->f;
+	Val x = f->ins[a].arg[0];
+	for (int i = 0; i < f->nout; i++)
+		if (f->out[i] == a)
+			return false;
+	for (int i = 0; i < nb; i++) {
+		PtxBlock proto = {0};
+		band_flags(L, bl[i], &proto);
+		if (proto.in_flag != PTX_NO_FLAG || proto.out_flag != PTX_NO_FLAG)
+			return false;
+	}
+	L->lo->alias[a] = L->lo->alias[x] >= 0 ? L->lo->alias[x] : x;
+	return true;
+}
+
 static bool
 lower_shape(Low *L, Val a, const int *bl, int nb)
 {
@@ -675,6 +701,8 @@ lower_shape(Low *L, Val a, const int *bl, int nb)
 	switch (in->op) {
 	case OP_RESHAPE: {
 		int64_t nelem = ty_local_numel(&in->ty, L->P), one = 1;
+		if (reshape_view(L, a, bl, nb))
+			return true;
 		return lower_copy(L, a, bl, nb, 1, &nelem, arg(x, 0, 0), &one, arg(a, 0, 0), &one, in->ty.dt, true, NULL);
 	}
 	case OP_TRANSPOSE:
@@ -1537,6 +1565,9 @@ ptx_lower(const Plan *p, Lowered *lo)
 	lo->f = p->f;
 	lo->p = p;
 	lo->nflags = p->nflags;
+	lo->alias = xmalloc((size_t)(p->f->nins + 1) * sizeof *lo->alias);
+	for (Val v = 0; v <= p->f->nins; v++)
+		lo->alias[v] = -1;
 	lower_result_copies(&L);
 	for (int k = 0; k < p->norder[LANE_COMPUTE] && !L.failed; k++) {
 		const Blk *b = &p->g->b[p->order[LANE_COMPUTE][k]];
@@ -1583,5 +1614,6 @@ ptx_lowered_free(Lowered *lo)
 	}
 	free(lo->kern);
 	free(lo->step);
+	free(lo->alias);
 	buf_free(&lo->ptx);
 }

@@ -156,6 +156,13 @@ void pass_dce(Func *f);
  * an attention region, whose kernel reads k K-major itself. */
 enum { IR_TFOLD_ALIGN = 8 }; /* elements per row of A and w, and of K, a multiple of this */
 void pass_tfold(Func *f);
+/* headsum: sum(a @ w, 0) over the batch of a batched matmul -- the heads
+ * of an attention output projection, a [NB, S, D] @ w [NB, D, H] -- as
+ * one matmul contracting NB x D: reshape(transpose(a, 0, 1), [S, NB * D])
+ * @ reshape(w, [NB * D, H]), not NB products of S x H summed through HBM.
+ * Both operands batched over dim 0 alike (both split there, or both
+ * @repl), 16-bit, the product read by the sum alone. */
+void pass_headsum(Func *f);
 
 /* ir/fuse.c: the fuse pass and what a fused group is.  The limits are the
  * PTX backend's (codegen/codegen.h checks that it takes at least these). */

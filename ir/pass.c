@@ -208,6 +208,100 @@ pass_tfold(Func *f)
 	free(attn1);
 }
 
+/* ---- headsum: a sum over a batched matmul's batch as one matmul (ir.h) ---- */
+
+/* The sum of matmul m over dim 0 that headsum rewrites: m rank 3, both
+ * operands [NB, ., .] batched alike, m read by `v` alone and not returned. */
+static bool
+headsum_fits(const Func *f, Val v, const Uses *u)
+{
+	const Ins *s = &f->ins[v], *m;
+	const Type *ta, *tb;
+	if (s->op != OP_SUM || s->axis != 0 || s->ty.rank != 3)
+		return false;
+	m = &f->ins[s->arg[0]];
+	if (m->op != OP_MATMUL || m->trans_b || m->ty.rank != 3 || u->n[s->arg[0]] != 1 || u->ret[s->arg[0]])
+		return false;
+	ta = &f->ins[m->arg[0]].ty, tb = &f->ins[m->arg[1]].ty;
+	if (ta->rank != 3 || tb->rank != 3 || ta->dim[0] != tb->dim[0] || ta->dim[0] < 2)
+		return false;
+	if ((m->ty.dt != DT_BF16 && m->ty.dt != DT_F16) || ta->dt != m->ty.dt || tb->dt != m->ty.dt || s->ty.dt != m->ty.dt)
+		return false;
+	if (ta->pl.kind == PL_SPLIT && tb->pl.kind == PL_SPLIT)
+		return ta->pl.dim == 0 && tb->pl.dim == 0 && s->ty.pl.kind == PL_PARTIAL && s->ty.pl.red == RED_SUM;
+	return ta->pl.kind == PL_REPL && tb->pl.kind == PL_REPL && s->ty.pl.kind == PL_REPL;
+}
+
+static Type
+ty3(DType dt, int rank, int64_t d0, int64_t d1, int64_t d2, Place pl)
+{
+	Type t = {0};
+	t.dt = dt, t.rank = rank, t.dim[0] = d0, t.dim[1] = d1, t.dim[2] = d2, t.pl = pl;
+	return t;
+}
+
+void
+pass_headsum(Func *f)
+{
+	Uses u = uses(f);
+	bool *fit = xcalloc((size_t)f->nins + 1, sizeof *fit), any = false;
+	Val *prod = xmalloc((size_t)(f->nins + 1) * sizeof *prod); /* a rewritten sum's [S, H] product */
+	Rw w;
+	for (Val v = 0; v < f->nins; v++)
+		any |= fit[v] = headsum_fits(f, v, &u);
+	uses_free(&u);
+	if (!any) {
+		free(fit);
+		return;
+	}
+	rw_begin(&w, f);
+	for (Val v = 0; v < w.old->nins; v++) {
+		const Ins *s = &w.old->ins[v], *m;
+		const Type *ta, *tb;
+		Place split1 = {PL_SPLIT, 1, 0}, split0 = {PL_SPLIT, 0, 0}, repl = {PL_REPL, 0, 0};
+		bool sp;
+		int64_t NB, S, D, H;
+		Ins t, ra, rb, mm, out;
+		Val x;
+		prod[v] = -1;
+		if (!fit[v]) { /* reshape(sum) back to [S, H] (as tp_attn_out's was) is the product itself */
+			if (s->op == OP_RESHAPE && prod[s->arg[0]] >= 0 &&
+			    ty_same_shape(&s->ty, &w.f->ins[prod[s->arg[0]]].ty) && pl_eq(s->ty.pl, w.f->ins[prod[s->arg[0]]].ty.pl))
+				w.map[v] = prod[s->arg[0]];
+			else
+				w.map[v] = rw_copy(&w, v, w.map);
+			continue;
+		}
+		m = &w.old->ins[s->arg[0]];
+		ta = &w.old->ins[m->arg[0]].ty, tb = &w.old->ins[m->arg[1]].ty;
+		sp = ta->pl.kind == PL_SPLIT;
+		NB = ta->dim[0], S = ta->dim[1], D = ta->dim[2], H = tb->dim[2];
+		t = *s, ra = *s, rb = *s, mm = *s, out = *s;
+		t.op = OP_TRANSPOSE, t.narg = 1, t.axis = 0, t.axis2 = 1, t.name = 0, t.autoins = true;
+		t.ty = ty3(s->ty.dt, 3, S, NB, D, sp ? split1 : repl);
+		ra.op = OP_RESHAPE, ra.narg = 1, ra.name = 0, ra.autoins = true;
+		ra.ty = ty3(s->ty.dt, 2, S, NB * D, 0, sp ? split1 : repl);
+		rb = ra;
+		rb.ty = ty3(s->ty.dt, 2, NB * D, H, 0, sp ? split0 : repl);
+		mm.op = OP_MATMUL, mm.narg = 2, mm.name = 0, mm.autoins = true, mm.trans_b = false;
+		mm.ty = ty3(s->ty.dt, 2, S, H, 0, s->ty.pl);
+		out.op = OP_RESHAPE, out.narg = 1; /* the sum's own [1, S, H], its name */
+		x = rw_emit(&w, &t, &w.map[m->arg[0]]);
+		{
+			Val a[2];
+			a[0] = rw_emit(&w, &ra, &x);
+			a[1] = rw_emit(&w, &rb, &w.map[m->arg[1]]);
+			x = rw_emit(&w, &mm, a);
+		}
+		prod[v] = x;
+		w.map[v] = rw_emit(&w, &out, &x);
+	}
+	rw_end(&w);
+	free(prod);
+	free(fit);
+	pass_dce(f);
+}
+
 /* ---- arsplit: all_reduce + local work -> reduce_scatter, the work on
  * 1/P of the data, all_gather ----
  * Every rank otherwise repeats the same work on the whole reduced tensor.
@@ -388,6 +482,7 @@ pass_arsplit(Func *f)
 
 const PassInfo ir_passes[] = {
 	{"autocomm", pass_autocomm, true},
+	{"headsum", pass_headsum, false},
 	{"arsplit", pass_arsplit, false},
 	{"tfold", pass_tfold, false},
 	{"dce", pass_dce, false},
