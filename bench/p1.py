@@ -199,14 +199,13 @@ def _block_case(name, S, H, F=0, NH=0, D=0):
         if name == "tp_mlp":
             return _gelu(t[0] @ t[1]) @ t[2]
         if name == "sp_mlp":
-            return F_.silu(t[0] @ t[1]) @ t[2]
+            return torch.nn.functional.silu(t[0] @ t[1]) @ t[2]
         if name in ("tp_attn_out", "headsum"):
             return out_proj(*t)
         x, wq, wk, wv, wo = t
         q, k, v = (torch.einsum("sh,nhd->nsd", x, w) for w in (wq, wk, wv))
-        return out_proj(F_.scaled_dot_product_attention(q[None], k[None], v[None])[0], wo)
+        return out_proj(torch.nn.functional.scaled_dot_product_attention(q[None], k[None], v[None])[0], wo)
 
-    F_ = F
     if name in ("tp_mlp", "sp_mlp"):
         flops, byts = 4.0 * S * H * F, 2 * (2 * S * H + 2 * H * F)
     elif name in ("tp_attn_out", "headsum"):
