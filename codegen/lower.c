@@ -661,26 +661,55 @@ lower_copy(Low *L, Val group, const int *bl, int nb, int rank, const int64_t *di
 /* A reshape's local elements are its operand's, in the same order (its
  * kernel is a flat copy), so it is a view of the operand's buffer -- no
  * kernel, no 2 x its bytes of HBM traffic -- where nothing needs the
- * kernel: its result is not an op result (the caller's buffer is filled
- * by a kernel), and no block of it waits on or raises a flag (a flag
- * another lane waits for, or a wait a kernel after it would have relied
- * on).  Values are written only by their own producer, so sharing the
- * buffer is safe. */
+ * kernel: no block of it waits on or raises a flag (a flag another lane
+ * waits for, or a wait a kernel after it would have relied on).  Where
+ * the reshape is the op's result, its operand is stored straight into the
+ * caller's buffer instead (into_result), else the copy stays.  Values are
+ * written only by their own producer, so sharing a buffer is safe. */
+static int
+result_count(const Func *f, Val v)
+{
+	int n = 0;
+	for (int i = 0; i < f->nout; i++)
+		n += f->out[i] == v;
+	return n;
+}
+
+/* x may be stored straight into result a's buffer: computed by a kernel
+ * of this op (not an argument, not a collective's result or operand --
+ * those buffers the backends may need in syn_alloc memory), not a result
+ * itself, not already a view. */
+static bool
+into_result(Low *L, Val x)
+{
+	const Func *f = L->f;
+	if (f->ins[x].op == OP_PARAM || ir_ops[f->ins[x].op].cls == OC_COMM || result_count(f, x) || L->lo->alias[x] >= 0)
+		return false;
+	for (Val u = x + 1; u < f->nins; u++)
+		for (int i = 0; i < f->ins[u].narg; i++)
+			if (f->ins[u].arg[i] == x && ir_ops[f->ins[u].op].cls == OC_COMM)
+				return false;
+	return true;
+}
+
 static bool
 reshape_view(Low *L, Val a, const int *bl, int nb)
 {
 	const Func *f = L->f;
 	Val x = f->ins[a].arg[0];
-	for (int i = 0; i < f->nout; i++)
-		if (f->out[i] == a)
-			return false;
+	int res = result_count(f, a);
+	if (res > 1 || (res == 1 && !into_result(L, x)))
+		return false;
 	for (int i = 0; i < nb; i++) {
 		PtxBlock proto = {0};
 		band_flags(L, bl[i], &proto);
 		if (proto.in_flag != PTX_NO_FLAG || proto.out_flag != PTX_NO_FLAG)
 			return false;
 	}
-	L->lo->alias[a] = L->lo->alias[x] >= 0 ? L->lo->alias[x] : x;
+	if (res) /* the result: x's kernel stores into the caller's buffer */
+		L->lo->alias[x] = a;
+	else
+		L->lo->alias[a] = L->lo->alias[x] >= 0 ? L->lo->alias[x] : x;
 	return true;
 }
 

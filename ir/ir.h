@@ -156,6 +156,11 @@ void pass_dce(Func *f);
  * an attention region, whose kernel reads k K-major itself. */
 enum { IR_TFOLD_ALIGN = 8 }; /* elements per row of A and w, and of K, a multiple of this */
 void pass_tfold(Func *f);
+/* solo: at P = 1 every collective is the identity; each becomes a reshape
+ * to its own type, which lowering makes a view of its operand (no kernel,
+ * no comm lane, no SMs held back for one), or the copy into the op's
+ * result where it is one. */
+void pass_solo(Func *f);
 /* headsum: sum(a @ w, 0) over the batch of a batched matmul -- the heads
  * of an attention output projection, a [NB, S, D] @ w [NB, D, H] -- as
  * one matmul contracting NB x D: reshape(transpose(a, 0, 1), [S, NB * D])
