@@ -263,7 +263,7 @@ pass_headsum(Func *f)
 {
 	Uses u = uses(f);
 	bool *fit = xcalloc((size_t)f->nins + 1, sizeof *fit), any = false;
-	Val *prod = xmalloc((size_t)(f->nins + 1) * sizeof *prod); /* a rewritten sum's [S, H] product */
+	Val *prod;
 	Rw w;
 	for (Val v = 0; v < f->nins; v++)
 		any |= fit[v] = headsum_fits(f, v, &u);
@@ -272,6 +272,7 @@ pass_headsum(Func *f)
 		free(fit);
 		return;
 	}
+	prod = xmalloc((size_t)(f->nins + 1) * sizeof *prod); /* a rewritten sum's [S, H] product */
 	rw_begin(&w, f);
 	for (Val v = 0; v < w.old->nins; v++) {
 		const Ins *s = &w.old->ins[v], *m;
