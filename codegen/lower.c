@@ -408,7 +408,7 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 		s.route = L->P;
 		if ((why = ptx_matmul_check(&s)))
 			return refuse_at(L, f->ins[pv].span, "reduce_scatter %%%d cannot be pushed by matmul %%%d (%s); compile "
-			                 "without --push", pv, a, why);
+			                 "with --no-push", pv, a, why);
 		rows_q = ty_local_dim(&f->ins[a].ty, R - 2, L->P) / L->P;
 	}
 	n = xcalloc((size_t)L->P, sizeof(int)); /* after the refusals, which leaked it */
@@ -460,7 +460,7 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 		free(owned);
 		free(n);
 		return refuse(L, "matmul %%%d: its bands give the owners of reduce_scatter's blocks unequal tile counts; "
-		              "compile without --push", a);
+		              "compile with --no-push", a);
 	}
 	if (pv >= 0) {
 		L->pushed[pv] = true;
@@ -1517,8 +1517,8 @@ check_pushed_rows(Low *L)
 					d0 = (int64_t)b->x * kn->route_bm - q * kn->route_rows; /* in slot j: its row in owner q's block */
 					if (d0 < r1 && d0 + kn->route_bm > r0 && (b->out_flag == PTX_NO_FLAG || !waited[b->out_flag]))
 						ok = refuse(L, "chunk %d of the pushed reduce_scatter adds rows %lld..%lld of slot %d before rank "
-						            "%d's tile of rows %lld..%lld there is waited for (a compiler bug; compile without "
-						            "--push)",
+						            "%d's tile of rows %lld..%lld there is waited for (a compiler bug; compile with "
+						            "--no-push)",
 						            s->ch.id, (long long)r0, (long long)r1 - 1, j, j, (long long)d0,
 						            (long long)d0 + kn->route_bm - 1);
 				}
@@ -1562,7 +1562,7 @@ check_pushed(Low *L)
 				if (got[(size_t)q * nf + lo->step[i].wait_flag[w]] != lo->step[i].wait_mult[w]) {
 					ok = false;
 					refuse(L, "chunk %d of the pushed reduce_scatter waits for %llu raises of flag %d, but rank %d "
-					       "gets %llu (a compiler bug; compile without --push)",
+					       "gets %llu (a compiler bug; compile with --no-push)",
 					       lo->step[i].ch.id, (unsigned long long)lo->step[i].wait_mult[w], lo->step[i].wait_flag[w], q,
 					       (unsigned long long)got[(size_t)q * nf + lo->step[i].wait_flag[w]]);
 					break;

@@ -152,9 +152,13 @@ typedef struct CommChunk {
 	 * from send (their matmul's epilogue, raising the flags the step
 	 * waited for), so the chunk only adds them (codegen/lower.c). */
 	int push;
-	/* Nothing computes beside this chunk on its rank (a serial plan): a
-	 * backend running kernels of its own (p2p) may take every SM of the
-	 * rank rather than the SMs kernels leave it (syn_free_sms). */
+	/* The plan puts no compute beside this chunk (a serial plan, whose
+	 * kernels took every SM): a backend running kernels of its own (p2p)
+	 * may take every SM of the rank rather than the SMs kernels leave it
+	 * (syn_free_sms).  A kernel of the plan the chunk does not wait for may
+	 * still be running on the compute lane: they contend for SMs, and
+	 * cannot deadlock, because no kernel of a serial plan waits for a
+	 * collective and the stream-form p2p kernel never waits. */
 	int alone;
 } CommChunk;
 

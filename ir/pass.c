@@ -285,9 +285,10 @@ pass_headsum(Func *f)
 		prod[v] = -1;
 		if (!fit[v]) { /* reshape(sum) back to [S, H] (as tp_attn_out's was) is the product itself */
 			if (s->op == OP_RESHAPE && prod[s->arg[0]] >= 0 &&
-			    ty_same_shape(&s->ty, &w.f->ins[prod[s->arg[0]]].ty) && pl_eq(s->ty.pl, w.f->ins[prod[s->arg[0]]].ty.pl))
+			    ty_same_shape(&s->ty, &w.f->ins[prod[s->arg[0]]].ty) && pl_eq(s->ty.pl, w.f->ins[prod[s->arg[0]]].ty.pl)) {
 				w.map[v] = prod[s->arg[0]];
-			else
+				prod[s->arg[0]] = -1; /* one value: a second such reshape (two results) copies */
+			} else
 				w.map[v] = rw_copy(&w, v, w.map);
 			continue;
 		}

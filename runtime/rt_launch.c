@@ -378,7 +378,7 @@ syn_tmap_encode_at(syn_ctx *c, syn_tmap *m, const char *what, int rank, uint64_t
 		return rt_seterr(c, SYN_EUNSUPPORTED,
 		                 "rank %d: %s: rank %d's copy of the %zu-byte tensor at 0x%llx is not mapped here (or the "
 		                 "tensor is not inside one syn_alloc buffer), so the epilogue cannot store into it; compile "
-		                 "without --push",
+		                 "with --no-push",
 		                 c->rank, what, rank, extent, (unsigned long long)addr);
 	return syn_tmap_encode(c, m, what, s->peer[rank] + (addr - s->base), dt, dims, strides, box);
 }
@@ -404,7 +404,7 @@ syn_routes(syn_ctx *c, const char *what, void *table, int flag, int64_t rows)
 		if (!(rt[q].flags = syn_flag_addr(c, q, flag)))
 			return rt_seterr(c, SYN_EUNSUPPORTED,
 			                 "rank %d: %s: rank %d's flags are not mapped here, so the epilogue cannot raise them; "
-			                 "compile without --push",
+			                 "compile with --no-push",
 			                 c->rank, what, q);
 		if (d != (int32_t)d)
 			return rt_seterr(c, SYN_EARG, "rank %d: %s: a shift of %lld rows", c->rank, what, (long long)d);

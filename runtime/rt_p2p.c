@@ -141,9 +141,10 @@ kernel_flags(syn_ctx *c, const RtP2pPlan *p, uint64_t seq, RtP2pArgs *a)
 /* CTAs of the kernel: the SMs kernels leave the comm backend (at least
  * one), no more than the data needs -- with kflags they wait for the
  * peers, so no more than those SMs, or a kernel beside it could hold the
- * SMs a peer's kernel needs.  A chunk nothing computes beside
+ * SMs a peer's kernel needs.  A chunk the plan puts no compute beside
  * (CommChunk.alone, a serial plan) takes every SM of the rank in the
- * stream form: on 16 SMs a pushed reduce_scatter's local add of 192 MiB
+ * stream form (it never waits, so at worst it contends with a kernel it
+ * does not depend on): on 16 SMs a pushed reduce_scatter's local add of 192 MiB
  * (8192 x 8192 bf16 at P = 2) is bound by the loads 16 SMs keep in flight,
  * not by HBM. */
 static int

@@ -353,6 +353,21 @@ push_only_use(const Func *f, Val x, Val v)
 	return f->ins[a].op == OP_MATMUL;
 }
 
+/* The matmul's operands as TMA reads them (the Hopper kernel, the one that
+ * routes its tiles): rows of whole 16-byte runs as stored on each rank.
+ * A local K of 12 (K = 24 at P = 2) takes the mma.sync kernel, which has
+ * no routed stores, and lowering refused the pushed plan. */
+static bool
+push_tma_rows(const Func *f, Val a)
+{
+	for (int i = 0; i < 2; i++) {
+		const Type *t = &f->ins[f->ins[a].arg[i]].ty;
+		if (t->dt != f->ins[a].ty.dt || ty_local_dim(t, t->rank - 1, f->nranks) % 8)
+			return false;
+	}
+	return true;
+}
+
 bool
 sched_push_of(const BlockGraph *g, const Topo *topo, Val v)
 {
@@ -367,7 +382,7 @@ sched_push_of(const BlockGraph *g, const Topo *topo, Val v)
 		return false;
 	if (ty_local_dim(&f->ins[x].ty, 0, P) % ((int64_t)P * PUSH_TILE_ROWS) || ty_local_dim(&f->ins[x].ty, 1, P) % 8)
 		return false;
-	return push_only_use(f, x, v);
+	return push_only_use(f, x, v) && push_tma_rows(f, f->ins[x].group);
 }
 
 /* A pushed reduce_scatter chunk (sched_push_of): the peers' tiles crossed
