@@ -392,21 +392,37 @@ push_tma_rows(const Func *f, Val a)
 	return true;
 }
 
-bool
-sched_push_of(const BlockGraph *g, const Topo *topo, Val v)
+const char *
+sched_push_why(const BlockGraph *g, const Topo *topo, Val v)
 {
 	const Func *f = g->f;
 	const Ins *in = &f->ins[v];
 	Val x;
 	int P = f->nranks;
-	if (!g->push || in->op != OP_REDUCE_SCATTER || g->choice[v].backend != BE_P2P || (topo && topo->nodes > 1) || P < 2)
-		return false;
+	if (in->op != OP_REDUCE_SCATTER || g->choice[v].backend != BE_P2P || P < 2)
+		return "not a reduce_scatter on p2p";
+	if (!g->push)
+		return "--no-push";
+	if (topo && topo->nodes > 1)
+		return "the ranks are on several nodes";
 	x = in->arg[0];
 	if (f->ins[x].ty.rank != 2 || in->axis != 0 || (f->ins[x].ty.dt != DT_BF16 && f->ins[x].ty.dt != DT_F16))
-		return false;
-	if (ty_local_dim(&f->ins[x].ty, 0, P) % ((int64_t)P * PUSH_TILE_ROWS) || ty_local_dim(&f->ins[x].ty, 1, P) % 8)
-		return false;
-	return push_only_use(f, x, v) && push_tma_rows(f, f->ins[x].group);
+		return "its input is not a 16-bit matrix scattered along its rows";
+	if (ty_local_dim(&f->ins[x].ty, 0, P) % ((int64_t)P * PUSH_TILE_ROWS))
+		return "a rank's rows are not whole 128-row tiles";
+	if (ty_local_dim(&f->ins[x].ty, 1, P) % 8)
+		return "its rows are not whole 16-byte runs";
+	if (!push_only_use(f, x, v))
+		return "its input is not a matmul's only stored value read by it alone";
+	if (!push_tma_rows(f, f->ins[x].group))
+		return "the matmul's operands are not rows of whole 16-byte runs on a rank (no TMA kernel to route the tiles)";
+	return NULL;
+}
+
+bool
+sched_push_of(const BlockGraph *g, const Topo *topo, Val v)
+{
+	return !sched_push_why(g, topo, v);
 }
 
 /* A pushed reduce_scatter chunk (sched_push_of): the peers' tiles crossed

@@ -222,6 +222,7 @@ Plan *sched_plan_for(const Func *f, const SchedOpts *o, const NodeChoice *choice
  * on one node, asked for with --push (not yet the default: see docs/codegen.md). */
 bool sched_push(const Plan *p, Val v);
 bool sched_push_of(const BlockGraph *g, const Topo *topo, Val v); /* the same, before a plan exists */
+const char *sched_push_why(const BlockGraph *g, const Topo *topo, Val v); /* NULL if pushed, else why not */
 bool sched_choice_plannable(const Func *f, const SchedOpts *o, const NodeChoice *ch); /* sched_plan_for may take it */
 void sched_plan_free(Plan *p);
 

@@ -277,6 +277,8 @@ explain_backend(const Plan *p, const SchedOpts *o, Val v, const NodeChoice *c, B
 	buf_printf(b, " (a chunk of %.0f bytes: ", k->bytes);
 	if (sched_push(p, v)) /* its cost is the local add (sched/cost.c push_us) */
 		buf_printf(b, "pushed by its matmul's epilogue, %.1f us after its last tile; read by the peers: ", k->cost);
+	else if (in->op == OP_REDUCE_SCATTER && c->backend == BE_P2P)
+		buf_printf(b, "not pushed: %s; ", sched_push_why(p->g, &p->topo, v));
 	explain_price(o, c->backend, op, k->bytes, p->f->nranks, "", b);
 	for (int be = 0; be < BE_COUNT; be++)
 		if (be != (int)c->backend && backend_ok(o, in, be, p->f->nranks) && !unpriced(o, in, be))
