@@ -2130,7 +2130,9 @@ static void
 perf_cols(void)
 {
 	static const char *const ops[] = {"rmsnorm0", "layernorm0", "softmax0"};
-	static const int64_t sz[][2] = {{8192, 8192}, {8192, 1024}, {50304, 1024}}; /* rows (columns of x), len */
+	/* rows (columns of x), len; the last two reduce vocabulary-wide columns (50304 x 4096 and
+	 * 50257 x 1024 over dim 0: 0.29-0.68 of Inductor from PyTorch, bench/results/2026-12-06-h100-c.md) */
+	static const int64_t sz[][2] = {{8192, 8192}, {8192, 1024}, {50304, 1024}, {4096, 50304}, {1024, 50257}};
 	static const int rbs[] = {0, 16, 32, 64, 128, 256}, cls[] = {1, 2, 4, 8, 0};
 	for (size_t z = 0; z < NELEM(sz); z++) {
 		int64_t rows = sz[z][0], len = sz[z][1];
