@@ -658,47 +658,23 @@ lower_copy(Low *L, Val group, const int *bl, int nb, int rank, const int64_t *di
 	return !L->failed;
 }
 
-/* A reshape's local elements are its operand's, in the same order (its
- * kernel is a flat copy), so it is a view of the operand's buffer -- no
- * kernel, no 2 x its bytes of HBM traffic -- where nothing needs the
- * kernel: no block of it waits on or raises a flag (a flag another lane
- * waits for, or a wait a kernel after it would have relied on).  Where
- * the reshape is the op's result, its operand is stored straight into the
- * caller's buffer instead (into_result), else the copy stays.  Values are
- * written only by their own producer, so sharing a buffer is safe. */
-static int
-result_count(const Func *f, Val v)
-{
-	int n = 0;
-	for (int i = 0; i < f->nout; i++)
-		n += f->out[i] == v;
-	return n;
-}
-
-/* x may be stored straight into result a's buffer: computed by a kernel
- * of this op (not an argument, not a collective's result or operand --
- * those buffers the backends may need in syn_alloc memory), not a result
- * itself, not already a view. */
-static bool
-into_result(Low *L, Val x)
-{
-	const Func *f = L->f;
-	if (f->ins[x].op == OP_PARAM || ir_ops[f->ins[x].op].cls == OC_COMM || result_count(f, x) || L->lo->alias[x] >= 0)
-		return false;
-	for (Val u = x + 1; u < f->nins; u++)
-		for (int i = 0; i < f->ins[u].narg; i++)
-			if (f->ins[u].arg[i] == x && ir_ops[f->ins[u].op].cls == OC_COMM)
-				return false;
-	return true;
-}
-
+/* A reshape's kernel is a flat copy of its operand's local elements, so
+ * where ir_view_reshape allows, it is a view of the operand's buffer (no
+ * kernel, no 2 x its bytes of HBM traffic), or as the op's result the
+ * operand is stored straight into the caller's buffer -- if no block of it
+ * waits on or raises a flag (a flag another lane waits for, or a wait a
+ * kernel after it would have relied on) and the operand is not already a
+ * view.  Values are written only by their own producer, so sharing a
+ * buffer is safe. */
 static bool
 reshape_view(Low *L, Val a, const int *bl, int nb)
 {
 	const Func *f = L->f;
 	Val x = f->ins[a].arg[0];
-	int res = result_count(f, a);
-	if (res > 1 || (res == 1 && !into_result(L, x)))
+	bool res = false;
+	for (int i = 0; i < f->nout; i++)
+		res |= f->out[i] == a;
+	if (!ir_view_reshape(f, a) || (res && L->lo->alias[x] >= 0))
 		return false;
 	for (int i = 0; i < nb; i++) {
 		PtxBlock proto = {0};

@@ -260,6 +260,28 @@ ir_reduce_ew(const Func *f, const Ins *in)
 	return ir_ops[in->op].cls == OC_REDUCE && ty_local_dim(&f->ins[in->arg[0]].ty, in->axis, f->nranks) == 1;
 }
 
+static bool
+read_by_comm(const Func *f, Val v)
+{
+	for (Val u = v + 1; u < f->nins; u++)
+		for (int i = 0; i < f->ins[u].narg; i++)
+			if (f->ins[u].arg[i] == v && ir_ops[f->ins[u].op].cls == OC_COMM)
+				return true;
+	return false;
+}
+
+bool
+ir_view_reshape(const Func *f, Val v)
+{
+	Val x = f->ins[v].arg[0];
+	int res = 0, xres = 0;
+	if (f->ins[v].op != OP_RESHAPE || ir_ops[f->ins[x].op].cls == OC_COMM || read_by_comm(f, v))
+		return false;
+	for (int i = 0; i < f->nout; i++)
+		res += f->out[i] == v, xres += f->out[i] == x;
+	return !res || (res == 1 && !xres && f->ins[x].op != OP_PARAM && !read_by_comm(f, x));
+}
+
 /* ---- the verifier: structural facts every pass must keep ---- */
 
 static bool

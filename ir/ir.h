@@ -135,6 +135,16 @@ int ir_ew_slice(const Func *f, const Ins *in, int i);
  * fuses, bands and lowers as elementwise work, never as a row group (whose
  * rows would be one element long). */
 bool ir_reduce_ew(const Func *f, const Ins *in);
+/* A reshape that can be a view (codegen/lower.c reshape_view; the cost
+ * model prices it at nothing): its local elements are its operand's in
+ * order, so it shares the operand's buffer where no collective produces
+ * the operand or reads the reshape (the comm lane would wait for its
+ * kernel); as the op's result (once), the operand is stored straight into
+ * the caller's buffer instead, which needs an operand computed in the op,
+ * returned no other way, and read by no collective (backends may need
+ * their buffers in syn_alloc memory).  Lowering also needs no flag on its
+ * blocks. */
+bool ir_view_reshape(const Func *f, Val v);
 
 /* ir/pass.c: graph passes, in pipeline order */
 typedef struct PassInfo {

@@ -230,26 +230,6 @@ region_bytes(const Func *f, const Region *r)
 	return n;
 }
 
-/* A reshape lowering makes a view (codegen/lower.c reshape_view): no
- * kernel where no other lane depends on it -- its operand is no
- * collective's result and no collective reads it -- and, as the op's
- * result, where its operand is computed here and returned no other way. */
-static bool
-view_reshape(const Func *f, Val v)
-{
-	Val x = f->ins[v].arg[0];
-	int res = 0, xres = 0;
-	if (f->ins[v].op != OP_RESHAPE || ir_ops[f->ins[x].op].cls == OC_COMM)
-		return false;
-	for (Val u = v + 1; u < f->nins; u++)
-		for (int i = 0; i < f->ins[u].narg; i++)
-			if (f->ins[u].arg[i] == v && ir_ops[f->ins[u].op].cls == OC_COMM)
-				return false;
-	for (int i = 0; i < f->nout; i++)
-		res += f->out[i] == v, xres += f->out[i] == x;
-	return res == 0 || (res == 1 && !xres && f->ins[x].op != OP_PARAM);
-}
-
 static double
 compute_us(const Profile *p, const BlockGraph *g, Blk *b)
 {
@@ -261,7 +241,7 @@ compute_us(const Profile *p, const BlockGraph *g, Blk *b)
 	for (int k = 0; k < b->nout; k++)
 		bytes += region_bytes(f, &b->out[k]);
 	Val mm2 = ir_attn_group(f, b->node);
-	if (view_reshape(f, b->node)) { /* no kernel, no bytes */
+	if (ir_view_reshape(f, b->node)) { /* a view: no kernel, no bytes */
 		b->flops = b->bytes = 0;
 		return 0;
 	}

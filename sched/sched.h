@@ -219,7 +219,8 @@ Plan *sched_plan_for(const Func *f, const SchedOpts *o, const NodeChoice *choice
  * its P slots, locally.  Its input is a 2-D matmul's only stored value,
  * read by nothing else, scattered along its rows in whole 128-row tiles
  * per rank, 16-bit with 16-byte rows (the Hopper kernel's staged tile);
- * on one node, asked for with --push (not yet the default: see docs/codegen.md). */
+ * on one node, unless --no-push (docs/codegen.md); sched_push_why says
+ * why not. */
 bool sched_push(const Plan *p, Val v);
 bool sched_push_of(const BlockGraph *g, const Topo *topo, Val v); /* the same, before a plan exists */
 const char *sched_push_why(const BlockGraph *g, const Topo *topo, Val v); /* NULL if pushed, else why not */
