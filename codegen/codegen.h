@@ -205,7 +205,18 @@ typedef struct PtxRowsSpec {
 	int cluster;                    /* column mode: CTAs of a cluster that split a block's reduced
 	                                   dim (1, 2, 4 or 8), their partials met in distributed
 	                                   shared memory; 0 = chosen from the shape (rows.c) */
+	int group;                      /* column mode: at most this many CTAs (a power of two up to
+	                                   PTX_MAX_GROUP) split a block's reduced dim, their partials
+	                                   met in a global workspace (PtxKernel.work); 0 = chosen from
+	                                   the shape, 1 = none (a caller whose entries wait on flags:
+	                                   see rows.c col_split) */
 } PtxRowsSpec;
+
+enum { PTX_MAX_GROUP = 256 };
+/* The error word's flag for a group barrier that timed out (its CTAs were
+ * not all resident, or one of them left) rather than a flag wait:
+ * runtime/syncrt.h's SYN_ERRW_GROUP (tests/rt/rt_cpu_test.c checks they agree). */
+#define PTX_GROUP_FLAG 0xfffffffeu
 
 /* A TMA tensor map the launcher encodes (cuTensorMapEncodeTiled, 128-byte
  * swizzle, zero fill out of bounds) for every call, from the address of
@@ -235,6 +246,11 @@ typedef struct PtxKernel {
 	int cluster;     /* CTAs per cluster (.reqnctapercluster), 0 or 1 = none: the grid is a
 	                    multiple of it and each cluster, not each CTA, takes an entry */
 	int route;       /* routes of a routed matmul's table (PtxRoute), 0 = none */
+	int group;       /* CTAs per group, at most (ptx_kernel_group), 0 or 1 = none: the kernel takes
+	                    g = min(group, the largest power of two <= the grid), the launcher a grid
+	                    that is a multiple of g, every CTA resident at once (a persistent grid) */
+	int64_t work;    /* bytes of global workspace, zeroed once, that the kernel leaves as it found
+	                    it: the last tensor parameter; 0 = none */
 } PtxKernel;
 
 /* codegen/ptx.c */
@@ -265,6 +281,8 @@ void ptx_emit_ew(Buf *b, const PtxEwSpec *s, PtxKernel *k);
 
 /* codegen/rows.c */
 const char *ptx_rows_check(const PtxRowsSpec *s);
+/* The group of CTAs codegen/rows.c would split each column block over (1: none). */
+int ptx_rows_group_of(const PtxRowsSpec *s);
 /* Column mode: adjacent rows a lane takes in blocks of rb (a vector, 1 to 8). */
 int ptx_rows_col_vec(const PtxRowsSpec *s, int rb);
 void ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k);
@@ -344,6 +362,12 @@ typedef struct Ptx {
 	 * raises flags (is_t0 itself in a kernel without clusters) */
 	int cluster;
 	Reg crank, lead;
+	/* a group kernel (ptx_kernel_group): CTAs per group at most; the group's
+	 * size g and log2 g as this launch has them (crank, lead as above) */
+	int group, group_slots; /* ... and groups at most, each with its slot of the workspace */
+	Reg gsize, glog;
+	Reg gcnt; /* the group's counters in the workspace (the last tensor): arrivals, departures */
+	int ntensors;
 } Ptx;
 
 void ptx_emit(Ptx *p, const char *fmt, ...) PRINTF(2, 3);
@@ -358,6 +382,20 @@ void ptx_kernel_end(Ptx *p);
  * loop's entries together; before ptx_params. */
 void ptx_kernel_cluster(Ptx *p, int n);
 void ptx_cluster_sync(Ptx *p); /* every thread of the cluster: arrive (release), wait (acquire) */
+/* After ptx_kernel_begin: groups of CTAs, up to n (a power of two > 1),
+ * take the entries together and meet through global memory
+ * (ptx_group_wait); g = min(n, the largest power of two <= gridDim.x),
+ * and CTAs past the last whole group, or past `slots` groups, leave at
+ * once.  The last tensor parameter is the workspace, which begins with
+ * two u32 counters per group (p->gcnt); they are 0 when the kernel starts
+ * and when it ends.  Before ptx_params. */
+void ptx_kernel_group(Ptx *p, int n, int slots);
+/* Thread is_t0: arrive at the group barrier whose u32 counter is at cnt
+ * (a global address; release at gpu scope, after a bar.sync that covered
+ * the CTA's stores), then wait until it reaches `target` arrivals (acquire),
+ * or time out as a flag wait does (error word flag PTX_GROUP_FLAG) and set
+ * quit. */
+void ptx_group_wait(Ptx *p, Reg cnt, Reg target, Reg quit);
 void ptx_params(Ptx *p, int ntensors);
 void ptx_loop_begin(Ptx *p);
 void ptx_loop_end(Ptx *p);
@@ -444,6 +482,7 @@ typedef struct LArg {
 } LArg;
 
 enum { LARG_STAGING = -1000000 }; /* below every -1 - result */
+enum { LARG_WORK = -2000000 };    /* kernel `off`'s workspace (PtxKernel.work), its own scratch */
 
 typedef struct LKernel {
 	char name[64];

@@ -33,6 +33,7 @@ typedef struct Bufs {
 	int *stage;  /* per comm step, 2 each: scratch of its packed send, recv (-1 none) */
 	int staging; /* scratch of the multi-node phases' shares (LARG_STAGING), -1 none */
 	size_t staging_bytes; /* every chunk's share, each in its own slot (codegen/lower.c lower_phase) */
+	int *work;   /* per kernel: scratch of its workspace (LARG_WORK), -1 none */
 } Bufs;
 
 static bool
@@ -57,7 +58,7 @@ static Bufs
 buffers(const Lowered *lo)
 {
 	const Func *f = lo->f;
-	Bufs b = {xcalloc((size_t)f->nins + 1, sizeof(BufKind)), xcalloc((size_t)f->nins + 1, sizeof(int)), 0, NULL, -1, 0};
+	Bufs b = {xcalloc((size_t)f->nins + 1, sizeof(BufKind)), xcalloc((size_t)f->nins + 1, sizeof(int)), 0, NULL, -1, 0, NULL};
 	for (int i = 0; i < f->nin; i++)
 		b.kind[f->in[i]] = BK_IN, b.index[f->in[i]] = i;
 	for (int i = 0; i < f->nout; i++)
@@ -82,6 +83,9 @@ buffers(const Lowered *lo)
 	}
 	if (b.staging_bytes)
 		b.staging = b.nscratch++;
+	b.work = xmalloc((size_t)(lo->nkern + 1) * sizeof(int));
+	for (int k = 0; k < lo->nkern; k++) /* zeroed once by syn_alloc; each launch leaves it so */
+		b.work[k] = lo->kern[k].k.work ? b.nscratch++ : -1;
 	return b;
 }
 
@@ -232,6 +236,10 @@ address(Buf *o, const Lowered *lo, const Bufs *b, LArg a)
 	int es;
 	if (a.v == LARG_STAGING) {
 		buf_printf(o, "(char *)st->scratch[%d] + %lldu", b->staging, (long long)a.off); /* bytes */
+		return;
+	}
+	if (a.v == LARG_WORK) {
+		buf_printf(o, "(char *)st->scratch[%d]", b->work[a.off]);
 		return;
 	}
 	if (a.v < 0) { /* result -1 - v's own buffer */
@@ -627,6 +635,9 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 			                                             ty_dtypes[lo->step[i / 2].ch.dt].size));
 	if (b.staging >= 0)
 		buf_printf(o, "%zuu, ", b.staging_bytes);
+	for (int k = 0; k < lo->nkern; k++)
+		if (b.work[k] >= 0)
+			buf_printf(o, "%lluu, ", (unsigned long long)lo->kern[k].k.work);
 	buf_printf(o, "%s};\n\n", b.nscratch ? "" : "0");
 	buf_printf(o, "typedef struct {\n\tuint64_t calls;\n\tsyn_kernel *k[%d];\n\tvoid *blocks[%d];\n\tvoid *scratch[%d];\n} %s_state;\n\n",
 	           lo->nkern ? lo->nkern : 1, lo->nkern ? lo->nkern : 1, b.nscratch ? b.nscratch : 1, id);
@@ -724,6 +735,10 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 			buf_printf(o, "\t\tif (grid[0] > nblocks * %du)\n\t\t\tgrid[0] = nblocks * %du;\n"
 			              "\t\tif ((r = syn_grid_cluster(ctx, st->k[%d], %d, %d, %d, &grid[0])))\n\t\t\treturn r;\n",
 			           kn->k.cluster, kn->k.cluster, k, kn->k.threads, kn->k.smem, kn->k.cluster);
+		else if (kn->k.group > 1) /* a group of g takes each entry: g the most the grid holds */
+			buf_printf(o, "\t\tif (grid[0] > nblocks * %du)\n\t\t\tgrid[0] = nblocks * %du;\n"
+			              "\t\tfor (unsigned g = %du;; g /= 2)\n\t\t\tif (g <= grid[0]) {\n\t\t\t\tgrid[0] -= grid[0] %% g;\n\t\t\t\tbreak;\n\t\t\t}\n",
+			           kn->k.group, kn->k.group, kn->k.group);
 		else
 			buf_printf(o, "\t\tif (grid[0] > nblocks)\n\t\t\tgrid[0] = nblocks;\n");
 		buf_printf(o, "\t\tif ((r = syn_launch(ctx, st->k[%d], grid, block, %d, prm)))\n\t\t\treturn r;\n\t}\n", k, kn->k.smem);
@@ -765,6 +780,7 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 	free(b.kind);
 	free(b.index);
 	free(b.stage);
+	free(b.work);
 }
 
 /* The launcher (.c) and header (.h) of a file's ops; `ptx` is the module

@@ -971,16 +971,22 @@ row_entries(Low *L, LKernel *k, const RowGroup *rg, const int *bl, int nb, int r
 
 /* Rows per block-list entry: a divisor of every band's first row; strided
  * rows (a first-dim reduction) a power of two up to 256, fewer where that
- * leaves under 256 blocks; rows with a CTA each, one; else up to 8. */
+ * leaves under 256 blocks -- or, split over a group of CTAs (grouped),
+ * up to 128: the group keeps every SM busy, and 128 bf16 rows are 256
+ * contiguous bytes of each reduced step, where 16 rows (the old rule at
+ * 4096 columns) were one sector (rmsnorm over dim 0 of 50304 x 4096:
+ * 0.62 ms in blocks of 16, 0.43 in blocks of 128 over 8 CTAs, 0.47 in
+ * blocks of 64; bench/results/2026-12-06-cols-h100-d.md); rows with a CTA
+ * each, one; else up to 8. */
 static int
-rows_per_block(const PtxRowsSpec *s, int64_t g)
+rows_per_block(const PtxRowsSpec *s, int64_t g, bool grouped)
 {
 	int rb;
 	g = gcd(g, s->rows);
 	if (s->in[0].stride[1] > 1 && s->in[0].stride[0] == 1) {
 		/* up to 32 lanes of up to 8 rows each */
-		rb = 256;
-		while (rb > 1 && ((rb > 8 && s->rows / rb < 256) || g % rb || rb / ptx_rows_col_vec(s, rb) > 32))
+		rb = grouped ? 128 : 256;
+		while (rb > 1 && ((!grouped && rb > 8 && s->rows / rb < 256) || g % rb || rb / ptx_rows_col_vec(s, rb) > 32))
 			rb /= 2;
 		return rb;
 	}
@@ -995,6 +1001,17 @@ rows_per_block(const PtxRowsSpec *s, int64_t g)
 	while (rb > 1 && g % rb)
 		rb--;
 	return rb;
+}
+
+/* Does an entry of the kernel, on any rank, wait on a flag? */
+static bool
+rows_waits(const Low *L, const LKernel *k, const int *n)
+{
+	for (int r = 0; r < L->P; r++)
+		for (int i = 0; i < n[r]; i++)
+			if (k->blocks[r][i].in_flag != PTX_NO_FLAG)
+				return true;
+	return false;
 }
 
 static bool
@@ -1031,7 +1048,11 @@ lower_rows(Low *L, Val a, const int *bl, int nb)
 		if (f->ins[m].group == a && !f->ins[m].internal)
 			k->arg[k->narg++] = arg(m, 0, 0);
 	row_entries(L, k, &rg, bl, nb, 1, n, &g);
-	s.rows_per_block = rows_per_block(&s, g);
+	if (rows_waits(L, k, n) || L->p->share_sms) /* kernels beside it: see rows.c col_split */
+		s.group = 1;
+	s.rows_per_block = rows_per_block(&s, g, s.group != 1);
+	if (s.group != 1 && ptx_rows_group_of(&s) <= 1) /* no group after all: the blocks that fill the GPU alone */
+		s.rows_per_block = rows_per_block(&s, g, false);
 	{
 		const char *bad = ptx_rows_check(&s);
 		if (bad) {
@@ -1041,6 +1062,8 @@ lower_rows(Low *L, Val a, const int *bl, int nb)
 	}
 	row_entries(L, k, &rg, bl, nb, s.rows_per_block, n, NULL);
 	ptx_emit_rows(&L->lo->ptx, &s, &k->k);
+	if (k->k.group > 1) /* its workspace, the last tensor */
+		k->arg[k->narg++] = (LArg){LARG_WORK, k - L->lo->kern, 0};
 	ok = finish_entries(L, k, n);
 out:
 	free(stage_of);

@@ -24,6 +24,7 @@ enum {
 	SPIN_CAP_NS = 1024,  /* back-off cap: a released flag is seen within ~1 us */
 	SPIN_CLOCK_MASK = 63,  /* the clock every 64th spin (~64 us) */
 	SPIN_ERR_MASK = 4095,  /* the error word every 4096th (~4 ms): see ptx_flag_wait */
+	GROUP_CAP_NS = 128,    /* back-off cap of a group barrier (ptx_group_wait) */
 };
 
 const char *const ptx_param_names[PTX_NPARAM] = {
@@ -195,6 +196,67 @@ ptx_kernel_end(Ptx *p)
 
 #define R(r) ptx_rn(p, r)
 
+/* A spin loop's labels and registers: the body at `spin` (a nanosleep and
+ * one poll), n counting spins, start when waiting began, fi the flag the
+ * error word names; q, e, old, low, v scratch.  Allocated by the waits in
+ * one order (so their kernels' PTX stays as it was before spin_tail). */
+typedef struct Spin {
+	int spin, giveup, clock;
+	Reg n, start, fi, q, e, old, low, v;
+} Spin;
+
+/* The tail of a spin loop: with a timeout, every SPIN_CLOCK_MASK+1 spins
+ * the clock and every SPIN_ERR_MASK+1 the error word; past the timeout the
+ * first CTA claims the error word {1, fi, blk, site}; then quit is set. */
+static void
+spin_tail(Ptx *p, const Spin *w, Reg quit)
+{
+	Reg err = p->param[3], timeout = p->param[4];
+
+	ptx_emit(p, "setp.eq.u64 %s, %s, 0;", R(w->q), R(timeout));
+	ptx_emit(p, "@%s bra $L%d;", R(w->q), w->spin);
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(w->n), R(w->n));
+	ptx_emit(p, "and.b32 %s, %s, %d;", R(w->low), R(w->n), SPIN_CLOCK_MASK);
+	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(w->q), R(w->low));
+	ptx_emit(p, "@%s bra $L%d;", R(w->q), w->spin);
+	/* Another CTA already failed: what we wait for may never come. */
+	ptx_emit(p, "and.b32 %s, %s, %d;", R(w->low), R(w->n), SPIN_ERR_MASK);
+	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(w->q), R(w->low));
+	ptx_emit(p, "@%s bra $L%d;", R(w->q), w->clock);
+	ptx_emit(p, "ld.relaxed.sys.global.u64 %s, [%s];", R(w->e), R(err));
+	ptx_emit(p, "setp.ne.u64 %s, %s, 0;", R(w->q), R(w->e));
+	ptx_emit(p, "@%s bra $L%d;", R(w->q), w->giveup);
+	ptx_place(p, w->clock);
+	ptx_emit(p, "mov.u64 %s, %%globaltimer;", R(w->v));
+	ptx_emit(p, "sub.u64 %s, %s, %s;", R(w->v), R(w->v), R(w->start));
+	ptx_emit(p, "setp.lt.u64 %s, %s, %s;", R(w->q), R(w->v), R(timeout));
+	ptx_emit(p, "@%s bra $L%d;", R(w->q), w->spin);
+	/* the error word is libsyncrt's u32[4] {code, flag, block, site}: the
+	 * first CTA to time out claims word 0, then fills in the rest */
+	ptx_emit(p, "atom.relaxed.sys.global.cas.b32 %s, [%s], 0, 1;", R(w->old), R(err));
+	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(w->q), R(w->old));
+	ptx_emit(p, "@%s bra $L%d;", R(w->q), w->giveup);
+	ptx_emit(p, "st.relaxed.sys.global.u32 [%s+4], %s;", R(err), R(w->fi));
+	ptx_emit(p, "st.relaxed.sys.global.u32 [%s+8], %s;", R(err), R(p->blk));
+	ptx_emit(p, "st.relaxed.sys.global.u32 [%s+12], %s;", R(err), R(p->param[7]));
+	ptx_place(p, w->giveup);
+	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(quit), R(p->tid), R(p->tid)); /* true */
+}
+
+/* Labels and registers in the order ptx_flag_wait always took them. */
+static Spin
+spin_new(Ptx *p, int *waited, Reg *ep, Reg *fa, Reg *ns)
+{
+	Spin w;
+	*waited = ptx_label(p);
+	w.spin = ptx_label(p), w.giveup = ptx_label(p), w.clock = ptx_label(p);
+	w.fi = ptx_reg(p, RC_B32), *ep = ptx_reg(p, RC_B64), *fa = ptx_reg(p, RC_B64);
+	w.v = ptx_reg(p, RC_B64), w.start = ptx_reg(p, RC_B64), *ns = ptx_reg(p, RC_B32);
+	w.q = ptx_reg(p, RC_PRED), w.e = ptx_reg(p, RC_B64), w.old = ptx_reg(p, RC_B32);
+	w.n = ptx_reg(p, RC_B32), w.low = ptx_reg(p, RC_B32);
+	return w;
+}
+
 /* Thread 0 waits for the block's input flag: acquire loads at system scope
  * (the producer may be an NCCL kernel in another memory-sync domain, a copy
  * engine, or another GPU), nanosleep back-off doubling to ~1 us, and a
@@ -210,64 +272,67 @@ ptx_kernel_end(Ptx *p)
 void
 ptx_flag_wait(Ptx *p, Reg quit)
 {
-	int waited = ptx_label(p), spin = ptx_label(p), giveup = ptx_label(p), clock = ptx_label(p);
-	Reg fi = ptx_reg(p, RC_B32), ep = ptx_reg(p, RC_B64), fa = ptx_reg(p, RC_B64);
-	Reg v = ptx_reg(p, RC_B64), start = ptx_reg(p, RC_B64), ns = ptx_reg(p, RC_B32);
-	Reg q = ptx_reg(p, RC_PRED), e = ptx_reg(p, RC_B64), old = ptx_reg(p, RC_B32);
-	Reg n = ptx_reg(p, RC_B32), low = ptx_reg(p, RC_B32);
-	Reg flags = p->param[2], err = p->param[3], timeout = p->param[4];
+	int waited;
+	Reg ep, fa, ns;
+	Spin w = spin_new(p, &waited, &ep, &fa, &ns);
+	Reg flags = p->param[2];
 
 	ptx_emit(p, "setp.ne.u32 %s, %s, %s;", R(quit), R(p->tid), R(p->tid)); /* false */
 	ptx_emit(p, "@!%s bra $L%d;", R(p->is_t0), waited);
-	ptx_emit(p, "ld.global.nc.u32 %s, [%s+12];", R(fi), R(p->entry));
-	ptx_emit(p, "setp.eq.u32 %s, %s, %u;", R(q), R(fi), PTX_NO_FLAG);
-	ptx_emit(p, "@%s bra $L%d;", R(q), waited);
+	ptx_emit(p, "ld.global.nc.u32 %s, [%s+12];", R(w.fi), R(p->entry));
+	ptx_emit(p, "setp.eq.u32 %s, %s, %u;", R(w.q), R(w.fi), PTX_NO_FLAG);
+	ptx_emit(p, "@%s bra $L%d;", R(w.q), waited);
 	ptx_emit(p, "ld.global.nc.u64 %s, [%s+16];", R(ep), R(p->entry));
 	ptx_emit(p, "mul.lo.u64 %s, %s, %s;", R(ep), R(ep), R(p->param[6])); /* this call's target */
-	ptx_emit(p, "mad.wide.u32 %s, %s, 8, %s;", R(fa), R(fi), R(flags));
-	ptx_emit(p, "ld.acquire.sys.global.u64 %s, [%s];", R(v), R(fa));
-	ptx_emit(p, "sub.u64 %s, %s, %s;", R(v), R(v), R(ep));
-	ptx_emit(p, "setp.ge.s64 %s, %s, 0;", R(q), R(v));
-	ptx_emit(p, "@%s bra $L%d;", R(q), waited);
-	ptx_emit(p, "mov.u64 %s, %%globaltimer;", R(start));
+	ptx_emit(p, "mad.wide.u32 %s, %s, 8, %s;", R(fa), R(w.fi), R(flags));
+	ptx_emit(p, "ld.acquire.sys.global.u64 %s, [%s];", R(w.v), R(fa));
+	ptx_emit(p, "sub.u64 %s, %s, %s;", R(w.v), R(w.v), R(ep));
+	ptx_emit(p, "setp.ge.s64 %s, %s, 0;", R(w.q), R(w.v));
+	ptx_emit(p, "@%s bra $L%d;", R(w.q), waited);
+	ptx_emit(p, "mov.u64 %s, %%globaltimer;", R(w.start));
 	ptx_emit(p, "mov.u32 %s, %d;", R(ns), SPIN_FIRST_NS);
-	ptx_emit(p, "mov.u32 %s, 0;", R(n));
-	ptx_place(p, spin);
+	ptx_emit(p, "mov.u32 %s, 0;", R(w.n));
+	ptx_place(p, w.spin);
 	ptx_emit(p, "nanosleep.u32 %s;", R(ns));
 	ptx_emit(p, "shl.b32 %s, %s, 1;", R(ns), R(ns));
 	ptx_emit(p, "min.u32 %s, %s, %d;", R(ns), R(ns), SPIN_CAP_NS);
-	ptx_emit(p, "ld.acquire.sys.global.u64 %s, [%s];", R(v), R(fa));
-	ptx_emit(p, "sub.u64 %s, %s, %s;", R(v), R(v), R(ep));
-	ptx_emit(p, "setp.ge.s64 %s, %s, 0;", R(q), R(v));
-	ptx_emit(p, "@%s bra $L%d;", R(q), waited);
-	ptx_emit(p, "setp.eq.u64 %s, %s, 0;", R(q), R(timeout));
-	ptx_emit(p, "@%s bra $L%d;", R(q), spin);
-	ptx_emit(p, "add.u32 %s, %s, 1;", R(n), R(n));
-	ptx_emit(p, "and.b32 %s, %s, %d;", R(low), R(n), SPIN_CLOCK_MASK);
-	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(low));
-	ptx_emit(p, "@%s bra $L%d;", R(q), spin);
-	/* Another CTA already failed: what we wait for may never come. */
-	ptx_emit(p, "and.b32 %s, %s, %d;", R(low), R(n), SPIN_ERR_MASK);
-	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(low));
-	ptx_emit(p, "@%s bra $L%d;", R(q), clock);
-	ptx_emit(p, "ld.relaxed.sys.global.u64 %s, [%s];", R(e), R(err));
-	ptx_emit(p, "setp.ne.u64 %s, %s, 0;", R(q), R(e));
-	ptx_emit(p, "@%s bra $L%d;", R(q), giveup);
-	ptx_place(p, clock);
-	ptx_emit(p, "mov.u64 %s, %%globaltimer;", R(v));
-	ptx_emit(p, "sub.u64 %s, %s, %s;", R(v), R(v), R(start));
-	ptx_emit(p, "setp.lt.u64 %s, %s, %s;", R(q), R(v), R(timeout));
-	ptx_emit(p, "@%s bra $L%d;", R(q), spin);
-	/* the error word is libsyncrt's u32[4] {code, flag, block, site}: the
-	 * first CTA to time out claims word 0, then fills in the rest */
-	ptx_emit(p, "atom.relaxed.sys.global.cas.b32 %s, [%s], 0, 1;", R(old), R(err));
-	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(old));
-	ptx_emit(p, "@%s bra $L%d;", R(q), giveup);
-	ptx_emit(p, "st.relaxed.sys.global.u32 [%s+4], %s;", R(err), R(fi));
-	ptx_emit(p, "st.relaxed.sys.global.u32 [%s+8], %s;", R(err), R(p->blk));
-	ptx_emit(p, "st.relaxed.sys.global.u32 [%s+12], %s;", R(err), R(p->param[7]));
-	ptx_place(p, giveup);
-	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(quit), R(p->tid), R(p->tid)); /* true */
+	ptx_emit(p, "ld.acquire.sys.global.u64 %s, [%s];", R(w.v), R(fa));
+	ptx_emit(p, "sub.u64 %s, %s, %s;", R(w.v), R(w.v), R(ep));
+	ptx_emit(p, "setp.ge.s64 %s, %s, 0;", R(w.q), R(w.v));
+	ptx_emit(p, "@%s bra $L%d;", R(w.q), waited);
+	spin_tail(p, &w, quit);
+	ptx_place(p, waited);
+}
+
+/* The other CTAs of a group are resident and on the same entry, so their
+ * arrivals come within microseconds: a short back-off (GROUP_CAP_NS), at
+ * gpu scope (every writer is a CTA of this kernel). */
+void
+ptx_group_wait(Ptx *p, Reg cnt, Reg target, Reg quit)
+{
+	int waited;
+	Reg ep, fa, ns, c;
+	Spin w = spin_new(p, &waited, &ep, &fa, &ns);
+
+	c = ptx_reg(p, RC_B32);
+	ptx_emit(p, "setp.ne.u32 %s, %s, %s;", R(quit), R(p->tid), R(p->tid)); /* false */
+	ptx_emit(p, "@!%s bra $L%d;", R(p->is_t0), waited);
+	ptx_emit(p, "red.release.gpu.global.add.u32 [%s], 1;", R(cnt));
+	ptx_emit(p, "ld.acquire.gpu.global.u32 %s, [%s];", R(c), R(cnt));
+	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(w.q), R(c), R(target));
+	ptx_emit(p, "@%s bra $L%d;", R(w.q), waited);
+	ptx_emit(p, "mov.u64 %s, %%globaltimer;", R(w.start));
+	ptx_emit(p, "mov.u32 %s, %d;", R(ns), SPIN_FIRST_NS);
+	ptx_emit(p, "mov.u32 %s, 0;", R(w.n));
+	ptx_emit(p, "mov.u32 %s, %u;", R(w.fi), PTX_GROUP_FLAG);
+	ptx_place(p, w.spin);
+	ptx_emit(p, "nanosleep.u32 %s;", R(ns));
+	ptx_emit(p, "shl.b32 %s, %s, 1;", R(ns), R(ns));
+	ptx_emit(p, "min.u32 %s, %s, %d;", R(ns), R(ns), GROUP_CAP_NS);
+	ptx_emit(p, "ld.acquire.gpu.global.u32 %s, [%s];", R(c), R(cnt));
+	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(w.q), R(c), R(target));
+	ptx_emit(p, "@%s bra $L%d;", R(w.q), waited);
+	spin_tail(p, &w, quit);
 	ptx_place(p, waited);
 }
 
@@ -299,6 +364,9 @@ ptx_trace_stamp(Ptx *p, int which)
 	ptx_place(p, skip);
 }
 
+static void group_params(Ptx *p);
+static void group_leave(Ptx *p);
+
 /* Parameters into registers, and the registers every kernel has. */
 void
 ptx_params(Ptx *p, int ntensors)
@@ -312,6 +380,7 @@ ptx_params(Ptx *p, int ntensors)
 	for (int i = 0; i < PTX_NPARAM; i++)
 		if (i == 0 || i == 2 || i == 3)
 			ptx_emit(p, "cvta.to.global.u64 %s, %s;", R(p->param[i]), R(p->param[i]));
+	p->ntensors = ntensors;
 	for (int i = 0; i < ntensors; i++) {
 		p->tensor[i] = ptx_reg(p, RC_B64);
 		ptx_emit(p, "ld.param.u64 %s, [t%d];", R(p->tensor[i]), i);
@@ -336,6 +405,60 @@ ptx_params(Ptx *p, int ntensors)
 		return;
 	}
 	ptx_emit(p, "mov.u32 %s, %%ctaid.x;", R(p->blk));
+	if (p->group > 1)
+		group_params(p);
+}
+
+/* A group kernel's CTA: the group's size g this launch (the most a grid
+ * of whole groups allows), its rank in the group and the group's id, which
+ * takes the entries; a CTA past the last whole group leaves. */
+static void
+group_params(Ptx *p)
+{
+	Reg n = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED), t = ptx_reg(p, RC_B32);
+	p->crank = ptx_reg(p, RC_B32);
+	p->lead = ptx_reg(p, RC_PRED);
+	p->gsize = ptx_reg(p, RC_B32);
+	p->glog = ptx_reg(p, RC_B32);
+	ptx_emit(p, "mov.u32 %s, %%nctaid.x;", R(n));
+	ptx_emit(p, "bfind.u32 %s, %s;", R(p->glog), R(n));
+	ptx_emit(p, "min.u32 %s, %s, %d;", R(p->glog), R(p->glog), ptx_ilog2(p->group));
+	ptx_emit(p, "shl.b32 %s, 1, %s;", R(p->gsize), R(p->glog));
+	ptx_emit(p, "sub.u32 %s, %s, 1;", R(t), R(p->gsize));
+	ptx_emit(p, "and.b32 %s, %s, %s;", R(p->crank), R(p->blk), R(t));
+	ptx_emit(p, "shr.u32 %s, %s, %s;", R(p->blk), R(p->blk), R(p->glog));
+	ptx_emit(p, "shr.u32 %s, %s, %s;", R(n), R(n), R(p->glog));
+	ptx_emit(p, "min.u32 %s, %s, %d;", R(n), R(n), p->group_slots);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(p->blk), R(n));
+	ptx_emit(p, "@%s ret;", R(q));
+	ptx_emit(p, "setp.eq.and.u32 %s, %s, 0, %s;", R(p->lead), R(p->crank), R(p->is_t0));
+	p->gcnt = ptx_reg(p, RC_B64);
+	ptx_emit(p, "mad.wide.u32 %s, %s, 8, %s;", R(p->gcnt), R(p->blk), R(p->tensor[p->ntensors - 1]));
+}
+
+/* At the loop's end, thread 0 of each of the group's CTAs: the last to
+ * leave puts the group's counters back to 0 for the next launch -- when
+ * every CTA has left, none reads them again. */
+static void
+group_leave(Ptx *p)
+{
+	Reg old = ptx_reg(p, RC_B32), last = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED);
+	int skip = ptx_label(p);
+	ptx_emit(p, "@!%s bra $L%d;", R(p->is_t0), skip);
+	ptx_emit(p, "atom.relaxed.gpu.global.add.u32 %s, [%s+4], 1;", R(old), R(p->gcnt));
+	ptx_emit(p, "sub.u32 %s, %s, 1;", R(last), R(p->gsize));
+	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(q), R(old), R(last));
+	ptx_emit(p, "@%s st.relaxed.gpu.global.u32 [%s], 0;", R(q), R(p->gcnt));
+	ptx_emit(p, "@%s st.relaxed.gpu.global.u32 [%s+4], 0;", R(q), R(p->gcnt));
+	ptx_place(p, skip);
+}
+
+void
+ptx_kernel_group(Ptx *p, int n, int slots)
+{
+	ASSERT(n > 1 && !(n & (n - 1)) && n <= PTX_MAX_GROUP && p->cluster <= 1 && slots >= 1);
+	p->group = n;
+	p->group_slots = slots;
 }
 
 void
@@ -464,6 +587,8 @@ void
 ptx_next_entry(Ptx *p, Reg n, int loop)
 {
 	ptx_emit(p, "mov.u32 %s, %s;", R(n), p->cluster > 1 ? "%nclusterid.x" : "%nctaid.x");
+	if (p->group > 1) /* the groups */
+		ptx_emit(p, "shr.u32 %s, %s, %s;", R(n), R(n), R(p->glog));
 	ptx_emit(p, "add.u32 %s, %s, %s;", R(p->blk), R(p->blk), R(n));
 	ptx_emit(p, "bra $L%d;", loop);
 }
@@ -483,6 +608,8 @@ ptx_loop_end(Ptx *p)
 	ptx_place(p, p->lbl_done);
 	if (p->cluster > 1) /* no CTA leaves while a peer may still read its shared memory */
 		ptx_cluster_sync(p);
+	if (p->group > 1)
+		group_leave(p);
 	ptx_emit(p, "ret;");
 }
 

@@ -41,6 +41,12 @@ enum { ROW_WARPS = 8, ROW_DEFAULT_BLOCK = 8, COL_WARPS = 16, COL_UNROLL = 4, COL
  * vectors per thread, CTA_MAX_WORDS registers of them per thread at 1024
  * threads (64 registers is all a thread of a 1024-thread CTA gets). */
 enum { CTA_MIN_LEN = PTX_ROWS_CTA_LEN, CTA_MAX_U = 8, CTA_MAX_WORDS = 32 };
+/* Groups: resident CTAs of 512 threads a GPU is sized for (H100 and H200:
+ * 132 SMs x 4; 1024 leaves room for larger parts), and partials each
+ * thread of the combine loads at once. */
+enum { GROUP_CTAS = 1024, GROUP_UNROLL = 4, GROUP_L2_MAX = 64 };
+#define COL_L2_BUDGET ((int64_t)16 << 20) /* bytes of blocks in flight that L2 keeps between stages */
+enum { COL_RESIDENT = 2 * 132 }; /* column-mode CTAs resident on an H100 or H200 (.minnctapersm 2) */
 
 static const struct {
 	int op;
@@ -86,6 +92,9 @@ ptx_rows_check(const PtxRowsSpec *s)
 		return "rows: strided rows take a power of two rows per block, at most 32 lanes of them (a lane takes up to 8)";
 	if (s->cluster && (s->cluster & (s->cluster - 1) || s->cluster > 8 || (s->cluster > 1 && (!rows_colmode(s) || s->nstage < 1))))
 		return "rows: a cluster of 1, 2, 4 or 8 CTAs, and more than 1 only for strided rows with a stage";
+	if (s->group < 0 || s->group > PTX_MAX_GROUP || (s->group & (s->group - 1)) ||
+	    (s->group > 1 && (!rows_colmode(s) || s->nstage < 1 || s->cluster > 1)))
+		return "rows: a group of a power of two CTAs up to 256, more than 1 only for strided rows with a stage and no cluster";
 	for (int i = 0; i < s->nin + s->nout; i++) {
 		const PtxTensor *t = i < s->nin ? &s->in[i] : &s->out[i - s->nin];
 		if ((int)t->dt < 0 || t->dt >= DT_COUNT || t->stride[0] < 0 || t->stride[1] < 0 ||
@@ -119,6 +128,13 @@ typedef struct Rows {
 	Reg rin, slice;   /* column mode: this thread's row in the block, its slice of the length */
 	int rb, nsl;      /* column mode: rows per block, slices of the cluster (of the CTA without one) */
 	int ncl;          /* column mode: CTAs of the cluster that share a block (1: no cluster) */
+	int grp;          /* column mode: CTAs of a group that share a block, at most (1: no group) */
+	Reg nslr;         /* group: slices of the group (the group's size is the launch's) */
+	Reg gpart, gcur;  /* group: the group's partials in the workspace, and this entry's set */
+	Reg gbase, gent;  /* group: the barriers passed before this entry, entries done */
+	int gbar;         /* group: barriers of this entry emitted so far (col_group_barrier) */
+	bool mom[PTX_MAX_STAGES]; /* column mode: stages k and k + 1 are a mean and its variance (col_moments) */
+	int planes;       /* column mode: planes of the warps' partials in shared memory (1, 3 with moments) */
 	int cv, lc;       /* column mode: rows per lane (a vector), lanes across the block */
 	Reg colres[PTX_MAX_STAGES][8], colrcp[PTX_MAX_STAGES][8]; /* column mode: each of the lane's rows' stage results */
 	bool cta;         /* CTA mode: a row per CTA, its streamed inputs held in registers */
@@ -357,12 +373,14 @@ row_pointers(Rows *r)
 }
 
 /* Column mode: shared memory is COL_WARPS x rb partial results (each
- * stage's in turn), then rb finished rows per stage, then in a cluster rb
- * exchanged partials per stage. */
+ * stage's in turn; three planes of them where a mean and its variance are
+ * reduced in one pass, col_moments), then rb finished rows per stage,
+ * then in a cluster rb exchanged partials per stage (in a group, the rows
+ * combined from the group's partials). */
 static int
-col_smem(int rb, int nstage, int ncl)
+col_smem(int rb, int nstage, int split, int planes)
 {
-	return (COL_WARPS + nstage + (ncl > 1 ? nstage : 0)) * rb * 4;
+	return (planes * COL_WARPS + nstage + (split > 1 ? nstage : 0)) * rb * 4;
 }
 
 /* CTAs a column block is split over: a block is rb rows of the whole
@@ -400,11 +418,75 @@ col_cluster(const PtxRowsSpec *s, int rb, int nsl)
 	return bytes * (s->len / 4) > 64 * 1024 && s->len / 8 >= 2 * (int64_t)nsl * COL_UNROLL ? 8 : 1;
 }
 
+/* How a column block is split: over a cluster (ncl), over a group (grp),
+ * or neither.  A cluster holds 8 CTAs at most: with 8 the blocks in flight
+ * still overflowed L2 where the reduced length is long, so every stage
+ * after the first reread HBM (0.29-0.68 of Inductor at 50304 x 4096 and
+ * 50257 x 1024, bench/results/2026-12-06-h100-c.md).  A group meets
+ * through a workspace in global memory (L2) instead, and measured on one
+ * H100 (bench/results/2026-12-06-cols-h100-d.md) two sizes pay:
+ *  - L2: the fewest CTAs that keep the blocks in flight (COL_RESIDENT
+ *    CTAs over the group's size) under COL_L2_BUDGET, while that is at
+ *    most GROUP_L2_MAX (8192 x 8192 in blocks of 128: 32 CTAs, layernorm
+ *    0.194 -> 0.172-0.187 ms);
+ *  - else enough groups of CTAs that every block is in flight at once
+ *    (50304 x 4096 in blocks of 128: 8 CTAs, 0.97 -> 0.57 ms; 50257 x
+ *    1024: 32 CTAs, 0.61 -> 0.15 ms), though each stage rereads HBM: every
+ *    larger group, which L2 would hold, lost more to its barriers than it
+ *    saved (128 CTAs: 0.58 ms).
+ * Groups need every CTA resident at once, which a persistent grid is
+ * unless kernels run beside it: a caller whose entries wait on flags
+ * asks for none (spec.group 1), and keeps the cluster rule. */
+static void
+col_split(const PtxRowsSpec *s, int rb, int nsl, int *ncl, int *grp)
+{
+	int64_t bytes = 0, nblocks = (s->rows + rb - 1) / rb, want;
+	*ncl = *grp = 1;
+	if (s->group > 1) {
+		*grp = s->group;
+		return;
+	}
+	if (s->cluster || s->group == 1) {
+		*ncl = col_cluster(s, rb, nsl);
+		return;
+	}
+	for (int i = 0; i < s->nin; i++)
+		if (s->in[i].stride[0] && s->in[i].stride[1]) /* the block's own elements */
+			bytes += (int64_t)rb * ptx_dtypes[s->in[i].dt].size * s->len;
+	/* the whole input in L2 at once: nothing to keep there, and the
+	 * barriers only cost (x of 1024 x 8192 over dim 0, 16 MiB: layernorm
+	 * 0.0145 ms a CTA a block, 0.0175 in groups of 4) */
+	if (bytes * nblocks <= COL_L2_BUDGET) {
+		*ncl = col_cluster(s, rb, nsl);
+		return;
+	}
+	want = bytes * COL_RESIDENT / COL_L2_BUDGET;
+	if (want > GROUP_L2_MAX)
+		want = COL_RESIDENT / nblocks;
+	/* the largest power of two within want, and within the length: each
+	 * thread's slice at least two steps */
+	while (*grp * 2 <= want && *grp * 2 <= PTX_MAX_GROUP && (int64_t)*grp * 2 * nsl * 2 <= s->len)
+		*grp *= 2;
+	if (*grp == 1)
+		*ncl = col_cluster(s, rb, nsl);
+}
+
+/* The group col_split gives a spec (1: none): for the caller's block size. */
+int
+ptx_rows_group_of(const PtxRowsSpec *s)
+{
+	int rb = s->rows_per_block ? s->rows_per_block : 32, cv = ptx_rows_col_vec(s, rb), ncl, grp;
+	if (!rows_colmode(s) || s->nstage < 1)
+		return 1;
+	col_split(s, rb, COL_WARPS * (32 / (rb / cv)), &ncl, &grp);
+	return grp;
+}
+
 /* Where stage k's finished rows start in shared memory, in bytes. */
 static int
 col_fin(const Rows *r, int k)
 {
-	return (COL_WARPS + k) * r->rb * 4;
+	return (r->planes * COL_WARPS + k) * r->rb * 4;
 }
 
 /* In a cluster: stage k's exchange slot (the CTA's partial of each row of
@@ -413,7 +495,7 @@ col_fin(const Rows *r, int k)
 static int
 col_xs(const Rows *r, int k)
 {
-	return (COL_WARPS + r->s->nstage + k) * r->rb * 4;
+	return (r->planes * COL_WARPS + r->s->nstage + k) * r->rb * 4;
 }
 
 /* Rows per lane in column mode: a vector of V adjacent rows (16 bytes at
@@ -470,7 +552,10 @@ col_slice(Rows *r, const PtxEwProg *g, int ri, Reg acc[][8])
 	for (int u = 0; u < COL_UNROLL; u++) {
 		Reg c = ptx_reg(p, RC_B32), in[PTX_MAX_TENSORS][8];
 		int skip = ptx_label(p);
-		ptx_emit(p, "add.u32 %s, %s, %d;", R(c), R(col), u * r->nsl);
+		if (r->grp > 1)
+			ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(c), R(r->nslr), u, R(col));
+		else
+			ptx_emit(p, "add.u32 %s, %s, %d;", R(c), R(col), u * r->nsl);
 		ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(c), (long long)r->s->len);
 		ptx_emit(p, "@%s bra $L%d;", R(q), skip);
 		col_inputs(r, g, c, in);
@@ -482,7 +567,10 @@ col_slice(Rows *r, const PtxEwProg *g, int ri, Reg acc[][8])
 		}
 		ptx_place(p, skip);
 	}
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(col), R(col), r->nsl * COL_UNROLL);
+	if (r->grp > 1)
+		ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(col), R(r->nslr), COL_UNROLL, R(col));
+	else
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(col), R(col), r->nsl * COL_UNROLL);
 	ptx_emit(p, "bra $L%d;", loop);
 	ptx_place(p, done);
 }
@@ -589,6 +677,628 @@ col_finish(Rows *r, int k, Reg a, Reg acc)
 	ptx_emit(p, "st.shared.f32 [%s+%d], %s;", R(a), col_fin(r, k), R(t));
 }
 
+/* ---- groups: a column block split over CTAs that meet in global memory ----
+ * The workspace (the last tensor) holds each group's two counters (ptx.c),
+ * then per group two sets of partials, for entries of even and odd count:
+ * a CTA writes the next entry's while a slower one may still read this
+ * one's last stage, and the next entry's first barrier orders the set
+ * after.  In a set, stage k: the CTAs' partials, float (k * grp + m) * rb
+ * + j for the CTA of rank m and row j; after all stages' partials, each
+ * stage's finished rows (two-level combine: col_group_meet), nstage * rb
+ * floats. */
+static int64_t
+group_set_bytes(const Rows *r)
+{
+	return (int64_t)r->s->nstage * (r->grp + 1) * r->rb * 4;
+}
+
+/* Threads a row in the one-level combine: the CTA's 512 over the rb rows,
+ * at most a warp. */
+static int
+group_subs(const Rows *r)
+{
+	int S = 32 * COL_WARPS / r->rb;
+	return S > 32 ? 32 : S;
+}
+
+/* The one-level combine makes every CTA load all g x rb partials, which
+ * grows with g squared over the group: at 8192 x 8192 in blocks of 32
+ * rows, groups of 64 and 128 took 0.72 and 2.2 ms against 0.17 for 8
+ * (rmsnorm over dim 0, one H100, bench/results/2026-12-06-cols-h100-d.md).
+ * Past 8 partials a thread, the rows are combined once each, by the CTA
+ * that owns them, and every CTA loads the rb finished rows, for one more
+ * barrier a stage (blocks of 128 rows in groups of 128: 0.34 -> 0.26 ms
+ * there; groups of 32, 8 partials a thread, were as fast or faster with
+ * one level). */
+static bool
+group_two_level(const Rows *r)
+{
+	return r->grp > 8 * group_subs(r);
+}
+
+/* Groups a kernel has workspace for: enough for every CTA of a GPU of
+ * GROUP_CTAS resident CTAs (CTAs past them leave: ptx.c group_params), and
+ * never more than the blocks. */
+static int
+group_slots(const Rows *r, int64_t nblocks)
+{
+	int64_t n = GROUP_CTAS / r->grp;
+	return (int)(n < nblocks ? n : nblocks);
+}
+
+static int64_t
+group_counter_bytes(int slots)
+{
+	return ((int64_t)slots * 8 + 255) / 256 * 256;
+}
+
+/* Before the persistent loop: this group's partials, the group's slices,
+ * no barriers passed yet. */
+static void
+col_group_init(Rows *r, int slots)
+{
+	Ptx *p = r->p;
+	Reg w = p->tensor[p->ntensors - 1];
+	r->gpart = ptx_reg(p, RC_B64);
+	r->gbase = ptx_reg(p, RC_B32);
+	r->gent = ptx_reg(p, RC_B32);
+	r->nslr = ptx_reg(p, RC_B32);
+	ptx_emit(p, "add.u64 %s, %s, %lld;", R(r->gpart), R(w), (long long)group_counter_bytes(slots));
+	ptx_mad_wide(p, r->gpart, p->blk, 2 * group_set_bytes(r), r->gpart);
+	ptx_emit(p, "mov.u32 %s, 0;", R(r->gbase));
+	ptx_emit(p, "mov.u32 %s, 0;", R(r->gent));
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(r->nslr), R(p->gsize), r->nsl);
+}
+
+/* At an entry's start: its set of partials. */
+static void
+col_group_entry(Rows *r)
+{
+	Ptx *p = r->p;
+	Reg par = ptx_reg(p, RC_B32);
+	r->gcur = ptx_reg(p, RC_B64);
+	ptx_emit(p, "and.b32 %s, %s, 1;", R(par), R(r->gent));
+	ptx_mad_wide(p, r->gcur, par, group_set_bytes(r), r->gpart);
+}
+
+/* Thread tid < rb: its row's partial of stage k into the workspace. */
+static void
+col_group_put(Rows *r, int k, Reg acc)
+{
+	Ptx *p = r->p;
+	Reg i = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B64);
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(i), R(p->crank), r->rb, R(p->tid));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(i), R(i), k * r->grp * r->rb);
+	ptx_emit(p, "mad.wide.u32 %s, %s, 4, %s;", R(a), R(i), R(r->gcur));
+	ptx_emit(p, "st.global.f32 [%s], %s;", R(a), R(acc));
+}
+
+/* The group's next barrier of this entry, its n-th (the counter's target
+ * is (gbase + n) g), every thread; a timeout makes the CTA leave. */
+static void
+col_group_barrier(Rows *r)
+{
+	Ptx *p = r->p;
+	Reg t = ptx_reg(p, RC_B32), quit = ptx_reg(p, RC_PRED), all = ptx_reg(p, RC_PRED);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(t), R(r->gbase), ++r->gbar);
+	ptx_emit(p, "mul.lo.u32 %s, %s, %s;", R(t), R(t), R(p->gsize));
+	ptx_group_wait(p, p->gcnt, t, quit);
+	ptx_emit(p, "bar.red.or.pred %s, 0, %s;", R(all), R(quit));
+	ptx_emit(p, "@%s bra $L%d;", R(all), p->lbl_done);
+}
+
+/* After the CTA's partials of stage k are in the workspace: the group's
+ * barrier, then each row's g partials combined -- S threads a row, each
+ * over every S-th CTA, then a butterfly over the S lanes -- in the same
+ * order in every CTA, so all hold the same bits; the row into its
+ * exchange slot in shared memory. */
+/* The sum (or max, min) of the g partials of stage k, row `row`, into acc
+ * (every lane of a warp, which must all come here): lane l loads CTAs
+ * l, l + 32, ..., GROUP_UNROLL at a time, then a butterfly; the same order
+ * wherever it runs.  act: this lane's warp has the row. */
+static void
+group_sum_warp(Rows *r, int k, int ri, Reg row, Reg act, Reg acc)
+{
+	Ptx *p = r->p;
+	int loop = ptx_label(p), done = ptx_label(p);
+	Reg m = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED), base = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B64);
+	Reg t[GROUP_UNROLL];
+
+	ptx_emit(p, "and.b32 %s, %s, 31;", R(m), R(p->tid));
+	ptx_emit(p, "mov.f32 %s, 0f%08X;", R(acc), reds[ri].identity);
+	ptx_place(p, loop);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(m), R(p->gsize));
+	ptx_emit(p, "@%s bra $L%d;", R(q), done);
+	for (int u = 0; u < GROUP_UNROLL; u++) {
+		t[u] = ptx_reg(p, RC_F32);
+		ptx_emit(p, "mov.f32 %s, 0f%08X;", R(t[u]), reds[ri].identity);
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(base), R(m), u * 32);
+		ptx_emit(p, "setp.lt.and.u32 %s, %s, %s, %s;", R(q), R(base), R(p->gsize), R(act));
+		ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(base), R(base), r->rb, R(row));
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(base), R(base), k * r->grp * r->rb);
+		ptx_emit(p, "mad.wide.u32 %s, %s, 4, %s;", R(a), R(base), R(r->gcur));
+		ptx_emit(p, "@%s ld.relaxed.gpu.global.f32 %s, [%s];", R(q), R(t[u]), R(a));
+	}
+	for (int u = 0; u < GROUP_UNROLL; u++)
+		ptx_expand(p, reds[ri].combine, acc, acc, t[u]);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(m), R(m), GROUP_UNROLL * 32);
+	ptx_emit(p, "bra $L%d;", loop);
+	ptx_place(p, done);
+	for (int d = 16; d >= 1; d /= 2) {
+		Reg o = ptx_reg(p, RC_F32);
+		ptx_emit(p, "shfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;", R(o), R(acc), d);
+		ptx_expand(p, reds[ri].combine, acc, acc, o);
+	}
+}
+
+/* The two-level combine of stage k, after the partials' barrier: the CTA
+ * of rank m finishes rows m, m + g, ... (a warp each, COL_WARPS at a time)
+ * into the set's finished rows; after the group's second barrier every
+ * CTA loads all rb of them into its exchange slots. */
+static void
+col_group_meet2(Rows *r, int k, int ri)
+{
+	Ptx *p = r->p;
+	int loop = ptx_label(p), done = ptx_label(p), fin = ptx_label(p);
+	Reg row = ptx_reg(p, RC_B32), w = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED), act = ptx_reg(p, RC_PRED);
+	Reg acc = ptx_reg(p, RC_F32), a = ptx_reg(p, RC_B64), i = ptx_reg(p, RC_B32), t = ptx_reg(p, RC_F32);
+	Reg sa = ptx_reg(p, RC_B32);
+	int fin_off = r->s->nstage * r->grp * r->rb + k * r->rb; /* floats into the set */
+
+	ptx_emit(p, "shr.u32 %s, %s, 5;", R(w), R(p->tid));
+	ptx_emit(p, "mad.lo.u32 %s, %s, %s, %s;", R(row), R(w), R(p->gsize), R(p->crank));
+	ptx_place(p, loop); /* warp-uniform: every lane of a warp has the same row */
+	ptx_emit(p, "setp.ge.u32 %s, %s, %d;", R(q), R(row), r->rb);
+	ptx_emit(p, "@%s bra $L%d;", R(q), done);
+	ptx_emit(p, "setp.lt.u32 %s, %s, %d;", R(act), R(row), r->rb);
+	group_sum_warp(r, k, ri, row, act, acc);
+	ptx_emit(p, "and.b32 %s, %s, 31;", R(i), R(p->tid));
+	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(q), R(i));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(i), R(row), fin_off);
+	ptx_emit(p, "mad.wide.u32 %s, %s, 4, %s;", R(a), R(i), R(r->gcur));
+	ptx_emit(p, "@%s st.global.f32 [%s], %s;", R(q), R(a), R(acc));
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(row), R(p->gsize), COL_WARPS, R(row));
+	ptx_emit(p, "bra $L%d;", loop);
+	ptx_place(p, done);
+	ptx_emit(p, "bar.sync 0;");
+	col_group_barrier(r);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %d;", R(q), R(p->tid), r->rb);
+	ptx_emit(p, "@%s bra $L%d;", R(q), fin);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(i), R(p->tid), fin_off);
+	ptx_emit(p, "mad.wide.u32 %s, %s, 4, %s;", R(a), R(i), R(r->gcur));
+	ptx_emit(p, "ld.relaxed.gpu.global.f32 %s, [%s];", R(t), R(a));
+	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(sa), R(p->tid), R(r->smem));
+	ptx_emit(p, "st.shared.f32 [%s+%d], %s;", R(sa), col_xs(r, k), R(t));
+	ptx_place(p, fin);
+	ptx_emit(p, "bar.sync 0;");
+}
+
+static void
+col_group_meet(Rows *r, int k, int ri)
+{
+	Ptx *p = r->p;
+	int S = group_subs(r), loop = ptx_label(p), done = ptx_label(p);
+	Reg row = ptx_reg(p, RC_B32), m = ptx_reg(p, RC_B32), act = ptx_reg(p, RC_PRED), q = ptx_reg(p, RC_PRED);
+	Reg acc = ptx_reg(p, RC_F32), base = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B64), sa = ptx_reg(p, RC_B32);
+	Reg t[GROUP_UNROLL];
+
+	ptx_emit(p, "bar.sync 0;");
+	col_group_barrier(r);
+	if (group_two_level(r)) {
+		col_group_meet2(r, k, ri);
+		return;
+	}
+	ptx_emit(p, "shr.u32 %s, %s, %d;", R(row), R(p->tid), ptx_ilog2(S));
+	ptx_emit(p, "and.b32 %s, %s, %d;", R(m), R(p->tid), S - 1);
+	ptx_emit(p, "setp.lt.u32 %s, %s, %d;", R(act), R(row), r->rb);
+	ptx_emit(p, "mov.f32 %s, 0f%08X;", R(acc), reds[ri].identity);
+	ptx_place(p, loop);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(m), R(p->gsize));
+	ptx_emit(p, "@%s bra $L%d;", R(q), done);
+	for (int u = 0; u < GROUP_UNROLL; u++) { /* the loads first, then the combines: all in flight */
+		t[u] = ptx_reg(p, RC_F32);
+		ptx_emit(p, "mov.f32 %s, 0f%08X;", R(t[u]), reds[ri].identity);
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(base), R(m), u * S);
+		ptx_emit(p, "setp.lt.and.u32 %s, %s, %s, %s;", R(q), R(base), R(p->gsize), R(act));
+		ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(base), R(base), r->rb, R(row));
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(base), R(base), k * r->grp * r->rb);
+		ptx_emit(p, "mad.wide.u32 %s, %s, 4, %s;", R(a), R(base), R(r->gcur));
+		ptx_emit(p, "@%s ld.relaxed.gpu.global.f32 %s, [%s];", R(q), R(t[u]), R(a));
+	}
+	for (int u = 0; u < GROUP_UNROLL; u++)
+		ptx_expand(p, reds[ri].combine, acc, acc, t[u]);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(m), R(m), GROUP_UNROLL * S);
+	ptx_emit(p, "bra $L%d;", loop);
+	ptx_place(p, done);
+	for (int d = S / 2; d >= 1; d /= 2) {
+		Reg o = ptx_reg(p, RC_F32);
+		ptx_emit(p, "shfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;", R(o), R(acc), d);
+		ptx_expand(p, reds[ri].combine, acc, acc, o);
+	}
+	ptx_emit(p, "and.b32 %s, %s, %d;", R(m), R(p->tid), S - 1);
+	ptx_emit(p, "setp.eq.and.u32 %s, %s, 0, %s;", R(q), R(m), R(act));
+	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(sa), R(row), R(r->smem));
+	ptx_emit(p, "@%s st.shared.f32 [%s+%d], %s;", R(q), R(sa), col_xs(r, k), R(acc));
+	ptx_emit(p, "bar.sync 0;");
+}
+
+/* After the map: where the entry raises a flag, one more barrier, so
+ * the group's rank 0 raises it after every CTA's stores; then the
+ * barriers this entry passed, and the next set of partials. */
+static void
+col_group_done(Rows *r)
+{
+	Ptx *p = r->p;
+	Reg fo = ptx_reg(p, RC_B32), has = ptx_reg(p, RC_PRED), t = ptx_reg(p, RC_B32);
+	int skip = ptx_label(p), n = r->gbar;
+	ptx_emit(p, "ld.global.nc.u32 %s, [%s+24];", R(fo), R(p->entry));
+	ptx_emit(p, "setp.ne.u32 %s, %s, %u;", R(has), R(fo), PTX_NO_FLAG);
+	ptx_emit(p, "@!%s bra $L%d;", R(has), skip);
+	ptx_emit(p, "bar.sync 0;");
+	col_group_barrier(r);
+	ptx_place(p, skip);
+	ptx_emit(p, "selp.u32 %s, %d, %d, %s;", R(t), n + 1, n, R(has));
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(r->gbase), R(r->gbase), R(t));
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(r->gent), R(r->gent));
+}
+
+/* ---- moments: a mean and the mean of squared deviations from it in one pass ----
+ * layernorm over the first dim is two stages, mean(x) and then
+ * mean((x - mean)^2), and each reads the block again -- from HBM where the
+ * blocks in flight outgrow L2 (50304 x 4096: three reads and a write,
+ * bench/results/2026-12-06-cols-h100-d.md).  Such a pair is reduced in
+ * one pass: each thread sums x - K and (x - K)^2 over its slice, K the
+ * slice's first value (so the sums stay small beside the variance
+ * whatever the mean), and turns them into (count, mean, M2); threads,
+ * warps and the CTAs of a group merge those by Chan's formula
+ * (n = na + nb, mean = ma + d nb / n, M2 = M2a + M2b + d^2 na nb / n,
+ * d = mb - ma), every CTA in the same order.  The pair's first stage is
+ * then the mean and the second M2 (its sum) or M2 / len (its mean). */
+
+/* Are instruction i of program p and instruction j of program q the
+ * same expression? */
+static bool
+ins_same(const PtxEwProg *p, int i, const PtxEwProg *q, int j)
+{
+	const PtxIns *a, *b;
+	int ar;
+	if (i < 0 || j < 0 || i >= p->nins || j >= q->nins)
+		return false;
+	a = &p->ins[i], b = &q->ins[j];
+	if (a->op != b->op || a->dt != b->dt)
+		return false;
+	switch (a->op) {
+	case OP_PARAM:
+	case PTX_OP_STAGE:
+		return a->a == b->a;
+	case OP_CONST:
+		return a->c == b->c;
+	case PTX_OP_ACC:
+		return true;
+	}
+	if (a->op >= OP_COUNT || !(ir_ops[a->op].flags & OF_EW) || (ar = ir_ops[a->op].arity) < 1 || ar > 2)
+		return false;
+	return ins_same(p, a->a, q, b->a) && (ar < 2 || ins_same(p, a->b, q, b->b));
+}
+
+/* Does stage k's result equal the mean of what it reduces: a mean with
+ * no post program, or a sum whose post program scales it by 1 / len
+ * (codegen/lower.c lowers mean so)? */
+static bool
+stage_is_mean(const Rows *r, int k)
+{
+	const PtxRowStage *st = &r->s->stage[k];
+	const PtxEwProg *g = &r->post[k];
+	const PtxIns *m;
+	int a, c;
+	if (st->red == OP_MEAN)
+		return !st->post.nins;
+	if (st->red != OP_SUM || g->nout != 1)
+		return false;
+	m = &g->ins[g->out[0].val];
+	if (m->op != OP_MUL)
+		return false;
+	a = g->ins[m->a].op == PTX_OP_ACC ? m->a : m->b;
+	c = a == m->a ? m->b : m->a;
+	return g->ins[a].op == PTX_OP_ACC && g->ins[c].op == OP_CONST && g->ins[c].dt != DT_I32 &&
+	       fabs(g->ins[c].c * (double)r->s->len - 1) < 1e-9;
+}
+
+/* Stages j and j + 1 a mean and the sum or mean of squared deviations
+ * from it: j + 1 reduces (X - stage j)^2, X what stage j reduces.  Column
+ * mode without a cluster, and a group's combine of one level. */
+static bool
+col_moments(const Rows *r, int j)
+{
+	const PtxEwProg *v = &r->pre[j + 1], *x = &r->pre[j];
+	const PtxIns *m, *d;
+	int red = r->s->stage[j + 1].red;
+	if (!r->cols || r->ncl > 1 || (r->grp > 1 && group_two_level(r)) || j + 1 >= r->s->nstage)
+		return false;
+	if (!stage_is_mean(r, j) || (red != OP_SUM && red != OP_MEAN) || v->nout != 1 || x->nout != 1)
+		return false;
+	m = &v->ins[v->out[0].val];
+	if (m->op != OP_MUL || !ins_same(v, m->a, v, m->b))
+		return false;
+	d = &v->ins[m->a];
+	return d->op == OP_SUB && d->b >= 0 && d->b < v->nins && v->ins[d->b].op == PTX_OP_STAGE && v->ins[d->b].a == j &&
+	       ins_same(v, d->a, x, x->out[0].val);
+}
+
+/* The slice's step: the value X program g reduces at c, as f32, per lane
+ * row. */
+static void
+mom_values(Rows *r, const PtxEwProg *g, Reg c, Reg X[8])
+{
+	Reg in[PTX_MAX_TENSORS][8], val[PTX_MAX_INS];
+	ValClass vc[PTX_MAX_INS];
+	col_inputs(r, g, c, in);
+	for (int j = 0; j < r->cv; j++) {
+		PtxEnv env = env_for(r, in, j);
+		ptx_prog_emit(r->p, g, &env, val, vc);
+		X[j] = ptx_convert(r->p, val[g->out[0].val], vc[g->out[0].val], VC_F32);
+	}
+}
+
+/* Over this thread's slice (as col_slice walks it): per lane row the
+ * pilot K, S1 = sum(X - K), S2 = sum((X - K)^2); all 0 for an idle lane
+ * or an empty slice. */
+static void
+col_mom_slice(Rows *r, const PtxEwProg *g, Reg K[8], Reg S1[8], Reg S2[8])
+{
+	Ptx *p = r->p;
+	Reg col = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED), X[8];
+	int loop = ptx_label(p), done = ptx_label(p);
+
+	for (int j = 0; j < r->cv; j++) {
+		K[j] = ptx_reg(p, RC_F32), S1[j] = ptx_reg(p, RC_F32), S2[j] = ptx_reg(p, RC_F32);
+		ptx_emit(p, "mov.f32 %s, 0f00000000;", R(K[j]));
+		ptx_emit(p, "mov.f32 %s, 0f00000000;", R(S1[j]));
+		ptx_emit(p, "mov.f32 %s, 0f00000000;", R(S2[j]));
+	}
+	ptx_emit(p, "@!%s bra $L%d;", R(r->active), done);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(r->slice), (long long)r->s->len);
+	ptx_emit(p, "@%s bra $L%d;", R(q), done);
+	mom_values(r, g, r->slice, X);
+	for (int j = 0; j < r->cv; j++)
+		ptx_emit(p, "mov.f32 %s, %s;", R(K[j]), R(X[j]));
+	ptx_emit(p, "mov.u32 %s, %s;", R(col), R(r->slice));
+	ptx_place(p, loop);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(col), (long long)r->s->len);
+	ptx_emit(p, "@%s bra $L%d;", R(q), done);
+	for (int u = 0; u < COL_UNROLL; u++) {
+		Reg c = ptx_reg(p, RC_B32);
+		int skip = ptx_label(p);
+		if (r->grp > 1)
+			ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(c), R(r->nslr), u, R(col));
+		else
+			ptx_emit(p, "add.u32 %s, %s, %d;", R(c), R(col), u * r->nsl);
+		ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(c), (long long)r->s->len);
+		ptx_emit(p, "@%s bra $L%d;", R(q), skip);
+		mom_values(r, g, c, X);
+		for (int j = 0; j < r->cv; j++) {
+			Reg d = ptx_reg(p, RC_F32);
+			ptx_emit(p, "sub.f32 %s, %s, %s;", R(d), R(X[j]), R(K[j]));
+			ptx_emit(p, "add.f32 %s, %s, %s;", R(S1[j]), R(S1[j]), R(d));
+			ptx_emit(p, "fma.rn.f32 %s, %s, %s, %s;", R(S2[j]), R(d), R(d), R(S2[j]));
+		}
+		ptx_place(p, skip);
+	}
+	if (r->grp > 1)
+		ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(col), R(r->nslr), COL_UNROLL, R(col));
+	else
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(col), R(col), r->nsl * COL_UNROLL);
+	ptx_emit(p, "bra $L%d;", loop);
+	ptx_place(p, done);
+}
+
+/* n (f32) values of a slice s of nslT slices over the length: the
+ * thread's own (0 for an idle lane), as col_mom_slice counts them. */
+static Reg
+mom_count(Rows *r)
+{
+	Ptx *p = r->p;
+	Reg n = ptx_reg(p, RC_B32), f = ptx_reg(p, RC_F32), q = ptx_reg(p, RC_PRED);
+	ptx_emit(p, "sub.u32 %s, %d, %s;", R(n), (int)(r->s->len - 1), R(r->slice));
+	if (r->grp > 1)
+		ptx_emit(p, "div.u32 %s, %s, %s;", R(n), R(n), R(r->nslr));
+	else
+		ptx_emit(p, "div.u32 %s, %s, %d;", R(n), R(n), r->nsl);
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(n), R(n));
+	ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(q), R(r->slice), (long long)r->s->len);
+	ptx_emit(p, "and.pred %s, %s, %s;", R(q), R(q), R(r->active));
+	ptx_emit(p, "selp.u32 %s, %s, 0, %s;", R(n), R(n), R(q));
+	ptx_emit(p, "cvt.rn.f32.u32 %s, %s;", R(f), R(n));
+	return f;
+}
+
+/* Merges (nb, mb[], Mb[]) into (n, m[], M[]) for `cnt` values alike in
+ * count: Chan's formula, 0 where both counts are. */
+static void
+mom_merge(Ptx *p, int cnt, Reg n, Reg *m, Reg *M, Reg nb, const Reg *mb, const Reg *Mb)
+{
+	Reg t = ptx_reg(p, RC_F32), w = ptx_reg(p, RC_F32), q = ptx_reg(p, RC_PRED);
+	ptx_emit(p, "add.f32 %s, %s, %s;", R(t), R(n), R(nb));
+	ptx_emit(p, "setp.gt.f32 %s, %s, 0f00000000;", R(q), R(t));
+	ptx_emit(p, "div.rn.f32 %s, %s, %s;", R(w), R(nb), R(t));
+	ptx_emit(p, "@!%s mov.f32 %s, 0f00000000;", R(q), R(w));
+	for (int j = 0; j < cnt; j++) {
+		Reg d = ptx_reg(p, RC_F32), e = ptx_reg(p, RC_F32);
+		ptx_emit(p, "sub.f32 %s, %s, %s;", R(d), R(mb[j]), R(m[j]));
+		ptx_emit(p, "fma.rn.f32 %s, %s, %s, %s;", R(m[j]), R(d), R(w), R(m[j]));
+		ptx_emit(p, "mul.f32 %s, %s, %s;", R(e), R(d), R(d));
+		ptx_emit(p, "mul.f32 %s, %s, %s;", R(e), R(e), R(n));
+		ptx_emit(p, "add.f32 %s, %s, %s;", R(M[j]), R(M[j]), R(Mb[j]));
+		ptx_emit(p, "fma.rn.f32 %s, %s, %s, %s;", R(M[j]), R(e), R(w), R(M[j]));
+	}
+	ptx_emit(p, "mov.f32 %s, %s;", R(n), R(t));
+}
+
+/* Plane v (0 count, 1 mean, 2 M2) of the warps' partials, as an offset
+ * from a thread's column there. */
+static int
+mom_plane(const Rows *r, int v)
+{
+	return v * COL_WARPS * r->rb * 4;
+}
+
+/* A group's CTAs meet for the pair j, j + 1: each put its rows' mean and
+ * M2 into the workspace (planes j, j + 1); after the barrier S threads a
+ * row merge the g CTAs' (count from the slicing, as col_mom_slice counts:
+ * CTA m has q = nsl slices from m q, of N = q g) in order, then a
+ * butterfly over the S lanes; the mean and M2 into the exchange slots of
+ * j and j + 1. */
+static void
+col_group_moments(Rows *r, int j)
+{
+	Ptx *p = r->p;
+	int S = group_subs(r), loop = ptx_label(p), done = ptx_label(p);
+	Reg row = ptx_reg(p, RC_B32), m = ptx_reg(p, RC_B32), act = ptx_reg(p, RC_PRED), q = ptx_reg(p, RC_PRED);
+	Reg n = ptx_reg(p, RC_F32), mu = ptx_reg(p, RC_F32), M = ptx_reg(p, RC_F32);
+	Reg full = ptx_reg(p, RC_B32), rem = ptx_reg(p, RC_B32), base = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B64);
+	Reg nb = ptx_reg(p, RC_F32), mb = ptx_reg(p, RC_F32), Mb = ptx_reg(p, RC_F32), ni = ptx_reg(p, RC_B32);
+	Reg sa = ptx_reg(p, RC_B32);
+
+	ptx_emit(p, "bar.sync 0;");
+	col_group_barrier(r);
+	ptx_emit(p, "div.u32 %s, %lld, %s;", R(full), (long long)r->s->len, R(r->nslr));
+	ptx_emit(p, "mul.lo.u32 %s, %s, %s;", R(rem), R(full), R(r->nslr));
+	ptx_emit(p, "sub.u32 %s, %lld, %s;", R(rem), (long long)r->s->len, R(rem));
+	ptx_emit(p, "shr.u32 %s, %s, %d;", R(row), R(p->tid), ptx_ilog2(S));
+	ptx_emit(p, "and.b32 %s, %s, %d;", R(m), R(p->tid), S - 1);
+	ptx_emit(p, "setp.lt.u32 %s, %s, %d;", R(act), R(row), r->rb);
+	ptx_emit(p, "mov.f32 %s, 0f00000000;", R(n));
+	ptx_emit(p, "mov.f32 %s, 0f00000000;", R(mu));
+	ptx_emit(p, "mov.f32 %s, 0f00000000;", R(M));
+	ptx_place(p, loop);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(m), R(p->gsize));
+	ptx_emit(p, "@%s bra $L%d;", R(q), done);
+	/* CTA m's count: q full + min(max(rem - m q, 0), q) */
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(ni), R(m), r->nsl);
+	ptx_emit(p, "sub.s32 %s, %s, %s;", R(ni), R(rem), R(ni));
+	ptx_emit(p, "max.s32 %s, %s, 0;", R(ni), R(ni));
+	ptx_emit(p, "min.s32 %s, %s, %d;", R(ni), R(ni), r->nsl);
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(ni), R(full), r->nsl, R(ni));
+	ptx_emit(p, "cvt.rn.f32.u32 %s, %s;", R(nb), R(ni));
+	ptx_emit(p, "@!%s mov.f32 %s, 0f00000000;", R(act), R(nb));
+	ptx_emit(p, "mov.f32 %s, 0f00000000;", R(mb));
+	ptx_emit(p, "mov.f32 %s, 0f00000000;", R(Mb));
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(base), R(m), r->rb, R(row));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(base), R(base), j * r->grp * r->rb);
+	ptx_emit(p, "mad.wide.u32 %s, %s, 4, %s;", R(a), R(base), R(r->gcur));
+	ptx_emit(p, "@%s ld.relaxed.gpu.global.f32 %s, [%s];", R(act), R(mb), R(a));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(base), R(base), r->grp * r->rb);
+	ptx_emit(p, "mad.wide.u32 %s, %s, 4, %s;", R(a), R(base), R(r->gcur));
+	ptx_emit(p, "@%s ld.relaxed.gpu.global.f32 %s, [%s];", R(act), R(Mb), R(a));
+	mom_merge(p, 1, n, &mu, &M, nb, &mb, &Mb);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(m), R(m), S);
+	ptx_emit(p, "bra $L%d;", loop);
+	ptx_place(p, done);
+	for (int d = S / 2; d >= 1; d /= 2) {
+		ptx_emit(p, "shfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;", R(nb), R(n), d);
+		ptx_emit(p, "shfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;", R(mb), R(mu), d);
+		ptx_emit(p, "shfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;", R(Mb), R(M), d);
+		mom_merge(p, 1, n, &mu, &M, nb, &mb, &Mb);
+	}
+	ptx_emit(p, "and.b32 %s, %s, %d;", R(m), R(p->tid), S - 1);
+	ptx_emit(p, "setp.eq.and.u32 %s, %s, 0, %s;", R(q), R(m), R(act));
+	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(sa), R(row), R(r->smem));
+	ptx_emit(p, "@%s st.shared.f32 [%s+%d], %s;", R(q), R(sa), col_xs(r, j), R(mu));
+	ptx_emit(p, "@%s st.shared.f32 [%s+%d], %s;", R(q), R(sa), col_xs(r, j + 1), R(M));
+	ptx_emit(p, "bar.sync 0;");
+}
+
+/* Stages j (a mean) and j + 1 (its squared deviations) in one pass. */
+static void
+rows_col_moments(Rows *r, int j)
+{
+	Ptx *p = r->p;
+	Reg K[8], S1[8], S2[8], mu[8], M[8], n, inv = ptx_reg(p, RC_F32), q = ptx_reg(p, RC_PRED);
+	Reg a = ptx_reg(p, RC_B32), fa = ptx_reg(p, RC_B32), cn = ptx_reg(p, RC_F32), cmu = ptx_reg(p, RC_F32);
+	Reg cM = ptx_reg(p, RC_F32), wn = ptx_reg(p, RC_F32), wmu = ptx_reg(p, RC_F32), wM = ptx_reg(p, RC_F32);
+	int fin = ptx_label(p);
+
+	col_mom_slice(r, &r->pre[j], K, S1, S2);
+	n = mom_count(r);
+	ptx_emit(p, "setp.gt.f32 %s, %s, 0f00000000;", R(q), R(n));
+	ptx_emit(p, "rcp.rn.f32 %s, %s;", R(inv), R(n));
+	ptx_emit(p, "@!%s mov.f32 %s, 0f00000000;", R(q), R(inv));
+	for (int i = 0; i < r->cv; i++) { /* mean = K + S1 / n, M2 = S2 - S1^2 / n (not below 0) */
+		Reg o = ptx_reg(p, RC_F32);
+		mu[i] = ptx_reg(p, RC_F32), M[i] = ptx_reg(p, RC_F32);
+		ptx_emit(p, "mul.f32 %s, %s, %s;", R(o), R(S1[i]), R(inv));
+		ptx_emit(p, "add.f32 %s, %s, %s;", R(mu[i]), R(K[i]), R(o));
+		ptx_emit(p, "mul.f32 %s, %s, %s;", R(o), R(S1[i]), R(o));
+		ptx_emit(p, "sub.f32 %s, %s, %s;", R(M[i]), R(S2[i]), R(o));
+		ptx_emit(p, "max.f32 %s, %s, 0f00000000;", R(M[i]), R(M[i]));
+	}
+	/* the warp's slices of the same rows: lanes LC apart */
+	for (int d = 16; d >= r->lc; d /= 2) {
+		Reg nb = ptx_reg(p, RC_F32), mb[8], Mb[8];
+		ptx_emit(p, "shfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;", R(nb), R(n), d);
+		for (int i = 0; i < r->cv; i++) {
+			mb[i] = ptx_reg(p, RC_F32), Mb[i] = ptx_reg(p, RC_F32);
+			ptx_emit(p, "shfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;", R(mb[i]), R(mu[i]), d);
+			ptx_emit(p, "shfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;", R(Mb[i]), R(M[i]), d);
+		}
+		mom_merge(p, r->cv, n, mu, M, nb, mb, Mb);
+	}
+	/* lanes < LC: the three planes at [warp][rin + i] */
+	ptx_emit(p, "setp.ge.u32 %s, %s, %d;", R(q), R(r->lane), r->lc);
+	ptx_emit(p, "@%s bra $L%d;", R(q), fin);
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(a), R(r->warp), r->rb, R(r->rin));
+	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(a), R(r->smem));
+	for (int i = 0; i < r->cv; i++) {
+		ptx_emit(p, "st.shared.f32 [%s+%d], %s;", R(a), mom_plane(r, 0) + 4 * i, R(n));
+		ptx_emit(p, "st.shared.f32 [%s+%d], %s;", R(a), mom_plane(r, 1) + 4 * i, R(mu[i]));
+		ptx_emit(p, "st.shared.f32 [%s+%d], %s;", R(a), mom_plane(r, 2) + 4 * i, R(M[i]));
+	}
+	ptx_place(p, fin);
+	ptx_emit(p, "bar.sync 0;");
+	/* threads < rb: the CTA's warps merged in order */
+	fin = ptx_label(p);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %d;", R(q), R(p->tid), r->rb);
+	ptx_emit(p, "@%s bra $L%d;", R(q), fin);
+	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(fa), R(p->tid), R(r->smem));
+	ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(cn), R(fa), mom_plane(r, 0));
+	ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(cmu), R(fa), mom_plane(r, 1));
+	ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(cM), R(fa), mom_plane(r, 2));
+	for (int w = 1; w < COL_WARPS; w++) {
+		int o = w * r->rb * 4;
+		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(wn), R(fa), mom_plane(r, 0) + o);
+		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(wmu), R(fa), mom_plane(r, 1) + o);
+		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(wM), R(fa), mom_plane(r, 2) + o);
+		mom_merge(p, 1, cn, &cmu, &cM, wn, &wmu, &wM);
+	}
+	if (r->grp > 1) { /* the group's CTAs meet: every thread */
+		col_group_put(r, j, cmu);
+		col_group_put(r, j + 1, cM);
+		ptx_place(p, fin);
+		col_group_moments(r, j);
+		fin = ptx_label(p);
+		ptx_emit(p, "@%s bra $L%d;", R(q), fin);
+		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(cmu), R(fa), col_xs(r, j));
+		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(cM), R(fa), col_xs(r, j + 1));
+	}
+	/* stage j's sum (its post program scales it back to the mean), then
+	 * stage j + 1's reduction, M2 */
+	ptx_emit(p, "mul.f32 %s, %s, %s;", R(cmu), R(cmu), R(ptx_imm_f32(p, (double)r->s->len)));
+	col_finish(r, j, fa, cmu);
+	col_finish(r, j + 1, fa, cM);
+	ptx_place(p, fin);
+	ptx_emit(p, "bar.sync 0;");
+	/* every thread takes its V finished rows of both stages */
+	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(r->rin), R(r->smem));
+	for (int k = j; k <= j + 1; k++)
+		for (int i = 0; i < r->cv; i++) {
+			r->colres[k][i] = ptx_reg(p, RC_F32);
+			ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(r->colres[k][i]), R(a), col_fin(r, k) + 4 * i);
+			r->res[k] = r->colres[k][i];
+			row_rcp(r, k);
+			r->colrcp[k][i] = r->rcp[k];
+		}
+}
+
 static void
 rows_col_stage(Rows *r, int k)
 {
@@ -634,6 +1344,14 @@ rows_col_stage(Rows *r, int k)
 		fin = ptx_label(p);
 		ptx_emit(p, "@%s bra $L%d;", R(q), fin);
 		col_xchg(r, k, ri, a, racc);
+	} else if (r->grp > 1) { /* the group's CTAs meet in the workspace */
+		col_group_put(r, k, racc);
+		ptx_place(p, fin);
+		col_group_meet(r, k, ri);
+		fin = ptx_label(p);
+		ptx_emit(p, "@%s bra $L%d;", R(q), fin);
+		racc = ptx_reg(p, RC_F32);
+		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(racc), R(a), col_xs(r, k));
 	}
 	col_finish(r, k, a, racc);
 	ptx_place(p, fin);
@@ -677,7 +1395,10 @@ rows_col_map(Rows *r)
 			w[j] = ptx_convert(p, val[j][po->val], vc[po->val], ptx_dtypes[t->dt].vc);
 		ptx_store_vec(p, t->dt, a, r->cv, w);
 	}
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(col), R(col), r->nsl);
+	if (r->grp > 1)
+		ptx_emit(p, "add.u32 %s, %s, %s;", R(col), R(col), R(r->nslr));
+	else
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(col), R(col), r->nsl);
 	ptx_emit(p, "bra $L%d;", loop);
 	ptx_place(p, done);
 }
@@ -706,14 +1427,24 @@ rows_col_body(Rows *r)
 	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(r->slice), R(r->warp), 32 / r->lc, R(t));
 	if (r->ncl > 1) /* the CTA's slices of the cluster's */
 		ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(r->slice), R(p->crank), r->nsl / r->ncl, R(r->slice));
+	if (r->grp > 1) /* ... of the group's */
+		ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(r->slice), R(p->crank), r->nsl, R(r->slice));
 	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(r->row), R(p->x), rb, R(r->rin));
 	ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(r->active), R(r->row), (long long)s->rows);
 	ptx_emit(p, "@!%s mov.u32 %s, 0;", R(r->active), R(r->row)); /* keep idle lanes' addresses in range */
 	row_pointers(r);
+	if (r->grp > 1)
+		col_group_entry(r);
+	r->gbar = 0;
 	for (int k = 0; k < s->nstage; k++)
-		rows_col_stage(r, k);
+		if (r->mom[k])
+			rows_col_moments(r, k++);
+		else
+			rows_col_stage(r, k);
 	if (s->map.nout)
 		rows_col_map(r);
+	if (r->grp > 1)
+		col_group_done(r);
 }
 
 static void
@@ -1199,8 +1930,9 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 {
 	const char *why = ptx_rows_check(s);
 	Ptx px, *p = &px;
-	Rows r = {.p = p, .s = s};
-	int rb = s->rows_per_block ? s->rows_per_block : ROW_DEFAULT_BLOCK, threads;
+	Rows r = {.p = p, .s = s, .ncl = 1, .grp = 1};
+	int rb = s->rows_per_block ? s->rows_per_block : ROW_DEFAULT_BLOCK, threads, slots = 0;
+	int64_t nblocks;
 
 	if (why)
 		die("ptx_emit_rows: %s", why);
@@ -1220,17 +1952,31 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 		r.cv = ptx_rows_col_vec(s, rb);
 		r.lc = rb / r.cv;
 		r.nsl = COL_WARPS * (32 / r.lc);
-		r.ncl = col_cluster(s, rb, r.nsl);
-		r.nsl *= r.ncl;
+		col_split(s, rb, r.nsl, &r.ncl, &r.grp);
+		r.nsl *= r.ncl; /* a group's size is the launch's: r.nslr */
+		r.planes = 1;
+		for (int k = 0; k + 1 < s->nstage; k++)
+			if ((r.mom[k] = col_moments(&r, k)))
+				r.planes = 3, k++;
+		nblocks = (s->rows + rb - 1) / rb;
+		if (r.grp > 1)
+			slots = group_slots(&r, nblocks);
 	}
 	threads = r.cta ? r.T : 32 * (r.cols ? COL_WARPS : ROW_WARPS);
-	ptx_kernel_begin(p, b, s->name, s->nin + s->nout, threads, 0);
+	/* a group: two CTAs an SM (64 registers a thread), as column mode
+	 * has without one, which the group's registers would otherwise cost */
+	ptx_kernel_begin(p, b, s->name, s->nin + s->nout + (r.grp > 1), threads, r.grp > 1 ? 2 : 0);
 	if (r.cols) {
-		char of[48] = "";
+		char of[64] = "";
 		if (r.ncl > 1)
 			snprintf(of, sizeof of, " of a cluster of %d CTAs", r.ncl);
+		if (r.grp > 1)
+			snprintf(of, sizeof of, " a CTA, of a group of up to %d CTAs,", r.grp);
 		buf_printf(&p->head, "// rows %lld x %lld (strided: %d rows per block, %d per lane, %d slices%s split the length), %d stages\n",
 		           (long long)s->rows, (long long)s->len, r.rb, r.cv, r.nsl, of, s->nstage);
+		for (int k = 0; k < s->nstage; k++)
+			if (r.mom[k])
+				buf_printf(&p->head, "// stages %d and %d: a mean and its squared deviations, in one pass\n", k, k + 1);
 	} else if (r.cta && r.cached)
 		buf_printf(&p->head, "// rows %lld x %lld, %d stages, a CTA of %d threads per row, %d x %d elements each%s\n",
 		           (long long)s->rows, (long long)s->len, s->nstage, r.T, r.U, r.vec,
@@ -1243,7 +1989,11 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 		buf_printf(&p->head, "// rows %lld x %lld, %d stages, %d elements per lane step\n", (long long)s->rows,
 		           (long long)s->len, s->nstage, r.vec);
 	ptx_kernel_cluster(p, r.ncl);
-	ptx_params(p, s->nin + s->nout);
+	if (r.grp > 1)
+		ptx_kernel_group(p, r.grp, slots);
+	ptx_params(p, s->nin + s->nout + (r.grp > 1));
+	if (r.grp > 1)
+		col_group_init(&r, slots);
 	ptx_loop_begin(p);
 	if (r.cols)
 		rows_col_body(&r);
@@ -1256,8 +2006,10 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	*k = (PtxKernel){0}; /* no tensor maps, whatever the caller left */
 	snprintf(k->name, sizeof k->name, "%s", s->name);
 	k->threads = threads;
-	k->smem = r.cols ? col_smem(rb, s->nstage, r.ncl) : r.cta ? 2 * s->nstage * 128 : 0;
+	k->smem = r.cols ? col_smem(rb, s->nstage, r.ncl > r.grp ? r.ncl : r.grp, r.planes) : r.cta ? 2 * s->nstage * 128 : 0;
 	k->cluster = r.ncl > 1 ? r.ncl : 0;
-	k->ntensors = s->nin + s->nout;
+	k->group = r.grp > 1 ? r.grp : 0;
+	k->work = r.grp > 1 ? group_counter_bytes(slots) + slots * 2 * group_set_bytes(&r) : 0;
+	k->ntensors = s->nin + s->nout + (r.grp > 1);
 	k->nblocks = (s->rows + rb - 1) / rb;
 }

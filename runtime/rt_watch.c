@@ -112,6 +112,9 @@ flag_desc(const syn_ctx *c, int flag, char *out, size_t n)
 {
 	if (flag < c->nflags)
 		return rt_fmt(out, n, "flag %d", flag);
+	if ((uint32_t)flag == SYN_ERRW_GROUP)
+		return rt_fmt(out, n, "its group's barrier (the CTAs that split a reduction were not all resident, or one "
+		                      "of them left)");
 	/* the backends' handshakes (runtime/rt_ce.c, rt_p2p.c): nranks each */
 	static const char *const kind[] = {"ce arrival", "ce completion", "p2p arrival", "p2p completion"};
 	int i = (flag - c->nflags) / c->nranks;

@@ -137,11 +137,16 @@ typedef struct syn_kernel syn_kernel; /* owned by its context */
  * atom.cas on word 0 and then fills in the rest. */
 enum {
 	SYN_ERRW_CODE,  /* 0 = fine, 1 = flag wait timed out */
-	SYN_ERRW_FLAG,  /* index of the flag it waited on */
-	SYN_ERRW_BLOCK, /* the block (ctaid.x) */
+	SYN_ERRW_FLAG,  /* index of the flag it waited on, or SYN_ERRW_GROUP */
+	SYN_ERRW_BLOCK, /* the block (ctaid.x; a group kernel's: its group's id) */
 	SYN_ERRW_SITE,  /* the code generator's number for the wait site */
 	SYN_ERRW_WORDS
 };
+/* The flag word of a wait at the barrier of a group of CTAs (a first-dim
+ * reduction split over CTAs that meet in global memory, codegen/rows.c),
+ * which times out when they were not all resident at once or one left:
+ * codegen.h's PTX_GROUP_FLAG. */
+#define SYN_ERRW_GROUP 0xfffffffeu
 
 /* Kernel trace record, 4 x u64, written at syn_trace_slots(c, n) + 32 * i:
  * { site << 32 | block, %globaltimer at start, at end, %smid }. */

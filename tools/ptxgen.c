@@ -9,7 +9,7 @@
  *   ptxgen ew     --shape D0,D1,.. --in T:S0,S1,..  --out T:S0,.. --prog PROG [--block E]
  *                 [--causal K]  (outputs -inf past diagonal K of the last two dims)
  *   ptxgen rows   --rows R --len L --in T:Sr,Sc --out T:Sr,Sc
- *                 --stage RED[:PRE[:POST[:OUT]]]... [--map PROG] [--rows-per-block N] [--cluster N]
+ *                 --stage RED[:PRE[:POST[:OUT]]]... [--map PROG] [--rows-per-block N] [--cluster N] [--group N]
  *   ptxgen attn   --heads B --sq N --sk N --d 64|128 [--dtype bf16|f16] [--scale X]
  *                 [--causal K] [--unnorm 1] [--stats 1] [--tma 1]  (--tma: the wgmma + TMA form)
  *   ptxgen tiles  lists the matmul tiles
@@ -193,6 +193,7 @@ parse(Args *a, int argc, char **argv)
 		else if (!strcmp(o, "--len")) a->rows.len = num(v);
 		else if (!strcmp(o, "--rows-per-block")) a->rows.rows_per_block = (int)num(v);
 		else if (!strcmp(o, "--cluster")) a->rows.cluster = (int)num(v);
+		else if (!strcmp(o, "--group")) a->rows.group = (int)num(v);
 		else if (!strcmp(o, "--map")) prog(&a->rows.map, v);
 		else if (!strcmp(o, "--stage")) {
 			if (a->rows.nstage == PTX_MAX_STAGES)

@@ -161,11 +161,15 @@ def tests(root, run, Fail):
             jobs.append(("codegen/%s --topo %s --no-pass arsplit: phases (ptxas, launcher -Werror)" %
                          (os.path.relpath(f, root), t),
                          one(f, t, ["--no-pass", "arsplit"], 'syn_check_topo(ctx, "')))
-    # first-dim reductions over clusters (codegen/rows.c col_cluster): the
-    # launcher sizes their grid in clusters
+    # first-dim reductions over groups (codegen/rows.c col_split): the
+    # launcher rounds their grid to whole groups; over clusters where the
+    # kernel waits on flags: it sizes their grid in clusters
     f = os.path.join(root, "tests", "lang", "codegen", "rows_cluster.syn")
-    jobs.append(("codegen/%s P=1 clusters (ptxas, launcher -Werror)" % os.path.relpath(f, root),
-                 one(f, 1, [], "syn_grid_cluster(ctx, st->k[")))
+    jobs.append(("codegen/%s P=1 groups (ptxas, launcher -Werror)" % os.path.relpath(f, root),
+                 one(f, 1, [], "for (unsigned g = 32u;; g /= 2)")))
+    f = os.path.join(root, "tests", "lang", "codegen", "rows_cluster_waits.syn")
+    jobs.append(("codegen/%s P=2 clusters (ptxas, launcher -Werror)" % os.path.relpath(f, root),
+                 one(f, 2, [], "syn_grid_cluster(ctx, st->k[")))
     # attention regions lowered to the fused kernel (codegen/attn.c): the
     # stdlib's at head dim 64 and the forms of tests/lang/attn/fused.syn
     fused = [(os.path.join(root, "stdlib", "nn.syn"), ["-D", "D=64"]),

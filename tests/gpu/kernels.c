@@ -68,6 +68,7 @@ typedef struct Kern {
 	int regs, local;
 	int per_sm; /* CTAs per SM the occupancy calculator allows */
 	int clusters; /* a cluster kernel: clusters resident at once on the whole GPU */
+	CUdeviceptr work; /* a group kernel's workspace (PtxKernel.work), zeroed: its last tensor */
 } Kern;
 
 /* Loads one kernel's PTX (module header + body) with the JIT logs. */
@@ -107,8 +108,12 @@ kern_load(const Buf *body, const PtxKernel *k)
 		cfg.numAttrs = 1;
 		CU(cuOccupancyMaxActiveClusters(&r.clusters, r.fn, &cfg));
 	}
+	if (k->work) { /* as the launcher's scratch: zeroed once */
+		CU(cuMemAlloc(&r.work, (size_t)k->work));
+		CU(cuMemsetD8(r.work, 0, (size_t)k->work));
+	}
 	printf("  kernel %s: %d threads, %d B smem, %d registers, %d B local (JIT)%s\n", k->name, k->threads, k->smem,
-	       r.regs, r.local, k->cluster > 1 ? ", clusters" : "");
+	       r.regs, r.local, k->cluster > 1 ? ", clusters" : k->group > 1 ? ", groups" : "");
 	if (k->cluster > 1)
 		printf("  kernel %s: clusters of %d CTAs, %d resident at once\n", k->name, k->cluster, r.clusters);
 	for (char *line = strtok(ilog, "\n"); line; line = strtok(NULL, "\n"))
@@ -144,6 +149,17 @@ tmaps_encode(const PtxKernel *k, const Launch *l, CUtensorMap *tm)
 	}
 }
 
+/* A group kernel's grid: whole groups of g, g the most (a power of two,
+ * up to k->group) the grid holds -- as the launcher rounds it. */
+static unsigned
+group_grid(const PtxKernel *k, unsigned grid)
+{
+	unsigned g = k->group > 1 ? (unsigned)k->group : 1;
+	while (g > grid)
+		g /= 2;
+	return grid - grid % g;
+}
+
 static void
 launch(const Kern *k, Launch *l)
 {
@@ -154,17 +170,21 @@ launch(const Kern *k, Launch *l)
 		l->epoch = 1;
 	for (int i = 0; i < k->k.ntensors; i++)
 		args[PTX_NPARAM + i] = &l->t[i];
+	if (k->k.work)
+		args[PTX_NPARAM + k->k.ntensors - 1] = (void *)&k->work;
 	tmaps_encode(&k->k, l, tm);
 	for (int i = 0; i < k->k.ntmaps; i++)
 		args[PTX_NPARAM + k->k.ntensors + i] = &tm[i];
 	/* a cluster kernel's grid: whole clusters (a case's grid rounded up) */
 	unsigned g = (unsigned)l->grid, c = k->k.cluster > 1 ? (unsigned)k->k.cluster : 1;
 	g = (g + c - 1) / c * c;
+	g = group_grid(&k->k, g);
 	CU(cuLaunchKernel(k->fn, g, 1, 1, k->k.threads, 1, 1, k->k.smem, l->s, args, NULL));
 }
 
 /* The persistent grid libsyncrt's launcher gives a kernel of nblocks
- * entries on the whole GPU (syn_grid_persistent, syn_grid_cluster). */
+ * entries on the whole GPU (syn_grid_persistent, syn_grid_cluster; a
+ * group kernel's as codegen/host.c emits it). */
 static int
 full_grid(const Kern *k, int64_t nblocks)
 {
@@ -173,7 +193,17 @@ full_grid(const Kern *k, int64_t nblocks)
 		g = (int64_t)k->clusters * c;
 		return (int)(g < nblocks * c ? g : nblocks * c);
 	}
+	if (k->k.group > 1)
+		return (int)group_grid(&k->k, (unsigned)(g < nblocks * k->k.group ? g : nblocks * k->k.group));
 	return (int)(g < nblocks ? g : nblocks);
+}
+
+static void
+kern_unload(Kern *k)
+{
+	if (k->work)
+		CU(cuMemFree(k->work));
+	CU(cuModuleUnload(k->mod));
 }
 
 /* ---- host data ---- */
@@ -899,6 +929,27 @@ rows_ref_row(void *v, int64_t r)
 	}
 }
 
+/* A group kernel leaves its workspace's counters at 0 for the next
+ * launch: two u32 a group slot, GROUP_CTAS (1024) / group slots but no
+ * more than the blocks, 256-byte aligned, before the partials (rows.c
+ * group_slots, group_counter_bytes). */
+static void
+group_counters_zero(const char *name, const Kern *k)
+{
+	int64_t slots = 1024 / k->k.group < k->k.nblocks ? 1024 / k->k.group : k->k.nblocks;
+	size_t n = (size_t)slots * 8;
+	uint32_t *w = malloc(n), bad = 0;
+	if (!w)
+		abort();
+	CU(cuMemcpyDtoH(w, k->work, n));
+	for (size_t i = 0; i < n / 4; i++)
+		bad += w[i] != 0;
+	printf("CASE %s/counters: %s (%lld group slots of up to %d CTAs, %lld B workspace)\n", name,
+	       bad ? "FAIL: left nonzero" : "PASS", (long long)slots, k->k.group, (long long)k->k.work);
+	failures += bad != 0;
+	free(w);
+}
+
 /* shift1: input 1 starts that many elements into its buffer (a view
  * misaligned unlike input 0). */
 static void
@@ -930,12 +981,15 @@ rows_run_shifted(const char *name, PtxRowsSpec s, int grid, int64_t shift1)
 	l.nblocks = (uint32_t)k.nblocks;
 	l.grid = grid;
 	l.s = stream[0];
-	launch(&kr, &l);
+	for (int rep = 0; rep < (k.group > 1 ? 2 : 1); rep++) /* a group's second launch finds its counters at 0 */
+		launch(&kr, &l);
 	CU(cuStreamSynchronize(l.s));
+	if (k.group > 1)
+		group_counters_zero(name, &kr);
 	par_for(s.rows, rows_ref_row, &c);
 	check_and_free(name, c.in, s.nin, c.out, c.ref, s.nout);
 	CU(cuMemFree(l.blocks));
-	CU(cuModuleUnload(kr.mod));
+	kern_unload(&kr);
 	buf_free(&b);
 }
 
@@ -1144,12 +1198,15 @@ col_spec(const char *op, int64_t rows, int64_t len, DType dt)
 	return s;
 }
 
-/* A cluster kernel's flags: every entry waits on one flag (raised before
- * the launch, or -- one entry -- never), raises its own once per cluster
- * (not once per CTA), and a stuck entry makes the whole cluster leave
- * with the error word written, within the timeout, not hang. */
+/* A cluster (or group) kernel's flags: every entry waits on one flag
+ * (raised before the launch, or -- one entry -- never), raises its own
+ * once per cluster (not once per CTA), and a stuck entry makes the whole
+ * cluster leave with the error word written, within the timeout, not
+ * hang.  A group's CTAs that did not wait on the stuck flag time out at
+ * the group's barrier instead: the error word names the flag or the
+ * group (PTX_GROUP_FLAG), whichever timed out first. */
 static void
-rows_cluster_flags(void)
+rows_split_flags(int cluster, int group)
 {
 	PtxRowsSpec s = col_spec("rmsnorm0", 256, 2048, DT_BF16); /* x, g in; y out */
 	Buf b = {0};
@@ -1160,8 +1217,10 @@ rows_cluster_flags(void)
 	uint32_t w[4];
 	Tens x, g, y;
 
-	s.cluster = 4;
-	printf("--- rows_cluster_flags: a cluster of 4 per entry, flags raised once, a stuck entry times out\n");
+	const char *nm = group > 1 ? "rows_group_flags" : "rows_cluster_flags";
+	s.cluster = cluster;
+	s.group = group;
+	printf("--- %s: a %s of 4 per entry, flags raised once, a stuck entry times out\n", nm, group > 1 ? "group" : "cluster");
 	ptx_emit_rows(&b, &s, &k);
 	Kern kr = kern_load(&b, &k);
 	x = tens_new(DT_BF16, 256 * 2048);
@@ -1192,7 +1251,7 @@ rows_cluster_flags(void)
 		l.err = err;
 		l.timeout = stuck ? 5000000 : 2000000000ull;
 		l.site = 9;
-		l.grid = 8; /* two clusters: each takes entries in turn */
+		l.grid = 8; /* two clusters (groups): each takes entries in turn */
 		l.s = stream[0];
 		l.t[0] = x.d, l.t[1] = g.d, l.t[2] = y.d;
 		CU(cuEventCreate(&e0, 0));
@@ -1206,13 +1265,16 @@ rows_cluster_flags(void)
 		CU(cuMemcpyDtoH(w, err, sizeof w));
 		if (!stuck) {
 			bool ok = fl[1] == 104 && fl[2] == 104 && w[0] == 0;
-			printf("CASE rows_cluster_flags/raised_once: flags 1, 2 = %llu, %llu (want 104, 104), err %u, %.3f ms %s\n",
+			printf("CASE %s/raised_once: flags 1, 2 = %llu, %llu (want 104, 104), err %u, %.3f ms %s\n", nm,
 			       (unsigned long long)fl[1], (unsigned long long)fl[2], w[0], ms, ok ? "PASS" : "FAIL");
 			failures += !ok;
 		} else {
-			bool ok = w[0] == 1 && w[1] == 3 && w[2] == 5 && w[3] == 9 && ms < 1000;
-			printf("CASE rows_cluster_flags/timeout: err={code %u, flag %u, block %u, site %u} want {1, 3, 5, 9}, "
-			       "kernel %.3f ms %s\n", w[0], w[1], w[2], w[3], ms, ok ? "PASS" : "FAIL");
+			/* a group's peers wait at its barrier on entry 5 (group 1: 5 = 1 + 2 x 2) */
+			bool ok = w[0] == 1 && (w[1] == 3 || (group > 1 && w[1] == PTX_GROUP_FLAG)) && w[3] == 9 && ms < 1000 &&
+			          (w[2] == 5 || group > 1);
+			printf("CASE %s/timeout: err={code %u, flag %u, block %u, site %u} want {1, 3%s, 5, 9}, "
+			       "kernel %.3f ms %s\n", nm, w[0], w[1], w[2], w[3], group > 1 ? " or the group's" : "", ms,
+			       ok ? "PASS" : "FAIL");
 			failures += !ok;
 		}
 		CU(cuEventDestroy(e0));
@@ -1224,7 +1286,7 @@ rows_cluster_flags(void)
 	tens_free(&x);
 	tens_free(&g);
 	tens_free(&y);
-	CU(cuModuleUnload(kr.mod));
+	kern_unload(&kr);
 	buf_free(&b);
 }
 
@@ -1255,7 +1317,109 @@ case_rows_cluster_small(void)
 		snprintf(name, sizeof name, "rows_cluster_softmax0_f16_333x5000_c%d", c);
 		rows_run(name, s, 16);
 	}
-	rows_cluster_flags();
+	rows_split_flags(4, 0);
+}
+
+/* Column mode over groups (partials met in a global workspace): groups of
+ * 2 to 128 asked for on odd shapes -- a length that leaves most of a
+ * group's slices empty, a partial last block, f32, vectors of 1, a row a
+ * block and 256 rows a block -- on grids that hold fewer CTAs than the
+ * group (the launch's group is then smaller) or not a whole number of
+ * groups; each launched twice (rows_run), its counters back at 0; then
+ * the flags. */
+static void
+case_rows_group_small(void)
+{
+	PtxRowsSpec s;
+	for (int gr = 2; gr <= 128; gr *= 4) {
+		char name[80];
+		s = col_spec("layernorm0", 1000, 3001, DT_BF16);
+		s.group = gr;
+		snprintf(name, sizeof name, "rows_group_layernorm0_1000x3001_g%d", gr);
+		rows_run(name, s, 100);
+		s = (PtxRowsSpec){.name = "colmin", .rows = 4100, .len = 257, .nin = 1, .nout = 2, .nstage = 2, .group = gr};
+		s.in[0] = (PtxTensor){DT_F32, {1, 4100}};
+		s.out[0] = s.out[1] = (PtxTensor){DT_F32, {1, 0}};
+		s.stage[0] = stage_of(OP_MEAN, NULL, NULL, 0);
+		s.stage[1] = stage_of(OP_AMIN, "sub(in0,stage0)", NULL, 1);
+		snprintf(name, sizeof name, "rows_group_mean_min_f32_4100x257_g%d", gr);
+		rows_run(name, s, 2 * nsm);
+		s.rows_per_block = 1;
+		snprintf(name, sizeof name, "rows_group_mean_min_f32_4100x257_rb1_g%d", gr);
+		rows_run(name, s, 3 * gr / 2 + 1);
+		s.rows_per_block = 128; /* f32: 32 lanes of 4 rows */
+		snprintf(name, sizeof name, "rows_group_mean_min_f32_4100x257_rb128_g%d", gr);
+		rows_run(name, s, 50);
+		s = col_spec("softmax0", 333, 5000, DT_F16); /* rows odd: vectors of 1 */
+		s.group = gr;
+		snprintf(name, sizeof name, "rows_group_softmax0_f16_333x5000_g%d", gr);
+		rows_run(name, s, 16);
+	}
+	rows_split_flags(0, 4);
+}
+
+/* A mean and its variance in one pass (codegen/rows.c col_moments) where
+ * the mean is far from 0: f32 values of [-3, 3) + 100 over 5000 rows,
+ * the mean and 1/std as outputs against the double reference at 1e-5 --
+ * E[x^2] - E[x]^2 in f32 would be off by ~2e-4 there.  (At + 1000 the
+ * map's own f32 x + 1000 is off by 3e-5, whatever the reduction.)  A
+ * CTA a block, groups of 8 and 32, vectors of 1 (odd rows) and a row a
+ * block; then the bf16 layernorm the compiler makes, a sum scaled by
+ * 1 / len (lower.c), at 8192 x 8192 in groups. */
+static void
+case_rows_moments(void)
+{
+	static const int groups[] = {1, 8, 32};
+	for (size_t g = 0; g < NELEM(groups); g++)
+		for (int rows = 4096; rows <= 4097; rows++) {
+			char name[80];
+			PtxRowsSpec s = {.name = "colmom", .rows = rows, .len = 5000, .nin = 1, .nout = 3, .nstage = 2};
+			s.in[0] = s.out[0] = (PtxTensor){DT_F32, {1, rows}};
+			s.out[1] = s.out[2] = (PtxTensor){DT_F32, {1, 0}};
+			s.stage[0] = stage_of(OP_MEAN, "add(in0,100.0)", NULL, 1);
+			s.stage[1] = stage_of(OP_MEAN, "mul(sub(add(in0,100.0),stage0),sub(add(in0,100.0),stage0))",
+			                      "rsqrt(add(acc,1e-5))", 2);
+			prog_or_die(&s.map, "mul(sub(add(in0,100.0),stage0),stage1)");
+			s.group = groups[g];
+			s.cluster = groups[g] == 1; /* no split at all */
+			snprintf(name, sizeof name, "rows_moments_f32_offset_%dx5000_g%d", rows, groups[g]);
+			rows_run(name, s, 2 * nsm);
+			if (rows == 4096 && groups[g] == 8) {
+				s.rows_per_block = 1;
+				snprintf(name, sizeof name, "rows_moments_f32_offset_%dx5000_rb1_g%d", rows, groups[g]);
+				rows_run(name, s, 2 * nsm);
+			}
+		}
+	PtxRowsSpec s = col_spec("layernorm0", 8192, 8192, DT_BF16);
+	s.stage[0] = stage_of(OP_SUM, NULL, "mul(acc,0.0001220703125)", 1); /* 1 / 8192 */
+	s.rows_per_block = 128;
+	rows_run("rows_moments_layernorm0_sum_scaled_8192x8192", s, 2 * nsm);
+}
+
+/* The row ops over dim 0 at vocabulary width, split as the compiler
+ * chooses (groups), on the whole GPU's grid: x [50304][4096] and the odd
+ * [50257][1024]. */
+static void
+case_rows_group(void)
+{
+	static const char *const ops[] = {"rmsnorm0", "layernorm0", "softmax0"};
+	for (int i = 0; i < 3; i++) {
+		char name[64];
+		PtxRowsSpec s = col_spec(ops[i], 4096, 50304, DT_BF16);
+		Buf b = {0};
+		PtxKernel k;
+		ptx_emit_rows(&b, &s, &k);
+		Kern kr = kern_load(&b, &k);
+		int grid = full_grid(&kr, k.nblocks);
+		kern_unload(&kr);
+		buf_free(&b);
+		snprintf(name, sizeof name, "rows_group_%s_50304x4096", ops[i]);
+		rows_run(name, s, grid);
+		s = col_spec(ops[i], 1024, 50257, DT_BF16);
+		snprintf(name, sizeof name, "rows_group_%s_50257x1024", ops[i]);
+		rows_run(name, s, grid);
+	}
+	case_rows_group_small();
 }
 
 static void
@@ -2123,17 +2287,24 @@ perf_rows(void)
 }
 
 /* Reductions over the first dim (column mode) at each rows per block
- * and cluster size, the grid as
+ * and split (none, a cluster of 8, groups of 8 to 128), the grid as
  * libsyncrt gives it; GB/s counts x in and out once (the HBM floor's
- * bytes).  Variant "default" is what lower.c and rows.c choose. */
+ * bytes).  Variant "default" is what lower.c and rows.c choose.
+ * PERF_COLS_OPS (default rmsnorm0,layernorm0,softmax0) picks the ops. */
 static void
 perf_cols(void)
 {
 	static const char *const ops[] = {"rmsnorm0", "layernorm0", "softmax0"};
-	/* rows (columns of x), len; the last two reduce vocabulary-wide columns (50304 x 4096 and
-	 * 50257 x 1024 over dim 0: 0.29-0.68 of Inductor from PyTorch, bench/results/2026-12-06-h100-c.md) */
-	static const int64_t sz[][2] = {{8192, 8192}, {8192, 1024}, {50304, 1024}, {4096, 50304}, {1024, 50257}};
-	static const int rbs[] = {0, 16, 32, 64, 128, 256}, cls[] = {1, 2, 4, 8, 0};
+	/* rows (columns of x), len: 8192^2; the vocabulary-wide columns (50304
+	 * x 4096 and 50257 x 1024 over dim 0: 0.29-0.68 of Inductor from
+	 * PyTorch, bench/results/2026-12-06-h100-c.md); a short reduction of
+	 * wide rows (1024 x 50304) */
+	static const int64_t sz[][2] = {{8192, 8192}, {4096, 50304}, {1024, 50257}, {50304, 1024}};
+	static const int rbs[] = {0, 64, 128};
+	static const struct {
+		int cluster, group;
+	} sp[] = {{0, 0}, {0, 1}, {1, 8}, {1, 16}, {1, 32}, {1, 64}, {1, 128}};
+	const char *want = getenv("PERF_COLS_OPS");
 	for (size_t z = 0; z < NELEM(sz); z++) {
 		int64_t rows = sz[z][0], len = sz[z][1];
 		Tens x = tens_new(DT_BF16, rows * len), g = tens_new(DT_BF16, len), y = tens_new(DT_BF16, rows * len);
@@ -2142,45 +2313,51 @@ perf_cols(void)
 		tens_random(&g, 1.0);
 		for (size_t i = 0; i < NELEM(ops); i++)
 			for (size_t r = 0; r < NELEM(rbs); r++)
-				for (size_t c = 0; c < NELEM(cls); c++) {
-						PtxRowsSpec s = col_spec(ops[i], rows, len, DT_BF16);
-						Buf b = {0};
-						PtxKernel k;
-						Launch l = {0};
-						double ms;
-						bool dflt = !rbs[r] && !cls[c];
-						if (!rbs[r] && !dflt) /* the chosen block: only as the whole default */
-							continue;
-						s.rows_per_block = rbs[r];
-						if (!rbs[r]) /* lower.c's rows_per_block for these shapes */
-							for (s.rows_per_block = 256; s.rows_per_block > 8 && rows / s.rows_per_block < 256;)
-								s.rows_per_block /= 2;
-						s.cluster = cls[c];
-						if (ptx_rows_check(&s))
-							continue;
-						ptx_emit_rows(&b, &s, &k);
-						Kern kr = kern_load(&b, &k);
-						l.t[0] = x.d;
-						if (s.nin > 1)
-							l.t[1] = g.d;
-						l.t[s.nin] = y.d;
-						for (int o = 1; o < s.nout; o++)
-							l.t[s.nin + o] = st.d + (CUdeviceptr)(o - 1) * (CUdeviceptr)rows * 4;
-						l.blocks = plain_blocks(k.nblocks);
-						l.nblocks = (uint32_t)k.nblocks;
-						l.grid = full_grid(&kr, k.nblocks);
-						l.s = stream[0];
-						ms = launches_ms(&kr, &l, 20);
-						printf("PERF cols %s %lldx%lld rb %d cluster %d%s: %.4f ms %.0f GB/s "
-						       "(entries %lld, grid %d, %d CTAs/SM, %d regs)\n",
-						       ops[i], (long long)len, (long long)rows, s.rows_per_block, k.cluster > 1 ? k.cluster : 1,
-						       dflt ? " (default)" : "", ms, 4.0 * (double)rows * (double)len / (ms * 1e-3) / 1e9,
-						       (long long)k.nblocks, l.grid, kr.per_sm, kr.regs);
-						fflush(stdout);
-						CU(cuMemFree(l.blocks));
-						CU(cuModuleUnload(kr.mod));
-						buf_free(&b);
-					}
+				for (size_t c = 0; c < NELEM(sp); c++) {
+					PtxRowsSpec s = col_spec(ops[i], rows, len, DT_BF16);
+					Buf b = {0};
+					PtxKernel k;
+					Launch l = {0};
+					double ms;
+					bool dflt = !sp[c].cluster && !sp[c].group;
+					if (want && !strstr(want, ops[i]))
+						continue;
+					s.rows_per_block = rbs[r];
+					if (!rbs[r] && sp[c].group == 1) /* lower.c's rows_per_block without a group */
+						for (s.rows_per_block = 256; s.rows_per_block > 8 && rows / s.rows_per_block < 256;)
+							s.rows_per_block /= 2;
+					else if (!rbs[r]) /* ... and with one */
+						s.rows_per_block = 128;
+					if (!rbs[r] != !(sp[c].group <= 1 && !sp[c].cluster)) /* the rules' blocks with the rules' split */
+						continue;
+					s.cluster = sp[c].cluster;
+					s.group = sp[c].group;
+					if (ptx_rows_check(&s))
+						continue;
+					ptx_emit_rows(&b, &s, &k);
+					Kern kr = kern_load(&b, &k);
+					l.t[0] = x.d;
+					if (s.nin > 1)
+						l.t[1] = g.d;
+					l.t[s.nin] = y.d;
+					for (int o = 1; o < s.nout; o++)
+						l.t[s.nin + o] = st.d + (CUdeviceptr)(o - 1) * (CUdeviceptr)rows * 4;
+					l.blocks = plain_blocks(k.nblocks);
+					l.nblocks = (uint32_t)k.nblocks;
+					l.grid = full_grid(&kr, k.nblocks);
+					l.s = stream[0];
+					ms = launches_ms(&kr, &l, 20);
+					printf("PERF cols %s %lldx%lld rb %d%s %s %d%s: %.4f ms %.0f GB/s "
+					       "(entries %lld, grid %d, %d CTAs/SM, %d regs)\n",
+					       ops[i], (long long)len, (long long)rows, s.rows_per_block, rbs[r] ? "" : " (auto)",
+					       k.group > 1 ? "group" : "cluster", k.group > 1 ? k.group : k.cluster > 1 ? k.cluster : 1,
+					       dflt ? " (default)" : "", ms, 4.0 * (double)rows * (double)len / (ms * 1e-3) / 1e9,
+					       (long long)k.nblocks, l.grid, kr.per_sm, kr.regs);
+					fflush(stdout);
+					CU(cuMemFree(l.blocks));
+					kern_unload(&kr);
+					buf_free(&b);
+				}
 		tens_free(&x);
 		tens_free(&g);
 		tens_free(&y);
@@ -2251,6 +2428,8 @@ static const struct {
 	{"rows_reduce", case_rows_reduce}, {"flags_late", case_flags_late},
 	{"flags_timeout", case_flags_timeout}, {"mm_f32", case_mm_f32},
 	{"rows_cols", case_rows_cols},      {"rows_cluster", case_rows_cluster}, {"rows_cluster_small", case_rows_cluster_small}, {"attn", case_attn},
+	{"rows_group", case_rows_group},    {"rows_group_small", case_rows_group_small},
+	{"rows_moments", case_rows_moments},
 	{"attn_small", case_attn_small},
 };
 

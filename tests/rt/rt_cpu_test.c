@@ -4,6 +4,7 @@
  * ranks, and trace JSON.  `rt_cpu_test NAME [ARGS]` runs one group, prints
  * what it checked and exits 0 when all of it held. */
 #include "../../runtime/rt.h"
+#include "../../codegen/codegen.h" /* PTX_GROUP_FLAG, which the runtime names */
 
 #include <arpa/inet.h>
 #include <math.h>
@@ -1127,6 +1128,9 @@ t_chunk(int argc, char **argv)
 		EXPECT(rt_chunk_check(&ch, r, P, G, msg, sizeof msg) == SYN_OK, "rank %d of %d: %s", r, P, msg);
 	printf("chunk: %s x%zu (strides %zu, %zu) at P = %d\n", argv[3], ch.count, ch.send_stride, ch.recv_stride, P);
 }
+
+/* A group barrier's timeout: the kernels' flag word is the one the runtime names. */
+_Static_assert(PTX_GROUP_FLAG == SYN_ERRW_GROUP, "codegen.h and syncrt.h name the group barrier alike");
 
 int
 main(int argc, char **argv)
