@@ -355,7 +355,7 @@ typedef struct Ptx {
 	int nextname;
 	/* common registers of the persistent loop (codegen/ptx.c) */
 	Reg tid, is_t0, blk, entry, x, y, z;
-	Reg param[PTX_NPARAM], tensor[2 * PTX_MAX_TENSORS];
+	Reg param[PTX_NPARAM], tensor[2 * PTX_MAX_TENSORS + 1]; /* + a group kernel's workspace */
 	int lbl_done, lbl_loop;
 	/* a cluster kernel (ptx_kernel_cluster): CTAs per cluster, this CTA's
 	 * rank in it, and the one thread of the cluster that stamps traces and
@@ -365,7 +365,7 @@ typedef struct Ptx {
 	/* a group kernel (ptx_kernel_group): CTAs per group at most; the group's
 	 * size g and log2 g as this launch has them (crank, lead as above) */
 	int group, group_slots; /* ... and groups at most, each with its slot of the workspace */
-	Reg gsize, glog;
+	Reg gsize, glog, ngroups; /* ... and the groups that take entries */
 	Reg gcnt; /* the group's counters in the workspace (the last tensor): arrivals, departures */
 	int ntensors;
 } Ptx;

@@ -117,7 +117,7 @@ static const char *const taken[] = {
 	"syn_check_args", "syn_coll", "syn_copy2d", "syn_ctx", "syn_device", "syn_device_count", "syn_download",
 	"syn_end", "syn_error", "syn_errw_addr", "syn_finalize", "syn_flag_addr", "syn_free", "syn_free_sms",
 	"syn_grid_persistent", "syn_grid_cluster", "syn_image", "syn_init", "syn_init_local", "syn_kernel", "syn_kernel_get", "syn_lane",
-	"syn_launch", "syn_mark", "syn_mark_ms", "syn_nranks", "syn_opts", "syn_peer_ptr", "syn_raise", "syn_rank",
+	"syn_launch", "syn_launch_group", "syn_mark", "syn_mark_ms", "syn_nranks", "syn_opts", "syn_peer_ptr", "syn_raise", "syn_rank",
 	"syn_ref_matmul", "syn_run_local", "syn_op_flags", "syn_epoch", "syn_sms", "syn_state", "syn_status", "syn_status_name", "syn_stream",
 	"syn_stream_enter", "syn_stream_leave", "syn_sync", "syn_begin_local", "syn_trace_exposed", "syn_device_info", "syn_tensor", "syn_tensor_check", "syn_timeout_ns",
 	"syn_check_topo",
@@ -741,7 +741,8 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 			           kn->k.group, kn->k.group, kn->k.group);
 		else
 			buf_printf(o, "\t\tif (grid[0] > nblocks)\n\t\t\tgrid[0] = nblocks;\n");
-		buf_printf(o, "\t\tif ((r = syn_launch(ctx, st->k[%d], grid, block, %d, prm)))\n\t\t\treturn r;\n\t}\n", k, kn->k.smem);
+		buf_printf(o, "\t\tif ((r = syn_launch%s(ctx, st->k[%d], grid, block, %d, prm)))\n\t\t\treturn r;\n\t}\n",
+		           kn->k.group > 1 ? "_group" : "", k, kn->k.smem);
 	}
 	for (int i = 0; i < lo->nstep; i++) {
 		const LStep *s = &lo->step[i];

@@ -1051,8 +1051,10 @@ lower_rows(Low *L, Val a, const int *bl, int nb)
 	if (rows_waits(L, k, n) || L->p->share_sms) /* kernels beside it: see rows.c col_split */
 		s.group = 1;
 	s.rows_per_block = rows_per_block(&s, g, s.group != 1);
-	if (s.group != 1 && ptx_rows_group_of(&s) <= 1) /* no group after all: the blocks that fill the GPU alone */
+	if (s.group != 1 && ptx_rows_group_of(&s) <= 1) { /* no group after all: the blocks that fill the GPU alone */
 		s.rows_per_block = rows_per_block(&s, g, false);
+		s.group = 1; /* not one chosen anew for those blocks: the rule's sizes are for 128 rows */
+	}
 	{
 		const char *bad = ptx_rows_check(&s);
 		if (bad) {

@@ -319,7 +319,8 @@ ptx_group_wait(Ptx *p, Reg cnt, Reg target, Reg quit)
 	ptx_emit(p, "@!%s bra $L%d;", R(p->is_t0), waited);
 	ptx_emit(p, "red.release.gpu.global.add.u32 [%s], 1;", R(cnt));
 	ptx_emit(p, "ld.acquire.gpu.global.u32 %s, [%s];", R(c), R(cnt));
-	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(w.q), R(c), R(target));
+	ptx_emit(p, "sub.u32 %s, %s, %s;", R(c), R(c), R(target)); /* reached, modulo 2^32 */
+	ptx_emit(p, "setp.ge.s32 %s, %s, 0;", R(w.q), R(c));
 	ptx_emit(p, "@%s bra $L%d;", R(w.q), waited);
 	ptx_emit(p, "mov.u64 %s, %%globaltimer;", R(w.start));
 	ptx_emit(p, "mov.u32 %s, %d;", R(ns), SPIN_FIRST_NS);
@@ -330,7 +331,8 @@ ptx_group_wait(Ptx *p, Reg cnt, Reg target, Reg quit)
 	ptx_emit(p, "shl.b32 %s, %s, 1;", R(ns), R(ns));
 	ptx_emit(p, "min.u32 %s, %s, %d;", R(ns), R(ns), GROUP_CAP_NS);
 	ptx_emit(p, "ld.acquire.gpu.global.u32 %s, [%s];", R(c), R(cnt));
-	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(w.q), R(c), R(target));
+	ptx_emit(p, "sub.u32 %s, %s, %s;", R(c), R(c), R(target)); /* reached, modulo 2^32 */
+	ptx_emit(p, "setp.ge.s32 %s, %s, 0;", R(w.q), R(c));
 	ptx_emit(p, "@%s bra $L%d;", R(w.q), waited);
 	spin_tail(p, &w, quit);
 	ptx_place(p, waited);
@@ -427,6 +429,7 @@ group_params(Ptx *p)
 	ptx_emit(p, "sub.u32 %s, %s, 1;", R(t), R(p->gsize));
 	ptx_emit(p, "and.b32 %s, %s, %s;", R(p->crank), R(p->blk), R(t));
 	ptx_emit(p, "shr.u32 %s, %s, %s;", R(p->blk), R(p->blk), R(p->glog));
+	p->ngroups = n; /* whole groups, no more than have workspace: the entries' stride */
 	ptx_emit(p, "shr.u32 %s, %s, %s;", R(n), R(n), R(p->glog));
 	ptx_emit(p, "min.u32 %s, %s, %d;", R(n), R(n), p->group_slots);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(p->blk), R(n));
@@ -586,9 +589,10 @@ ptx_route_table_off(int64_t nblocks)
 void
 ptx_next_entry(Ptx *p, Reg n, int loop)
 {
-	ptx_emit(p, "mov.u32 %s, %s;", R(n), p->cluster > 1 ? "%nclusterid.x" : "%nctaid.x");
 	if (p->group > 1) /* the groups */
-		ptx_emit(p, "shr.u32 %s, %s, %s;", R(n), R(n), R(p->glog));
+		n = p->ngroups;
+	else
+		ptx_emit(p, "mov.u32 %s, %s;", R(n), p->cluster > 1 ? "%nclusterid.x" : "%nctaid.x");
 	ptx_emit(p, "add.u32 %s, %s, %s;", R(p->blk), R(p->blk), R(n));
 	ptx_emit(p, "bra $L%d;", loop);
 }

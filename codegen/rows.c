@@ -666,7 +666,7 @@ col_finish(Rows *r, int k, Reg a, Reg acc)
 	}
 	if (st->out >= 0) {
 		ptx_emit(p, "@!%s bra $L%d;", R(fa), nostore);
-		if (r->ncl > 1) {
+		if (r->ncl > 1 || r->grp > 1) { /* every CTA holds the same bits: one stores them */
 			Reg q = ptx_reg(p, RC_PRED);
 			ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(p->crank));
 			ptx_emit(p, "@%s bra $L%d;", R(q), nostore);

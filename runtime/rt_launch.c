@@ -288,11 +288,13 @@ syn_begin_local(syn_ctx *c, const char *name, uint64_t *epoch)
 	return SYN_OK;
 }
 
-int
-syn_launch(syn_ctx *c, syn_kernel *k, const unsigned grid[3], const unsigned block[3], unsigned smem, void **params)
+static int
+launch(syn_ctx *c, syn_kernel *k, const unsigned grid[3], const unsigned block[3], unsigned smem, void **params,
+       int coop)
 {
 	CUlaunchConfig cfg;
-	char what[96];
+	CUlaunchAttribute at;
+	char what[112];
 	int r;
 	if ((r = rt_entry(c)))
 		return r;
@@ -314,17 +316,37 @@ syn_launch(syn_ctx *c, syn_kernel *k, const unsigned grid[3], const unsigned blo
 	cfg.blockDimZ = block[2];
 	cfg.sharedMemBytes = smem;
 	cfg.hStream = lane_stream(c, SYN_COMPUTE);
+	if (coop) {
+		memset(&at, 0, sizeof at);
+		at.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+		at.value.cooperative = 1;
+		cfg.attrs = &at;
+		cfg.numAttrs = 1;
+	}
 	{ /* the message is made only for a failure: formatting it costs a call ~0.3 us */
 		CUresult e = cuLaunchKernelEx(&cfg, k->fn, params, NULL);
 		if (e != CUDA_SUCCESS) {
-			rt_fmt(what, sizeof what, "cuLaunchKernelEx(%s, grid %u, block %u, smem %u)", k->name, grid[0],
-			       block[0], smem);
+			rt_fmt(what, sizeof what, "cuLaunchKernelEx(%s, grid %u, block %u, smem %u%s)", k->name, grid[0],
+			       block[0], smem, coop ? ", cooperative: its CTAs meet in memory" : "");
 			return rt_cu(c, e, what);
 		}
 	}
 	if (c->local && !c->trace) /* its end names the op; nothing inside it waits */
 		return SYN_OK;
 	return rt_log(c, IK_LAUNCH, SYN_COMPUTE, -1, -1, -1, 0, k->name);
+}
+
+int
+syn_launch(syn_ctx *c, syn_kernel *k, const unsigned grid[3], const unsigned block[3], unsigned smem, void **params)
+{
+	return launch(c, k, grid, block, smem, params, 0);
+}
+
+int
+syn_launch_group(syn_ctx *c, syn_kernel *k, const unsigned grid[3], const unsigned block[3], unsigned smem,
+                 void **params)
+{
+	return launch(c, k, grid, block, smem, params, 1);
 }
 
 int

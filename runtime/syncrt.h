@@ -138,7 +138,7 @@ typedef struct syn_kernel syn_kernel; /* owned by its context */
 enum {
 	SYN_ERRW_CODE,  /* 0 = fine, 1 = flag wait timed out */
 	SYN_ERRW_FLAG,  /* index of the flag it waited on, or SYN_ERRW_GROUP */
-	SYN_ERRW_BLOCK, /* the block (ctaid.x; a group kernel's: its group's id) */
+	SYN_ERRW_BLOCK, /* the block (ctaid.x; a group or cluster kernel's: its entry) */
 	SYN_ERRW_SITE,  /* the code generator's number for the wait site */
 	SYN_ERRW_WORDS
 };
@@ -252,6 +252,12 @@ int syn_begin(syn_ctx *c, const char *op, uint64_t *epoch);
  * caller's stream inside syn_stream_enter .. leave (else the compute lane),
  * with no events of its own but its end; syn_end ends it as any op. */
 int syn_begin_local(syn_ctx *c, const char *op, uint64_t *epoch);
+/* A kernel whose CTAs wait for each other (a group kernel, codegen.h
+ * PtxKernel.group): launched cooperatively, so the driver runs every CTA
+ * at once or refuses the launch (SYN_ECUDA, naming the kernel) -- never
+ * CTAs waiting on others that cannot start. */
+int syn_launch_group(syn_ctx *c, syn_kernel *k, const unsigned grid[3], const unsigned block[3], unsigned smem,
+                     void **params);
 int syn_launch(syn_ctx *c, syn_kernel *k, const unsigned grid[3], const unsigned block[3], unsigned smem,
                void **params);
 int syn_wait(syn_ctx *c, syn_lane lane, int flag, uint64_t value, int chunk);

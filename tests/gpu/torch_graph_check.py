@@ -77,6 +77,21 @@ def cases(tmp):
                     "    return attention(q, k, v);\n}\n")
     rms = write_syn(tmp, "rms", "use nn;\nparam S = 2048, H = 4096;\n"
                     "op rms(x: bf16[S, H], g: bf16[H]) -> bf16[S, H] {\n    return rmsnorm(x, g);\n}\n")
+    # layernorm over the first dim: a block split over a group of CTAs that
+    # meet in a global workspace, launched cooperatively (codegen/rows.c col_split)
+    ln0 = write_syn(tmp, "ln0", "param S = 50304, H = 1024, eps = 1e-5;\n"
+                    "op ln0(x: bf16[S, H], g: bf16[S, 1], b: bf16[S, 1]) -> bf16[S, H] {\n"
+                    "    let xf = cast(x, f32);\n    let d = xf - mean(xf, 0);\n"
+                    "    return cast(d * rsqrt(mean(d * d, 0) + eps) * cast(g, f32) + cast(b, f32), bf16);\n}\n")
+
+    def ln0_in(g, S=50304, H=1024):
+        return (torch.randn(S, H, generator=g, device=dev).to(bf), torch.rand(S, 1, generator=g, device=dev).to(bf) + 0.5,
+                torch.randn(S, 1, generator=g, device=dev).to(bf))
+
+    def ln0_ref(x, g, b):
+        xf = x.float()
+        d = xf - xf.mean(0, keepdim=True)
+        return d * torch.rsqrt((d * d).mean(0, keepdim=True) + 1e-5) * g.float() + b.float()
 
     def sp_ref(x, w1, w2):  # silu, rounded to bf16 before the second matmul as the op does
         h = (x.float() @ w1.float()).to(bf).float()
@@ -96,6 +111,7 @@ def cases(tmp):
         ("sp_mlp", os.path.join(ROOT, "examples/sp_mlp.syn"), dict(S=1024, H=1024, F=2048), "sp_mlp", sp_in, sp_ref),
         ("attention", att, {}, "att", att_in, att_ref),
         ("rmsnorm", rms, {}, "rms", rms_in, rms_ref),
+        ("layernorm0", ln0, {}, "ln0", ln0_in, ln0_ref),
     ]
 
 

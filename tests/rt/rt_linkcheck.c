@@ -14,7 +14,7 @@ static const Fn api[] = {
 	(Fn)syn_nranks, (Fn)syn_device, (Fn)syn_sms, (Fn)syn_free_sms, (Fn)syn_stream, (Fn)syn_error,
 	(Fn)syn_status_name, (Fn)syn_alloc, (Fn)syn_free, (Fn)syn_peer_ptr, (Fn)syn_barrier, (Fn)syn_flag_addr,
 	(Fn)syn_errw_addr, (Fn)syn_timeout_ns, (Fn)syn_trace_slots, (Fn)syn_kernel_get, (Fn)syn_grid_persistent,
-	(Fn)syn_check_args, (Fn)syn_begin, (Fn)syn_begin_local, (Fn)syn_launch, (Fn)syn_wait, (Fn)syn_raise, (Fn)syn_coll,
+	(Fn)syn_check_args, (Fn)syn_begin, (Fn)syn_begin_local, (Fn)syn_launch, (Fn)syn_launch_group, (Fn)syn_wait, (Fn)syn_raise, (Fn)syn_coll,
 	(Fn)syn_copy2d, (Fn)syn_end, (Fn)syn_sync, (Fn)syn_trace_write, (Fn)syn_trace_exposed, (Fn)syn_tensor_check,
 	(Fn)syn_stream_enter, (Fn)syn_stream_leave, (Fn)syn_device_info, (Fn)syn_op_flags, (Fn)syn_epoch, (Fn)syn_check_topo,
 };
