@@ -534,15 +534,29 @@ col_inputs(Rows *r, const PtxEwProg *g, Reg c, Reg in[][8])
 		}
 }
 
-/* for (c = slice; c < len; c += nsl * COL_UNROLL): this thread's slice
- * of the reduced dim, COL_UNROLL steps per pass (each guarded), V rows
- * each. */
+/* d = col + mult slices of the split: an immediate without a group, the
+ * launch's count of slices (nslr) in one. */
 static void
-col_slice(Rows *r, const PtxEwProg *g, int ri, Reg acc[][8])
+col_advance(Rows *r, Reg d, Reg col, int mult)
 {
 	Ptx *p = r->p;
-	Reg col = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED), val[PTX_MAX_INS];
-	ValClass vc[PTX_MAX_INS];
+	if (r->grp > 1)
+		ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(d), R(r->nslr), mult, R(col));
+	else
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(d), R(col), mult * r->nsl);
+}
+
+/* What a thread does at reduced index c of its slice, the u-th step of a
+ * pass (col_walk). */
+typedef void ColStep(Rows *r, Reg c, int u, void *arg);
+
+/* for (col = slice; col < len; col += nsl * COL_UNROLL): this thread's
+ * slice of the reduced dim, COL_UNROLL steps per pass, each guarded. */
+static void
+col_walk(Rows *r, ColStep *step, void *arg)
+{
+	Ptx *p = r->p;
+	Reg col = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED);
 	int loop = ptx_label(p), done = ptx_label(p);
 
 	ptx_emit(p, "mov.u32 %s, %s;", R(col), R(r->slice));
@@ -550,29 +564,49 @@ col_slice(Rows *r, const PtxEwProg *g, int ri, Reg acc[][8])
 	ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(col), (long long)r->s->len);
 	ptx_emit(p, "@%s bra $L%d;", R(q), done);
 	for (int u = 0; u < COL_UNROLL; u++) {
-		Reg c = ptx_reg(p, RC_B32), in[PTX_MAX_TENSORS][8];
+		Reg c = ptx_reg(p, RC_B32);
 		int skip = ptx_label(p);
-		if (r->grp > 1)
-			ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(c), R(r->nslr), u, R(col));
-		else
-			ptx_emit(p, "add.u32 %s, %s, %d;", R(c), R(col), u * r->nsl);
+		col_advance(r, c, col, u);
 		ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(c), (long long)r->s->len);
 		ptx_emit(p, "@%s bra $L%d;", R(q), skip);
-		col_inputs(r, g, c, in);
-		for (int j = 0; j < r->cv; j++) {
-			PtxEnv env = env_for(r, in, j);
-			ptx_prog_emit(p, g, &env, val, vc);
-			ptx_expand(p, reds[ri].combine, acc[u][j], acc[u][j],
-			           ptx_convert(p, val[g->out[0].val], vc[g->out[0].val], VC_F32));
-		}
+		step(r, c, u, arg);
 		ptx_place(p, skip);
 	}
-	if (r->grp > 1)
-		ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(col), R(r->nslr), COL_UNROLL, R(col));
-	else
-		ptx_emit(p, "add.u32 %s, %s, %d;", R(col), R(col), r->nsl * COL_UNROLL);
+	col_advance(r, col, col, COL_UNROLL);
 	ptx_emit(p, "bra $L%d;", loop);
 	ptx_place(p, done);
+}
+
+typedef struct SliceRed {
+	const PtxEwProg *g;
+	int ri;
+	Reg (*acc)[8];
+} SliceRed;
+
+/* A reduction's step: V rows' values of program g into the u-th
+ * accumulators. */
+static void
+red_step(Rows *r, Reg c, int u, void *arg)
+{
+	const SliceRed *a = arg;
+	Reg in[PTX_MAX_TENSORS][8], val[PTX_MAX_INS];
+	ValClass vc[PTX_MAX_INS];
+	col_inputs(r, a->g, c, in);
+	for (int j = 0; j < r->cv; j++) {
+		PtxEnv env = env_for(r, in, j);
+		ptx_prog_emit(r->p, a->g, &env, val, vc);
+		ptx_expand(r->p, reds[a->ri].combine, a->acc[u][j], a->acc[u][j],
+		           ptx_convert(r->p, val[a->g->out[0].val], vc[a->g->out[0].val], VC_F32));
+	}
+}
+
+/* This thread's slice of the reduced dim, V rows each step, into the
+ * COL_UNROLL x V accumulators. */
+static void
+col_slice(Rows *r, const PtxEwProg *g, int ri, Reg acc[][8])
+{
+	SliceRed a = {g, ri, acc};
+	col_walk(r, red_step, &a);
 }
 
 /* A finishing thread's row of the block (thread tid < rb: row x rb + tid):
@@ -1040,15 +1074,38 @@ mom_values(Rows *r, const PtxEwProg *g, Reg c, Reg X[8])
 	}
 }
 
-/* Over this thread's slice (as col_slice walks it): per lane row the
- * pilot K, S1 = sum(X - K), S2 = sum((X - K)^2); all 0 for an idle lane
- * or an empty slice. */
+typedef struct SliceMom {
+	const PtxEwProg *g;
+	Reg *K, *S1, *S2;
+} SliceMom;
+
+/* A moments step: X - K into S1, its square into S2, per lane row. */
+static void
+mom_step(Rows *r, Reg c, int u, void *arg)
+{
+	const SliceMom *a = arg;
+	Ptx *p = r->p;
+	Reg X[8];
+	(void)u;
+	mom_values(r, a->g, c, X);
+	for (int j = 0; j < r->cv; j++) {
+		Reg d = ptx_reg(p, RC_F32);
+		ptx_emit(p, "sub.f32 %s, %s, %s;", R(d), R(X[j]), R(a->K[j]));
+		ptx_emit(p, "add.f32 %s, %s, %s;", R(a->S1[j]), R(a->S1[j]), R(d));
+		ptx_emit(p, "fma.rn.f32 %s, %s, %s, %s;", R(a->S2[j]), R(d), R(d), R(a->S2[j]));
+	}
+}
+
+/* Over this thread's slice (col_walk): per lane row the pilot K, S1 =
+ * sum(X - K), S2 = sum((X - K)^2); all 0 for an idle lane or an empty
+ * slice. */
 static void
 col_mom_slice(Rows *r, const PtxEwProg *g, Reg K[8], Reg S1[8], Reg S2[8])
 {
 	Ptx *p = r->p;
-	Reg col = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED), X[8];
-	int loop = ptx_label(p), done = ptx_label(p);
+	Reg q = ptx_reg(p, RC_PRED), X[8];
+	int done = ptx_label(p);
+	SliceMom a = {g, K, S1, S2};
 
 	for (int j = 0; j < r->cv; j++) {
 		K[j] = ptx_reg(p, RC_F32), S1[j] = ptx_reg(p, RC_F32), S2[j] = ptx_reg(p, RC_F32);
@@ -1062,33 +1119,7 @@ col_mom_slice(Rows *r, const PtxEwProg *g, Reg K[8], Reg S1[8], Reg S2[8])
 	mom_values(r, g, r->slice, X);
 	for (int j = 0; j < r->cv; j++)
 		ptx_emit(p, "mov.f32 %s, %s;", R(K[j]), R(X[j]));
-	ptx_emit(p, "mov.u32 %s, %s;", R(col), R(r->slice));
-	ptx_place(p, loop);
-	ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(col), (long long)r->s->len);
-	ptx_emit(p, "@%s bra $L%d;", R(q), done);
-	for (int u = 0; u < COL_UNROLL; u++) {
-		Reg c = ptx_reg(p, RC_B32);
-		int skip = ptx_label(p);
-		if (r->grp > 1)
-			ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(c), R(r->nslr), u, R(col));
-		else
-			ptx_emit(p, "add.u32 %s, %s, %d;", R(c), R(col), u * r->nsl);
-		ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(c), (long long)r->s->len);
-		ptx_emit(p, "@%s bra $L%d;", R(q), skip);
-		mom_values(r, g, c, X);
-		for (int j = 0; j < r->cv; j++) {
-			Reg d = ptx_reg(p, RC_F32);
-			ptx_emit(p, "sub.f32 %s, %s, %s;", R(d), R(X[j]), R(K[j]));
-			ptx_emit(p, "add.f32 %s, %s, %s;", R(S1[j]), R(S1[j]), R(d));
-			ptx_emit(p, "fma.rn.f32 %s, %s, %s, %s;", R(S2[j]), R(d), R(d), R(S2[j]));
-		}
-		ptx_place(p, skip);
-	}
-	if (r->grp > 1)
-		ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(col), R(r->nslr), COL_UNROLL, R(col));
-	else
-		ptx_emit(p, "add.u32 %s, %s, %d;", R(col), R(col), r->nsl * COL_UNROLL);
-	ptx_emit(p, "bra $L%d;", loop);
+	col_walk(r, mom_step, &a);
 	ptx_place(p, done);
 }
 
@@ -1395,10 +1426,7 @@ rows_col_map(Rows *r)
 			w[j] = ptx_convert(p, val[j][po->val], vc[po->val], ptx_dtypes[t->dt].vc);
 		ptx_store_vec(p, t->dt, a, r->cv, w);
 	}
-	if (r->grp > 1)
-		ptx_emit(p, "add.u32 %s, %s, %s;", R(col), R(col), R(r->nslr));
-	else
-		ptx_emit(p, "add.u32 %s, %s, %d;", R(col), R(col), r->nsl);
+	col_advance(r, col, col, 1);
 	ptx_emit(p, "bra $L%d;", loop);
 	ptx_place(p, done);
 }
