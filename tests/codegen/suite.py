@@ -167,6 +167,10 @@ def tests(root, run, Fail):
     f = os.path.join(root, "tests", "lang", "codegen", "rows_cluster.syn")
     jobs.append(("codegen/%s P=1 groups (ptxas, launcher -Werror)" % os.path.relpath(f, root),
                  one(f, 1, [], "for (unsigned g = 32u;; g /= 2)")))
+    # ... and launches them cooperatively, so the driver runs every CTA of a
+    # group at once or refuses the launch
+    jobs.append(("codegen/%s P=1 groups launched cooperatively (ptxas, launcher -Werror)" % os.path.relpath(f, root),
+                 one(f, 1, [], "syn_launch_group(ctx, st->k[")))
     f = os.path.join(root, "tests", "lang", "codegen", "rows_cluster_waits.syn")
     jobs.append(("codegen/%s P=2 clusters (ptxas, launcher -Werror)" % os.path.relpath(f, root),
                  one(f, 2, [], "syn_grid_cluster(ctx, st->k[")))
