@@ -827,18 +827,20 @@ col_group_barrier(Rows *r)
  * order in every CTA, so all hold the same bits; the row into its
  * exchange slot in shared memory. */
 /* The sum (or max, min) of the g partials of stage k, row `row`, into acc
- * (every lane of a warp, which must all come here): lane l loads CTAs
- * l, l + 32, ..., GROUP_UNROLL at a time, then a butterfly; the same order
- * wherever it runs.  act: this lane's warp has the row. */
+ * in each of S lanes (a power of two up to 32, aligned in the warp, which
+ * must all come here): lane l of them loads CTAs l, l + S, ...,
+ * GROUP_UNROLL at a time (the loads first, then the combines: all in
+ * flight), then a butterfly over the S lanes; the same order wherever it
+ * runs.  act: these lanes have the row. */
 static void
-group_sum_warp(Rows *r, int k, int ri, Reg row, Reg act, Reg acc)
+group_sum(Rows *r, int k, int ri, int S, Reg row, Reg act, Reg acc)
 {
 	Ptx *p = r->p;
 	int loop = ptx_label(p), done = ptx_label(p);
 	Reg m = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED), base = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B64);
 	Reg t[GROUP_UNROLL];
 
-	ptx_emit(p, "and.b32 %s, %s, 31;", R(m), R(p->tid));
+	ptx_emit(p, "and.b32 %s, %s, %d;", R(m), R(p->tid), S - 1);
 	ptx_emit(p, "mov.f32 %s, 0f%08X;", R(acc), reds[ri].identity);
 	ptx_place(p, loop);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(m), R(p->gsize));
@@ -846,7 +848,7 @@ group_sum_warp(Rows *r, int k, int ri, Reg row, Reg act, Reg acc)
 	for (int u = 0; u < GROUP_UNROLL; u++) {
 		t[u] = ptx_reg(p, RC_F32);
 		ptx_emit(p, "mov.f32 %s, 0f%08X;", R(t[u]), reds[ri].identity);
-		ptx_emit(p, "add.u32 %s, %s, %d;", R(base), R(m), u * 32);
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(base), R(m), u * S);
 		ptx_emit(p, "setp.lt.and.u32 %s, %s, %s, %s;", R(q), R(base), R(p->gsize), R(act));
 		ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(base), R(base), r->rb, R(row));
 		ptx_emit(p, "add.u32 %s, %s, %d;", R(base), R(base), k * r->grp * r->rb);
@@ -855,10 +857,10 @@ group_sum_warp(Rows *r, int k, int ri, Reg row, Reg act, Reg acc)
 	}
 	for (int u = 0; u < GROUP_UNROLL; u++)
 		ptx_expand(p, reds[ri].combine, acc, acc, t[u]);
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(m), R(m), GROUP_UNROLL * 32);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(m), R(m), GROUP_UNROLL * S);
 	ptx_emit(p, "bra $L%d;", loop);
 	ptx_place(p, done);
-	for (int d = 16; d >= 1; d /= 2) {
+	for (int d = S / 2; d >= 1; d /= 2) {
 		Reg o = ptx_reg(p, RC_F32);
 		ptx_emit(p, "shfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;", R(o), R(acc), d);
 		ptx_expand(p, reds[ri].combine, acc, acc, o);
@@ -885,7 +887,7 @@ col_group_meet2(Rows *r, int k, int ri)
 	ptx_emit(p, "setp.ge.u32 %s, %s, %d;", R(q), R(row), r->rb);
 	ptx_emit(p, "@%s bra $L%d;", R(q), done);
 	ptx_emit(p, "setp.lt.u32 %s, %s, %d;", R(act), R(row), r->rb);
-	group_sum_warp(r, k, ri, row, act, acc);
+	group_sum(r, k, ri, 32, row, act, acc);
 	ptx_emit(p, "and.b32 %s, %s, 31;", R(i), R(p->tid));
 	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(q), R(i));
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(i), R(row), fin_off);
@@ -911,10 +913,9 @@ static void
 col_group_meet(Rows *r, int k, int ri)
 {
 	Ptx *p = r->p;
-	int S = group_subs(r), loop = ptx_label(p), done = ptx_label(p);
+	int S = group_subs(r);
 	Reg row = ptx_reg(p, RC_B32), m = ptx_reg(p, RC_B32), act = ptx_reg(p, RC_PRED), q = ptx_reg(p, RC_PRED);
-	Reg acc = ptx_reg(p, RC_F32), base = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B64), sa = ptx_reg(p, RC_B32);
-	Reg t[GROUP_UNROLL];
+	Reg acc = ptx_reg(p, RC_F32), sa = ptx_reg(p, RC_B32);
 
 	ptx_emit(p, "bar.sync 0;");
 	col_group_barrier(r);
@@ -923,32 +924,8 @@ col_group_meet(Rows *r, int k, int ri)
 		return;
 	}
 	ptx_emit(p, "shr.u32 %s, %s, %d;", R(row), R(p->tid), ptx_ilog2(S));
-	ptx_emit(p, "and.b32 %s, %s, %d;", R(m), R(p->tid), S - 1);
 	ptx_emit(p, "setp.lt.u32 %s, %s, %d;", R(act), R(row), r->rb);
-	ptx_emit(p, "mov.f32 %s, 0f%08X;", R(acc), reds[ri].identity);
-	ptx_place(p, loop);
-	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(m), R(p->gsize));
-	ptx_emit(p, "@%s bra $L%d;", R(q), done);
-	for (int u = 0; u < GROUP_UNROLL; u++) { /* the loads first, then the combines: all in flight */
-		t[u] = ptx_reg(p, RC_F32);
-		ptx_emit(p, "mov.f32 %s, 0f%08X;", R(t[u]), reds[ri].identity);
-		ptx_emit(p, "add.u32 %s, %s, %d;", R(base), R(m), u * S);
-		ptx_emit(p, "setp.lt.and.u32 %s, %s, %s, %s;", R(q), R(base), R(p->gsize), R(act));
-		ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(base), R(base), r->rb, R(row));
-		ptx_emit(p, "add.u32 %s, %s, %d;", R(base), R(base), k * r->grp * r->rb);
-		ptx_emit(p, "mad.wide.u32 %s, %s, 4, %s;", R(a), R(base), R(r->gcur));
-		ptx_emit(p, "@%s ld.relaxed.gpu.global.f32 %s, [%s];", R(q), R(t[u]), R(a));
-	}
-	for (int u = 0; u < GROUP_UNROLL; u++)
-		ptx_expand(p, reds[ri].combine, acc, acc, t[u]);
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(m), R(m), GROUP_UNROLL * S);
-	ptx_emit(p, "bra $L%d;", loop);
-	ptx_place(p, done);
-	for (int d = S / 2; d >= 1; d /= 2) {
-		Reg o = ptx_reg(p, RC_F32);
-		ptx_emit(p, "shfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;", R(o), R(acc), d);
-		ptx_expand(p, reds[ri].combine, acc, acc, o);
-	}
+	group_sum(r, k, ri, S, row, act, acc);
 	ptx_emit(p, "and.b32 %s, %s, %d;", R(m), R(p->tid), S - 1);
 	ptx_emit(p, "setp.eq.and.u32 %s, %s, 0, %s;", R(q), R(m), R(act));
 	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(sa), R(row), R(r->smem));

@@ -1290,6 +1290,19 @@ rows_split_flags(int cluster, int group)
 	buf_free(&b);
 }
 
+/* f32 4100 x 257 over dim 0: the mean (an output, its post program none)
+ * and the smallest deviation from it (an output), split as the caller asks. */
+static PtxRowsSpec
+col_mean_min_spec(void)
+{
+	PtxRowsSpec s = {.name = "colmin", .rows = 4100, .len = 257, .nin = 1, .nout = 2, .nstage = 2};
+	s.in[0] = (PtxTensor){DT_F32, {1, 4100}};
+	s.out[0] = s.out[1] = (PtxTensor){DT_F32, {1, 0}};
+	s.stage[0] = stage_of(OP_MEAN, NULL, NULL, 0);
+	s.stage[1] = stage_of(OP_AMIN, "sub(in0,stage0)", NULL, 1);
+	return s;
+}
+
 /* Column mode over clusters (distributed shared memory): clusters of 2, 4
  * and 8 asked for on odd shapes -- a length that leaves most slices of a
  * CTA empty, a partial last block, f32 and vectors of 1; then the flags.
@@ -1305,11 +1318,8 @@ case_rows_cluster_small(void)
 		s.cluster = c;
 		snprintf(name, sizeof name, "rows_cluster_layernorm0_1000x3001_c%d", c);
 		rows_run(name, s, 24);
-		s = (PtxRowsSpec){.name = "colmin", .rows = 4100, .len = 257, .nin = 1, .nout = 2, .nstage = 2, .cluster = c};
-		s.in[0] = (PtxTensor){DT_F32, {1, 4100}};
-		s.out[0] = s.out[1] = (PtxTensor){DT_F32, {1, 0}};
-		s.stage[0] = stage_of(OP_MEAN, NULL, NULL, 0);
-		s.stage[1] = stage_of(OP_AMIN, "sub(in0,stage0)", NULL, 1);
+		s = col_mean_min_spec();
+		s.cluster = c;
 		snprintf(name, sizeof name, "rows_cluster_mean_min_f32_4100x257_c%d", c);
 		rows_run(name, s, 40);
 		s = col_spec("softmax0", 333, 5000, DT_F16); /* rows odd: vectors of 1 */
@@ -1323,7 +1333,7 @@ case_rows_cluster_small(void)
 /* Column mode over groups (partials met in a global workspace): groups of
  * 2 to 128 asked for on odd shapes -- a length that leaves most of a
  * group's slices empty, a partial last block, f32, vectors of 1, a row a
- * block and 256 rows a block -- on grids that hold fewer CTAs than the
+ * block and 128 rows a block -- on grids that hold fewer CTAs than the
  * group (the launch's group is then smaller) or not a whole number of
  * groups; each launched twice (rows_run), its counters back at 0; then
  * the flags. */
@@ -1337,11 +1347,8 @@ case_rows_group_small(void)
 		s.group = gr;
 		snprintf(name, sizeof name, "rows_group_layernorm0_1000x3001_g%d", gr);
 		rows_run(name, s, 100);
-		s = (PtxRowsSpec){.name = "colmin", .rows = 4100, .len = 257, .nin = 1, .nout = 2, .nstage = 2, .group = gr};
-		s.in[0] = (PtxTensor){DT_F32, {1, 4100}};
-		s.out[0] = s.out[1] = (PtxTensor){DT_F32, {1, 0}};
-		s.stage[0] = stage_of(OP_MEAN, NULL, NULL, 0);
-		s.stage[1] = stage_of(OP_AMIN, "sub(in0,stage0)", NULL, 1);
+		s = col_mean_min_spec();
+		s.group = gr;
 		snprintf(name, sizeof name, "rows_group_mean_min_f32_4100x257_g%d", gr);
 		rows_run(name, s, 2 * nsm);
 		s.rows_per_block = 1;
