@@ -18,7 +18,7 @@ the same tensors.  Per op:
     same run (a 1 GiB device copy), or FLOPs over the cuBLAS rate measured
     in the same run at 8192^3, whichever is larger.
 
-    python3 bench/p1.py [--only NAME,...] [--skip-compile] [--out DIR]
+    python3 bench/p1.py [--only NAME,...] [--skip-compile] [--ctypes] [--out DIR]
 
 Writes DIR/p1.json (every number) and DIR/p1.md (the table); DIR defaults to
 $OUT or build/p1-out.  bench/results/ keeps dated copies (docs/bench.md)."""
@@ -334,6 +334,10 @@ def run_case(name, case, args, rates):
     ins = case["inputs"]("cuda")
     ref = reference(case, ins)
     impls = {"syncc": lambda: op(*ins), "eager": lambda: case["eager"](*ins)}
+    if args.ctypes and op._fast is not None:
+        # the call before the C path (python/syncc/_fastcall.c): the routing
+        # check, then runtime.Launcher's ctypes call
+        impls["ctypes"] = lambda: op._routed(op._torch) or op._launcher(mod._ctx, ins)
     compile_s = None
     if not args.skip_compile:
         cf = torch.compile(case["eager"], dynamic=False)
@@ -388,6 +392,15 @@ def table(rows, rates):
             "%.2f" % (c / b["syncc"]) if c else "-", o["syncc"], o["eager"], r["floor_ms"], r["floor_kind"],
             b["syncc"] / r["floor_ms"], h["syncc"], h["eager"], r["err_syncc"],
             " WRONG" if r.get("wrong_syncc") else ""))
+    ab = [r for r in rows if "error" not in r and "ctypes" in r["b2b_ms"]]
+    if ab:
+        out += ["", "The C call path against the ctypes one (`--ctypes`), interleaved in the same rounds:", "",
+                "| op | syncc b2b | ctypes b2b | syncc one | ctypes one | host us syncc / ctypes / eager |",
+                "|---|---|---|---|---|---|"]
+        for r in ab:
+            b, o, h = r["b2b_ms"], r["one_ms"], r["host_us"]
+            out.append("| %s | %.4f | %.4f | %.4f | %.4f | %.1f / %.1f / %.1f |" % (
+                r["op"], b["syncc"], b["ctypes"], o["syncc"], o["ctypes"], h["syncc"], h["ctypes"], h["eager"]))
     return "\n".join(out) + "\n"
 
 
@@ -396,6 +409,8 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated op names or prefixes")
     ap.add_argument("--skip", default="", help="comma-separated prefixes to leave out")
     ap.add_argument("--skip-compile", action="store_true")
+    ap.add_argument("--ctypes", action="store_true",
+                    help="also time each op through the ctypes call path (before python/syncc/_fastcall.c)")
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--budget", type=float, default=float(os.environ.get("P1_BUDGET_S", "420")),
                     help="seconds; the ops not reached are listed as skipped")

@@ -76,7 +76,7 @@ class Op:
         self.signature = launcher.op
         self.__name__ = launcher.op.name
         self.torch_op = None  # torch.ops.syncc.<name>.default (torchop.py)
-        self._torch = self._routed = None
+        self._torch = self._routed = self._fast = self._compiling = None
         try:
             import torch
         except ImportError:
@@ -84,6 +84,9 @@ class Op:
         from . import torchop
         self._torch, self._routed = torch, torchop.tracing_or_profiling
         self.torch_op = torchop.register(launcher.op, key, self._direct, module._ctx.torch_device)
+        self._compiling = getattr(torch.compiler, "is_compiling", None)
+        if self._compiling is not None:  # the C call path (runtime.fastcall_module)
+            self._fast = launcher.caller(module._ctx, torch, self.torch_op)
 
     def _direct(self, tensors):
         return self._launcher(self._module._ctx, tensors)
@@ -92,7 +95,12 @@ class Op:
         """The op on this rank's tensors, on torch's current stream.  Under
         torch.compile or torch.profiler through torch.ops.syncc (traced
         with no graph break, profiled under its name); else one foreign
-        call."""
+        call: in C (_fastcall.c, which also routes while the profiler
+        records) where that was built."""
+        if self._fast is not None:
+            if self._compiling():
+                return self.torch_op(*tensors)
+            return self._fast(tensors)
         if self.torch_op is not None and self._routed(self._torch):
             return self.torch_op(*tensors)
         return self._launcher(self._module._ctx, tensors)

@@ -2,8 +2,14 @@
 called with syn_tensor structs made from torch tensors, on torch's current
 stream (syn_stream_enter / syn_stream_leave, runtime/rt_stream.c)."""
 import ctypes
+import hashlib
 import os
+import shutil
 import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
 import threading
 
 from .errors import ArgumentError, RuntimeFailure, SynccError
@@ -161,7 +167,10 @@ class Context:
     def close(self):
         if self.ptr:
             self.lib.syn_finalize(self.ptr)
-            self.ptr = ctypes.c_void_p()
+            # zeroed in place: the C callers read the context through
+            # this c_void_p's buffer (_fastcall.c) and take the Python
+            # path, which says the module was closed
+            self.ptr.value = None
 
 
 def _raw_stream(torch, dev):
@@ -200,6 +209,34 @@ class Launcher:
         self.ptrs_addr = ctypes.addressof(self.ptrs)
         self.fast = None  # per argument (torch dtype, shape), made at the first call
 
+    def _tables(self, torch):
+        if self.fast is None:
+            op = self.op
+            self.fast = [(getattr(torch, a.torch_dtype_name()), torch.Size(a.local)) for a in op.args]
+            self.outs = [(torch.Size(r.local), getattr(torch, r.torch_dtype_name())) for r in op.results]
+
+    def caller(self, ctx, torch, routed):
+        """This launcher's call in C (_fastcall.c's Caller: caller(tensors)
+        -> results), or None where the C path is not built (fastcall_why
+        says why): the same checks and the same foreign call as __call__,
+        which it falls back to for anything but the common case; `routed`
+        (the torch operator, or None) takes the call while torch's profiler
+        records."""
+        mod = fastcall_module()
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        if mod is None or raw is None or not self.op.results or not self.nargs:
+            return None
+        self._tables(torch)
+        name = self.op.name
+        return mod.Caller(
+            fn=ctypes.cast(self.fn, ctypes.c_void_p).value, ctx=ctypes.addressof(ctx.ptr),
+            structs=ctypes.addressof(self.structs), ptrs=self.ptrs_addr,
+            dtypes=tuple(dt for dt, _ in self.fast), shapes=tuple(s for _, s in self.fast),
+            out_shapes=tuple(s for s, _ in self.outs), out_dtypes=tuple(dt for _, dt in self.outs),
+            device=ctx.device, stream=raw, profiler=getattr(torch.autograd, "profiler", None),
+            routed=routed, slow=lambda ts: self(ctx, ts), fail=lambda r: ctx.fail(name, r),
+            keep=(self, ctx.ptr), release_gil=self.op.ranks > 1)
+
     def _fast_ptrs(self, tensors, index):
         """The common case in a few attribute reads: every tensor exactly as
         the signature wants it, on the context's GPU (index); their data
@@ -226,9 +263,7 @@ class Launcher:
         if not ctx.ptr:
             raise SynccError("%s: the module was closed" % op.name)
         dev = ctx.torch_device
-        if self.fast is None:
-            self.fast = [(getattr(torch, a.torch_dtype_name()), torch.Size(a.local)) for a in op.args]
-            self.outs = [(torch.Size(r.local), getattr(torch, r.torch_dtype_name())) for r in op.results]
+        self._tables(torch)
         ptrs = self._fast_ptrs(tensors, ctx.device)
         if ptrs is None:
             signature.check_call(op, tensors, ctx.rank, ctx.device)
@@ -254,6 +289,93 @@ class Launcher:
         if r:
             ctx.fail(op.name, r)
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+# ---- the C call path (_fastcall.c) ----
+
+FASTCALL_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_fastcall.c")
+FASTCALL_TIMEOUT_S = 120
+_fastcall = None      # the module once built and loaded; False once that failed
+fastcall_why = None   # why calls take the ctypes path, once known
+_fastcall_lock = threading.Lock()
+
+
+def python_include():
+    """The directory of this interpreter's Python.h, or None."""
+    d = sysconfig.get_paths().get("include")
+    return d if d and os.path.isfile(os.path.join(d, "Python.h")) else None
+
+
+def _fastcall_build(include, cache):
+    """_fastcall.c built for this interpreter into the build cache, keyed by
+    its source, syncrt.h (syn_tensor's layout), the interpreter and CC;
+    made in a temporary directory and renamed into place, as launchers
+    are.  Returns the path of the extension."""
+    from . import build
+    cc = os.environ.get("CC", "cc")
+    pyinc = python_include()
+    h = hashlib.sha256()
+    for path in (FASTCALL_SRC, os.path.join(include, "syncrt.h")):
+        with open(path, "rb") as f:
+            h.update(hashlib.sha256(f.read()).digest())
+    h.update(("%s|%s|%s" % (sys.version, pyinc, cc)).encode())
+    root = os.path.join(cache or build.cache_root(), "fastcall")
+    final = os.path.join(root, h.hexdigest()[:32])
+    name = "_fastcall" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")
+    so = os.path.join(final, name)
+    if os.path.exists(so):
+        return so
+    os.makedirs(root, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="tmp", dir=root)
+    try:
+        cmd = [cc, "-std=c11", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra", "-I", pyinc, "-I", include,
+               "-o", os.path.join(tmp, name), FASTCALL_SRC]
+        p = subprocess.run(cmd, capture_output=True, timeout=FASTCALL_TIMEOUT_S)
+        if p.returncode != 0:
+            raise SynccError("%s failed:\n%s" % (" ".join(cmd), p.stderr.decode("utf-8", "replace")[-2000:]))
+        try:
+            os.rename(tmp, final)
+        except OSError:  # another process finished first: the same build
+            pass
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return so
+
+
+def fastcall_module(cache=None):
+    """_fastcall (built at the first call of the process), or None: with
+    SYNCC_FASTCALL=0, before Python 3.9, without Python.h or syncrt.h, or
+    where the build failed -- fastcall_why says which, and every call then
+    takes the ctypes path."""
+    global _fastcall, fastcall_why
+    with _fastcall_lock:
+        if _fastcall is None:
+            _fastcall, fastcall_why = _fastcall_load(cache)
+        return _fastcall or None
+
+
+def _fastcall_load(cache):
+    if os.environ.get("SYNCC_FASTCALL", "1") == "0":
+        return False, "SYNCC_FASTCALL=0"
+    if sys.version_info < (3, 9):
+        return False, "Python %d.%d: the C path needs 3.9's call API" % sys.version_info[:2]
+    if python_include() is None:
+        return False, "no Python.h for this interpreter (install its development headers)"
+    from . import build
+    tools = build.find_tools()
+    if not tools.include:
+        return False, "syncrt.h not found beside %s" % tools.syncc
+    try:
+        so = _fastcall_build(tools.include, cache)
+        import importlib.machinery
+        import importlib.util
+        loader = importlib.machinery.ExtensionFileLoader("syncc._fastcall", so)
+        spec = importlib.util.spec_from_file_location("syncc._fastcall", so, loader=loader)
+        mod = importlib.util.module_from_spec(spec)
+        loader.exec_module(mod)
+    except (SynccError, OSError, ImportError, subprocess.TimeoutExpired) as e:
+        return False, "the C path was not built: %s" % e
+    return mod, None
 
 
 def check_device(ctx, op_name="load"):

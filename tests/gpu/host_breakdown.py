@@ -101,6 +101,11 @@ def main():
             "launcher (C)": lambda: ln.fn(ctx.ptr, stream, ln.ptrs_addr),
             "routing check": lambda: op._routed(op._torch),
         }
+        if op._fast is not None:  # the C call path (python/syncc/_fastcall.c): checks, results, launch
+            fns["C caller"] = lambda: op._fast(tuple(ins))
+        if name == next(iter(OPS)) or (only and name == only[0]):
+            print("fast call: %s" % ("C (_fastcall.c)" if op._fast is not None else "ctypes (%s)" % runtime.fastcall_why),
+                  flush=True)
         rows = {k: per_call(f, args.calls) for k, f in fns.items() if not pieces or k in pieces}
         print("%-10s " % name + "  ".join("%s %.1f" % (k, v) for k, v in rows.items()), flush=True)
         mod.close()

@@ -221,6 +221,139 @@ def tests(root, run, Fail):
         finally:
             shutil.rmtree(d, ignore_errors=True)
 
+    def t_fastcall():
+        """The C call path (_fastcall.c) without torch or a GPU: built with
+        warnings as errors, then its Caller made by Launcher.caller over a
+        stand-in launcher (a C function that records what it was given) and
+        duck-typed tensors -- the common case fills the structs and calls
+        the launcher; every other case goes to the Python path; a failing
+        launcher raises through fail; a closed context and the profiler
+        are routed away; no reference leaks."""
+        if runtime.python_include() is None or sys.version_info < (3, 9):
+            return  # the package then takes the ctypes path (fastcall_why)
+        import ctypes
+        d = tempfile.mkdtemp(prefix="syncc-fastcall-")
+        cc = os.environ.get("CC", "cc")
+        inc = ["-I", runtime.python_include(), "-I", os.path.join(root, "runtime")]
+        try:
+            p = subprocess.run([cc, "-std=c11", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra", "-Werror"] + inc +
+                               ["-o", os.path.join(d, "w.so"), runtime.FASTCALL_SRC], capture_output=True, timeout=120)
+            expect(p.returncode == 0, "_fastcall.c with -Werror:\n" + p.stderr.decode()[-2000:])
+            src = os.path.join(d, "fake.c")
+            with open(src, "w") as f:
+                f.write('#include "syncrt.h"\nvoid *seen[6]; long long dims[6]; int calls, ret;\n'
+                        'int syncc_row_linear_on_stream(void *c, void *s, syn_tensor *const *t) {\n'
+                        ' seen[0] = c; seen[1] = s; for (int i = 0; i < 3; i++) { seen[2 + i] = t[i]->data;'
+                        ' dims[i] = t[i]->dims[0]; }\n calls++; return ret;\n}\n')
+            p = subprocess.run([cc, "-std=c11", "-fPIC", "-shared", "-I", os.path.join(root, "runtime"), "-o",
+                                os.path.join(d, "fake.so"), src], capture_output=True, timeout=60)
+            expect(p.returncode == 0, "the stand-in launcher: " + p.stderr.decode()[-500:])
+            fake = ctypes.CDLL(os.path.join(d, "fake.so"))
+            fake._name = "fake.so"
+            seen = (ctypes.c_void_p * 6).in_dll(fake, "seen")
+            calls, ret = ctypes.c_int.in_dll(fake, "calls"), ctypes.c_int.in_dll(fake, "ret")
+            expect(runtime.fastcall_module(cache=d) is not None, "built and loaded: %s" % runtime.fastcall_why)
+
+            class NS:
+                pass
+            torch = NS()
+            torch.bfloat16, torch.float32, torch.Size = "BF16", "F32", tuple
+            torch._C, torch.autograd, torch.autograd.profiler = NS(), NS(), NS()
+            torch._C._cuda_getCurrentRawStream = lambda dev: 0x5000 + dev
+            torch.autograd.profiler._is_profiler_enabled = False
+
+            class FT:
+                """A stand-in CUDA tensor."""
+                next_ptr = 1 << 20
+
+                def __init__(self, dtype, shape, dev=1, contiguous=True, ptr=None):
+                    self.dtype, self.shape, self._dev, self._c = dtype, tuple(shape), dev, contiguous
+                    self._p = ptr if ptr is not None else FT.next_ptr
+                    FT.next_ptr += 1 << 12
+
+                def get_device(self):
+                    return self._dev
+
+                def is_contiguous(self):
+                    return self._c
+
+                def data_ptr(self):
+                    return self._p
+
+                def new_empty(self, shape, dtype):
+                    return FT(dtype, shape, self._dev)
+
+            op = sig_p2()  # row_linear at P = 2: x bf16 (64, 64), w bf16 (64, 32) -> bf16 (64, 32)
+            ln = runtime.Launcher(fake, op)
+
+            class Ctx:
+                device, rank = 1, 0
+                ptr = ctypes.c_void_p(0x1234)
+
+                def fail(self, what, r):
+                    raise syncc.RuntimeFailure("%s: status %d" % (what, r), "x")
+            ctx = Ctx()
+            slow, routed = [], []
+            c = ln.caller(ctx, torch, lambda *ts: routed.append(ts) or "routed")
+            expect(c is not None, "Launcher.caller made a Caller")
+            c.__init__(fn=ctypes.cast(ln.fn, ctypes.c_void_p).value, ctx=ctypes.addressof(ctx.ptr),
+                       structs=ctypes.addressof(ln.structs), ptrs=ln.ptrs_addr, dtypes=("BF16", "BF16"),
+                       shapes=((64, 64), (64, 32)), out_shapes=((64, 32),), out_dtypes=("BF16",), device=1,
+                       stream=torch._C._cuda_getCurrentRawStream, profiler=torch.autograd.profiler,
+                       routed=lambda *ts: routed.append(ts) or "routed",
+                       slow=lambda ts: slow.append(ts) or "slow", fail=lambda r: ctx.fail("row_linear", r),
+                       keep=(ln, ctx.ptr), release_gil=True)
+            x, w = FT("BF16", (64, 64)), FT("BF16", (64, 32))
+            y = c((x, w))
+            expect(isinstance(y, FT) and y.shape == (64, 32) and y.dtype == "BF16", "the result: %r" % (y,))
+            expect(calls.value == 1 and list(seen) == [0x1234, 0x5001, x._p, w._p, y._p, None],
+                   "the launcher got the context, the stream and the addresses: %s" % list(seen))
+            expect(list((ctypes.c_longlong * 6).in_dll(fake, "dims"))[:3] == [64, 64, 64],
+                   "the structs' dims are the signature's")
+            for name, args in [("a dtype", (FT("F32", (64, 64)), w)), ("a shape", (FT("BF16", (64, 65)), w)),
+                               ("a device", (FT("BF16", (64, 64), dev=0), w)),
+                               ("a layout", (x, FT("BF16", (64, 32), contiguous=False))),
+                               ("an address", (x, FT("BF16", (64, 32), ptr=(1 << 20) + 2))),
+                               ("a count", (x,)), ("a non-tensor", (x, 7))]:
+                del slow[:]
+                r = c(args)
+                expect(r == "slow" and slow == [args] and calls.value == 1, "%s off the signature: the Python path" % name)
+            ret.value = -5
+            raises(syncc.RuntimeFailure, lambda: c((x, w)), "row_linear: status -5")
+            ret.value = 0
+            torch.autograd.profiler._is_profiler_enabled = True
+            expect(c((x, w)) == "routed" and routed == [(x, w)], "the profiler on: the torch operator")
+            torch.autograd.profiler._is_profiler_enabled = False
+            bad = FT("F32", (64, 64))
+            before = [sys.getrefcount(o) for o in (x, w, c, bad)]
+            for _ in range(1000):
+                c((x, w))
+                c((bad, w))
+            ret.value = -3
+            for _ in range(100):
+                try:
+                    c((x, w))
+                except syncc.RuntimeFailure:
+                    pass
+            ret.value = 0
+            del slow[:]  # (the stand-in slow path keeps what it was given)
+            expect([sys.getrefcount(o) for o in (x, w, c, bad)] == before, "no references leak: %s %s" % (before, [sys.getrefcount(o) for o in (x, w, c, bad)]))
+            ctx.ptr.value = None  # Context.close()
+            del slow[:]
+            expect(c((x, w)) == "slow" and calls.value == 1102, "a closed context: the Python path")
+            raises(TypeError, lambda: c(x, w), "one tuple of tensors")
+            raises(ValueError, lambda: type(c)(fn=0, ctx=1, structs=1, ptrs=1, dtypes=(), shapes=(), out_shapes=(),
+                                               out_dtypes=(), device=0, stream=len, profiler=None, routed=None,
+                                               slow=len, fail=len, keep=None), "fn is NULL")
+            raises(TypeError, lambda: type(c).__new__(type(c))((x, w)), "not initialised")
+            ctx.ptr.value = 0x1234
+            raises(ValueError, lambda: c.__init__(fn=1, ctx=1, structs=1, ptrs=1, dtypes=("BF16",), shapes=(), out_shapes=(),
+                                                  out_dtypes=(), device=0, stream=len, profiler=None, routed=None,
+                                                  slow=len, fail=len, keep=None), "shapes must be a tuple of 1")
+            expect(isinstance(c((x, w)), FT) and calls.value == 1103, "a failed re-init leaves the Caller as it was")
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
     def t_syn_tensor_layout():
         """ctypes' syn_tensor against the C compiler's."""
         d = tempfile.mkdtemp(prefix="syncc-pytest-")
@@ -300,6 +433,8 @@ def tests(root, run, Fail):
             env = dict(os.environ, SYNCC_NO_MAKE="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
             p = subprocess.run(cmd + [os.path.join(root, "python")], capture_output=True, timeout=240, env=env)
             expect(p.returncode == 0, "pip install ./python failed:\n%s" % p.stderr.decode("utf-8", "replace")[-2000:])
+            expect(os.path.isfile(os.path.join(d, "t", "syncc", "_fastcall.c")),
+                   "the installed package carries _fastcall.c (the C call path builds it at run time)")
             env = {k: v for k, v in os.environ.items() if k not in ("SYNCC", "SYNCRT_LIB", "PYTHONPATH")}
             env["PYTHONPATH"] = os.path.join(d, "t")
             p = subprocess.run([sys.executable, "-m", "syncc", "--version"], capture_output=True, timeout=60, env=env,

@@ -1,0 +1,402 @@
+/* python/syncc/_fastcall.c -- an op's call from PyTorch in C (issue 16:
+ * host time per call).  runtime.Launcher.__call__ does the same in Python
+ * through ctypes: read each tensor's dtype, shape, device, layout and
+ * address, allocate the results with new_empty, fill in the syn_tensor
+ * structs and call syncc_<op>_on_stream on torch's current stream.  There
+ * that was 5-6 us of a 14 us call (host_breakdown.py on an H100,
+ * 2026-12-06: the Python frames, the check, the struct fill, ctypes);
+ * here the same reads are C calls on the tensor objects.
+ *
+ * Only the common case is handled: every tensor exactly what the signature
+ * wants (the dtype object, the shape, on the context's GPU, contiguous,
+ * 16-byte aligned), the context open, torch's profiler off.  Anything else
+ * goes to the Python path (`slow`), which names what is wrong, or to the
+ * torch operator (`routed`) while the profiler records.  The tensors are
+ * duck-typed: only attributes and methods are read, so the package's CPU
+ * tests drive this with stand-ins and a stand-in launcher.
+ *
+ * Built by runtime.py at the first load of a process (the interpreter's
+ * own headers, into the build cache); where it cannot be built, every call
+ * takes the ctypes path.  SYNCC_FASTCALL=0 turns it off. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "syncrt.h"
+
+/* syncc_<op>_on_stream's type (codegen/host.c, emit_on_stream). */
+typedef int (*on_stream_fn)(void *ctx, void *stream, syn_tensor *const *t);
+
+/* The Python objects a Caller holds, in its constructor's order after fn,
+ * ctx, structs and ptrs: the struct's fields, GC traversal and clearing
+ * come from this one list. */
+#define CALLER_OBJECTS(X)                                                     \
+	X(dtypes)     /* tuple: each argument's torch.dtype */                    \
+	X(shapes)     /* tuple: each argument's torch.Size */                     \
+	X(out_shapes) /* tuple: each result's torch.Size */                       \
+	X(out_dtypes) /* tuple: each result's torch.dtype */                      \
+	X(device)     /* int: the context's GPU */                                \
+	X(stream_fn)  /* torch._C._cuda_getCurrentRawStream */                    \
+	X(profiler)   /* torch.autograd.profiler (its _is_profiler_enabled) */    \
+	X(routed)     /* the torch operator, or None */                           \
+	X(slow)       /* slow(tensors): the Python path */                        \
+	X(fail)       /* fail(status): raises the runtime's error */              \
+	X(keep)       /* what owns ctx, st and ptrs (kept alive) */
+
+typedef struct {
+	PyObject_HEAD
+	on_stream_fn fn;
+	void *const *ctx;    /* the context's ctypes c_void_p: NULL once closed */
+	syn_tensor *st;      /* the launcher's structs: arguments, then results */
+	syn_tensor *const *ptrs;
+	Py_ssize_t nargs, nres;
+	long devidx;         /* the context's GPU */
+	int release_gil;     /* ops with communication: NCCL may block */
+#define FIELD(name) PyObject *name;
+	CALLER_OBJECTS(FIELD)
+#undef FIELD
+} Caller;
+
+#define ONE(name) +1
+enum { NOBJ = 0 CALLER_OBJECTS(ONE) };
+#undef ONE
+_Static_assert(NOBJ == 11, "caller_init's format and keyword names list 11 objects after fn, ctx, structs, ptrs");
+
+static PyObject *s_dtype, *s_shape, *s_get_device, *s_is_contiguous, *s_data_ptr, *s_new_empty, *s_profiler_on,
+    *kw_dtype;
+
+/* A tensor's data_ptr() as an address; 1 (never aligned) where it is not an int. */
+static uintptr_t
+data_ptr(PyObject *t)
+{
+	PyObject *p = PyObject_CallMethodNoArgs(t, s_data_ptr);
+	uintptr_t a = 1;
+	if (p) {
+		a = (uintptr_t)PyLong_AsVoidPtr(p);
+		Py_DECREF(p);
+	}
+	if (PyErr_Occurred()) {
+		PyErr_Clear();
+		return 1;
+	}
+	return a;
+}
+
+/* 1 if the method returns exactly `want` (an int or a bool compared by value). */
+static int
+method_is(PyObject *t, PyObject *name, long want)
+{
+	PyObject *v = PyObject_CallMethodNoArgs(t, name);
+	long got = -2;
+	if (v) {
+		got = PyLong_AsLong(v); /* True and False are ints */
+		Py_DECREF(v);
+	}
+	if (PyErr_Occurred()) {
+		PyErr_Clear();
+		return 0;
+	}
+	return got == want;
+}
+
+static int
+attr_is(PyObject *t, PyObject *name, PyObject *want, int by_value)
+{
+	PyObject *v = PyObject_GetAttr(t, name);
+	int ok = 0;
+	if (!v) {
+		PyErr_Clear();
+		return 0;
+	}
+	if (by_value) {
+		ok = PyObject_RichCompareBool(v, want, Py_EQ);
+		if (ok < 0) {
+			PyErr_Clear();
+			ok = 0;
+		}
+	} else
+		ok = v == want;
+	Py_DECREF(v);
+	return ok;
+}
+
+/* Argument i as the signature wants it: its address into st[i], 1; else 0. */
+static int
+fast_arg(Caller *c, Py_ssize_t i, PyObject *t)
+{
+	uintptr_t p;
+	if (!attr_is(t, s_dtype, PyTuple_GET_ITEM(c->dtypes, i), 0) ||
+	    !attr_is(t, s_shape, PyTuple_GET_ITEM(c->shapes, i), 1) ||
+	    !method_is(t, s_get_device, c->devidx) || !method_is(t, s_is_contiguous, 1))
+		return 0;
+	p = data_ptr(t);
+	if (p & 15)
+		return 0;
+	c->st[i].data = (void *)p;
+	return 1;
+}
+
+static int
+profiling(Caller *c)
+{
+	PyObject *on;
+	int r;
+	if (c->profiler == Py_None)
+		return 0;
+	on = PyObject_GetAttr(c->profiler, s_profiler_on);
+	if (!on) {
+		PyErr_Clear();
+		return 0;
+	}
+	r = PyObject_IsTrue(on);
+	Py_DECREF(on);
+	if (r < 0) {
+		PyErr_Clear();
+		return 0;
+	}
+	return r;
+}
+
+/* The results, allocated like argument 0 (new_empty: torch.empty's device
+ * parsing skipped), their addresses after the arguments' in st.  A new
+ * reference: the tensor, or a tuple of them. */
+static PyObject *
+results(Caller *c, PyObject *like)
+{
+	PyObject *outs = PyTuple_New(c->nres);
+	if (!outs)
+		return NULL;
+	for (Py_ssize_t j = 0; j < c->nres; j++) {
+		PyObject *args[4] = {NULL, like, PyTuple_GET_ITEM(c->out_shapes, j), PyTuple_GET_ITEM(c->out_dtypes, j)};
+		PyObject *o = PyObject_VectorcallMethod(s_new_empty, args + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, kw_dtype);
+		uintptr_t p;
+		if (!o) {
+			Py_DECREF(outs);
+			return NULL;
+		}
+		PyTuple_SET_ITEM(outs, j, o);
+		p = data_ptr(o);
+		if (p == 1) {
+			Py_DECREF(outs);
+			return PyErr_Format(PyExc_RuntimeError, "syncc: a result's data_ptr() is not an address");
+		}
+		c->st[c->nargs + j].data = (void *)p;
+	}
+	if (c->nres == 1) {
+		PyObject *o = PyTuple_GET_ITEM(outs, 0);
+		Py_INCREF(o);
+		Py_DECREF(outs);
+		return o;
+	}
+	return outs;
+}
+
+static PyObject *
+launch(Caller *c, PyObject *outs)
+{
+	PyObject *sv = PyObject_CallOneArg(c->stream_fn, c->device);
+	void *stream;
+	int r;
+	if (!sv) {
+		Py_DECREF(outs);
+		return NULL;
+	}
+	stream = PyLong_AsVoidPtr(sv);
+	Py_DECREF(sv);
+	if (PyErr_Occurred()) {
+		Py_DECREF(outs);
+		return NULL;
+	}
+	if (c->release_gil) {
+		Py_BEGIN_ALLOW_THREADS
+		r = c->fn(*c->ctx, stream, c->ptrs);
+		Py_END_ALLOW_THREADS
+	} else
+		r = c->fn(*c->ctx, stream, c->ptrs);
+	if (r) {
+		PyObject *e = PyObject_CallFunction(c->fail, "i", r);
+		Py_XDECREF(e);
+		Py_DECREF(outs);
+		if (!PyErr_Occurred())
+			PyErr_Format(PyExc_RuntimeError, "syncc: the launcher returned %d", r);
+		return NULL;
+	}
+	return outs;
+}
+
+/* caller(tensors): the op's results. */
+static PyObject *
+caller_call(PyObject *self, PyObject *args, PyObject *kw)
+{
+	Caller *c = (Caller *)self;
+	PyObject *ts, *outs;
+	if (kw || PyTuple_GET_SIZE(args) != 1 || !PyTuple_Check(PyTuple_GET_ITEM(args, 0))) {
+		PyErr_SetString(PyExc_TypeError, "syncc: a caller takes one tuple of tensors");
+		return NULL;
+	}
+	ts = PyTuple_GET_ITEM(args, 0);
+	if (!c->fn) {
+		PyErr_SetString(PyExc_TypeError, "syncc: the Caller was not initialised");
+		return NULL;
+	}
+	if (c->routed != Py_None && profiling(c))
+		return PyObject_Call(c->routed, ts, NULL);
+	if (!*c->ctx || PyTuple_GET_SIZE(ts) != c->nargs || c->nargs < 1)
+		return PyObject_CallOneArg(c->slow, ts);
+	for (Py_ssize_t i = 0; i < c->nargs; i++)
+		if (!fast_arg(c, i, PyTuple_GET_ITEM(ts, i)))
+			return PyObject_CallOneArg(c->slow, ts);
+	if (!(outs = results(c, PyTuple_GET_ITEM(ts, 0))))
+		return NULL;
+	return launch(c, outs);
+}
+
+static uintptr_t
+address(PyObject *v, const char *what)
+{
+	uintptr_t a = (uintptr_t)PyLong_AsVoidPtr(v);
+	if (!PyErr_Occurred() && !a)
+		PyErr_Format(PyExc_ValueError, "syncc: Caller: %s is NULL", what);
+	return a;
+}
+
+static int
+tuple_of(PyObject *v, Py_ssize_t n, const char *what)
+{
+	if (PyTuple_Check(v) && PyTuple_GET_SIZE(v) == n)
+		return 1;
+	PyErr_Format(PyExc_ValueError, "syncc: Caller: %s must be a tuple of %zd", what, n);
+	return 0;
+}
+
+static int
+caller_init(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *names[] = {"fn",     "ctx",    "structs", "ptrs",    "dtypes", "shapes", "out_shapes", "out_dtypes",
+	                        "device", "stream", "profiler", "routed", "slow",   "fail",   "keep",       "release_gil",
+	                        NULL};
+	Caller *c = (Caller *)self;
+	PyObject *fn, *ctx, *st, *ptrs, *o[NOBJ];
+	int rel = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOOOOOOOOOOO|p", names, &fn, &ctx, &st, &ptrs, &o[0], &o[1], &o[2],
+	                                 &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &rel))
+		return -1;
+	uintptr_t a_fn = address(fn, "fn"), a_ctx = address(ctx, "ctx"), a_st = address(st, "structs"),
+	          a_ptrs = address(ptrs, "ptrs");
+	Py_ssize_t nargs, nres;
+	long dev;
+	if (PyErr_Occurred())
+		return -1;
+	if (!PyTuple_Check(o[0])) {
+		PyErr_SetString(PyExc_ValueError, "syncc: Caller: dtypes must be a tuple");
+		return -1;
+	}
+	nargs = PyTuple_GET_SIZE(o[0]);
+	nres = PyTuple_Check(o[2]) ? PyTuple_GET_SIZE(o[2]) : -1;
+	if (!tuple_of(o[1], nargs, "shapes") || !tuple_of(o[2], nres, "out_shapes") || !tuple_of(o[3], nres, "out_dtypes"))
+		return -1;
+	if (nres < 1) {
+		PyErr_SetString(PyExc_ValueError, "syncc: Caller: an op with no results");
+		return -1;
+	}
+	if (!PyLong_Check(o[4]) || !PyCallable_Check(o[5]) || !PyCallable_Check(o[8]) || !PyCallable_Check(o[9])) {
+		PyErr_SetString(PyExc_ValueError, "syncc: Caller: device an int; stream, slow and fail callables");
+		return -1;
+	}
+	dev = PyLong_AsLong(o[4]);
+	if (PyErr_Occurred())
+		return -1;
+	/* all checked: nothing below fails, so a failed re-init leaves a Caller as it was */
+	c->fn = (on_stream_fn)a_fn;
+	c->ctx = (void *const *)a_ctx;
+	c->st = (syn_tensor *)a_st;
+	c->ptrs = (syn_tensor *const *)a_ptrs;
+	c->nargs = nargs;
+	c->nres = nres;
+	c->devidx = dev;
+	c->release_gil = rel;
+#define SLOT(name) &c->name,
+	PyObject **slot[] = {CALLER_OBJECTS(SLOT)};
+#undef SLOT
+	for (size_t i = 0; i < sizeof slot / sizeof slot[0]; i++) {
+		Py_INCREF(o[i]);
+		Py_XSETREF(*slot[i], o[i]);
+	}
+	return 0;
+}
+
+static int
+caller_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	Caller *c = (Caller *)self;
+#define VISIT(name) Py_VISIT(c->name);
+	CALLER_OBJECTS(VISIT)
+#undef VISIT
+	return 0;
+}
+
+static int
+caller_clear(PyObject *self)
+{
+	Caller *c = (Caller *)self;
+#define CLEAR(name) Py_CLEAR(c->name);
+	CALLER_OBJECTS(CLEAR)
+#undef CLEAR
+	return 0;
+}
+
+static void
+caller_dealloc(PyObject *self)
+{
+	PyObject_GC_UnTrack(self);
+	caller_clear(self);
+	Py_TYPE(self)->tp_free(self);
+}
+
+static PyTypeObject CallerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "syncc._fastcall.Caller",
+    .tp_basicsize = sizeof(Caller),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "An op's launcher called on torch tensors in C (python/syncc/_fastcall.c).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = caller_init,
+    .tp_call = caller_call,
+    .tp_traverse = caller_traverse,
+    .tp_clear = caller_clear,
+    .tp_dealloc = caller_dealloc,
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "_fastcall", .m_doc = "syncc's C call path (python/syncc/_fastcall.c).",
+    .m_size = -1};
+
+static int
+intern_names(void)
+{
+	struct {
+		PyObject **p;
+		const char *s;
+	} n[] = {{&s_dtype, "dtype"},         {&s_shape, "shape"},         {&s_get_device, "get_device"},
+	         {&s_is_contiguous, "is_contiguous"}, {&s_data_ptr, "data_ptr"}, {&s_new_empty, "new_empty"},
+	         {&s_profiler_on, "_is_profiler_enabled"}};
+	for (size_t i = 0; i < sizeof n / sizeof n[0]; i++)
+		if (!*n[i].p && !(*n[i].p = PyUnicode_InternFromString(n[i].s)))
+			return -1;
+	if (!kw_dtype && !(kw_dtype = Py_BuildValue("(O)", s_dtype)))
+		return -1;
+	return 0;
+}
+
+PyMODINIT_FUNC
+PyInit__fastcall(void)
+{
+	PyObject *m;
+	if (intern_names() < 0 || PyType_Ready(&CallerType) < 0 || !(m = PyModule_Create(&module)))
+		return NULL;
+	Py_INCREF(&CallerType);
+	if (PyModule_AddObject(m, "Caller", (PyObject *)&CallerType) < 0) {
+		Py_DECREF(&CallerType);
+		Py_DECREF(m);
+		return NULL;
+	}
+	return m;
+}
