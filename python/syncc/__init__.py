@@ -86,7 +86,8 @@ class Op:
         self.torch_op = torchop.register(launcher.op, key, self._direct, module._ctx.torch_device)
         self._compiling = getattr(torch.compiler, "is_compiling", None)
         if self._compiling is not None:  # the C call path (runtime.fastcall_module)
-            self._fast = launcher.caller(module._ctx, torch, self.torch_op)
+            self._fast = launcher.caller(module._ctx, torch, self.torch_op,
+                                         os.path.dirname(os.path.normpath(module.build.dir)))
 
     def _direct(self, tensors):
         return self._launcher(self._module._ctx, tensors)

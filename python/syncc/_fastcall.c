@@ -5,7 +5,9 @@
  * structs and call syncc_<op>_on_stream on torch's current stream.  There
  * that was 5-6 us of a 14 us call (host_breakdown.py on an H100,
  * 2026-12-06: the Python frames, the check, the struct fill, ctypes);
- * here the same reads are C calls on the tensor objects.
+ * here the same reads are C calls on the tensor objects, the structs are
+ * the call's own copies (of the launcher's, for their dims), and the GIL is
+ * released around the launcher as ctypes released it.
  *
  * Only the common case is handled: every tensor exactly what the signature
  * wants (the dtype object, the shape, on the context's GPU, contiguous,
@@ -24,10 +26,11 @@
 #include "syncrt.h"
 
 /* syncc_<op>_on_stream's type (codegen/host.c, emit_on_stream). */
+enum { CALLER_MAX_TENSORS = 64 }; /* arguments and results; more take the Python path */
 typedef int (*on_stream_fn)(void *ctx, void *stream, syn_tensor *const *t);
 
 /* The Python objects a Caller holds, in its constructor's order after fn,
- * ctx, structs and ptrs: the struct's fields, GC traversal and clearing
+ * ctx and structs: the struct's fields, GC traversal and clearing
  * come from this one list. */
 #define CALLER_OBJECTS(X)                                                     \
 	X(dtypes)     /* tuple: each argument's torch.dtype */                    \
@@ -40,17 +43,15 @@ typedef int (*on_stream_fn)(void *ctx, void *stream, syn_tensor *const *t);
 	X(routed)     /* the torch operator, or None */                           \
 	X(slow)       /* slow(tensors): the Python path */                        \
 	X(fail)       /* fail(status): raises the runtime's error */              \
-	X(keep)       /* what owns ctx, st and ptrs (kept alive) */
+	X(keep)       /* what owns ctx and st (kept alive) */
 
 typedef struct {
 	PyObject_HEAD
 	on_stream_fn fn;
 	void *const *ctx;    /* the context's ctypes c_void_p: NULL once closed */
-	syn_tensor *st;      /* the launcher's structs: arguments, then results */
-	syn_tensor *const *ptrs;
+	const syn_tensor *st; /* the launcher's structs: arguments, then results (their dims) */
 	Py_ssize_t nargs, nres;
-	long devidx;         /* the context's GPU */
-	int release_gil;     /* ops with communication: NCCL may block */
+	long devidx;          /* the context's GPU */
 #define FIELD(name) PyObject *name;
 	CALLER_OBJECTS(FIELD)
 #undef FIELD
@@ -59,108 +60,104 @@ typedef struct {
 #define ONE(name) +1
 enum { NOBJ = 0 CALLER_OBJECTS(ONE) };
 #undef ONE
-_Static_assert(NOBJ == 11, "caller_init's format and keyword names list 11 objects after fn, ctx, structs, ptrs");
+_Static_assert(NOBJ == 11, "caller_init's format and keyword names list 11 objects after fn, ctx, structs");
 
 static PyObject *s_dtype, *s_shape, *s_get_device, *s_is_contiguous, *s_data_ptr, *s_new_empty, *s_profiler_on,
     *kw_dtype;
 
-/* A tensor's data_ptr() as an address; 1 (never aligned) where it is not an int. */
-static uintptr_t
-data_ptr(PyObject *t)
+/* After a failed read of a tensor: 0 (an ordinary exception, cleared: the
+ * call takes the Python path, which names what is wrong) or -1 (anything
+ * else -- KeyboardInterrupt, MemoryError, SystemExit -- left set, to
+ * propagate as the Python path would). */
+static int
+soft_fail(void)
 {
-	PyObject *p = PyObject_CallMethodNoArgs(t, s_data_ptr);
-	uintptr_t a = 1;
-	if (p) {
-		a = (uintptr_t)PyLong_AsVoidPtr(p);
-		Py_DECREF(p);
-	}
-	if (PyErr_Occurred()) {
-		PyErr_Clear();
-		return 1;
-	}
-	return a;
+	if (!PyErr_ExceptionMatches(PyExc_Exception) || PyErr_ExceptionMatches(PyExc_MemoryError))
+		return -1;
+	PyErr_Clear();
+	return 0;
 }
 
-/* 1 if the method returns exactly `want` (an int or a bool compared by value). */
+/* A tensor's data_ptr() into *a: 1, 0 (not an address), -1 (error). */
+static int
+data_ptr(PyObject *t, uintptr_t *a)
+{
+	PyObject *p = PyObject_CallMethodNoArgs(t, s_data_ptr);
+	if (!p)
+		return soft_fail();
+	*a = (uintptr_t)PyLong_AsVoidPtr(p);
+	Py_DECREF(p);
+	return PyErr_Occurred() ? soft_fail() : 1;
+}
+
+/* 1 if the method returns exactly `want` (an int or a bool compared by
+ * value), 0 if not, -1 on an error to propagate. */
 static int
 method_is(PyObject *t, PyObject *name, long want)
 {
 	PyObject *v = PyObject_CallMethodNoArgs(t, name);
-	long got = -2;
-	if (v) {
-		got = PyLong_AsLong(v); /* True and False are ints */
-		Py_DECREF(v);
-	}
-	if (PyErr_Occurred()) {
-		PyErr_Clear();
-		return 0;
-	}
+	long got;
+	if (!v)
+		return soft_fail();
+	got = PyLong_AsLong(v); /* True and False are ints */
+	Py_DECREF(v);
+	if (got == -1 && PyErr_Occurred())
+		return soft_fail();
 	return got == want;
 }
 
+/* 1 if attribute `name` is `want` (the object, or equal by value), 0 if
+ * not, -1 on an error to propagate. */
 static int
 attr_is(PyObject *t, PyObject *name, PyObject *want, int by_value)
 {
 	PyObject *v = PyObject_GetAttr(t, name);
-	int ok = 0;
-	if (!v) {
-		PyErr_Clear();
-		return 0;
-	}
-	if (by_value) {
-		ok = PyObject_RichCompareBool(v, want, Py_EQ);
-		if (ok < 0) {
-			PyErr_Clear();
-			ok = 0;
-		}
-	} else
-		ok = v == want;
+	int ok;
+	if (!v)
+		return soft_fail();
+	ok = by_value ? PyObject_RichCompareBool(v, want, Py_EQ) : v == want;
 	Py_DECREF(v);
-	return ok;
+	return ok < 0 ? soft_fail() : ok;
 }
 
-/* Argument i as the signature wants it: its address into st[i], 1; else 0. */
+/* Argument i as the signature wants it: its address into st[i], 1; 0 if
+ * not; -1 on an error to propagate. */
 static int
-fast_arg(Caller *c, Py_ssize_t i, PyObject *t)
+fast_arg(const Caller *c, syn_tensor *st, Py_ssize_t i, PyObject *t)
 {
-	uintptr_t p;
-	if (!attr_is(t, s_dtype, PyTuple_GET_ITEM(c->dtypes, i), 0) ||
-	    !attr_is(t, s_shape, PyTuple_GET_ITEM(c->shapes, i), 1) ||
-	    !method_is(t, s_get_device, c->devidx) || !method_is(t, s_is_contiguous, 1))
-		return 0;
-	p = data_ptr(t);
+	uintptr_t p = 1;
+	int r;
+	if ((r = attr_is(t, s_dtype, PyTuple_GET_ITEM(c->dtypes, i), 0)) < 1 ||
+	    (r = attr_is(t, s_shape, PyTuple_GET_ITEM(c->shapes, i), 1)) < 1 ||
+	    (r = method_is(t, s_get_device, c->devidx)) < 1 || (r = method_is(t, s_is_contiguous, 1)) < 1 ||
+	    (r = data_ptr(t, &p)) < 1)
+		return r;
 	if (p & 15)
 		return 0;
-	c->st[i].data = (void *)p;
+	st[i].data = (void *)p;
 	return 1;
 }
 
+/* 1 while torch's profiler records, else 0; -1 on an error to propagate. */
 static int
-profiling(Caller *c)
+profiling(const Caller *c)
 {
 	PyObject *on;
 	int r;
 	if (c->profiler == Py_None)
 		return 0;
-	on = PyObject_GetAttr(c->profiler, s_profiler_on);
-	if (!on) {
-		PyErr_Clear();
-		return 0;
-	}
+	if (!(on = PyObject_GetAttr(c->profiler, s_profiler_on)))
+		return soft_fail();
 	r = PyObject_IsTrue(on);
 	Py_DECREF(on);
-	if (r < 0) {
-		PyErr_Clear();
-		return 0;
-	}
-	return r;
+	return r < 0 ? soft_fail() : r;
 }
 
 /* The results, allocated like argument 0 (new_empty: torch.empty's device
  * parsing skipped), their addresses after the arguments' in st.  A new
  * reference: the tensor, or a tuple of them. */
 static PyObject *
-results(Caller *c, PyObject *like)
+results(const Caller *c, syn_tensor *st, PyObject *like)
 {
 	PyObject *outs = PyTuple_New(c->nres);
 	if (!outs)
@@ -168,18 +165,18 @@ results(Caller *c, PyObject *like)
 	for (Py_ssize_t j = 0; j < c->nres; j++) {
 		PyObject *args[4] = {NULL, like, PyTuple_GET_ITEM(c->out_shapes, j), PyTuple_GET_ITEM(c->out_dtypes, j)};
 		PyObject *o = PyObject_VectorcallMethod(s_new_empty, args + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, kw_dtype);
-		uintptr_t p;
+		uintptr_t p = 1;
+		int r;
 		if (!o) {
 			Py_DECREF(outs);
 			return NULL;
 		}
 		PyTuple_SET_ITEM(outs, j, o);
-		p = data_ptr(o);
-		if (p == 1) {
+		if ((r = data_ptr(o, &p)) < 1 || (p & 15)) {
 			Py_DECREF(outs);
-			return PyErr_Format(PyExc_RuntimeError, "syncc: a result's data_ptr() is not an address");
+			return r < 0 ? NULL : PyErr_Format(PyExc_RuntimeError, "syncc: a result's data_ptr() is not an aligned address");
 		}
-		c->st[c->nargs + j].data = (void *)p;
+		st[c->nargs + j].data = (void *)p;
 	}
 	if (c->nres == 1) {
 		PyObject *o = PyTuple_GET_ITEM(outs, 0);
@@ -190,11 +187,17 @@ results(Caller *c, PyObject *like)
 	return outs;
 }
 
+/* The launcher on torch's current stream, the GIL released as ctypes did
+ * (an op with communication may block in NCCL; other threads run
+ * meanwhile): the structs are this call's own copies, so a second thread
+ * calling the same op cannot change them under it.  Returns outs, or NULL
+ * with the runtime's error raised (fail). */
 static PyObject *
-launch(Caller *c, PyObject *outs)
+launch(const Caller *c, syn_tensor *st, PyObject *ts, PyObject *outs)
 {
+	syn_tensor *ptrs[CALLER_MAX_TENSORS];
 	PyObject *sv = PyObject_CallOneArg(c->stream_fn, c->device);
-	void *stream;
+	void *stream, *ctx;
 	int r;
 	if (!sv) {
 		Py_DECREF(outs);
@@ -206,12 +209,17 @@ launch(Caller *c, PyObject *outs)
 		Py_DECREF(outs);
 		return NULL;
 	}
-	if (c->release_gil) {
-		Py_BEGIN_ALLOW_THREADS
-		r = c->fn(*c->ctx, stream, c->ptrs);
-		Py_END_ALLOW_THREADS
-	} else
-		r = c->fn(*c->ctx, stream, c->ptrs);
+	/* read after the last Python code of the call: closed meanwhile, the
+	 * Python path says so (the results are dropped) */
+	if (!(ctx = *c->ctx)) {
+		Py_DECREF(outs);
+		return PyObject_CallOneArg(c->slow, ts);
+	}
+	for (Py_ssize_t i = 0; i < c->nargs + c->nres; i++)
+		ptrs[i] = &st[i];
+	Py_BEGIN_ALLOW_THREADS
+	r = c->fn(ctx, stream, ptrs);
+	Py_END_ALLOW_THREADS
 	if (r) {
 		PyObject *e = PyObject_CallFunction(c->fail, "i", r);
 		Py_XDECREF(e);
@@ -228,35 +236,42 @@ static PyObject *
 caller_call(PyObject *self, PyObject *args, PyObject *kw)
 {
 	Caller *c = (Caller *)self;
+	syn_tensor st[CALLER_MAX_TENSORS];
 	PyObject *ts, *outs;
+	int r;
 	if (kw || PyTuple_GET_SIZE(args) != 1 || !PyTuple_Check(PyTuple_GET_ITEM(args, 0))) {
 		PyErr_SetString(PyExc_TypeError, "syncc: a caller takes one tuple of tensors");
 		return NULL;
 	}
 	ts = PyTuple_GET_ITEM(args, 0);
 	if (!c->fn) {
-		PyErr_SetString(PyExc_TypeError, "syncc: the Caller was not initialised");
+		PyErr_SetString(PyExc_TypeError, "syncc: the Caller is not initialised (or was cleared)");
 		return NULL;
 	}
-	if (c->routed != Py_None && profiling(c))
-		return PyObject_Call(c->routed, ts, NULL);
-	if (!*c->ctx || PyTuple_GET_SIZE(ts) != c->nargs || c->nargs < 1)
+	if (c->routed != Py_None && (r = profiling(c)))
+		return r < 0 ? NULL : PyObject_Call(c->routed, ts, NULL);
+	if (!*c->ctx || PyTuple_GET_SIZE(ts) != c->nargs)
 		return PyObject_CallOneArg(c->slow, ts);
+	/* the signature's dtypes, ranks and dims; this call's addresses */
+	memcpy(st, c->st, (size_t)(c->nargs + c->nres) * sizeof st[0]);
 	for (Py_ssize_t i = 0; i < c->nargs; i++)
-		if (!fast_arg(c, i, PyTuple_GET_ITEM(ts, i)))
-			return PyObject_CallOneArg(c->slow, ts);
-	if (!(outs = results(c, PyTuple_GET_ITEM(ts, 0))))
+		if ((r = fast_arg(c, st, i, PyTuple_GET_ITEM(ts, i))) < 1)
+			return r < 0 ? NULL : PyObject_CallOneArg(c->slow, ts);
+	if (!(outs = results(c, st, PyTuple_GET_ITEM(ts, 0))))
 		return NULL;
-	return launch(c, outs);
+	return launch(c, st, ts, outs);
 }
 
-static uintptr_t
-address(PyObject *v, const char *what)
+/* An address argument of the constructor: 1, or 0 with ValueError set. */
+static int
+address(PyObject *v, const char *what, uintptr_t *a)
 {
-	uintptr_t a = (uintptr_t)PyLong_AsVoidPtr(v);
-	if (!PyErr_Occurred() && !a)
+	*a = (uintptr_t)PyLong_AsVoidPtr(v);
+	if (PyErr_Occurred())
+		return 0;
+	if (!*a)
 		PyErr_Format(PyExc_ValueError, "syncc: Caller: %s is NULL", what);
-	return a;
+	return *a != 0;
 }
 
 static int
@@ -268,23 +283,29 @@ tuple_of(PyObject *v, Py_ssize_t n, const char *what)
 	return 0;
 }
 
+/* Caller(fn, ctx, structs, dtypes, shapes, out_shapes, out_dtypes, device,
+ * stream, profiler, routed, slow, fail, keep), once: a call reads the
+ * tuples while it runs Python code (a tensor's methods), which a second
+ * __init__ could otherwise replace under it. */
 static int
 caller_init(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *names[] = {"fn",     "ctx",    "structs", "ptrs",    "dtypes", "shapes", "out_shapes", "out_dtypes",
-	                        "device", "stream", "profiler", "routed", "slow",   "fail",   "keep",       "release_gil",
+	static char *names[] = {"fn",     "ctx",    "structs",  "dtypes", "shapes", "out_shapes", "out_dtypes",
+	                        "device", "stream", "profiler", "routed", "slow",   "fail",       "keep",
 	                        NULL};
 	Caller *c = (Caller *)self;
-	PyObject *fn, *ctx, *st, *ptrs, *o[NOBJ];
-	int rel = 0;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOOOOOOOOOOO|p", names, &fn, &ctx, &st, &ptrs, &o[0], &o[1], &o[2],
-	                                 &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &rel))
-		return -1;
-	uintptr_t a_fn = address(fn, "fn"), a_ctx = address(ctx, "ctx"), a_st = address(st, "structs"),
-	          a_ptrs = address(ptrs, "ptrs");
+	PyObject *fn, *ctx, *st, *o[NOBJ];
+	uintptr_t a_fn, a_ctx, a_st;
 	Py_ssize_t nargs, nres;
 	long dev;
-	if (PyErr_Occurred())
+	if (c->fn || c->dtypes) {
+		PyErr_SetString(PyExc_TypeError, "syncc: a Caller is initialised once");
+		return -1;
+	}
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOOOOOOOOOO", names, &fn, &ctx, &st, &o[0], &o[1], &o[2], &o[3],
+	                                 &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &o[10]))
+		return -1;
+	if (!address(fn, "fn", &a_fn) || !address(ctx, "ctx", &a_ctx) || !address(st, "structs", &a_st))
 		return -1;
 	if (!PyTuple_Check(o[0])) {
 		PyErr_SetString(PyExc_ValueError, "syncc: Caller: dtypes must be a tuple");
@@ -294,8 +315,9 @@ caller_init(PyObject *self, PyObject *args, PyObject *kw)
 	nres = PyTuple_Check(o[2]) ? PyTuple_GET_SIZE(o[2]) : -1;
 	if (!tuple_of(o[1], nargs, "shapes") || !tuple_of(o[2], nres, "out_shapes") || !tuple_of(o[3], nres, "out_dtypes"))
 		return -1;
-	if (nres < 1) {
-		PyErr_SetString(PyExc_ValueError, "syncc: Caller: an op with no results");
+	if (nargs < 1 || nres < 1 || nargs + nres > CALLER_MAX_TENSORS) {
+		PyErr_Format(PyExc_ValueError, "syncc: Caller: 1 or more arguments and results, %d in all at most",
+		             (int)CALLER_MAX_TENSORS);
 		return -1;
 	}
 	if (!PyLong_Check(o[4]) || !PyCallable_Check(o[5]) || !PyCallable_Check(o[8]) || !PyCallable_Check(o[9])) {
@@ -305,21 +327,18 @@ caller_init(PyObject *self, PyObject *args, PyObject *kw)
 	dev = PyLong_AsLong(o[4]);
 	if (PyErr_Occurred())
 		return -1;
-	/* all checked: nothing below fails, so a failed re-init leaves a Caller as it was */
 	c->fn = (on_stream_fn)a_fn;
 	c->ctx = (void *const *)a_ctx;
-	c->st = (syn_tensor *)a_st;
-	c->ptrs = (syn_tensor *const *)a_ptrs;
+	c->st = (const syn_tensor *)a_st;
 	c->nargs = nargs;
 	c->nres = nres;
 	c->devidx = dev;
-	c->release_gil = rel;
 #define SLOT(name) &c->name,
 	PyObject **slot[] = {CALLER_OBJECTS(SLOT)};
 #undef SLOT
 	for (size_t i = 0; i < sizeof slot / sizeof slot[0]; i++) {
 		Py_INCREF(o[i]);
-		Py_XSETREF(*slot[i], o[i]);
+		*slot[i] = o[i];
 	}
 	return 0;
 }
@@ -338,6 +357,7 @@ static int
 caller_clear(PyObject *self)
 {
 	Caller *c = (Caller *)self;
+	c->fn = NULL; /* a call after this (GC finalisation order) raises */
 #define CLEAR(name) Py_CLEAR(c->name);
 	CALLER_OBJECTS(CLEAR)
 #undef CLEAR

@@ -215,27 +215,30 @@ class Launcher:
             self.fast = [(getattr(torch, a.torch_dtype_name()), torch.Size(a.local)) for a in op.args]
             self.outs = [(torch.Size(r.local), getattr(torch, r.torch_dtype_name())) for r in op.results]
 
-    def caller(self, ctx, torch, routed):
+    def caller(self, ctx, torch, routed, cache=None):
         """This launcher's call in C (_fastcall.c's Caller: caller(tensors)
         -> results), or None where the C path is not built (fastcall_why
         says why): the same checks and the same foreign call as __call__,
         which it falls back to for anything but the common case; `routed`
         (the torch operator, or None) takes the call while torch's profiler
-        records."""
-        mod = fastcall_module()
+        records.  cache: the build cache the C path is built into."""
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        if mod is None or raw is None or not self.op.results or not self.nargs:
+        n = len(self.op.args) + len(self.op.results)
+        if raw is None or not self.op.results or not self.nargs or n > FASTCALL_MAX_TENSORS:
+            return None
+        mod = fastcall_module(cache)
+        if mod is None:
             return None
         self._tables(torch)
         name = self.op.name
         return mod.Caller(
             fn=ctypes.cast(self.fn, ctypes.c_void_p).value, ctx=ctypes.addressof(ctx.ptr),
-            structs=ctypes.addressof(self.structs), ptrs=self.ptrs_addr,
+            structs=ctypes.addressof(self.structs),
             dtypes=tuple(dt for dt, _ in self.fast), shapes=tuple(s for _, s in self.fast),
             out_shapes=tuple(s for s, _ in self.outs), out_dtypes=tuple(dt for _, dt in self.outs),
             device=ctx.device, stream=raw, profiler=getattr(torch.autograd, "profiler", None),
             routed=routed, slow=lambda ts: self(ctx, ts), fail=lambda r: ctx.fail(name, r),
-            keep=(self, ctx.ptr), release_gil=self.op.ranks > 1)
+            keep=(self, ctx.ptr))
 
     def _fast_ptrs(self, tensors, index):
         """The common case in a few attribute reads: every tensor exactly as
@@ -295,6 +298,7 @@ class Launcher:
 
 FASTCALL_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_fastcall.c")
 FASTCALL_TIMEOUT_S = 120
+FASTCALL_MAX_TENSORS = 64  # _fastcall.c's CALLER_MAX_TENSORS
 _fastcall = None      # the module once built and loaded; False once that failed
 fastcall_why = None   # why calls take the ctypes path, once known
 _fastcall_lock = threading.Lock()
@@ -313,24 +317,27 @@ def _fastcall_build(include, cache):
     are.  Returns the path of the extension."""
     from . import build
     cc = os.environ.get("CC", "cc")
-    pyinc = python_include()
+    name = "_fastcall" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")
+    cmd = [cc, "-std=c11", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra", "-I", python_include(), "-I", include,
+           "-o", name, FASTCALL_SRC]
     h = hashlib.sha256()
-    for path in (FASTCALL_SRC, os.path.join(include, "syncrt.h")):
-        with open(path, "rb") as f:
-            h.update(hashlib.sha256(f.read()).digest())
-    h.update(("%s|%s|%s" % (sys.version, pyinc, cc)).encode())
+    # syn_tensor's layout: syncrt.h and the comm.h it includes (beside it
+    # when installed, ../comm/ in the source tree)
+    for path in (FASTCALL_SRC, os.path.join(include, "syncrt.h"), os.path.join(include, "comm.h"),
+                 os.path.join(include, "..", "comm", "comm.h")):
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                h.update(path.encode() + hashlib.sha256(f.read()).digest())
+    h.update(("%s|%s" % (sys.version, cmd)).encode())
     root = os.path.join(cache or build.cache_root(), "fastcall")
     final = os.path.join(root, h.hexdigest()[:32])
-    name = "_fastcall" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")
     so = os.path.join(final, name)
     if os.path.exists(so):
         return so
     os.makedirs(root, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="tmp", dir=root)
     try:
-        cmd = [cc, "-std=c11", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra", "-I", pyinc, "-I", include,
-               "-o", os.path.join(tmp, name), FASTCALL_SRC]
-        p = subprocess.run(cmd, capture_output=True, timeout=FASTCALL_TIMEOUT_S)
+        p = subprocess.run(cmd, capture_output=True, timeout=FASTCALL_TIMEOUT_S, cwd=tmp)
         if p.returncode != 0:
             raise SynccError("%s failed:\n%s" % (" ".join(cmd), p.stderr.decode("utf-8", "replace")[-2000:]))
         try:
@@ -339,6 +346,8 @@ def _fastcall_build(include, cache):
             pass
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    if not os.path.exists(so):
+        raise SynccError("%s: the build vanished from the cache (%s)" % (FASTCALL_SRC, final))
     return so
 
 

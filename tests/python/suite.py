@@ -223,15 +223,19 @@ def tests(root, run, Fail):
 
     def t_fastcall():
         """The C call path (_fastcall.c) without torch or a GPU: built with
-        warnings as errors, then its Caller made by Launcher.caller over a
-        stand-in launcher (a C function that records what it was given) and
-        duck-typed tensors -- the common case fills the structs and calls
-        the launcher; every other case goes to the Python path; a failing
-        launcher raises through fail; a closed context and the profiler
-        are routed away; no reference leaks."""
+        warnings as errors, then its Caller made by Launcher.caller over
+        stand-in launchers (C functions that record what they were given,
+        and whether they ran without the GIL) and duck-typed tensors -- the
+        common case fills the structs and calls the launcher; every other
+        case goes to the Python path; errors a tensor raises that are not
+        ordinary exceptions propagate; a failing launcher raises through
+        fail; a module closed before or during the call and the profiler
+        are routed away; two results come back as a tuple; no tensor or
+        reference leaks; a failed build leaves the ctypes path, saying why."""
         if runtime.python_include() is None or sys.version_info < (3, 9):
             return  # the package then takes the ctypes path (fastcall_why)
         import ctypes
+        import gc
         d = tempfile.mkdtemp(prefix="syncc-fastcall-")
         cc = os.environ.get("CC", "cc")
         inc = ["-I", runtime.python_include(), "-I", os.path.join(root, "runtime")]
@@ -241,17 +245,21 @@ def tests(root, run, Fail):
             expect(p.returncode == 0, "_fastcall.c with -Werror:\n" + p.stderr.decode()[-2000:])
             src = os.path.join(d, "fake.c")
             with open(src, "w") as f:
-                f.write('#include "syncrt.h"\nvoid *seen[6]; long long dims[6]; int calls, ret;\n'
-                        'int syncc_row_linear_on_stream(void *c, void *s, syn_tensor *const *t) {\n'
-                        ' seen[0] = c; seen[1] = s; for (int i = 0; i < 3; i++) { seen[2 + i] = t[i]->data;'
-                        ' dims[i] = t[i]->dims[0]; }\n calls++; return ret;\n}\n')
+                f.write('#include "syncrt.h"\nextern int PyGILState_Check(void) __attribute__((weak));\n'
+                        'void *seen[8]; long long dims[8]; int calls, ret, gil = -1;\n'
+                        'static int rec(void *c, void *s, syn_tensor *const *t, int n) {\n'
+                        ' seen[0] = c; seen[1] = s; for (int i = 0; i < n; i++) { seen[2 + i] = t[i]->data;'
+                        ' dims[i] = t[i]->dims[0]; }\n'
+                        ' gil = PyGILState_Check ? PyGILState_Check() : -1; calls++; return ret;\n}\n'
+                        'int syncc_row_linear_on_stream(void *c, void *s, syn_tensor *const *t) { return rec(c, s, t, 3); }\n'
+                        'int syncc_two_on_stream(void *c, void *s, syn_tensor *const *t) { return rec(c, s, t, 4); }\n')
             p = subprocess.run([cc, "-std=c11", "-fPIC", "-shared", "-I", os.path.join(root, "runtime"), "-o",
                                 os.path.join(d, "fake.so"), src], capture_output=True, timeout=60)
-            expect(p.returncode == 0, "the stand-in launcher: " + p.stderr.decode()[-500:])
+            expect(p.returncode == 0, "the stand-in launchers: " + p.stderr.decode()[-500:])
             fake = ctypes.CDLL(os.path.join(d, "fake.so"))
             fake._name = "fake.so"
-            seen = (ctypes.c_void_p * 6).in_dll(fake, "seen")
-            calls, ret = ctypes.c_int.in_dll(fake, "calls"), ctypes.c_int.in_dll(fake, "ret")
+            seen = (ctypes.c_void_p * 8).in_dll(fake, "seen")
+            calls, ret, gil = (ctypes.c_int.in_dll(fake, n) for n in ("calls", "ret", "gil"))
             expect(runtime.fastcall_module(cache=d) is not None, "built and loaded: %s" % runtime.fastcall_why)
 
             class NS:
@@ -261,15 +269,21 @@ def tests(root, run, Fail):
             torch._C, torch.autograd, torch.autograd.profiler = NS(), NS(), NS()
             torch._C._cuda_getCurrentRawStream = lambda dev: 0x5000 + dev
             torch.autograd.profiler._is_profiler_enabled = False
+            live = [0]
 
             class FT:
-                """A stand-in CUDA tensor."""
+                """A stand-in CUDA tensor (live[0] counts those alive)."""
                 next_ptr = 1 << 20
+                on_new = None
 
                 def __init__(self, dtype, shape, dev=1, contiguous=True, ptr=None):
                     self.dtype, self.shape, self._dev, self._c = dtype, tuple(shape), dev, contiguous
                     self._p = ptr if ptr is not None else FT.next_ptr
                     FT.next_ptr += 1 << 12
+                    live[0] += 1
+
+                def __del__(self):
+                    live[0] -= 1
 
                 def get_device(self):
                     return self._dev
@@ -281,35 +295,39 @@ def tests(root, run, Fail):
                     return self._p
 
                 def new_empty(self, shape, dtype):
+                    if FT.on_new:
+                        FT.on_new()
                     return FT(dtype, shape, self._dev)
-
-            op = sig_p2()  # row_linear at P = 2: x bf16 (64, 64), w bf16 (64, 32) -> bf16 (64, 32)
-            ln = runtime.Launcher(fake, op)
 
             class Ctx:
                 device, rank = 1, 0
-                ptr = ctypes.c_void_p(0x1234)
+
+                def __init__(self):
+                    self.ptr = ctypes.c_void_p(0x1234)
 
                 def fail(self, what, r):
                     raise syncc.RuntimeFailure("%s: status %d" % (what, r), "x")
-            ctx = Ctx()
+
+            class Ln(runtime.Launcher):
+                def __call__(self, ctx, ts):  # the Python path, which would import torch
+                    slow.append(ts)
+                    return "slow"
+
             slow, routed = [], []
-            c = ln.caller(ctx, torch, lambda *ts: routed.append(ts) or "routed")
-            expect(c is not None, "Launcher.caller made a Caller")
-            c.__init__(fn=ctypes.cast(ln.fn, ctypes.c_void_p).value, ctx=ctypes.addressof(ctx.ptr),
-                       structs=ctypes.addressof(ln.structs), ptrs=ln.ptrs_addr, dtypes=("BF16", "BF16"),
-                       shapes=((64, 64), (64, 32)), out_shapes=((64, 32),), out_dtypes=("BF16",), device=1,
-                       stream=torch._C._cuda_getCurrentRawStream, profiler=torch.autograd.profiler,
-                       routed=lambda *ts: routed.append(ts) or "routed",
-                       slow=lambda ts: slow.append(ts) or "slow", fail=lambda r: ctx.fail("row_linear", r),
-                       keep=(ln, ctx.ptr), release_gil=True)
+            ctx = Ctx()
+            ln = Ln(fake, sig_p2())  # row_linear at P = 2: x bf16 (64, 64), w bf16 (64, 32) -> bf16 (64, 32)
+            c = ln.caller(ctx, torch, lambda *ts: routed.append(ts) or "routed", cache=d)
+            expect(c is not None, "Launcher.caller made a Caller: %s" % runtime.fastcall_why)
             x, w = FT("BF16", (64, 64)), FT("BF16", (64, 32))
             y = c((x, w))
             expect(isinstance(y, FT) and y.shape == (64, 32) and y.dtype == "BF16", "the result: %r" % (y,))
-            expect(calls.value == 1 and list(seen) == [0x1234, 0x5001, x._p, w._p, y._p, None],
+            expect(calls.value == 1 and list(seen)[:5] == [0x1234, 0x5001, x._p, w._p, y._p],
                    "the launcher got the context, the stream and the addresses: %s" % list(seen))
-            expect(list((ctypes.c_longlong * 6).in_dll(fake, "dims"))[:3] == [64, 64, 64],
+            expect(list((ctypes.c_longlong * 8).in_dll(fake, "dims"))[:3] == [64, 64, 64],
                    "the structs' dims are the signature's")
+            # (-1: the interpreter exports no PyGILState_Check to the stand-in)
+            expect(gil.value == (0 if hasattr(ctypes.pythonapi, "PyGILState_Check") else -1),
+                   "the launcher runs without the GIL (PyGILState_Check %d)" % gil.value)
             for name, args in [("a dtype", (FT("F32", (64, 64)), w)), ("a shape", (FT("BF16", (64, 65)), w)),
                                ("a device", (FT("BF16", (64, 64), dev=0), w)),
                                ("a layout", (x, FT("BF16", (64, 32), contiguous=False))),
@@ -318,14 +336,21 @@ def tests(root, run, Fail):
                 del slow[:]
                 r = c(args)
                 expect(r == "slow" and slow == [args] and calls.value == 1, "%s off the signature: the Python path" % name)
+
+            class Stop(FT):
+                def get_device(self):
+                    raise KeyboardInterrupt
+
+            raises(KeyboardInterrupt, lambda: c((Stop("BF16", (64, 64)), w)))
             ret.value = -5
             raises(syncc.RuntimeFailure, lambda: c((x, w)), "row_linear: status -5")
             ret.value = 0
             torch.autograd.profiler._is_profiler_enabled = True
             expect(c((x, w)) == "routed" and routed == [(x, w)], "the profiler on: the torch operator")
             torch.autograd.profiler._is_profiler_enabled = False
+            gc.collect()
             bad = FT("F32", (64, 64))
-            before = [sys.getrefcount(o) for o in (x, w, c, bad)]
+            before = ([sys.getrefcount(o) for o in (x, w, c, bad)], live[0])
             for _ in range(1000):
                 c((x, w))
                 c((bad, w))
@@ -336,21 +361,65 @@ def tests(root, run, Fail):
                 except syncc.RuntimeFailure:
                     pass
             ret.value = 0
-            del slow[:]  # (the stand-in slow path keeps what it was given)
-            expect([sys.getrefcount(o) for o in (x, w, c, bad)] == before, "no references leak: %s %s" % (before, [sys.getrefcount(o) for o in (x, w, c, bad)]))
-            ctx.ptr.value = None  # Context.close()
-            del slow[:]
-            expect(c((x, w)) == "slow" and calls.value == 1102, "a closed context: the Python path")
-            raises(TypeError, lambda: c(x, w), "one tuple of tensors")
-            raises(ValueError, lambda: type(c)(fn=0, ctx=1, structs=1, ptrs=1, dtypes=(), shapes=(), out_shapes=(),
-                                               out_dtypes=(), device=0, stream=len, profiler=None, routed=None,
-                                               slow=len, fail=len, keep=None), "fn is NULL")
-            raises(TypeError, lambda: type(c).__new__(type(c))((x, w)), "not initialised")
+            del slow[:]  # (the stand-in Python path keeps what it was given)
+            gc.collect()
+            after = ([sys.getrefcount(o) for o in (x, w, c, bad)], live[0])
+            expect(after == before, "no references or tensors leak: %s %s" % (before, after))
+            n = calls.value
+
+            def close():
+                ctx.ptr.value = None  # Context.close()
+            FT.on_new = close
+            expect(c((x, w)) == "slow" and calls.value == n, "the module closed during the call: the Python path")
+            FT.on_new = None
+            expect(c((x, w)) == "slow" and calls.value == n, "a closed module: the Python path")
             ctx.ptr.value = 0x1234
-            raises(ValueError, lambda: c.__init__(fn=1, ctx=1, structs=1, ptrs=1, dtypes=("BF16",), shapes=(), out_shapes=(),
-                                                  out_dtypes=(), device=0, stream=len, profiler=None, routed=None,
-                                                  slow=len, fail=len, keep=None), "shapes must be a tuple of 1")
-            expect(isinstance(c((x, w)), FT) and calls.value == 1103, "a failed re-init leaves the Caller as it was")
+            raises(TypeError, lambda: c(x, w), "one tuple of tensors")
+            raises(TypeError, lambda: c.__init__(**{}), "initialised once")
+            raises(TypeError, lambda: type(c).__new__(type(c))((x, w)), "not initialised")
+            raises(ValueError, lambda: type(c)(fn=0, ctx=1, structs=1, dtypes=(), shapes=(), out_shapes=(), out_dtypes=(),
+                                               device=0, stream=len, profiler=None, routed=None, slow=len, fail=len,
+                                               keep=None), "fn is NULL")
+            raises(ValueError, lambda: type(c)(fn=1, ctx=1, structs=1, dtypes=("BF16",), shapes=(), out_shapes=(),
+                                               out_dtypes=(), device=0, stream=len, profiler=None, routed=None,
+                                               slow=len, fail=len, keep=None), "shapes must be a tuple of 1")
+
+            # two results: a tuple, each address in its place; errors of new_empty and of fail
+            two = signature.parse('{"syncc": "t", "source": "t", "files": [], "profile": null, "ranks": 1, "ops": '
+                                  '[{"name": "two", "ranks": 1, "args": [{"name": "x", "dtype": "bf16", "shape": [8], '
+                                  '"placement": "repl", "local": [8], "type": "bf16[8]"}], "results": ['
+                                  '{"name": "r0", "dtype": "bf16", "shape": [8], "placement": "repl", "local": [8], '
+                                  '"type": "bf16[8]"}, {"name": "r1", "dtype": "f32", "shape": [4], "placement": "repl", '
+                                  '"local": [4], "type": "f32[4]"}]}]}').ops["two"]
+            c2 = Ln(fake, two).caller(ctx, torch, None, cache=d)
+            v = FT("BF16", (8,))
+            r0, r1 = c2((v,))
+            expect((r0.shape, r0.dtype, r1.shape, r1.dtype) == ((8,), "BF16", (4,), "F32") and
+                   list(seen)[2:5] == [v._p, r0._p, r1._p], "two results: a tuple, the addresses in order")
+            FT.on_new = lambda: 1 / 0
+            raises(ZeroDivisionError, lambda: c2((v,)))
+            FT.on_new = None
+            ret.value = -2
+            c3 = type(c)(fn=ctypes.cast(fake.syncc_row_linear_on_stream, ctypes.c_void_p).value,
+                         ctx=ctypes.addressof(ctx.ptr), structs=ctypes.addressof(ln.structs), dtypes=("BF16", "BF16"),
+                         shapes=((64, 64), (64, 32)), out_shapes=((64, 32),), out_dtypes=("BF16",), device=1,
+                         stream=torch._C._cuda_getCurrentRawStream, profiler=None, routed=None,
+                         slow=len, fail=lambda r: None, keep=(ln, ctx.ptr))
+            raises(RuntimeError, lambda: c3((x, w)), "the launcher returned -2")
+            ret.value = 0
+
+            # a build that fails: the ctypes path, and why
+            old = os.environ.get("CC")
+            os.environ["CC"] = "false"
+            try:
+                mod, why = runtime._fastcall_load(os.path.join(d, "cache2"))
+            finally:
+                if old is None:
+                    del os.environ["CC"]
+                else:
+                    os.environ["CC"] = old
+            expect(mod is False and "the C path was not built" in why and "false" in why,
+                   "a failed build: the ctypes path, saying why (%s)" % why)
         finally:
             shutil.rmtree(d, ignore_errors=True)
 
