@@ -340,6 +340,11 @@ def run_case(name, case, args, rates):
         impls["ctypes"] = lambda: op._routed(op._torch) or op._launcher(mod._ctx, ins)
     compile_s = None
     if not args.skip_compile:
+        # a fresh dynamo per op: the cases' eager functions share code
+        # objects, and past torch._dynamo's recompile limit (8) a ninth
+        # shape of one ran eagerly under torch.compile's name (every row op
+        # after the eighth of a run, until 2026-12-06)
+        torch._dynamo.reset()
         cf = torch.compile(case["eager"], dynamic=False)
         t0 = time.time()
         cf(*ins)

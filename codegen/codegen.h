@@ -210,6 +210,13 @@ typedef struct PtxRowsSpec {
 	                                   met in a global workspace (PtxKernel.work); 0 = chosen from
 	                                   the shape, 1 = none (a caller whose entries wait on flags:
 	                                   see rows.c col_split) */
+	int cta_threads;                /* CTA mode: threads per row (128 to 1024, a power of two);
+	                                   0 = chosen from the length (rows.c cta_shape) */
+	int cta_min;                    /* CTA mode: CTAs an SM must hold (.minnctapersm: ptxas keeps
+	                                   registers to fit them); 0 = chosen, -1 = no directive */
+	bool flagless;                  /* no entry waits on or raises a flag (lower.c knows): rows
+	                                   mode and CTA mode leave out the per-entry barriers
+	                                   (ptx_kernel_flagless); column mode ignores it */
 } PtxRowsSpec;
 
 enum { PTX_MAX_GROUP = 256 };
@@ -365,6 +372,7 @@ typedef struct Ptx {
 	/* a group kernel (ptx_kernel_group): CTAs per group at most; the group's
 	 * size g and log2 g as this launch has them (crank, lead as above) */
 	int group, group_slots; /* ... and groups at most, each with its slot of the workspace */
+	bool flagless;          /* ptx_kernel_flagless */
 	Reg gsize, glog, ngroups; /* ... and the groups that take entries */
 	Reg gcnt; /* the group's counters in the workspace (the last tensor): arrivals, departures */
 	int ntensors;
@@ -390,6 +398,13 @@ void ptx_cluster_sync(Ptx *p); /* every thread of the cluster: arrive (release),
  * two u32 counters per group (p->gcnt); they are 0 when the kernel starts
  * and when it ends.  Before ptx_params. */
 void ptx_kernel_group(Ptx *p, int n, int slots);
+/* After ptx_kernel_begin, for a kernel without clusters or groups whose
+ * entries never wait on or raise a flag (the caller guarantees: every
+ * entry's in_flag and out_flag are PTX_NO_FLAG): the persistent loop
+ * leaves out the per-entry barriers that only order the flags (the wait's
+ * verdict, the stores before the raise), so warps that finish an entry
+ * start the next one while the others still store. */
+void ptx_kernel_flagless(Ptx *p);
 /* Thread is_t0: arrive at the group barrier whose u32 counter is at cnt
  * (a global address; release at gpu scope, after a bar.sync that covered
  * the CTA's stores), then wait until it reaches `target` arrivals (acquire),

@@ -465,6 +465,13 @@ ptx_kernel_group(Ptx *p, int n, int slots)
 }
 
 void
+ptx_kernel_flagless(Ptx *p)
+{
+	ASSERT(p->cluster <= 1 && p->group <= 1);
+	p->flagless = true;
+}
+
+void
 ptx_kernel_cluster(Ptx *p, int n)
 {
 	if (n <= 1)
@@ -526,13 +533,16 @@ ptx_loop_begin(Ptx *p)
 	ptx_emit(p, "@%s bra $L%d;", R(q), p->lbl_done);
 	ptx_emit(p, "mad.wide.u32 %s, %s, %d, %s;", R(p->entry), R(p->blk), (int)sizeof(PtxBlock),
 	         R(p->param[0]));
-	ptx_flag_wait(p, quit);
-	/* A barrier for the CTA (the acquire above then covers every thread's
-	 * later reads) that also tells every thread whether to leave. */
-	ptx_emit(p, "bar.red.or.pred %s, 0, %s;", R(all), R(quit));
-	if (p->cluster > 1)
-		cluster_quit(p, all);
-	ptx_emit(p, "@%s bra $L%d;", R(all), p->lbl_done);
+	if (!p->flagless) {
+		ptx_flag_wait(p, quit);
+		/* A barrier for the CTA (the acquire above then covers every
+		 * thread's later reads) that also tells every thread whether to
+		 * leave. */
+		ptx_emit(p, "bar.red.or.pred %s, 0, %s;", R(all), R(quit));
+		if (p->cluster > 1)
+			cluster_quit(p, all);
+		ptx_emit(p, "@%s bra $L%d;", R(all), p->lbl_done);
+	}
 	ptx_emit(p, "ld.global.nc.v2.u32 {%s, %s}, [%s];", R(p->x), R(p->y), R(p->entry));
 	ptx_emit(p, "ld.global.nc.u32 %s, [%s+8];", R(p->z), R(p->entry));
 	skip = ptx_label(p);
@@ -602,12 +612,18 @@ ptx_loop_end(Ptx *p)
 {
 	Reg n = ptx_reg(p, RC_B32);
 
-	/* a cluster's flag goes up once, after every CTA's stores */
-	if (p->cluster > 1)
+	if (p->flagless) { /* no flag to raise: only the trace's end stamp, the lead thread's own */
+		int skip = ptx_label(p);
+		ptx_emit(p, "@!%s bra $L%d;", R(p->lead), skip);
+		ptx_trace_stamp(p, 1);
+		ptx_place(p, skip);
+	} else if (p->cluster > 1) { /* a cluster's flag goes up once, after every CTA's stores */
 		ptx_cluster_sync(p);
-	else
+		ptx_flag_raise(p, p->lead);
+	} else {
 		ptx_emit(p, "bar.sync 0;");
-	ptx_flag_raise(p, p->lead);
+		ptx_flag_raise(p, p->lead);
+	}
 	ptx_next_entry(p, n, p->lbl_loop);
 	ptx_place(p, p->lbl_done);
 	if (p->cluster > 1) /* no CTA leaves while a peer may still read its shared memory */

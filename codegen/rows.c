@@ -95,6 +95,9 @@ ptx_rows_check(const PtxRowsSpec *s)
 	if (s->group < 0 || s->group > PTX_MAX_GROUP || (s->group & (s->group - 1)) ||
 	    (s->group > 1 && (!rows_colmode(s) || s->nstage < 1 || s->cluster > 1)))
 		return "rows: a group of a power of two CTAs up to 256, more than 1 only for strided rows with a stage and no cluster";
+	if ((s->cta_threads && (s->cta_threads < 128 || s->cta_threads > 1024 || (s->cta_threads & (s->cta_threads - 1)))) ||
+	    s->cta_min < -1 || s->cta_min > 32)
+		return "rows: a CTA of 128 to 1024 threads (a power of two), and -1 to 32 CTAs an SM";
 	for (int i = 0; i < s->nin + s->nout; i++) {
 		const PtxTensor *t = i < s->nin ? &s->in[i] : &s->out[i - s->nin];
 		if ((int)t->dt < 0 || t->dt >= DT_COUNT || t->stride[0] < 0 || t->stride[1] < 0 ||
@@ -142,6 +145,7 @@ typedef struct Rows {
 	bool cached;      /* CTA mode: the streamed inputs fit in registers (else each pass rereads, from L2) */
 	Reg inpos[CTA_MAX_U], col[CTA_MAX_U]; /* CTA mode: the thread's columns, and whether each is in the row */
 	Reg col0;         /* CTA mode: the thread's first column */
+	Reg seq;          /* CTA mode: rows this CTA has begun (their parity picks the stage slots) */
 	Reg word[PTX_MAX_TENSORS][CTA_MAX_U][4]; /* CTA mode: streamed inputs as loaded, -1 none */
 	bool peel;        /* CTA mode: vectors after the row's unaligned head (peel_vec) */
 	Reg xcol[2], xin[2]; /* peeled: the thread's head and tail element, and whether it has each */
@@ -1491,8 +1495,8 @@ rows_body(Rows *r)
  * it: rows of 8 warps x 8 CTAs x 132 SMs outgrow L2 long before a
  * vocabulary-wide row).  A stage reduces in registers, across the warp
  * by shuffles and across warps through shared memory: a slot per warp,
- * stage and row parity, since every row has a barrier and so no warp is
- * two rows ahead of another. */
+ * stage and parity of the CTA's row count, since every row has a barrier
+ * and so no warp is two rows ahead of another (cta_stage). */
 
 static bool
 streamed(const PtxTensor *t)
@@ -1545,11 +1549,13 @@ cta_shape(const PtxRowsSpec *s, int vec, int *T, int *U, bool *cached)
 		if (streamed(&s->in[i]))
 			words += (vec * ptx_dtypes[s->in[i].dt].size + 3) / 4;
 	*cached = true;
-	for (*T = 128; *T < 1024; *T *= 2) {
+	for (*T = 128; *T < 1024 && !s->cta_threads; *T *= 2) {
 		*U = (int)((nv + *T - 1) / *T);
 		if (*U <= 4)
 			return true;
 	}
+	if (s->cta_threads)
+		*T = s->cta_threads;
 	*U = (int)((nv + *T - 1) / *T);
 	*cached = *U <= CTA_MAX_U && *U * words <= CTA_MAX_WORDS;
 	return true;
@@ -1825,8 +1831,12 @@ cta_stage(Rows *r, int k)
 		ptx_emit(p, "shfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;", R(o), R(acc), d);
 		ptx_expand(p, reds[ri].combine, acc, acc, o);
 	}
-	/* slots [parity][stage][warp] */
-	ptx_emit(p, "and.b32 %s, %s, 1;", R(par), R(r->row));
+	/* slots [parity][stage][warp], by the CTA's own row count: a warp
+	 * that ends this row and begins the next (no barrier between rows of
+	 * a flagless kernel) writes the other parity, and cannot begin a
+	 * third before every warp has passed the next row's barrier, which
+	 * each reaches after reading this row's slots */
+	ptx_emit(p, "and.b32 %s, %s, 1;", R(par), R(r->seq));
 	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(base), R(par), r->s->nstage * 128, R(r->smem));
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(base), R(base), k * 128);
 	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(slot), R(r->warp), R(base));
@@ -1910,6 +1920,7 @@ rows_cta_body(Rows *r)
 		cta_stage(r, k);
 	if (s->map.nout)
 		cta_each(r, map_vec, NULL);
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(r->seq), R(r->seq));
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(r->row), R(r->row));
 	ptx_emit(p, "bra $L%d;", loop);
 	ptx_place(p, done);
@@ -1970,7 +1981,8 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	threads = r.cta ? r.T : 32 * (r.cols ? COL_WARPS : ROW_WARPS);
 	/* a group: two CTAs an SM (64 registers a thread), as column mode
 	 * has without one, which the group's registers would otherwise cost */
-	ptx_kernel_begin(p, b, s->name, s->nin + s->nout + (r.grp > 1), threads, r.grp > 1 ? 2 : 0);
+	ptx_kernel_begin(p, b, s->name, s->nin + s->nout + (r.grp > 1), threads,
+	                 r.grp > 1 ? 2 : r.cta && s->cta_min > 0 ? s->cta_min : 0);
 	if (r.cols) {
 		char of[64] = "";
 		if (r.ncl > 1)
@@ -1999,6 +2011,12 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	ptx_params(p, s->nin + s->nout + (r.grp > 1));
 	if (r.grp > 1)
 		col_group_init(&r, slots);
+	if (s->flagless && !r.cols)
+		ptx_kernel_flagless(p);
+	if (r.cta) {
+		r.seq = ptx_reg(p, RC_B32);
+		ptx_emit(p, "mov.u32 %s, 0;", R(r.seq));
+	}
 	ptx_loop_begin(p);
 	if (r.cols)
 		rows_col_body(&r);

@@ -991,6 +991,14 @@ rows_run_shifted(const char *name, PtxRowsSpec s, int grid, int64_t shift1)
 	CU(cuMemFree(l.blocks));
 	kern_unload(&kr);
 	buf_free(&b);
+	if (!s.flagless && !(s.in[0].stride[1] > 1 && s.in[0].stride[0] == 1)) {
+		/* the same entries without the barriers between them (lower.c's
+		 * kernels with no flags): warps a row ahead of others */
+		char nm[160];
+		snprintf(nm, sizeof nm, "%s/flagless", name);
+		s.flagless = true;
+		rows_run_shifted(nm, s, grid, shift1);
+	}
 }
 
 static void
@@ -2230,11 +2238,66 @@ launches_ms(const Kern *k, Launch *l, int reps)
 	return ms / reps;
 }
 
-/* Row kernels timed (events over 20 back-to-back launches) at the shapes
- * bench/p1.py calls, for each rows-per-entry choice (lower.c
- * rows_per_block picks one; the persistent grid walks entries strided, so
- * entries per CTA decide the last round's idle share).  GB/s counts the
- * row's bytes in and out once. */
+/* The row op `op` (rmsnorm, layernorm: x only, no per-row outputs, or
+ * softmax) over the last dim of bf16 M x L. */
+static PtxRowsSpec
+row_op_spec(const char *op, int64_t M, int64_t L)
+{
+	PtxRowsSpec s;
+	if (!strcmp(op, "rmsnorm"))
+		return rmsnorm_spec("perf_rows", M, L, DT_BF16, "rsqrt(add(acc,1e-5))");
+	if (strcmp(op, "layernorm"))
+		return softmax_spec("perf_rows", M, L, DT_BF16);
+	s = (PtxRowsSpec){.name = "perf_rows", .rows = M, .len = L, .nin = 3, .nout = 1, .nstage = 2};
+	s.in[0] = s.out[0] = (PtxTensor){DT_BF16, {L, 1}};
+	s.in[1] = s.in[2] = (PtxTensor){DT_BF16, {0, 1}};
+	s.stage[0] = stage_of(OP_MEAN, NULL, NULL, -1);
+	s.stage[1] = stage_of(OP_MEAN, "mul(sub(in0,stage0),sub(in0,stage0))", "rsqrt(add(acc,1e-5))", -1);
+	prog_or_die(&s.map, "add(mul(mul(sub(in0,stage0),stage1),in1),in2)");
+	return s;
+}
+
+/* One row kernel timed (events over 20 back-to-back launches) on random
+ * inputs, the persistent grid as libsyncrt gives it; one PERF line, GB/s
+ * counting the rows in and out once. */
+static void
+perf_row_kernel(const char *op, const char *variant, const PtxRowsSpec *s)
+{
+	int64_t M = s->rows, L = s->len;
+	Buf b = {0};
+	PtxKernel k;
+	Launch l = {0};
+	Tens t[PTX_MAX_TENSORS + 1];
+	double ms;
+	int nt = 0;
+	ptx_emit_rows(&b, s, &k);
+	Kern kr = kern_load(&b, &k);
+	for (int a = 0; a < s->nin; a++) {
+		t[nt] = tens_new(DT_BF16, s->in[a].stride[0] ? M * L : L);
+		tens_random(&t[nt], 2.0);
+		l.t[a] = t[nt++].d;
+	}
+	t[nt] = tens_new(DT_BF16, M * L);
+	l.t[s->nin] = t[nt++].d;
+	l.blocks = plain_blocks(k.nblocks);
+	l.nblocks = (uint32_t)k.nblocks;
+	l.grid = (int)(k.nblocks < (int64_t)nsm * kr.per_sm ? k.nblocks : (int64_t)nsm * kr.per_sm);
+	l.s = stream[0];
+	ms = launches_ms(&kr, &l, 20);
+	printf("PERF rows %s %lldx%lld %s: %.4f ms %.0f GB/s (entries %lld, grid %d, %d threads, %d CTAs/SM, %d regs)\n", op,
+	       (long long)M, (long long)L, variant, ms, 4.0 * (double)M * (double)L / (ms * 1e-3) / 1e9, (long long)k.nblocks,
+	       l.grid, k.threads, kr.per_sm, kr.regs);
+	fflush(stdout);
+	CU(cuMemFree(l.blocks));
+	for (int a = 0; a < nt; a++)
+		tens_free(&t[a]);
+	CU(cuModuleUnload(kr.mod));
+	buf_free(&b);
+}
+
+/* Row kernels at the shapes bench/p1.py calls, for each rows-per-entry
+ * choice (lower.c rows_per_block picks one; the persistent grid walks
+ * entries strided, so entries per CTA decide the last round's idle share). */
 static void
 perf_rows(void)
 {
@@ -2246,51 +2309,51 @@ perf_rows(void)
 	static const int rbs[] = {1, 2, 4, 8};
 	for (size_t i = 0; i < NELEM(sz); i++)
 		for (size_t j = 0; j < NELEM(rbs); j++) {
-			int64_t L = sz[i].len, M = sz[i].rows;
-			PtxRowsSpec s;
-			Buf b = {0};
-			PtxKernel k;
-			Launch l = {0};
-			Tens t[4];
-			double ms;
-			int nt = 0;
-			if (!strcmp(sz[i].op, "rmsnorm")) {
-				s = rmsnorm_spec("perf_rows", M, L, DT_BF16, "rsqrt(add(acc,1e-5))");
-			} else if (!strcmp(sz[i].op, "layernorm")) { /* x only, no per-row outputs */
-				s = (PtxRowsSpec){.name = "perf_rows", .rows = M, .len = L, .nin = 3, .nout = 1, .nstage = 2};
-				s.in[0] = s.out[0] = (PtxTensor){DT_BF16, {L, 1}};
-				s.in[1] = s.in[2] = (PtxTensor){DT_BF16, {0, 1}};
-				s.stage[0] = stage_of(OP_MEAN, NULL, NULL, -1);
-				s.stage[1] = stage_of(OP_MEAN, "mul(sub(in0,stage0),sub(in0,stage0))", "rsqrt(add(acc,1e-5))", -1);
-				prog_or_die(&s.map, "add(mul(mul(sub(in0,stage0),stage1),in1),in2)");
-			} else {
-				s = softmax_spec("perf_rows", M, L, DT_BF16);
-			}
+			PtxRowsSpec s = row_op_spec(sz[i].op, sz[i].rows, sz[i].len);
+			char v[16];
 			s.rows_per_block = rbs[j];
-			ptx_emit_rows(&b, &s, &k);
-			Kern kr = kern_load(&b, &k);
-			for (int a = 0; a < s.nin; a++) {
-				t[nt] = tens_new(DT_BF16, s.in[a].stride[0] ? M * L : L);
-				tens_random(&t[nt], 2.0);
-				l.t[a] = t[nt++].d;
-			}
-			t[nt] = tens_new(DT_BF16, M * L);
-			l.t[s.nin] = t[nt++].d;
-			l.blocks = plain_blocks(k.nblocks);
-			l.nblocks = (uint32_t)k.nblocks;
-			l.grid = (int)(k.nblocks < (int64_t)nsm * kr.per_sm ? k.nblocks : (int64_t)nsm * kr.per_sm);
-			l.s = stream[0];
-			ms = launches_ms(&kr, &l, 20);
-			printf("PERF rows %s %lldx%lld rb %d: %.4f ms %.0f GB/s (entries %lld, grid %d, %d CTAs/SM, %d regs)\n",
-			       sz[i].op, (long long)M, (long long)L, rbs[j], ms, 4.0 * (double)M * (double)L / (ms * 1e-3) / 1e9,
-			       (long long)k.nblocks, l.grid, kr.per_sm, kr.regs);
-			fflush(stdout);
-			CU(cuMemFree(l.blocks));
-			for (int a = 0; a < nt; a++)
-				tens_free(&t[a]);
-			CU(cuModuleUnload(kr.mod));
-			buf_free(&b);
+			snprintf(v, sizeof v, "rb %d", rbs[j]);
+			perf_row_kernel(sz[i].op, v, &s);
 		}
+}
+
+/* CTA mode's shape: threads per row and CTAs an SM (.minnctapersm, which
+ * makes ptxas fit the registers), and the barriers between entries
+ * (flagless: none, as lower.c's kernels without flags have), beside what
+ * rows.c chooses ("default"), one row an entry.  PERF_CTA_OPS (default:
+ * all) picks ops by name. */
+static void
+perf_cta(void)
+{
+	static const struct {
+		const char *op;
+		int64_t rows, len;
+	} sz[] = {{"rmsnorm", 8192, 8192},  {"layernorm", 8192, 8192},  {"softmax", 8192, 8192},
+	          {"rmsnorm", 1024, 8192},  {"layernorm", 1024, 8192},  {"softmax", 1024, 8192},
+	          {"rmsnorm", 4096, 50304}, {"layernorm", 4096, 50304}, {"softmax", 4096, 50304},
+	          {"rmsnorm", 1024, 50257}, {"layernorm", 1024, 50257}, {"softmax", 1024, 50257},
+	          {"rmsnorm", 8192, 4096},  {"rmsnorm", 64, 1024},      {"rmsnorm", 8192, 1024}};
+	static const struct {
+		int T, min;
+		bool flagless;
+	} v[] = {{0, 0, false}, {0, 0, true}, {256, 8, true}, {512, 4, true}};
+	const char *only = getenv("PERF_CTA_OPS");
+	for (size_t i = 0; i < NELEM(sz); i++) {
+		if (only && !strstr(only, sz[i].op))
+			continue;
+		for (size_t j = 0; j < NELEM(v); j++) {
+			PtxRowsSpec s = row_op_spec(sz[i].op, sz[i].rows, sz[i].len);
+			char name[48];
+			if (sz[i].len < PTX_ROWS_CTA_LEN && v[j].T)
+				continue; /* a warp per row: no CTA shape */
+			s.rows_per_block = sz[i].len < PTX_ROWS_CTA_LEN ? 8 : 1;
+			s.cta_threads = v[j].T;
+			s.cta_min = v[j].min;
+			s.flagless = v[j].flagless;
+			snprintf(name, sizeof name, "T %d min %d%s", v[j].T, v[j].min, v[j].flagless ? " flagless" : "");
+			perf_row_kernel(sz[i].op, name, &s);
+		}
+	}
 }
 
 /* Reductions over the first dim (column mode) at each rows per block
@@ -2457,6 +2520,10 @@ main(int argc, char **argv)
 	if (!strcmp(argv[1], "perf-flags")) {
 		perf_flags();
 		return failures ? 1 : 0;
+	}
+	if (!strcmp(argv[1], "perf-cta")) {
+		perf_cta();
+		return 0;
 	}
 	if (!strcmp(argv[1], "perf-rows")) {
 		perf_rows();
