@@ -137,7 +137,8 @@ typedef struct Rows {
 	Reg gbase, gent;  /* group: the barriers passed before this entry, entries done */
 	int gbar;         /* group: barriers of this entry emitted so far (col_group_barrier) */
 	bool mom[PTX_MAX_STAGES]; /* column mode: stages k and k + 1 are a mean and its variance (col_moments) */
-	int planes;       /* column mode: planes of the warps' partials in shared memory (1, 3 with moments) */
+	bool onl[PTX_MAX_STAGES]; /* column mode: stages k and k + 1 are a max and the sum of exps from it (col_online) */
+	int planes;       /* column mode: planes of the warps' partials in shared memory (1; 3 with moments, 2 online) */
 	int cv, lc;       /* column mode: rows per lane (a vector), lanes across the block */
 	Reg colres[PTX_MAX_STAGES][8], colrcp[PTX_MAX_STAGES][8]; /* column mode: each of the lane's rows' stage results */
 	bool cta;         /* CTA mode: a row per CTA, its streamed inputs held in registers */
@@ -441,10 +442,22 @@ col_cluster(const PtxRowsSpec *s, int rb, int nsl)
  * Groups need every CTA resident at once, which a persistent grid is
  * unless kernels run beside it: a caller whose entries wait on flags
  * asks for none (spec.group 1), and keeps the cluster rule. */
+/* Bytes of a block of rb rows of the inputs that vary along rows and the
+ * reduced dim (what each pass over the block reads). */
+static int64_t
+col_block_bytes(const PtxRowsSpec *s, int rb)
+{
+	int64_t bytes = 0;
+	for (int i = 0; i < s->nin; i++)
+		if (s->in[i].stride[0] && s->in[i].stride[1]) /* the block's own elements */
+			bytes += (int64_t)rb * ptx_dtypes[s->in[i].dt].size * s->len;
+	return bytes;
+}
+
 static void
 col_split(const PtxRowsSpec *s, int rb, int nsl, int *ncl, int *grp)
 {
-	int64_t bytes = 0, nblocks = (s->rows + rb - 1) / rb, want;
+	int64_t bytes, nblocks = (s->rows + rb - 1) / rb, want;
 	*ncl = *grp = 1;
 	if (s->group > 1) {
 		*grp = s->group;
@@ -454,9 +467,7 @@ col_split(const PtxRowsSpec *s, int rb, int nsl, int *ncl, int *grp)
 		*ncl = col_cluster(s, rb, nsl);
 		return;
 	}
-	for (int i = 0; i < s->nin; i++)
-		if (s->in[i].stride[0] && s->in[i].stride[1]) /* the block's own elements */
-			bytes += (int64_t)rb * ptx_dtypes[s->in[i].dt].size * s->len;
+	bytes = col_block_bytes(s, rb);
 	/* the whole input in L2 at once: nothing to keep there, and the
 	 * barriers only cost (x of 1024 x 8192 over dim 0, 16 MiB: layernorm
 	 * 0.0145 ms a CTA a block, 0.0175 in groups of 4) */
@@ -1220,6 +1231,24 @@ col_group_moments(Rows *r, int j)
 	ptx_emit(p, "bar.sync 0;");
 }
 
+/* After a pair of stages reduced in one pass (moments, online softmax):
+ * every thread takes its V finished rows of both (a: scratch). */
+static void
+col_pair_results(Rows *r, int j, Reg a)
+{
+	Ptx *p = r->p;
+	ptx_emit(p, "bar.sync 0;");
+	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(r->rin), R(r->smem));
+	for (int k = j; k <= j + 1; k++)
+		for (int i = 0; i < r->cv; i++) {
+			r->colres[k][i] = ptx_reg(p, RC_F32);
+			ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(r->colres[k][i]), R(a), col_fin(r, k) + 4 * i);
+			r->res[k] = r->colres[k][i];
+			row_rcp(r, k);
+			r->colrcp[k][i] = r->rcp[k];
+		}
+}
+
 /* Stages j (a mean) and j + 1 (its squared deviations) in one pass. */
 static void
 rows_col_moments(Rows *r, int j)
@@ -1298,17 +1327,227 @@ rows_col_moments(Rows *r, int j)
 	col_finish(r, j, fa, cmu);
 	col_finish(r, j + 1, fa, cM);
 	ptx_place(p, fin);
+	col_pair_results(r, j, a);
+}
+
+/* ---- online softmax: a max and the sum of exps from it in one pass ----
+ * softmax over the first dim is two stages, amax(x) and then
+ * sum(exp(x - amax)), and each reads the block again (50304 x 4096: 0.58
+ * ms against 0.44 for layernorm's one pass, one H100,
+ * bench/results/2026-12-06-flagless-h100.md).  Such a pair is reduced in
+ * one pass: each thread keeps per lane row the running max m and s, the
+ * sum of exp(x - m), rescaled when m grows -- one exp a value, since
+ * exp(-|x - m|) is the new term or the rescaling; threads, warps and the
+ * CTAs of a group merge (m, s) pairs (M = max(ma, mb), s = sa exp(ma - M)
+ * + sb exp(mb - M); 0 where both are -inf), every CTA in the same order.
+ * The pair's first stage is then M and the second s. */
+
+#define LOG2E_F32 "0f3FB8AA3B" /* exp(x) = ex2(x log2 e), as ptx.c's OP_EXP */
+#define NEG_INF_F32 "0fFF800000"
+
+/* Stages j and j + 1 a max with no post program and the sum of exp(X -
+ * stage j), X what stage j reduces.  Column mode without a cluster, a
+ * group's combine of one level, and an input L2 does not hold whole: the
+ * pass saved is a read of HBM there, where it is a read of L2 the running
+ * rescale costs more than it saves (1024 x 8192: 0.0183 ms against 0.0161
+ * in two passes; 8192^2 0.1703 against 0.1890, 50304 x 4096 0.4724
+ * against 0.5848; one H100, from PyTorch). */
+static bool
+col_online(const Rows *r, int j)
+{
+	const PtxEwProg *v = &r->pre[j + 1], *x = &r->pre[j];
+	const PtxIns *e, *d;
+	if (!r->cols || r->ncl > 1 || (r->grp > 1 && group_two_level(r)) || j + 1 >= r->s->nstage)
+		return false;
+	if (col_block_bytes(r->s, r->rb) * ((r->s->rows + r->rb - 1) / r->rb) <= COL_L2_BUDGET)
+		return false;
+	if (r->s->stage[j].red != OP_AMAX || r->s->stage[j].post.nins || r->s->stage[j + 1].red != OP_SUM ||
+	    v->nout != 1 || x->nout != 1)
+		return false;
+	e = &v->ins[v->out[0].val];
+	if (e->op != OP_EXP || e->a < 0 || e->a >= v->nins)
+		return false;
+	d = &v->ins[e->a];
+	return d->op == OP_SUB && d->b >= 0 && d->b < v->nins && v->ins[d->b].op == PTX_OP_STAGE && v->ins[d->b].a == j &&
+	       ins_same(v, d->a, x, x->out[0].val);
+}
+
+/* d = exp(a - b) */
+static void
+onl_exp_diff(Ptx *p, Reg d, Reg a, Reg b)
+{
+	ptx_emit(p, "sub.f32 %s, %s, %s;", R(d), R(a), R(b));
+	ptx_emit(p, "mul.f32 %s, %s, " LOG2E_F32 ";", R(d), R(d));
+	ptx_emit(p, "ex2.approx.ftz.f32 %s, %s;", R(d), R(d));
+}
+
+/* (m, s) merged with (mb, sb) into (m, s).  Both maxima -inf: s + sb (0,
+ * or a NaN that must reach the result), not exp(NaN). */
+static void
+onl_merge(Ptx *p, Reg m, Reg s, Reg mb, Reg sb)
+{
+	Reg M = ptx_reg(p, RC_F32), ea = ptx_reg(p, RC_F32), eb = ptx_reg(p, RC_F32), both = ptx_reg(p, RC_F32);
+	Reg q = ptx_reg(p, RC_PRED);
+	ptx_emit(p, "max.f32 %s, %s, %s;", R(M), R(m), R(mb));
+	ptx_emit(p, "add.f32 %s, %s, %s;", R(both), R(s), R(sb));
+	onl_exp_diff(p, ea, m, M);
+	onl_exp_diff(p, eb, mb, M);
+	ptx_emit(p, "mul.f32 %s, %s, %s;", R(s), R(s), R(ea));
+	ptx_emit(p, "fma.rn.f32 %s, %s, %s, %s;", R(s), R(sb), R(eb), R(s));
+	ptx_emit(p, "setp.eq.f32 %s, %s, " NEG_INF_F32 ";", R(q), R(M));
+	ptx_emit(p, "@%s mov.f32 %s, %s;", R(q), R(s), R(both));
+	ptx_emit(p, "mov.f32 %s, %s;", R(m), R(M));
+}
+
+typedef struct SliceOnl {
+	const PtxEwProg *g;
+	Reg *m, *s;
+} SliceOnl;
+
+/* An online step per lane row: t = max(m, X), e = exp(min(m, X) - t);
+ * s = X > m ? s e + 1 : s + e; m = t (s kept while both are -inf).  A NaN
+ * or +inf X makes s NaN, as the two passes' sum of exp(X - amax) is
+ * (max.f32 passes a NaN over; inf - inf is one), so the column's outputs
+ * are NaN as PyTorch's are. */
+static void
+onl_step(Rows *r, Reg c, int u, void *arg)
+{
+	const SliceOnl *a = arg;
+	Ptx *p = r->p;
+	Reg X[8];
+	(void)u;
+	mom_values(r, a->g, c, X);
+	for (int j = 0; j < r->cv; j++) {
+		Reg t = ptx_reg(p, RC_F32), lo = ptx_reg(p, RC_F32), e = ptx_reg(p, RC_F32), up = ptx_reg(p, RC_F32);
+		Reg gt = ptx_reg(p, RC_PRED), inf = ptx_reg(p, RC_PRED);
+		ptx_emit(p, "max.f32 %s, %s, %s;", R(t), R(a->m[j]), R(X[j]));
+		ptx_emit(p, "min.f32 %s, %s, %s;", R(lo), R(a->m[j]), R(X[j]));
+		onl_exp_diff(p, e, lo, t);
+		ptx_emit(p, "setp.gt.f32 %s, %s, %s;", R(gt), R(X[j]), R(a->m[j]));
+		ptx_emit(p, "setp.eq.f32 %s, %s, " NEG_INF_F32 ";", R(inf), R(t));
+		ptx_emit(p, "fma.rn.f32 %s, %s, %s, 0f3F800000;", R(up), R(a->s[j]), R(e));
+		ptx_emit(p, "@!%s add.f32 %s, %s, %s;", R(gt), R(up), R(a->s[j]), R(e));
+		ptx_emit(p, "@!%s mov.f32 %s, %s;", R(inf), R(a->s[j]), R(up));
+		ptx_emit(p, "mov.f32 %s, %s;", R(a->m[j]), R(t));
+		ptx_emit(p, "setp.nan.f32 %s, %s, %s;", R(gt), R(X[j]), R(X[j]));
+		ptx_emit(p, "setp.eq.or.f32 %s, %s, 0f7F800000, %s;", R(gt), R(X[j]), R(gt));
+		ptx_emit(p, "@%s mov.f32 %s, 0f7FFFFFFF;", R(gt), R(a->s[j]));
+	}
+}
+
+/* A group's CTAs meet for the pair j, j + 1: each put its rows' m and s
+ * into the workspace (planes j, j + 1); after the barrier S threads a row
+ * merge the g CTAs' in order, then a butterfly over the S lanes; m and s
+ * into the exchange slots of j and j + 1 (as col_group_moments). */
+static void
+col_group_online(Rows *r, int j)
+{
+	Ptx *p = r->p;
+	int S = group_subs(r), loop = ptx_label(p), done = ptx_label(p);
+	Reg row = ptx_reg(p, RC_B32), m = ptx_reg(p, RC_B32), act = ptx_reg(p, RC_PRED), q = ptx_reg(p, RC_PRED);
+	Reg mx = ptx_reg(p, RC_F32), sm = ptx_reg(p, RC_F32), mb = ptx_reg(p, RC_F32), sb = ptx_reg(p, RC_F32);
+	Reg base = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B64), sa = ptx_reg(p, RC_B32);
+
 	ptx_emit(p, "bar.sync 0;");
-	/* every thread takes its V finished rows of both stages */
-	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(r->rin), R(r->smem));
-	for (int k = j; k <= j + 1; k++)
+	col_group_barrier(r);
+	ptx_emit(p, "shr.u32 %s, %s, %d;", R(row), R(p->tid), ptx_ilog2(S));
+	ptx_emit(p, "and.b32 %s, %s, %d;", R(m), R(p->tid), S - 1);
+	ptx_emit(p, "setp.lt.u32 %s, %s, %d;", R(act), R(row), r->rb);
+	ptx_emit(p, "mov.f32 %s, " NEG_INF_F32 ";", R(mx));
+	ptx_emit(p, "mov.f32 %s, 0f00000000;", R(sm));
+	ptx_place(p, loop);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(m), R(p->gsize));
+	ptx_emit(p, "@%s bra $L%d;", R(q), done);
+	ptx_emit(p, "mov.f32 %s, " NEG_INF_F32 ";", R(mb));
+	ptx_emit(p, "mov.f32 %s, 0f00000000;", R(sb));
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(base), R(m), r->rb, R(row));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(base), R(base), j * r->grp * r->rb);
+	ptx_emit(p, "mad.wide.u32 %s, %s, 4, %s;", R(a), R(base), R(r->gcur));
+	ptx_emit(p, "@%s ld.relaxed.gpu.global.f32 %s, [%s];", R(act), R(mb), R(a));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(base), R(base), r->grp * r->rb);
+	ptx_emit(p, "mad.wide.u32 %s, %s, 4, %s;", R(a), R(base), R(r->gcur));
+	ptx_emit(p, "@%s ld.relaxed.gpu.global.f32 %s, [%s];", R(act), R(sb), R(a));
+	onl_merge(p, mx, sm, mb, sb);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(m), R(m), S);
+	ptx_emit(p, "bra $L%d;", loop);
+	ptx_place(p, done);
+	for (int d = S / 2; d >= 1; d /= 2) {
+		ptx_emit(p, "shfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;", R(mb), R(mx), d);
+		ptx_emit(p, "shfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;", R(sb), R(sm), d);
+		onl_merge(p, mx, sm, mb, sb);
+	}
+	ptx_emit(p, "and.b32 %s, %s, %d;", R(m), R(p->tid), S - 1);
+	ptx_emit(p, "setp.eq.and.u32 %s, %s, 0, %s;", R(q), R(m), R(act));
+	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(sa), R(row), R(r->smem));
+	ptx_emit(p, "@%s st.shared.f32 [%s+%d], %s;", R(q), R(sa), col_xs(r, j), R(mx));
+	ptx_emit(p, "@%s st.shared.f32 [%s+%d], %s;", R(q), R(sa), col_xs(r, j + 1), R(sm));
+	ptx_emit(p, "bar.sync 0;");
+}
+
+/* Stages j (a max) and j + 1 (the sum of exps from it) in one pass. */
+static void
+rows_col_online(Rows *r, int j)
+{
+	Ptx *p = r->p;
+	Reg mx[8], sm[8], q = ptx_reg(p, RC_PRED), a = ptx_reg(p, RC_B32), fa = ptx_reg(p, RC_B32);
+	Reg cm = ptx_reg(p, RC_F32), cs = ptx_reg(p, RC_F32), wm = ptx_reg(p, RC_F32), ws = ptx_reg(p, RC_F32);
+	int fin = ptx_label(p), skip = ptx_label(p);
+	SliceOnl so = {&r->pre[j], mx, sm};
+
+	for (int i = 0; i < r->cv; i++) {
+		mx[i] = ptx_reg(p, RC_F32), sm[i] = ptx_reg(p, RC_F32);
+		ptx_emit(p, "mov.f32 %s, " NEG_INF_F32 ";", R(mx[i]));
+		ptx_emit(p, "mov.f32 %s, 0f00000000;", R(sm[i]));
+	}
+	ptx_emit(p, "@!%s bra $L%d;", R(r->active), skip);
+	col_walk(r, onl_step, &so);
+	ptx_place(p, skip);
+	/* the warp's slices of the same rows: lanes LC apart */
+	for (int d = 16; d >= r->lc; d /= 2)
 		for (int i = 0; i < r->cv; i++) {
-			r->colres[k][i] = ptx_reg(p, RC_F32);
-			ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(r->colres[k][i]), R(a), col_fin(r, k) + 4 * i);
-			r->res[k] = r->colres[k][i];
-			row_rcp(r, k);
-			r->colrcp[k][i] = r->rcp[k];
+			Reg mb = ptx_reg(p, RC_F32), sb = ptx_reg(p, RC_F32);
+			ptx_emit(p, "shfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;", R(mb), R(mx[i]), d);
+			ptx_emit(p, "shfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;", R(sb), R(sm[i]), d);
+			onl_merge(p, mx[i], sm[i], mb, sb);
 		}
+	/* lanes < LC: the two planes at [warp][rin + i] */
+	ptx_emit(p, "setp.ge.u32 %s, %s, %d;", R(q), R(r->lane), r->lc);
+	ptx_emit(p, "@%s bra $L%d;", R(q), fin);
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(a), R(r->warp), r->rb, R(r->rin));
+	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(a), R(r->smem));
+	for (int i = 0; i < r->cv; i++) {
+		ptx_emit(p, "st.shared.f32 [%s+%d], %s;", R(a), mom_plane(r, 0) + 4 * i, R(mx[i]));
+		ptx_emit(p, "st.shared.f32 [%s+%d], %s;", R(a), mom_plane(r, 1) + 4 * i, R(sm[i]));
+	}
+	ptx_place(p, fin);
+	ptx_emit(p, "bar.sync 0;");
+	/* threads < rb: the CTA's warps merged in order */
+	fin = ptx_label(p);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %d;", R(q), R(p->tid), r->rb);
+	ptx_emit(p, "@%s bra $L%d;", R(q), fin);
+	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(fa), R(p->tid), R(r->smem));
+	ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(cm), R(fa), mom_plane(r, 0));
+	ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(cs), R(fa), mom_plane(r, 1));
+	for (int w = 1; w < COL_WARPS; w++) {
+		int o = w * r->rb * 4;
+		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(wm), R(fa), mom_plane(r, 0) + o);
+		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(ws), R(fa), mom_plane(r, 1) + o);
+		onl_merge(p, cm, cs, wm, ws);
+	}
+	if (r->grp > 1) { /* the group's CTAs meet: every thread */
+		col_group_put(r, j, cm);
+		col_group_put(r, j + 1, cs);
+		ptx_place(p, fin);
+		col_group_online(r, j);
+		fin = ptx_label(p);
+		ptx_emit(p, "@%s bra $L%d;", R(q), fin);
+		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(cm), R(fa), col_xs(r, j));
+		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(cs), R(fa), col_xs(r, j + 1));
+	}
+	col_finish(r, j, fa, cm);
+	col_finish(r, j + 1, fa, cs);
+	ptx_place(p, fin);
+	col_pair_results(r, j, a);
 }
 
 static void
@@ -1448,6 +1687,8 @@ rows_col_body(Rows *r)
 	for (int k = 0; k < s->nstage; k++)
 		if (r->mom[k])
 			rows_col_moments(r, k++);
+		else if (r->onl[k])
+			rows_col_online(r, k++);
 		else
 			rows_col_stage(r, k);
 	if (s->map.nout)
@@ -1974,6 +2215,8 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 		for (int k = 0; k + 1 < s->nstage; k++)
 			if ((r.mom[k] = col_moments(&r, k)))
 				r.planes = 3, k++;
+			else if ((r.onl[k] = col_online(&r, k)))
+				r.planes = r.planes > 2 ? r.planes : 2, k++;
 		nblocks = (s->rows + rb - 1) / rb;
 		if (r.grp > 1)
 			slots = group_slots(&r, nblocks);
@@ -1994,6 +2237,8 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 		for (int k = 0; k < s->nstage; k++)
 			if (r.mom[k])
 				buf_printf(&p->head, "// stages %d and %d: a mean and its squared deviations, in one pass\n", k, k + 1);
+			else if (r.onl[k])
+				buf_printf(&p->head, "// stages %d and %d: a max and the sum of exps from it, in one pass\n", k, k + 1);
 	} else if (r.cta && r.cached)
 		buf_printf(&p->head, "// rows %lld x %lld, %d stages, a CTA of %d threads per row, %d x %d elements each%s\n",
 		           (long long)s->rows, (long long)s->len, s->nstage, r.T, r.U, r.vec,
