@@ -1165,71 +1165,110 @@ mom_plane(const Rows *r, int v)
 	return v * COL_WARPS * r->rb * 4;
 }
 
-/* A group's CTAs meet for the pair j, j + 1: each put its rows' mean and
- * M2 into the workspace (planes j, j + 1); after the barrier S threads a
- * row merge the g CTAs' (count from the slicing, as col_mom_slice counts:
- * CTA m has q = nsl slices from m q, of N = q g) in order, then a
- * butterfly over the S lanes; the mean and M2 into the exchange slots of
- * j and j + 1. */
+/* How a group's CTAs merge the partials of a pair of stages reduced in
+ * one pass: nv values a row, the last two those the CTAs put into the
+ * workspace (planes j, j + 1) and the exchange slots take; before them,
+ * with moments, the count, which each CTA derives from the slicing. */
+typedef struct PairKind {
+	int nv;
+	uint32_t identity[3];                                     /* f32 bits */
+	void (*setup)(Rows *r, Reg aux[2]);                       /* once, before the CTAs' loop */
+	void (*count)(Rows *r, Reg m, Reg act, Reg b, const Reg aux[2]); /* CTA m's value 0 into b */
+	void (*merge)(Ptx *p, Reg *acc, const Reg *b);
+} PairKind;
+
+/* A group's CTAs meet for the pair j, j + 1 (each has put its rows' two
+ * values into the workspace): after the barrier S threads a row merge the
+ * g CTAs' in order, then a butterfly over the S lanes; the two values
+ * into the exchange slots of j and j + 1. */
 static void
-col_group_moments(Rows *r, int j)
+col_group_pair(Rows *r, int j, const PairKind *k)
 {
 	Ptx *p = r->p;
-	int S = group_subs(r), loop = ptx_label(p), done = ptx_label(p);
+	int S = group_subs(r), loop = ptx_label(p), done = ptx_label(p), nv = k->nv;
 	Reg row = ptx_reg(p, RC_B32), m = ptx_reg(p, RC_B32), act = ptx_reg(p, RC_PRED), q = ptx_reg(p, RC_PRED);
-	Reg n = ptx_reg(p, RC_F32), mu = ptx_reg(p, RC_F32), M = ptx_reg(p, RC_F32);
-	Reg full = ptx_reg(p, RC_B32), rem = ptx_reg(p, RC_B32), base = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B64);
-	Reg nb = ptx_reg(p, RC_F32), mb = ptx_reg(p, RC_F32), Mb = ptx_reg(p, RC_F32), ni = ptx_reg(p, RC_B32);
-	Reg sa = ptx_reg(p, RC_B32);
+	Reg acc[3], b[3], aux[2] = {-1, -1}, base = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B64), sa = ptx_reg(p, RC_B32);
 
+	for (int v = 0; v < nv; v++)
+		acc[v] = ptx_reg(p, RC_F32), b[v] = ptx_reg(p, RC_F32);
 	ptx_emit(p, "bar.sync 0;");
 	col_group_barrier(r);
-	ptx_emit(p, "div.u32 %s, %lld, %s;", R(full), (long long)r->s->len, R(r->nslr));
-	ptx_emit(p, "mul.lo.u32 %s, %s, %s;", R(rem), R(full), R(r->nslr));
-	ptx_emit(p, "sub.u32 %s, %lld, %s;", R(rem), (long long)r->s->len, R(rem));
+	if (k->setup)
+		k->setup(r, aux);
 	ptx_emit(p, "shr.u32 %s, %s, %d;", R(row), R(p->tid), ptx_ilog2(S));
 	ptx_emit(p, "and.b32 %s, %s, %d;", R(m), R(p->tid), S - 1);
 	ptx_emit(p, "setp.lt.u32 %s, %s, %d;", R(act), R(row), r->rb);
-	ptx_emit(p, "mov.f32 %s, 0f00000000;", R(n));
-	ptx_emit(p, "mov.f32 %s, 0f00000000;", R(mu));
-	ptx_emit(p, "mov.f32 %s, 0f00000000;", R(M));
+	for (int v = 0; v < nv; v++)
+		ptx_emit(p, "mov.f32 %s, 0f%08X;", R(acc[v]), k->identity[v]);
 	ptx_place(p, loop);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(m), R(p->gsize));
 	ptx_emit(p, "@%s bra $L%d;", R(q), done);
-	/* CTA m's count: q full + min(max(rem - m q, 0), q) */
-	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(ni), R(m), r->nsl);
-	ptx_emit(p, "sub.s32 %s, %s, %s;", R(ni), R(rem), R(ni));
-	ptx_emit(p, "max.s32 %s, %s, 0;", R(ni), R(ni));
-	ptx_emit(p, "min.s32 %s, %s, %d;", R(ni), R(ni), r->nsl);
-	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(ni), R(full), r->nsl, R(ni));
-	ptx_emit(p, "cvt.rn.f32.u32 %s, %s;", R(nb), R(ni));
-	ptx_emit(p, "@!%s mov.f32 %s, 0f00000000;", R(act), R(nb));
-	ptx_emit(p, "mov.f32 %s, 0f00000000;", R(mb));
-	ptx_emit(p, "mov.f32 %s, 0f00000000;", R(Mb));
-	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(base), R(m), r->rb, R(row));
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(base), R(base), j * r->grp * r->rb);
-	ptx_emit(p, "mad.wide.u32 %s, %s, 4, %s;", R(a), R(base), R(r->gcur));
-	ptx_emit(p, "@%s ld.relaxed.gpu.global.f32 %s, [%s];", R(act), R(mb), R(a));
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(base), R(base), r->grp * r->rb);
-	ptx_emit(p, "mad.wide.u32 %s, %s, 4, %s;", R(a), R(base), R(r->gcur));
-	ptx_emit(p, "@%s ld.relaxed.gpu.global.f32 %s, [%s];", R(act), R(Mb), R(a));
-	mom_merge(p, 1, n, &mu, &M, nb, &mb, &Mb);
+	if (k->count)
+		k->count(r, m, act, b[0], aux);
+	for (int v = nv - 2; v < nv; v++)
+		ptx_emit(p, "mov.f32 %s, 0f%08X;", R(b[v]), k->identity[v]);
+	for (int v = nv - 2; v < nv; v++) {
+		if (v == nv - 2) {
+			ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(base), R(m), r->rb, R(row));
+			ptx_emit(p, "add.u32 %s, %s, %d;", R(base), R(base), j * r->grp * r->rb);
+		} else
+			ptx_emit(p, "add.u32 %s, %s, %d;", R(base), R(base), r->grp * r->rb);
+		ptx_emit(p, "mad.wide.u32 %s, %s, 4, %s;", R(a), R(base), R(r->gcur));
+		ptx_emit(p, "@%s ld.relaxed.gpu.global.f32 %s, [%s];", R(act), R(b[v]), R(a));
+	}
+	k->merge(p, acc, b);
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(m), R(m), S);
 	ptx_emit(p, "bra $L%d;", loop);
 	ptx_place(p, done);
 	for (int d = S / 2; d >= 1; d /= 2) {
-		ptx_emit(p, "shfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;", R(nb), R(n), d);
-		ptx_emit(p, "shfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;", R(mb), R(mu), d);
-		ptx_emit(p, "shfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;", R(Mb), R(M), d);
-		mom_merge(p, 1, n, &mu, &M, nb, &mb, &Mb);
+		for (int v = 0; v < nv; v++)
+			ptx_emit(p, "shfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;", R(b[v]), R(acc[v]), d);
+		k->merge(p, acc, b);
 	}
 	ptx_emit(p, "and.b32 %s, %s, %d;", R(m), R(p->tid), S - 1);
 	ptx_emit(p, "setp.eq.and.u32 %s, %s, 0, %s;", R(q), R(m), R(act));
 	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(sa), R(row), R(r->smem));
-	ptx_emit(p, "@%s st.shared.f32 [%s+%d], %s;", R(q), R(sa), col_xs(r, j), R(mu));
-	ptx_emit(p, "@%s st.shared.f32 [%s+%d], %s;", R(q), R(sa), col_xs(r, j + 1), R(M));
+	ptx_emit(p, "@%s st.shared.f32 [%s+%d], %s;", R(q), R(sa), col_xs(r, j), R(acc[nv - 2]));
+	ptx_emit(p, "@%s st.shared.f32 [%s+%d], %s;", R(q), R(sa), col_xs(r, j + 1), R(acc[nv - 1]));
 	ptx_emit(p, "bar.sync 0;");
 }
+
+/* Moments: the slices of N = len split q = nsl a CTA over the group: full
+ * = len / N rounds, rem = len - full N left over. */
+static void
+mom_group_setup(Rows *r, Reg aux[2])
+{
+	Ptx *p = r->p;
+	aux[0] = ptx_reg(p, RC_B32), aux[1] = ptx_reg(p, RC_B32);
+	ptx_emit(p, "div.u32 %s, %lld, %s;", R(aux[0]), (long long)r->s->len, R(r->nslr));
+	ptx_emit(p, "mul.lo.u32 %s, %s, %s;", R(aux[1]), R(aux[0]), R(r->nslr));
+	ptx_emit(p, "sub.u32 %s, %lld, %s;", R(aux[1]), (long long)r->s->len, R(aux[1]));
+}
+
+/* CTA m's count, as col_mom_slice counts it (q = nsl slices from m q):
+ * q full + min(max(rem - m q, 0), q); 0 for a row past the block. */
+static void
+mom_group_count(Rows *r, Reg m, Reg act, Reg nb, const Reg aux[2])
+{
+	Ptx *p = r->p;
+	Reg ni = ptx_reg(p, RC_B32);
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(ni), R(m), r->nsl);
+	ptx_emit(p, "sub.s32 %s, %s, %s;", R(ni), R(aux[1]), R(ni));
+	ptx_emit(p, "max.s32 %s, %s, 0;", R(ni), R(ni));
+	ptx_emit(p, "min.s32 %s, %s, %d;", R(ni), R(ni), r->nsl);
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(ni), R(aux[0]), r->nsl, R(ni));
+	ptx_emit(p, "cvt.rn.f32.u32 %s, %s;", R(nb), R(ni));
+	ptx_emit(p, "@!%s mov.f32 %s, 0f00000000;", R(act), R(nb));
+}
+
+static void
+mom_group_merge(Ptx *p, Reg *acc, const Reg *b)
+{
+	mom_merge(p, 1, acc[0], &acc[1], &acc[2], b[0], &b[1], &b[2]);
+}
+
+/* (count, mean, M2) */
+static const PairKind mom_pair = {3, {0, 0, 0}, mom_group_setup, mom_group_count, mom_group_merge};
 
 /* After a pair of stages reduced in one pass (moments, online softmax):
  * every thread takes its V finished rows of both (a: scratch). */
@@ -1315,7 +1354,7 @@ rows_col_moments(Rows *r, int j)
 		col_group_put(r, j, cmu);
 		col_group_put(r, j + 1, cM);
 		ptx_place(p, fin);
-		col_group_moments(r, j);
+		col_group_pair(r, j, &mom_pair);
 		fin = ptx_label(p);
 		ptx_emit(p, "@%s bra $L%d;", R(q), fin);
 		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(cmu), R(fa), col_xs(r, j));
@@ -1435,54 +1474,14 @@ onl_step(Rows *r, Reg c, int u, void *arg)
 	}
 }
 
-/* A group's CTAs meet for the pair j, j + 1: each put its rows' m and s
- * into the workspace (planes j, j + 1); after the barrier S threads a row
- * merge the g CTAs' in order, then a butterfly over the S lanes; m and s
- * into the exchange slots of j and j + 1 (as col_group_moments). */
 static void
-col_group_online(Rows *r, int j)
+onl_group_merge(Ptx *p, Reg *acc, const Reg *b)
 {
-	Ptx *p = r->p;
-	int S = group_subs(r), loop = ptx_label(p), done = ptx_label(p);
-	Reg row = ptx_reg(p, RC_B32), m = ptx_reg(p, RC_B32), act = ptx_reg(p, RC_PRED), q = ptx_reg(p, RC_PRED);
-	Reg mx = ptx_reg(p, RC_F32), sm = ptx_reg(p, RC_F32), mb = ptx_reg(p, RC_F32), sb = ptx_reg(p, RC_F32);
-	Reg base = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B64), sa = ptx_reg(p, RC_B32);
-
-	ptx_emit(p, "bar.sync 0;");
-	col_group_barrier(r);
-	ptx_emit(p, "shr.u32 %s, %s, %d;", R(row), R(p->tid), ptx_ilog2(S));
-	ptx_emit(p, "and.b32 %s, %s, %d;", R(m), R(p->tid), S - 1);
-	ptx_emit(p, "setp.lt.u32 %s, %s, %d;", R(act), R(row), r->rb);
-	ptx_emit(p, "mov.f32 %s, " NEG_INF_F32 ";", R(mx));
-	ptx_emit(p, "mov.f32 %s, 0f00000000;", R(sm));
-	ptx_place(p, loop);
-	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(m), R(p->gsize));
-	ptx_emit(p, "@%s bra $L%d;", R(q), done);
-	ptx_emit(p, "mov.f32 %s, " NEG_INF_F32 ";", R(mb));
-	ptx_emit(p, "mov.f32 %s, 0f00000000;", R(sb));
-	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(base), R(m), r->rb, R(row));
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(base), R(base), j * r->grp * r->rb);
-	ptx_emit(p, "mad.wide.u32 %s, %s, 4, %s;", R(a), R(base), R(r->gcur));
-	ptx_emit(p, "@%s ld.relaxed.gpu.global.f32 %s, [%s];", R(act), R(mb), R(a));
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(base), R(base), r->grp * r->rb);
-	ptx_emit(p, "mad.wide.u32 %s, %s, 4, %s;", R(a), R(base), R(r->gcur));
-	ptx_emit(p, "@%s ld.relaxed.gpu.global.f32 %s, [%s];", R(act), R(sb), R(a));
-	onl_merge(p, mx, sm, mb, sb);
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(m), R(m), S);
-	ptx_emit(p, "bra $L%d;", loop);
-	ptx_place(p, done);
-	for (int d = S / 2; d >= 1; d /= 2) {
-		ptx_emit(p, "shfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;", R(mb), R(mx), d);
-		ptx_emit(p, "shfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;", R(sb), R(sm), d);
-		onl_merge(p, mx, sm, mb, sb);
-	}
-	ptx_emit(p, "and.b32 %s, %s, %d;", R(m), R(p->tid), S - 1);
-	ptx_emit(p, "setp.eq.and.u32 %s, %s, 0, %s;", R(q), R(m), R(act));
-	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(sa), R(row), R(r->smem));
-	ptx_emit(p, "@%s st.shared.f32 [%s+%d], %s;", R(q), R(sa), col_xs(r, j), R(mx));
-	ptx_emit(p, "@%s st.shared.f32 [%s+%d], %s;", R(q), R(sa), col_xs(r, j + 1), R(sm));
-	ptx_emit(p, "bar.sync 0;");
+	onl_merge(p, acc[0], acc[1], b[0], b[1]);
 }
+
+/* (max, sum of exps from it) */
+static const PairKind onl_pair = {2, {0xff800000u, 0}, NULL, NULL, onl_group_merge};
 
 /* Stages j (a max) and j + 1 (the sum of exps from it) in one pass. */
 static void
@@ -1538,7 +1537,7 @@ rows_col_online(Rows *r, int j)
 		col_group_put(r, j, cm);
 		col_group_put(r, j + 1, cs);
 		ptx_place(p, fin);
-		col_group_online(r, j);
+		col_group_pair(r, j, &onl_pair);
 		fin = ptx_label(p);
 		ptx_emit(p, "@%s bra $L%d;", R(q), fin);
 		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(cm), R(fa), col_xs(r, j));
