@@ -213,7 +213,10 @@ typedef struct PtxRowsSpec {
 	int cta_threads;                /* CTA mode: threads per row (128 to 1024, a power of two);
 	                                   0 = chosen from the length (rows.c cta_shape) */
 	int cta_min;                    /* CTA mode: CTAs an SM must hold (.minnctapersm: ptxas keeps
-	                                   registers to fit them); 0 = chosen, -1 = no directive */
+	                                   registers to fit them); 0 or -1 = no directive */
+	int online;                     /* column mode: a max and the sum of exps from it in one pass
+	                                   (rows.c col_online) where the input outgrows L2 (0), wherever
+	                                   the pair allows (1), never (-1) */
 	bool flagless;                  /* no entry waits on or raises a flag (lower.c knows): rows
 	                                   mode and CTA mode leave out the per-entry barriers
 	                                   (ptx_kernel_flagless); column mode ignores it */

@@ -1003,14 +1003,28 @@ rows_per_block(const PtxRowsSpec *s, int64_t g, bool grouped)
 	return rb;
 }
 
-/* Does an entry of the kernel, on any rank, wait on a flag (or, with
- * `raises`, wait on or raise one)? */
+/* Does a plan block of the kernel wait on a flag (band_flags, as each of
+ * its entries will)?  Asked before the entries are made: the answer picks
+ * their rows per entry. */
 static bool
-rows_flags(const Low *L, const LKernel *k, const int *n, bool raises)
+rows_waits(Low *L, const int *bl, int nb)
+{
+	for (int i = 0; i < nb; i++) {
+		PtxBlock proto = {0};
+		band_flags(L, bl[i], &proto);
+		if (proto.in_flag != PTX_NO_FLAG)
+			return true;
+	}
+	return false;
+}
+
+/* Does an entry of the kernel, on any rank, wait on or raise a flag? */
+static bool
+rows_flags(const Low *L, const LKernel *k, const int *n)
 {
 	for (int r = 0; r < L->P; r++)
 		for (int i = 0; i < n[r]; i++)
-			if (k->blocks[r][i].in_flag != PTX_NO_FLAG || (raises && k->blocks[r][i].out_flag != PTX_NO_FLAG))
+			if (k->blocks[r][i].in_flag != PTX_NO_FLAG || k->blocks[r][i].out_flag != PTX_NO_FLAG)
 				return true;
 	return false;
 }
@@ -1049,7 +1063,7 @@ lower_rows(Low *L, Val a, const int *bl, int nb)
 		if (f->ins[m].group == a && !f->ins[m].internal)
 			k->arg[k->narg++] = arg(m, 0, 0);
 	row_entries(L, k, &rg, bl, nb, 1, n, &g);
-	if (rows_flags(L, k, n, false) || L->p->share_sms) /* kernels beside it: see rows.c col_split */
+	if (rows_waits(L, bl, nb) || L->p->share_sms) /* kernels beside it: see rows.c col_split */
 		s.group = 1;
 	s.rows_per_block = rows_per_block(&s, g, s.group != 1);
 	if (s.group != 1 && ptx_rows_group_of(&s) <= 1) { /* no group after all: the blocks that fill the GPU alone */
@@ -1064,7 +1078,7 @@ lower_rows(Low *L, Val a, const int *bl, int nb)
 		}
 	}
 	row_entries(L, k, &rg, bl, nb, s.rows_per_block, n, NULL);
-	s.flagless = !rows_flags(L, k, n, true); /* no barriers between its entries (ptx_kernel_flagless) */
+	s.flagless = !rows_flags(L, k, n); /* no barriers between its entries (ptx_kernel_flagless) */
 	ptx_emit_rows(&L->lo->ptx, &s, &k->k);
 	if (k->k.group > 1) /* its workspace, the last tensor */
 		k->arg[k->narg++] = (LArg){LARG_WORK, k - L->lo->kern, 0};

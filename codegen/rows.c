@@ -96,8 +96,8 @@ ptx_rows_check(const PtxRowsSpec *s)
 	    (s->group > 1 && (!rows_colmode(s) || s->nstage < 1 || s->cluster > 1)))
 		return "rows: a group of a power of two CTAs up to 256, more than 1 only for strided rows with a stage and no cluster";
 	if ((s->cta_threads && (s->cta_threads < 128 || s->cta_threads > 1024 || (s->cta_threads & (s->cta_threads - 1)))) ||
-	    s->cta_min < -1 || s->cta_min > 32)
-		return "rows: a CTA of 128 to 1024 threads (a power of two), and -1 to 32 CTAs an SM";
+	    s->cta_min < -1 || s->cta_min > 32 || s->online < -1 || s->online > 1)
+		return "rows: a CTA of 128 to 1024 threads (a power of two), -1 to 32 CTAs an SM, online -1 to 1";
 	for (int i = 0; i < s->nin + s->nout; i++) {
 		const PtxTensor *t = i < s->nin ? &s->in[i] : &s->out[i - s->nin];
 		if ((int)t->dt < 0 || t->dt >= DT_COUNT || t->stride[0] < 0 || t->stride[1] < 0 ||
@@ -1378,8 +1378,9 @@ rows_col_moments(Rows *r, int j)
  * sum of exp(x - m), rescaled when m grows -- one exp a value, since
  * exp(-|x - m|) is the new term or the rescaling; threads, warps and the
  * CTAs of a group merge (m, s) pairs (M = max(ma, mb), s = sa exp(ma - M)
- * + sb exp(mb - M); 0 where both are -inf), every CTA in the same order.
- * The pair's first stage is then M and the second s. */
+ * + sb exp(mb - M); s + sb where both are -inf), every CTA in the same
+ * order.  The pair's first stage is then M and the second s (NaN for a
+ * column all -inf, as the two passes' exp(-inf - -inf) makes it). */
 
 #define LOG2E_F32 "0f3FB8AA3B" /* exp(x) = ex2(x log2 e), as ptx.c's OP_EXP */
 #define NEG_INF_F32 "0fFF800000"
@@ -1390,7 +1391,8 @@ rows_col_moments(Rows *r, int j)
  * pass saved is a read of HBM there, where it is a read of L2 the running
  * rescale costs more than it saves (1024 x 8192: 0.0183 ms against 0.0161
  * in two passes; 8192^2 0.1703 against 0.1890, 50304 x 4096 0.4724
- * against 0.5848; one H100, from PyTorch). */
+ * against 0.5848; one H100, from PyTorch).  PtxRowsSpec.online overrides
+ * the size rule (tests). */
 static bool
 col_online(const Rows *r, int j)
 {
@@ -1398,7 +1400,8 @@ col_online(const Rows *r, int j)
 	const PtxIns *e, *d;
 	if (!r->cols || r->ncl > 1 || (r->grp > 1 && group_two_level(r)) || j + 1 >= r->s->nstage)
 		return false;
-	if (col_block_bytes(r->s, r->rb) * ((r->s->rows + r->rb - 1) / r->rb) <= COL_L2_BUDGET)
+	if (r->s->online < 0 ||
+	    (!r->s->online && col_block_bytes(r->s, r->rb) * ((r->s->rows + r->rb - 1) / r->rb) <= COL_L2_BUDGET))
 		return false;
 	if (r->s->stage[j].red != OP_AMAX || r->s->stage[j].post.nins || r->s->stage[j + 1].red != OP_SUM ||
 	    v->nout != 1 || x->nout != 1)
@@ -1488,7 +1491,7 @@ static void
 rows_col_online(Rows *r, int j)
 {
 	Ptx *p = r->p;
-	Reg mx[8], sm[8], q = ptx_reg(p, RC_PRED), a = ptx_reg(p, RC_B32), fa = ptx_reg(p, RC_B32);
+	Reg mx[8], sm[8], q = ptx_reg(p, RC_PRED), ninf = ptx_reg(p, RC_PRED), a = ptx_reg(p, RC_B32), fa = ptx_reg(p, RC_B32);
 	Reg cm = ptx_reg(p, RC_F32), cs = ptx_reg(p, RC_F32), wm = ptx_reg(p, RC_F32), ws = ptx_reg(p, RC_F32);
 	int fin = ptx_label(p), skip = ptx_label(p);
 	SliceOnl so = {&r->pre[j], mx, sm};
@@ -1543,6 +1546,9 @@ rows_col_online(Rows *r, int j)
 		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(cm), R(fa), col_xs(r, j));
 		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(cs), R(fa), col_xs(r, j + 1));
 	}
+	/* an all -inf column: the two passes' sum is of exp(-inf - -inf), NaN */
+	ptx_emit(p, "setp.eq.f32 %s, %s, " NEG_INF_F32 ";", R(ninf), R(cm));
+	ptx_emit(p, "@%s mov.f32 %s, 0f7FFFFFFF;", R(ninf), R(cs));
 	col_finish(r, j, fa, cm);
 	col_finish(r, j + 1, fa, cs);
 	ptx_place(p, fin);
