@@ -1222,6 +1222,109 @@ col_spec(const char *op, int64_t rows, int64_t len, DType dt)
 	return s;
 }
 
+/* Softmax over the first dim on columns holding special values, in one
+ * pass (forced) and in two (forbidden), each against a double reference
+ * with the two passes' meaning: amax drops NaN (max.f32), the sum of
+ * exp(x - amax) is NaN where any value is NaN or +inf or the column is all
+ * -inf.  Outputs and the stored per-row sum must match the reference
+ * where it is finite and be NaN where it is. */
+static void
+special_column(float *x, int64_t rows, int64_t len, int64_t c, int kind)
+{
+	for (int64_t i = 0; i < len; i++) {
+		float *v = &x[i * rows + c];
+		switch (kind) {
+		case 1: if (i == len / 3) *v = NAN; break;
+		case 2: if (i == len / 2) *v = INFINITY; break;
+		case 3: *v = -INFINITY; break;
+		case 4: if (i % 2) *v = -INFINITY; break;
+		case 5: if (i == 7) *v = -INFINITY; break;
+		case 6: if (i == 1 || i == len - 1) *v = INFINITY; break;
+		case 7: if (i == len - 1) *v = 80.0f; break; /* a large max late in the slices */
+		}
+	}
+}
+
+static int
+special_bad(double got, double want)
+{
+	if (isnan(want) || isnan(got))
+		return isnan(want) != isnan(got);
+	return fabs(got - want) > 1e-5 * (fabs(want) > 1 ? fabs(want) : 1);
+}
+
+static void
+rows_special_run(const char *name, PtxRowsSpec s, int grid)
+{
+	int64_t R = s.rows, L = s.len, bad = 0, nanout = 0;
+	Tens x = tens_new(DT_F32, R * L), y = tens_new(DT_F32, R * L), sum = tens_new(DT_F32, R);
+	float *xh = x.h;
+	Buf b = {0};
+	PtxKernel k;
+	Launch l = {0};
+	tens_random(&x, 3.0);
+	for (int64_t c = 0; c < 8 && c < R; c++)
+		special_column(xh, R, L, c, (int)c);
+	CU(cuMemcpyHtoD(x.d, x.h, (size_t)(R * L) * 4));
+	CU(cuCtxSynchronize());
+	tens_poison(&y);
+	tens_poison(&sum);
+	ptx_emit_rows(&b, &s, &k);
+	Kern kr = kern_load(&b, &k);
+	l.t[0] = x.d, l.t[1] = y.d, l.t[2] = sum.d;
+	l.blocks = plain_blocks(k.nblocks);
+	l.nblocks = (uint32_t)k.nblocks;
+	l.grid = grid;
+	l.s = stream[0];
+	launch(&kr, &l);
+	CU(cuStreamSynchronize(l.s));
+	tens_fetch(&y);
+	tens_fetch(&sum);
+	for (int64_t c = 0; c < R; c++) {
+		double m = -INFINITY, z = 0, gs = ((float *)sum.h)[c];
+		for (int64_t i = 0; i < L; i++)
+			if (!isnan(xh[i * R + c]) && xh[i * R + c] > m)
+				m = xh[i * R + c];
+		for (int64_t i = 0; i < L; i++)
+			z += exp((double)xh[i * R + c] - m);
+		bad += special_bad(gs, z);
+		for (int64_t i = 0; i < L; i++) {
+			double want = exp((double)xh[i * R + c] - m) / z, got = ((float *)y.h)[i * R + c];
+			bad += special_bad(got, want);
+			nanout += isnan(got);
+		}
+	}
+	printf("CASE %s: %lld mismatches, %lld NaN outputs (columns 1-3 and 6 expected NaN) %s\n", name, (long long)bad,
+	       (long long)nanout, bad ? "FAIL" : "PASS");
+	failures += bad != 0;
+	CU(cuMemFree(l.blocks));
+	kern_unload(&kr);
+	buf_free(&b);
+	tens_free(&x);
+	tens_free(&y);
+	tens_free(&sum);
+}
+
+static void
+case_rows_special(void)
+{
+	static const struct {
+		const char *name;
+		int online, group, grid;
+	} v[] = {{"rows_special_online", 1, 1, 40}, {"rows_special_two_pass", -1, 1, 40},
+	         {"rows_special_online_g8", 1, 8, 16}, {"rows_special_two_pass_g8", -1, 8, 16}};
+	for (size_t i = 0; i < NELEM(v); i++) {
+		PtxRowsSpec s = col_spec("softmax0", 64, 3001, DT_F32);
+		s.nout = 2;
+		s.out[1] = (PtxTensor){DT_F32, {1, 0}};
+		s.stage[1].out = 1;
+		s.online = v[i].online;
+		s.group = v[i].group;
+		s.cluster = v[i].group > 1 ? 0 : 1;
+		rows_special_run(v[i].name, s, v[i].grid);
+	}
+}
+
 /* A cluster (or group) kernel's flags: every entry waits on one flag
  * (raised before the launch, or -- one entry -- never), raises its own
  * once per cluster (not once per CTA), and a stuck entry makes the whole
@@ -2515,7 +2618,7 @@ static const struct {
 	{"flags_timeout", case_flags_timeout}, {"mm_f32", case_mm_f32},
 	{"rows_cols", case_rows_cols},      {"rows_cluster", case_rows_cluster}, {"rows_cluster_small", case_rows_cluster_small}, {"attn", case_attn},
 	{"rows_group", case_rows_group},    {"rows_group_small", case_rows_group_small},
-	{"rows_moments", case_rows_moments},
+	{"rows_moments", case_rows_moments}, {"rows_special", case_rows_special},
 	{"attn_small", case_attn_small},
 };
 
