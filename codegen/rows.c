@@ -1270,6 +1270,54 @@ mom_group_merge(Ptx *p, Reg *acc, const Reg *b)
 /* (count, mean, M2) */
 static const PairKind mom_pair = {3, {0, 0, 0}, mom_group_setup, mom_group_count, mom_group_merge};
 
+/* The pair's values of this thread's V lane rows (v[x][i], x < nv; the
+ * warp's slices already merged) met over the CTA's warps in order -- lanes
+ * < LC put them in nv planes of shared memory -- and, in a group, over the
+ * group's CTAs (col_group_pair).  Threads < rb end with their row's in
+ * c[], fa their column of the planes; the others skip to the label
+ * returned (q set), which the caller places after finishing the row. */
+static int
+col_pair_meet(Rows *r, int j, const PairKind *k, Reg v[][8], Reg c[3], Reg q, Reg a, Reg fa)
+{
+	Ptx *p = r->p;
+	Reg w[3];
+	int fin = ptx_label(p);
+	for (int x = 0; x < k->nv; x++)
+		c[x] = ptx_reg(p, RC_F32), w[x] = ptx_reg(p, RC_F32);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %d;", R(q), R(r->lane), r->lc);
+	ptx_emit(p, "@%s bra $L%d;", R(q), fin);
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(a), R(r->warp), r->rb, R(r->rin));
+	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(a), R(r->smem));
+	for (int i = 0; i < r->cv; i++)
+		for (int x = 0; x < k->nv; x++)
+			ptx_emit(p, "st.shared.f32 [%s+%d], %s;", R(a), mom_plane(r, x) + 4 * i, R(v[x][i]));
+	ptx_place(p, fin);
+	ptx_emit(p, "bar.sync 0;");
+	/* threads < rb: the CTA's warps merged in order */
+	fin = ptx_label(p);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %d;", R(q), R(p->tid), r->rb);
+	ptx_emit(p, "@%s bra $L%d;", R(q), fin);
+	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(fa), R(p->tid), R(r->smem));
+	for (int x = 0; x < k->nv; x++)
+		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(c[x]), R(fa), mom_plane(r, x));
+	for (int wp = 1; wp < COL_WARPS; wp++) {
+		for (int x = 0; x < k->nv; x++)
+			ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(w[x]), R(fa), mom_plane(r, x) + wp * r->rb * 4);
+		k->merge(p, c, w);
+	}
+	if (r->grp > 1) { /* the group's CTAs meet: every thread */
+		col_group_put(r, j, c[k->nv - 2]);
+		col_group_put(r, j + 1, c[k->nv - 1]);
+		ptx_place(p, fin);
+		col_group_pair(r, j, k);
+		fin = ptx_label(p);
+		ptx_emit(p, "@%s bra $L%d;", R(q), fin);
+		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(c[k->nv - 2]), R(fa), col_xs(r, j));
+		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(c[k->nv - 1]), R(fa), col_xs(r, j + 1));
+	}
+	return fin;
+}
+
 /* After a pair of stages reduced in one pass (moments, online softmax):
  * every thread takes its V finished rows of both (a: scratch). */
 static void
@@ -1293,10 +1341,9 @@ static void
 rows_col_moments(Rows *r, int j)
 {
 	Ptx *p = r->p;
-	Reg K[8], S1[8], S2[8], mu[8], M[8], n, inv = ptx_reg(p, RC_F32), q = ptx_reg(p, RC_PRED);
-	Reg a = ptx_reg(p, RC_B32), fa = ptx_reg(p, RC_B32), cn = ptx_reg(p, RC_F32), cmu = ptx_reg(p, RC_F32);
-	Reg cM = ptx_reg(p, RC_F32), wn = ptx_reg(p, RC_F32), wmu = ptx_reg(p, RC_F32), wM = ptx_reg(p, RC_F32);
-	int fin = ptx_label(p);
+	Reg K[8], S1[8], S2[8], mu[8], M[8], v[3][8], c[3], n, inv = ptx_reg(p, RC_F32), q = ptx_reg(p, RC_PRED);
+	Reg a = ptx_reg(p, RC_B32), fa = ptx_reg(p, RC_B32);
+	int fin;
 
 	col_mom_slice(r, &r->pre[j], K, S1, S2);
 	n = mom_count(r);
@@ -1323,48 +1370,14 @@ rows_col_moments(Rows *r, int j)
 		}
 		mom_merge(p, r->cv, n, mu, M, nb, mb, Mb);
 	}
-	/* lanes < LC: the three planes at [warp][rin + i] */
-	ptx_emit(p, "setp.ge.u32 %s, %s, %d;", R(q), R(r->lane), r->lc);
-	ptx_emit(p, "@%s bra $L%d;", R(q), fin);
-	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(a), R(r->warp), r->rb, R(r->rin));
-	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(a), R(r->smem));
-	for (int i = 0; i < r->cv; i++) {
-		ptx_emit(p, "st.shared.f32 [%s+%d], %s;", R(a), mom_plane(r, 0) + 4 * i, R(n));
-		ptx_emit(p, "st.shared.f32 [%s+%d], %s;", R(a), mom_plane(r, 1) + 4 * i, R(mu[i]));
-		ptx_emit(p, "st.shared.f32 [%s+%d], %s;", R(a), mom_plane(r, 2) + 4 * i, R(M[i]));
-	}
-	ptx_place(p, fin);
-	ptx_emit(p, "bar.sync 0;");
-	/* threads < rb: the CTA's warps merged in order */
-	fin = ptx_label(p);
-	ptx_emit(p, "setp.ge.u32 %s, %s, %d;", R(q), R(p->tid), r->rb);
-	ptx_emit(p, "@%s bra $L%d;", R(q), fin);
-	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(fa), R(p->tid), R(r->smem));
-	ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(cn), R(fa), mom_plane(r, 0));
-	ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(cmu), R(fa), mom_plane(r, 1));
-	ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(cM), R(fa), mom_plane(r, 2));
-	for (int w = 1; w < COL_WARPS; w++) {
-		int o = w * r->rb * 4;
-		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(wn), R(fa), mom_plane(r, 0) + o);
-		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(wmu), R(fa), mom_plane(r, 1) + o);
-		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(wM), R(fa), mom_plane(r, 2) + o);
-		mom_merge(p, 1, cn, &cmu, &cM, wn, &wmu, &wM);
-	}
-	if (r->grp > 1) { /* the group's CTAs meet: every thread */
-		col_group_put(r, j, cmu);
-		col_group_put(r, j + 1, cM);
-		ptx_place(p, fin);
-		col_group_pair(r, j, &mom_pair);
-		fin = ptx_label(p);
-		ptx_emit(p, "@%s bra $L%d;", R(q), fin);
-		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(cmu), R(fa), col_xs(r, j));
-		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(cM), R(fa), col_xs(r, j + 1));
-	}
+	for (int i = 0; i < r->cv; i++)
+		v[0][i] = n, v[1][i] = mu[i], v[2][i] = M[i];
+	fin = col_pair_meet(r, j, &mom_pair, v, c, q, a, fa);
 	/* stage j's sum (its post program scales it back to the mean), then
 	 * stage j + 1's reduction, M2 */
-	ptx_emit(p, "mul.f32 %s, %s, %s;", R(cmu), R(cmu), R(ptx_imm_f32(p, (double)r->s->len)));
-	col_finish(r, j, fa, cmu);
-	col_finish(r, j + 1, fa, cM);
+	ptx_emit(p, "mul.f32 %s, %s, %s;", R(c[1]), R(c[1]), R(ptx_imm_f32(p, (double)r->s->len)));
+	col_finish(r, j, fa, c[1]);
+	col_finish(r, j + 1, fa, c[2]);
 	ptx_place(p, fin);
 	col_pair_results(r, j, a);
 }
@@ -1491,9 +1504,9 @@ static void
 rows_col_online(Rows *r, int j)
 {
 	Ptx *p = r->p;
-	Reg mx[8], sm[8], q = ptx_reg(p, RC_PRED), ninf = ptx_reg(p, RC_PRED), a = ptx_reg(p, RC_B32), fa = ptx_reg(p, RC_B32);
-	Reg cm = ptx_reg(p, RC_F32), cs = ptx_reg(p, RC_F32), wm = ptx_reg(p, RC_F32), ws = ptx_reg(p, RC_F32);
-	int fin = ptx_label(p), skip = ptx_label(p);
+	Reg mx[8], sm[8], v[3][8], c[3], q = ptx_reg(p, RC_PRED), ninf = ptx_reg(p, RC_PRED), a = ptx_reg(p, RC_B32);
+	Reg fa = ptx_reg(p, RC_B32);
+	int fin, skip = ptx_label(p);
 	SliceOnl so = {&r->pre[j], mx, sm};
 
 	for (int i = 0; i < r->cv; i++) {
@@ -1512,45 +1525,14 @@ rows_col_online(Rows *r, int j)
 			ptx_emit(p, "shfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;", R(sb), R(sm[i]), d);
 			onl_merge(p, mx[i], sm[i], mb, sb);
 		}
-	/* lanes < LC: the two planes at [warp][rin + i] */
-	ptx_emit(p, "setp.ge.u32 %s, %s, %d;", R(q), R(r->lane), r->lc);
-	ptx_emit(p, "@%s bra $L%d;", R(q), fin);
-	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(a), R(r->warp), r->rb, R(r->rin));
-	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(a), R(r->smem));
-	for (int i = 0; i < r->cv; i++) {
-		ptx_emit(p, "st.shared.f32 [%s+%d], %s;", R(a), mom_plane(r, 0) + 4 * i, R(mx[i]));
-		ptx_emit(p, "st.shared.f32 [%s+%d], %s;", R(a), mom_plane(r, 1) + 4 * i, R(sm[i]));
-	}
-	ptx_place(p, fin);
-	ptx_emit(p, "bar.sync 0;");
-	/* threads < rb: the CTA's warps merged in order */
-	fin = ptx_label(p);
-	ptx_emit(p, "setp.ge.u32 %s, %s, %d;", R(q), R(p->tid), r->rb);
-	ptx_emit(p, "@%s bra $L%d;", R(q), fin);
-	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(fa), R(p->tid), R(r->smem));
-	ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(cm), R(fa), mom_plane(r, 0));
-	ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(cs), R(fa), mom_plane(r, 1));
-	for (int w = 1; w < COL_WARPS; w++) {
-		int o = w * r->rb * 4;
-		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(wm), R(fa), mom_plane(r, 0) + o);
-		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(ws), R(fa), mom_plane(r, 1) + o);
-		onl_merge(p, cm, cs, wm, ws);
-	}
-	if (r->grp > 1) { /* the group's CTAs meet: every thread */
-		col_group_put(r, j, cm);
-		col_group_put(r, j + 1, cs);
-		ptx_place(p, fin);
-		col_group_pair(r, j, &onl_pair);
-		fin = ptx_label(p);
-		ptx_emit(p, "@%s bra $L%d;", R(q), fin);
-		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(cm), R(fa), col_xs(r, j));
-		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(cs), R(fa), col_xs(r, j + 1));
-	}
+	for (int i = 0; i < r->cv; i++)
+		v[0][i] = mx[i], v[1][i] = sm[i];
+	fin = col_pair_meet(r, j, &onl_pair, v, c, q, a, fa);
 	/* an all -inf column: the two passes' sum is of exp(-inf - -inf), NaN */
-	ptx_emit(p, "setp.eq.f32 %s, %s, " NEG_INF_F32 ";", R(ninf), R(cm));
-	ptx_emit(p, "@%s mov.f32 %s, 0f7FFFFFFF;", R(ninf), R(cs));
-	col_finish(r, j, fa, cm);
-	col_finish(r, j + 1, fa, cs);
+	ptx_emit(p, "setp.eq.f32 %s, %s, " NEG_INF_F32 ";", R(ninf), R(c[0]));
+	ptx_emit(p, "@%s mov.f32 %s, 0f7FFFFFFF;", R(ninf), R(c[1]));
+	col_finish(r, j, fa, c[0]);
+	col_finish(r, j + 1, fa, c[1]);
 	ptx_place(p, fin);
 	col_pair_results(r, j, a);
 }

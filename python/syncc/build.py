@@ -212,17 +212,8 @@ def compile_file(path, defines, ranks, entry=None, tools=None, cache=None, link=
     sig = read_signature(tools, path, defines, ranks, entry)
     digest = inputs_digest(sig)
     key = cache_key(digest, defines, ranks, entry, version(tools), tool_id(tools) + ("" if link else ";syncc only"))
-    root = cache or cache_root()
-    final = os.path.join(root, key)
-    done = os.path.join(final, "ops.so" if link else "ops.c")
-    if os.path.exists(done) and os.path.exists(os.path.join(final, "signature.json")):
-        return Build(final, sig)
-    try:
-        os.makedirs(root, exist_ok=True)
-        tmp = tempfile.mkdtemp(prefix=key + ".tmp", dir=root)
-    except OSError as e:
-        raise _cache_error(root, e)
-    try:
+
+    def make(tmp):
         args = [path, "--ranks", str(ranks), "-o", os.path.join(tmp, "ops")] + define_args(defines)
         if entry:
             args += ["--entry", entry]
@@ -235,16 +226,36 @@ def compile_file(path, defines, ranks, entry=None, tools=None, cache=None, link=
             with open(os.path.join(tmp, "signature.json"), "w") as f:
                 json.dump(_sig_json(sig), f)
         except OSError as e:
-            raise _cache_error(root, e)
+            raise _cache_error(os.path.dirname(tmp), e)
+
+    final = cached(cache or cache_root(), key, ["ops.so" if link else "ops.c", "signature.json"], make, path)
+    return Build(final, sig)
+
+
+def cached(root, key, files, make, what):
+    """The cache entry root/key: made where any of `files` is missing by
+    make(tmp) in a temporary directory beside it, renamed into place, so
+    processes building it at once never see half of one (the first rename
+    wins; theirs is the same build).  Returns its directory."""
+    final = os.path.join(root, key)
+    if all(os.path.exists(os.path.join(final, f)) for f in files):
+        return final
+    try:
+        os.makedirs(root, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=key + ".tmp", dir=root)
+    except OSError as e:
+        raise _cache_error(root, e)
+    try:
+        make(tmp)
         try:
             os.rename(tmp, final)
         except OSError:  # another rank (or run) finished first: theirs is the same build
             pass
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if not os.path.exists(done):
-        raise SynccError("%s: the build vanished from the cache (%s)" % (path, final))
-    return Build(final, sig)
+    if not os.path.exists(os.path.join(final, files[0])):
+        raise SynccError("%s: the build vanished from the cache (%s)" % (what, final))
+    return final
 
 
 def _sig_json(sig):

@@ -4,12 +4,10 @@ stream (syn_stream_enter / syn_stream_leave, runtime/rt_stream.c)."""
 import ctypes
 import hashlib
 import os
-import shutil
 import socket
 import subprocess
 import sys
 import sysconfig
-import tempfile
 import threading
 
 from .errors import ArgumentError, RuntimeFailure, SynccError
@@ -311,10 +309,10 @@ def python_include():
 
 
 def _fastcall_build(include, cache):
-    """_fastcall.c built for this interpreter into the build cache, keyed by
-    its source, syncrt.h (syn_tensor's layout), the interpreter and CC;
-    made in a temporary directory and renamed into place, as launchers
-    are.  Returns the path of the extension."""
+    """_fastcall.c built for this interpreter into the build cache
+    (build.cached), keyed by its source, syncrt.h and comm.h (syn_tensor's
+    layout), the interpreter and the command.  Returns the path of the
+    extension."""
     from . import build
     cc = os.environ.get("CC", "cc")
     name = "_fastcall" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")
@@ -329,26 +327,14 @@ def _fastcall_build(include, cache):
             with open(path, "rb") as f:
                 h.update(path.encode() + hashlib.sha256(f.read()).digest())
     h.update(("%s|%s" % (sys.version, cmd)).encode())
-    root = os.path.join(cache or build.cache_root(), "fastcall")
-    final = os.path.join(root, h.hexdigest()[:32])
-    so = os.path.join(final, name)
-    if os.path.exists(so):
-        return so
-    os.makedirs(root, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="tmp", dir=root)
-    try:
+
+    def make(tmp):
         p = subprocess.run(cmd, capture_output=True, timeout=FASTCALL_TIMEOUT_S, cwd=tmp)
         if p.returncode != 0:
             raise SynccError("%s failed:\n%s" % (" ".join(cmd), p.stderr.decode("utf-8", "replace")[-2000:]))
-        try:
-            os.rename(tmp, final)
-        except OSError:  # another process finished first: the same build
-            pass
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    if not os.path.exists(so):
-        raise SynccError("%s: the build vanished from the cache (%s)" % (FASTCALL_SRC, final))
-    return so
+
+    root = os.path.join(cache or build.cache_root(), "fastcall")
+    return os.path.join(build.cached(root, h.hexdigest()[:32], [name], make, FASTCALL_SRC), name)
 
 
 def fastcall_module(cache=None):

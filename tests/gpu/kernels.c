@@ -1325,6 +1325,20 @@ case_rows_special(void)
 	}
 }
 
+/* rows_run of s split over a group (group) or a cluster of n CTAs, named
+ * base_g<n> or base_c<n>. */
+static void
+split_run(const char *base, PtxRowsSpec s, bool group, int n, int grid)
+{
+	char name[96];
+	if (group)
+		s.group = n;
+	else
+		s.cluster = n;
+	snprintf(name, sizeof name, "%s_%c%d", base, group ? 'g' : 'c', n);
+	rows_run(name, s, grid);
+}
+
 /* A cluster (or group) kernel's flags: every entry waits on one flag
  * (raised before the launch, or -- one entry -- never), raises its own
  * once per cluster (not once per CTA), and a stuck entry makes the whole
@@ -1438,21 +1452,11 @@ col_mean_min_spec(void)
 static void
 case_rows_cluster_small(void)
 {
-	PtxRowsSpec s;
 	for (int c = 2; c <= 8; c *= 2) {
-		char name[64];
-		s = col_spec("layernorm0", 1000, 3001, DT_BF16);
-		s.cluster = c;
-		snprintf(name, sizeof name, "rows_cluster_layernorm0_1000x3001_c%d", c);
-		rows_run(name, s, 24);
-		s = col_mean_min_spec();
-		s.cluster = c;
-		snprintf(name, sizeof name, "rows_cluster_mean_min_f32_4100x257_c%d", c);
-		rows_run(name, s, 40);
-		s = col_spec("softmax0", 333, 5000, DT_F16); /* rows odd: vectors of 1 */
-		s.cluster = c;
-		snprintf(name, sizeof name, "rows_cluster_softmax0_f16_333x5000_c%d", c);
-		rows_run(name, s, 16);
+		split_run("rows_cluster_layernorm0_1000x3001", col_spec("layernorm0", 1000, 3001, DT_BF16), false, c, 24);
+		split_run("rows_cluster_mean_min_f32_4100x257", col_mean_min_spec(), false, c, 40);
+		/* rows odd: vectors of 1 */
+		split_run("rows_cluster_softmax0_f16_333x5000", col_spec("softmax0", 333, 5000, DT_F16), false, c, 16);
 	}
 	rows_split_flags(4, 0);
 }
@@ -1467,27 +1471,16 @@ case_rows_cluster_small(void)
 static void
 case_rows_group_small(void)
 {
-	PtxRowsSpec s;
 	for (int gr = 2; gr <= 128; gr *= 4) {
-		char name[80];
-		s = col_spec("layernorm0", 1000, 3001, DT_BF16);
-		s.group = gr;
-		snprintf(name, sizeof name, "rows_group_layernorm0_1000x3001_g%d", gr);
-		rows_run(name, s, 100);
-		s = col_mean_min_spec();
-		s.group = gr;
-		snprintf(name, sizeof name, "rows_group_mean_min_f32_4100x257_g%d", gr);
-		rows_run(name, s, 2 * nsm);
+		PtxRowsSpec s = col_mean_min_spec();
+		split_run("rows_group_layernorm0_1000x3001", col_spec("layernorm0", 1000, 3001, DT_BF16), true, gr, 100);
+		split_run("rows_group_mean_min_f32_4100x257", s, true, gr, 2 * nsm);
 		s.rows_per_block = 1;
-		snprintf(name, sizeof name, "rows_group_mean_min_f32_4100x257_rb1_g%d", gr);
-		rows_run(name, s, 3 * gr / 2 + 1);
+		split_run("rows_group_mean_min_f32_4100x257_rb1", s, true, gr, 3 * gr / 2 + 1);
 		s.rows_per_block = 128; /* f32: 32 lanes of 4 rows */
-		snprintf(name, sizeof name, "rows_group_mean_min_f32_4100x257_rb128_g%d", gr);
-		rows_run(name, s, 50);
-		s = col_spec("softmax0", 333, 5000, DT_F16); /* rows odd: vectors of 1 */
-		s.group = gr;
-		snprintf(name, sizeof name, "rows_group_softmax0_f16_333x5000_g%d", gr);
-		rows_run(name, s, 16);
+		split_run("rows_group_mean_min_f32_4100x257_rb128", s, true, gr, 50);
+		/* rows odd: vectors of 1 */
+		split_run("rows_group_softmax0_f16_333x5000", col_spec("softmax0", 333, 5000, DT_F16), true, gr, 16);
 	}
 	rows_split_flags(0, 4);
 }
