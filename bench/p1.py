@@ -18,7 +18,13 @@ the same tensors.  Per op:
     same run (a 1 GiB device copy), or FLOPs over the cuBLAS rate measured
     in the same run at 8192^3, whichever is larger.
 
-    python3 bench/p1.py [--only NAME,...] [--skip-compile] [--ctypes] [--out DIR]
+  * kernel records (--records N): N back-to-back calls of each
+    implementation under torch.profiler; every kernel's own duration from
+    the CUPTI records (no launch gaps, no host), summed per call, and the
+    kernels named -- the fair kernel-against-kernel comparison (cuBLAS's
+    kernel beside syncc's, each at its own back-to-back pace).
+
+    python3 bench/p1.py [--only NAME,...] [--skip-compile] [--ctypes] [--records N] [--out DIR]
 
 Writes DIR/p1.json (every number) and DIR/p1.md (the table); DIR defaults to
 $OUT or build/p1-out.  bench/results/ keeps dated copies (docs/bench.md)."""
@@ -303,6 +309,37 @@ def time_single(fns, reps):
     return ({k: statistics.median(v) for k, v in dev.items()}, {k: statistics.median(v) for k, v in host.items()})
 
 
+def kernel_records(fns, calls, tmp):
+    """Per implementation: its kernels' durations from the profiler's
+    records over `calls` back-to-back calls.  Returns {impl: {"us": summed
+    kernel us per call, "kernels": [[name, launches per call, median us]]}}.
+    Read from the exported trace ("cat": "kernel" events) rather than
+    key_averages, whose fields move between torch versions."""
+    from torch.profiler import ProfilerActivity, profile
+    out = {}
+    for k, fn in fns.items():
+        fn()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(calls):
+                fn()
+            torch.cuda.synchronize()
+        path = os.path.join(tmp, "records-%s.json" % k)
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            evs = json.load(f)
+        os.unlink(path)
+        evs = evs.get("traceEvents", evs) if isinstance(evs, dict) else evs
+        per = {}
+        for e in evs:
+            if e.get("cat") == "kernel" and "dur" in e:
+                per.setdefault(e.get("name", "?"), []).append(float(e["dur"]))
+        kern = [[n, len(d) / calls, statistics.median(d)] for n, d in per.items()]
+        kern.sort(key=lambda r: -r[1] * r[2])
+        out[k] = {"us": sum(sum(d) for d in per.values()) / calls, "kernels": kern}
+    return out
+
+
 def hbm_gbps():
     x = torch.empty(1 << 29, dtype=torch.float16, device="cuda")  # 1 GiB
     y = torch.empty_like(x)
@@ -369,6 +406,8 @@ def run_case(name, case, args, rates):
     batch = 10 if case["flops"] < 1e12 else 3
     b2b = time_batches(impls, args.reps, batch)
     one, host = time_single(impls, args.reps)
+    if args.records:
+        row["records"] = kernel_records(impls, args.records, args.out)
     floor = max(case["bytes"] / (rates["hbm_gbps"] * 1e9), case["flops"] / (rates["mm_tflops"] * 1e12)) * 1e3
     row.update({"b2b_ms": b2b, "one_ms": one, "host_us": host, "floor_ms": floor,
                 "floor_kind": "flops" if case["flops"] / (rates["mm_tflops"] * 1e12) > case["bytes"] / (
@@ -406,6 +445,23 @@ def table(rows, rates):
             b, o, h = r["b2b_ms"], r["one_ms"], r["host_us"]
             out.append("| %s | %.4f | %.4f | %.4f | %.4f | %.1f / %.1f / %.1f |" % (
                 r["op"], b["syncc"], b["ctypes"], o["syncc"], o["ctypes"], h["syncc"], h["ctypes"], h["eager"]))
+    rec = [r for r in rows if "error" not in r and "records" in r]
+    if rec:
+        out += ["", "Kernel records (`--records`): each implementation's kernels' own durations over back-to-back "
+                "calls (torch.profiler / CUPTI), us per call; speed = other / syncc:", "",
+                "| op | syncc us | eager us | compile us | speed vs eager | vs compile | syncc kernels | eager kernels |",
+                "|---|---|---|---|---|---|---|---|"]
+        for r in rec:
+            k = r["records"]
+            c = k.get("compile")
+
+            def names(impl):
+                return "<br>".join("%s x%g %.1f" % (n[:70].replace("|", "/"), cnt, us)
+                                   for n, cnt, us in k[impl]["kernels"][:3])
+            out.append("| %s | %.1f | %.1f | %s | %.3f | %s | %s | %s |" % (
+                r["op"], k["syncc"]["us"], k["eager"]["us"], "%.1f" % c["us"] if c else "-",
+                k["eager"]["us"] / k["syncc"]["us"], "%.3f" % (c["us"] / k["syncc"]["us"]) if c else "-",
+                names("syncc"), names("eager")))
     return "\n".join(out) + "\n"
 
 
@@ -416,6 +472,8 @@ def main():
     ap.add_argument("--skip-compile", action="store_true")
     ap.add_argument("--ctypes", action="store_true",
                     help="also time each op through the ctypes call path (before python/syncc/_fastcall.c)")
+    ap.add_argument("--records", type=int, default=0, metavar="N",
+                    help="also profile N back-to-back calls of each implementation: kernel records")
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--budget", type=float, default=float(os.environ.get("P1_BUDGET_S", "420")),
                     help="seconds; the ops not reached are listed as skipped")

@@ -467,6 +467,10 @@ typedef struct PtxMmFrag {
 	 * NULL: straight from registers to global memory. */
 	const Reg *stage_xo;
 	int stage_box;
+	/* Only column fragments j0 <= j < j1 (j1 = 0: all nj), staged at box
+	 * (column - 8 j0) / 64: an epilogue in parts, through a staging
+	 * buffer smaller than the tile (j0 a multiple of 8). */
+	int j0, j1;
 } PtxMmFrag;
 void ptx_mm_epilogue(Ptx *p, const PtxMatmulSpec *s, const PtxMmFrag *f);
 /* The m16n8 fragment layout's first row and column of this thread (warp

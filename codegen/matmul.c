@@ -37,6 +37,7 @@ const PtxTile ptx_tiles[] = {
 	{"wg128x256x64s4",  128, 256, 64, 2, 1, 4, 1, PTX_WGMMA, false},
 	{"wg128x256x64s3",  128, 256, 64, 2, 1, 3, 1, PTX_WGMMA, false},
 	{"wg128x128x64s6",  128, 128, 64, 2, 1, 6, 1, PTX_WGMMA, false},
+	{"wg128x64x64s8",   128,  64, 64, 2, 1, 8, 1, PTX_WGMMA, false},
 	/* raiser: the producer warpgroup's second warp raises them, so the
 	 * system-scope release never stalls a consumer warpgroup.  Assembled
 	 * by ptxas in the tests but not yet run on a GPU: not a default. */
@@ -101,10 +102,21 @@ ptx_matmul_default_tile(const PtxMatmulSpec *s)
 	return ptx_tile_byname(vec ? PTX_SYNC_TILE : "128x128x32s4");
 }
 
-/* Per-tile cost of the 128 x 128 wgmma tile against the 128 x 256 one at
- * equal k: 0.56, from 2048x8192x4096 on an H200 (0.2295 ms in 1024 tiles
- * against 0.2010 ms in 512, bench/results/2026-12-03-tiles-h200.md). */
-#define WG_HALF_TILE_COST 0.56
+/* The narrower wgmma tiles a shape may take where the wide one leaves SMs
+ * idle, with a tile's cost against a 128 x 256 one at equal k:
+ *   128 x 128: 0.56, from 2048x8192x4096 on an H200 (0.2295 ms in 1024
+ *     tiles against 0.2010 ms in 512, bench/results/2026-12-03-tiles-h200.md);
+ *   128 x 64 (cuBLAS's own pick at M = 128: 128x64, 8 stages, on an H100):
+ *     any cost in (0.28, 0.56) reproduces the winners measured on an H100
+ *     at 128 / 256 / 512 / 1024 x 8192 x 4096, 128 x 4096 and 128 x 14336
+ *     (bench/results/2026-12-06-mmrec-h100.md); 0.4 sits inside. */
+static const struct {
+	const char *tile;
+	double cost;
+} wg_narrow[] = {
+	{"wg128x128x64s6", 0.56},
+	{"wg128x64x64s8", 0.40},
+};
 
 static int64_t
 tiles_of(const PtxMatmulSpec *s, const PtxTile *t)
@@ -112,26 +124,31 @@ tiles_of(const PtxMatmulSpec *s, const PtxTile *t)
 	return ceil_div(s->m, t->bm) * ceil_div(s->n, t->bn) * (s->batch > 0 ? s->batch : 1);
 }
 
-/* The default tile, or the 128 x 128 wgmma tile where the wide tile leaves
- * SMs idle: the wide tile's waves over `sms` cost more than the narrow
- * one's (half the work each).  Small M is the case: 128x8192x4096 is 32
- * wide tiles on 132 SMs, 0.0527 ms, and 64 narrow ones, 0.0327 ms (cuBLAS
- * 0.0390); at 512x8192x4096 both make one or two waves and the wide tile
- * stays (0.0581 against 0.0591).  sms <= 0: the default alone. */
+/* The default tile, or a narrower wgmma tile where the wide tile leaves
+ * SMs idle: the tile whose waves over `sms` times its cost are fewest (the
+ * wide one on a tie).  Small M is the case: 128x8192x4096 is 32 wide tiles
+ * on 132 SMs (0.0472 ms on an H100), 64 of 128 x 128 (0.0312) and 128 of
+ * 128 x 64 (0.0285); at 512x8192x4096 the wide tile's one wave wins
+ * (0.0487 against 0.0510 and 0.0631).  sms <= 0: the default alone. */
 int
 ptx_matmul_shape_tile(const PtxMatmulSpec *s, int sms)
 {
-	int def = ptx_matmul_default_tile(s), half = ptx_tile_byname("wg128x128x64s6");
-	PtxMatmulSpec w = *s;
-	int64_t waves_def, waves_half;
-	if (sms <= 0 || def < 0 || half < 0 || ptx_tiles[def].kind != PTX_WGMMA || ptx_tiles[def].bn <= ptx_tiles[half].bn)
+	int def = ptx_matmul_default_tile(s), best = def;
+	double best_cost;
+	if (sms <= 0 || def < 0 || ptx_tiles[def].kind != PTX_WGMMA)
 		return def;
-	w.tile = half;
-	if (ptx_matmul_check(&w))
-		return def;
-	waves_def = ceil_div(tiles_of(s, &ptx_tiles[def]), sms);
-	waves_half = ceil_div(tiles_of(s, &ptx_tiles[half]), sms);
-	return (double)waves_half * WG_HALF_TILE_COST < (double)waves_def ? half : def;
+	best_cost = (double)ceil_div(tiles_of(s, &ptx_tiles[def]), sms);
+	for (size_t i = 0; i < NELEM(wg_narrow); i++) {
+		PtxMatmulSpec w = *s;
+		double c;
+		w.tile = ptx_tile_byname(wg_narrow[i].tile);
+		if (w.tile < 0 || ptx_tiles[w.tile].bn >= ptx_tiles[def].bn || ptx_matmul_check(&w))
+			continue;
+		c = (double)ceil_div(tiles_of(s, &ptx_tiles[w.tile]), sms) * wg_narrow[i].cost;
+		if (c < best_cost)
+			best = w.tile, best_cost = c;
+	}
+	return best;
 }
 
 int
@@ -656,6 +673,7 @@ typedef struct Epi {
 	bool pair[PTX_MAX_TENSORS]; /* outputs stored two at a time */
 	const Reg *xo;              /* staged: PtxMmFrag.stage_xo, else NULL */
 	int box;
+	int dc0;                    /* the staged part's first column (PtxMmFrag.j0 * 8) */
 } Epi;
 
 /* ptr = base + (z*sb + r*sr + c*sc) * size */
@@ -739,7 +757,7 @@ epi_stage(Epi *e, int dr, int dc, const Reg *v, int n, const PtxDType *d)
 {
 	Ptx *p = e->p;
 	Reg a = e->xo[(dc % 64) / 8];
-	int off = dc / 64 * e->box + dr * 128;
+	int off = (dc - e->dc0) / 64 * e->box + dr * 128;
 	if (n == 2) {
 		Reg w = ptx_reg(p, RC_B32);
 		ptx_expand(p, d->pack2, w, v[0], v[1]);
@@ -846,8 +864,9 @@ void
 ptx_mm_epilogue(Ptx *p, const PtxMatmulSpec *s, const PtxMmFrag *f)
 {
 	const PtxTile *t = &ptx_tiles[s->tile];
-	Epi e = {.p = p, .s = s, .edge_m = s->m % t->bm != 0, .xo = f->stage_xo, .box = f->stage_box};
+	Epi e = {.p = p, .s = s, .edge_m = s->m % t->bm != 0, .xo = f->stage_xo, .box = f->stage_box, .dc0 = f->j0 * 8};
 	int64_t ldb = s->ldb ? s->ldb : s->n;
+	int jlo = f->j0, jhi = f->j1 ? f->j1 : f->nj;
 
 	/* the mma.sync kernel copies B element by element when ldb is odd: its
 	 * tiles then guard columns even where n is a multiple of bn */
@@ -869,8 +888,8 @@ ptx_mm_epilogue(Ptx *p, const PtxMatmulSpec *s, const PtxMmFrag *f)
 				ptx_emit(p, "setp.le.s32 %s, %s, %d;", R(q), R(e.rowrem), i * 16 + h * 8);
 				ptx_emit(p, "@%s bra $L%d;", R(q), skip);
 			}
-			for (int j0 = 0; j0 < f->nj; j0 += EPI_GROUP) {
-				int j1 = j0 + EPI_GROUP < f->nj ? j0 + EPI_GROUP : f->nj;
+			for (int j0 = jlo; j0 < jhi; j0 += EPI_GROUP) {
+				int j1 = j0 + EPI_GROUP < jhi ? j0 + EPI_GROUP : jhi;
 				Reg in[EPI_GROUP][2][PTX_MAX_TENSORS];
 				if (e.edge_n) { /* guarded pairs, one at a time */
 					for (int j = j0; j < j1; j++) {

@@ -62,7 +62,8 @@ typedef struct Wg {
 	int abytes, bbytes;   /* one stage's A and B tiles */
 	int stage;            /* bytes per stage */
 	bool staged;          /* the output tile goes through shared memory and TMA (wg_stageable) */
-	int coff;             /* offset of that tile, after the stages */
+	int parts;            /* staged: in this many parts of BN / parts columns, one at a time */
+	int coff;             /* offset of the staging buffer, after the stages */
 	int bars;             /* offset of the barriers: full[S], empty[S], done[2], raised[2], quit word, free */
 	int64_t nkt;          /* k tiles */
 	int64_t lda, ldb;
@@ -98,25 +99,31 @@ wg_storer(const Wg *w)
 	return w->t->raiser || w->staged;
 }
 
-/* Whether the epilogue can stage the output tile in shared memory for a
- * TMA store: with stores straight from registers, the tensor cores wait
- * for the whole tile's stores to leave (10% of the matmul at 8192x8192x4096
- * on an H200: bench/results/2026-12-04-epilogue-h200.md); staged, the
- * consumers write shared memory and go on to the next tile while the
- * storer thread's TMA writes global memory.  One 16-bit output with unit
- * column stride and 16-byte rows (a tensor map's terms), and room for the
- * tile beside the stages. */
-static bool
+/* In how many parts the epilogue can stage the output tile in shared
+ * memory for TMA stores (0: it cannot).  With stores straight from
+ * registers, the tensor cores wait for the whole tile's stores to leave
+ * (10% of the matmul at 8192x8192x4096 on an H200:
+ * bench/results/2026-12-04-epilogue-h200.md); staged, the consumers write
+ * shared memory and go on to the next tile while the storer thread's TMA
+ * writes global memory.  One 16-bit output with unit column stride and
+ * 16-byte rows (a tensor map's terms), and room beside the stages for the
+ * tile (1 part) or else for half of it (2 parts: the consumers write the
+ * first half, wait until TMA has read it, then write the second -- what a
+ * fourth stage of 128x256 costs). */
+static int
 wg_stageable(const Wg *w)
 {
 	const PtxMatmulSpec *s = w->s;
 	const PtxTensor *o = &s->out[0];
 	int64_t lim = (int64_t)1 << 38;
+	int tile = w->t->bm * w->t->bn * 2;
 	if (s->nout != 1 || (s->epi.nins && s->epi.nout != 1) || !ptx_dtypes[o->dt].pack2 || o->stride[2] != 1)
-		return false;
+		return 0;
 	if (o->stride[1] % 8 || o->stride[1] >= lim || (s->batch > 1 && (o->stride[0] % 8 || !o->stride[0] || o->stride[0] >= lim)))
-		return false;
-	return wg_smem_at(w, w->bars + w->t->bm * w->t->bn * 2) <= WG_SMEM_MAX;
+		return 0;
+	if (wg_smem_at(w, w->bars + tile) <= WG_SMEM_MAX)
+		return 1;
+	return w->t->bn / WG_BOXN % 2 == 0 && wg_smem_at(w, w->bars + tile / 2) <= WG_SMEM_MAX ? 2 : 0;
 }
 
 static void
@@ -132,8 +139,11 @@ wg_setup(Wg *w, Ptx *p, const PtxMatmulSpec *s)
 	w->lda = s->lda ? s->lda : s->k;
 	w->ldb = s->ldb ? s->ldb : s->bt ? s->k : s->n;
 	w->coff = w->bars;
-	if ((w->staged = wg_stageable(w)))
-		w->bars += w->t->bm * w->t->bn * 2;
+	w->parts = wg_stageable(w);
+	if ((w->staged = w->parts > 0))
+		w->bars += w->t->bm * w->t->bn * 2 / w->parts;
+	else
+		w->parts = 1;
 }
 
 /* The barrier rings after the stages (and the staged tile), the quit
@@ -366,10 +376,11 @@ wg_mma(Wg *w, Reg da, Reg db, Reg scale)
 	buf_free(&regs);
 }
 
-/* Tile tc of this CTA is stored: each consumer warp's lane 0 (after the
- * warp's stores, bar.warp.sync) arrives on done[tc % 2], first waiting
- * until the raiser has finished with that slot's previous use, so neither
- * ring runs two phases ahead of its waiter. */
+/* Part tc of this CTA's tiles (a tile is `parts` parts) is stored: each
+ * consumer warp's lane 0 (after the warp's stores, bar.warp.sync) arrives
+ * on done[tc % 2], first waiting until the raiser has finished with that
+ * slot's previous use, so neither ring runs two phases ahead of its
+ * waiter. */
 static void
 tile_done(Wg *w, Reg tc, Reg lane0)
 {
@@ -394,14 +405,15 @@ tile_done(Wg *w, Reg tc, Reg lane0)
 	ptx_place(p, skip);
 }
 
-/* The storer's part of a staged tile (entry p->entry, whose consumers have
- * written the shared tile): a TMA store per 64-column box, then `free`
- * once TMA has read the tile (the consumers' next epilogue waits for it),
- * then the stores' completion and the proxy fence, so the output flag
- * raised after this covers them. */
+/* The storer's share of part q of a staged tile (entry p->entry, whose
+ * consumers have written that part to the staging buffer): a TMA store per
+ * 64-column box, then `free` once TMA has read them (the consumers' next
+ * part waits for it); after the last part, the stores' completion and the
+ * proxy fence, so the output flag raised after this covers them. */
 static void
-wg_store_tile(Wg *w, Reg rt, Reg drow, Reg dcol)
+wg_store_tile(Wg *w, Reg rt, Reg drow, Reg dcol, int q)
 {
+	int pb = w->t->bn / WG_BOXN / w->parts; /* boxes a part */
 	Ptx *p = w->p;
 	Reg tmc = ptx_reg(p, RC_B64), m0 = ptx_reg(p, RC_B32), n0 = ptx_reg(p, RC_B32), c = ptx_reg(p, RC_B32);
 	Reg src = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B32), st = ptx_reg(p, RC_B64);
@@ -423,8 +435,8 @@ wg_store_tile(Wg *w, Reg rt, Reg drow, Reg dcol)
 		ptx_emit(p, "add.u32 %s, %s, %s;", R(m0), R(m0), R(drow));
 		ptx_emit(p, "add.u32 %s, %s, %s;", R(n0), R(n0), R(dcol));
 	}
-	for (int b = 0; b < w->t->bn / WG_BOXN; b++) {
-		ptx_emit(p, "add.u32 %s, %s, %d;", R(src), R(w->base), w->coff + b * w->t->bm * 128);
+	for (int b = q * pb; b < (q + 1) * pb; b++) {
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(src), R(w->base), w->coff + (b - q * pb) * w->t->bm * 128);
 		ptx_emit(p, "add.u32 %s, %s, %d;", R(c), R(n0), b * WG_BOXN);
 		ptx_emit(p, "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%s, {%s, %s, %s}], [%s];", R(tmc), R(c),
 		         R(m0), R(p->z), R(src));
@@ -433,6 +445,8 @@ wg_store_tile(Wg *w, Reg rt, Reg drow, Reg dcol)
 	ptx_emit(p, "cp.async.bulk.wait_group.read 0;");
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w->base), bar_off(w, BAR_FREE));
 	ptx_emit(p, "mbarrier.arrive.shared::cta.b64 %s, [%s];", R(st), R(a));
+	if (q < w->parts - 1)
+		return;
 	ptx_emit(p, "cp.async.bulk.wait_group 0;");
 	ptx_emit(p, "fence.proxy.async.global;");
 }
@@ -468,9 +482,10 @@ wg_route(Wg *w, Reg rt, Reg drow, Reg dcol, Reg flags)
 
 /* Thread 32 (the producer warpgroup's second warp): per entry of the CTA,
  * waits until the consumers have stored the tile (staged: written it to
- * shared memory, which this thread then stores by TMA), then raises its
- * output flag -- so the system-scope release (MEMBAR.SYS: it waits for the
- * tile's stores to reach memory) never stalls a consumer warpgroup. */
+ * shared memory, part by part, which this thread then stores by TMA), then
+ * raises its output flag -- so the system-scope release (MEMBAR.SYS: it
+ * waits for the tile's stores to reach memory) never stalls a consumer
+ * warpgroup.  tc counts entries, hc parts (the done / raised rings'). */
 static void
 wg_raiser(Wg *w)
 {
@@ -478,36 +493,44 @@ wg_raiser(Wg *w)
 	int loop = ptx_label(p), done = ptx_label(p);
 	Reg q = ptx_reg(p, RC_PRED), yes = ptx_reg(p, RC_PRED), n = ptx_reg(p, RC_B32), tc = ptx_reg(p, RC_B32);
 	Reg slot = ptx_reg(p, RC_B32), par = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B32), v = ptx_reg(p, RC_B32);
-	Reg st = ptx_reg(p, RC_B64);
+	Reg st = ptx_reg(p, RC_B64), hc = ptx_reg(p, RC_B32);
+	Reg rt = ptx_reg(p, RC_B32), drow = ptx_reg(p, RC_B32), dcol = ptx_reg(p, RC_B32), fl = ptx_reg(p, RC_B64);
 
 	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(yes), R(p->tid), R(p->tid));
 	ptx_emit(p, "mov.u32 %s, 0;", R(tc));
+	ptx_emit(p, "mov.u32 %s, 0;", R(hc));
 	ptx_place(p, loop);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(p->blk), R(p->param[1]));
 	ptx_emit(p, "@%s bra $L%d;", R(q), done);
 	ptx_emit(p, "mad.wide.u32 %s, %s, %d, %s;", R(p->entry), R(p->blk), (int)sizeof(PtxBlock), R(p->param[0]));
-	ptx_emit(p, "and.b32 %s, %s, 1;", R(slot), R(tc));
-	ptx_emit(p, "shr.u32 %s, %s, 1;", R(par), R(tc));
-	ptx_emit(p, "and.b32 %s, %s, 1;", R(par), R(par));
-	bar_addr(w, a, BAR_DONE, slot);
-	bar_wait(w, a, par);
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w->base), quit_off(w));
-	ptx_emit(p, "ld.shared.u32 %s, [%s];", R(v), R(a));
-	ptx_emit(p, "sub.u32 %s, %s, 1;", R(v), R(v)); /* the entry the producer gave up on */
-	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(q), R(v), R(tc));
-	ptx_emit(p, "@%s bra $L%d;", R(q), done);
-	if (w->s->route) { /* the tile and its flag go where its route says */
-		Reg rt = ptx_reg(p, RC_B32), drow = ptx_reg(p, RC_B32), dcol = ptx_reg(p, RC_B32), fl = ptx_reg(p, RC_B64);
-		wg_route(w, rt, drow, dcol, fl);
-		wg_store_tile(w, rt, drow, dcol);
-		ptx_flag_raise_at(p, yes, fl);
-	} else {
-		if (w->staged)
-			wg_store_tile(w, 0, 0, 0);
-		ptx_flag_raise(p, yes);
+	for (int part = 0; part < w->parts; part++) {
+		bool last = part == w->parts - 1;
+		ptx_emit(p, "and.b32 %s, %s, 1;", R(slot), R(hc));
+		ptx_emit(p, "shr.u32 %s, %s, 1;", R(par), R(hc));
+		ptx_emit(p, "and.b32 %s, %s, 1;", R(par), R(par));
+		bar_addr(w, a, BAR_DONE, slot);
+		bar_wait(w, a, par);
+		if (part == 0) { /* consumers give up only before an entry's first part */
+			ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w->base), quit_off(w));
+			ptx_emit(p, "ld.shared.u32 %s, [%s];", R(v), R(a));
+			ptx_emit(p, "sub.u32 %s, %s, 1;", R(v), R(v)); /* the entry the producer gave up on */
+			ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(q), R(v), R(tc));
+			ptx_emit(p, "@%s bra $L%d;", R(q), done);
+			if (w->s->route) /* the tile and its flag go where its route says */
+				wg_route(w, rt, drow, dcol, fl);
+		}
+		if (w->s->route)
+			wg_store_tile(w, rt, drow, dcol, part);
+		else if (w->staged)
+			wg_store_tile(w, 0, 0, 0, part);
+		if (last && w->s->route)
+			ptx_flag_raise_at(p, yes, fl);
+		else if (last)
+			ptx_flag_raise(p, yes);
+		bar_addr(w, a, BAR_RAISED, slot);
+		ptx_emit(p, "mbarrier.arrive.shared::cta.b64 %s, [%s];", R(st), R(a));
+		ptx_emit(p, "add.u32 %s, %s, 1;", R(hc), R(hc));
 	}
-	bar_addr(w, a, BAR_RAISED, slot);
-	ptx_emit(p, "mbarrier.arrive.shared::cta.b64 %s, [%s];", R(st), R(a));
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(tc), R(tc));
 	ptx_next_entry(p, n, loop);
 	ptx_place(p, done);
@@ -537,9 +560,9 @@ wg_stage_addrs(Wg *w, Reg *xo, Reg r0, Reg c0, Reg t)
 	}
 }
 
-/* Before tile tc's epilogue writes the staged tile: TMA has read tile
- * tc - 1's (the storer's tc - 1st arrival on `free`; it is at most one
- * phase behind, so a parity wait is exact). */
+/* Before part tc of the CTA's tiles is written to the staging buffer: TMA
+ * has read part tc - 1 (the storer's tc - 1st arrival on `free`; it is at
+ * most one phase behind, so a parity wait is exact). */
 static void
 wg_stage_free(Wg *w, Reg tc)
 {
@@ -609,6 +632,8 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	bar_wait(w, full, phase);
 	ptx_emit(p, "ld.shared.u32 %s, [%s];", R(qv), R(qa));
 	ptx_emit(p, "sub.u32 %s, %s, 1;", R(qv), R(qv)); /* the entry the producer gave up on */
+	if (w->parts > 1) /* tc counts parts */
+		ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(qv), R(qv), w->parts);
 	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(q), R(qv), R(tc));
 	ptx_emit(p, "@%s bra $L%d;", R(q), quitting);
 	ptx_emit(p, "bra $L%d;", go);
@@ -650,18 +675,22 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	ptx_emit(p, "ld.global.nc.u32 %s, [%s+8];", R(p->z), R(p->entry));
 	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(rr), R(p->x), w->t->bm, R(r0));
 	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(cc), R(p->y), w->t->bn, R(c0));
-	if (w->staged)
-		wg_stage_free(w, tc);
-	ptx_mm_epilogue(p, w->s, &f);
-	if (w->staged) /* the async proxy (TMA) reads what these stores wrote */
-		ptx_emit(p, "fence.proxy.async.shared::cta;");
-	if (wg_storer(w)) {
-		tile_done(w, tc, lane0);
-	} else {
-		ptx_emit(p, "bar.sync 1, %d;", WG_THREADS * w->nwg);
-		ptx_flag_raise(p, raiser);
+	for (int part = 0; part < w->parts; part++) { /* tc counts parts */
+		f.j0 = part * f.nj / w->parts;
+		f.j1 = (part + 1) * f.nj / w->parts;
+		if (w->staged)
+			wg_stage_free(w, tc);
+		ptx_mm_epilogue(p, w->s, &f);
+		if (w->staged) /* the async proxy (TMA) reads what these stores wrote */
+			ptx_emit(p, "fence.proxy.async.shared::cta;");
+		if (wg_storer(w)) {
+			tile_done(w, tc, lane0);
+		} else {
+			ptx_emit(p, "bar.sync 1, %d;", WG_THREADS * w->nwg);
+			ptx_flag_raise(p, raiser);
+		}
+		ptx_emit(p, "add.u32 %s, %s, 1;", R(tc), R(tc));
 	}
-	ptx_emit(p, "add.u32 %s, %s, 1;", R(tc), R(tc));
 	ptx_next_entry(p, n, loop);
 	/* the producer gave up: wake the raiser, which then sees the quit word */
 	ptx_place(p, quitting);

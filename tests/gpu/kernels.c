@@ -649,6 +649,11 @@ case_mm_tiles(void)
 		DType ab = ptx_tiles[t].kind == PTX_SIMT ? DT_F32 : DT_BF16;
 		snprintf(name, sizeof name, "mm_tile_%s", ptx_tiles[t].name);
 		mm_run(name, mm_spec("mm_tile", ab, 520, 776, 392, ptx_tiles[t].name, DT_F32), 17);
+		if (ptx_tiles[t].kind != PTX_WGMMA)
+			continue;
+		/* a 16-bit output: the staged epilogue (whole, or in parts) */
+		snprintf(name, sizeof name, "mm_tile_%s_bf16", ptx_tiles[t].name);
+		mm_run(name, mm_spec("mm_tile", ab, 520, 776, 392, ptx_tiles[t].name, DT_BF16), 17);
 	}
 }
 
@@ -1816,6 +1821,9 @@ perf_one(int tile, int64_t m, int64_t n, int64_t k, Tens *a, Tens *b, Tens *cc, 
 	DType dt = a->dt; /* bf16, or f32 for the FFMA tiles; C has A's type */
 	PtxMatmulSpec s = mm_spec("perf_mm", dt, m, n, k, ptx_tiles[tile].name, dt);
 	bool bt = getenv("PERF_BT") && *getenv("PERF_BT") == '1'; /* B as n x k, K-major: x @ transpose(w) */
+	/* PERF_B2B=N: N launches back to back between the events (no launch
+	 * gap inside a kernel's time, as a user's stream of calls runs) */
+	int b2b = getenv("PERF_B2B") && atoi(getenv("PERF_B2B")) > 0 ? atoi(getenv("PERF_B2B")) : 1;
 	Buf bu = {0};
 	PtxKernel kk;
 	Launch l = {0};
@@ -1851,10 +1859,12 @@ perf_one(int tile, int64_t m, int64_t n, int64_t k, Tens *a, Tens *b, Tens *cc, 
 		launch(&kr, &l);
 	for (int i = 0; i < 25; i++) {
 		CU(cuEventRecord(e0, l.s));
-		launch(&kr, &l);
+		for (int j = 0; j < b2b; j++)
+			launch(&kr, &l);
 		CU(cuEventRecord(e1, l.s));
 		CU(cuEventSynchronize(e1));
 		CU(cuEventElapsedTime(&t[i], e0, e1));
+		t[i] /= (float)b2b;
 	}
 	qsort(t, 25, sizeof t[0], cmp_float);
 	CU(cuMemcpyDtoH(cc->h, cc->d, (size_t)(m * n) * (size_t)ty_dtypes[dt].size));
@@ -1872,14 +1882,14 @@ perf_one(int tile, int64_t m, int64_t n, int64_t k, Tens *a, Tens *b, Tens *cc, 
 	double rel = sqrt(num / den), tf = 2.0 * m * n * k / (t[12] * 1e-3) / 1e12;
 	bool ok = rel < (dt == DT_F32 ? 1e-5 : 1e-2);
 	uint64_t raised = 0;
-	if (raise) { /* 28 launches, each tile adding 1 */
+	if (raise) { /* 3 + 25 b2b launches, each tile adding 1 */
 		CU(cuMemcpyDtoH(&raised, l.flags, 8));
-		ok = ok && raised == 28 * (uint64_t)kk.nblocks;
+		ok = ok && raised == (3 + 25 * (uint64_t)b2b) * (uint64_t)kk.nblocks;
 		CU(cuMemFree(l.flags));
 	}
-	printf("PERF tile=%s%s m=%lld n=%lld k=%lld group=%d grid=%u flags=%s median_ms=%.4f min_ms=%.4f max_ms=%.4f "
+	printf("PERF tile=%s%s m=%lld n=%lld k=%lld group=%d grid=%u b2b=%d flags=%s median_ms=%.4f min_ms=%.4f max_ms=%.4f "
 	       "tflops=%.1f regs=%d local=%d sampled_rel=%.2e raised=%llu %s\n",
-	       ptx_tiles[tile].name, bt ? " bt=1" : "", (long long)m, (long long)n, (long long)k, group, (unsigned)l.grid,
+	       ptx_tiles[tile].name, bt ? " bt=1" : "", (long long)m, (long long)n, (long long)k, group, (unsigned)l.grid, b2b,
 	       raise ? "per-tile" : "none",
 	       t[12], t[0], t[24], tf, kr.regs, kr.local, rel, (unsigned long long)raised, ok ? "PASS" : "FAIL");
 	fflush(stdout);
@@ -1945,6 +1955,8 @@ perf(const char *only)
 {
 	int64_t shapes[PERF_MAX_SHAPES][3];
 	size_t nshapes = perf_shape_list(shapes);
+	/* PERF_GROUP: tile rows a group of the block list walks (lower.c's TILE_GROUP) */
+	int group = getenv("PERF_GROUP") && atoi(getenv("PERF_GROUP")) > 0 ? atoi(getenv("PERF_GROUP")) : 8;
 	for (size_t si = 0; si < nshapes; si++)
 		for (int f32 = 0; f32 < 2; f32++) {
 			int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
@@ -1959,11 +1971,112 @@ perf(const char *only)
 			tens_random(&b, 1.0);
 			for (int t = 0; t < ptx_ntiles; t++)
 				if (perf_wants(only, t) && (ptx_tiles[t].kind == PTX_SIMT) == f32)
-					perf_one(t, m, n, k, &a, &b, &c, 8, false);
+					perf_one(t, m, n, k, &a, &b, &c, group, false);
 			tens_free(&a);
 			tens_free(&b);
 			tens_free(&c);
 		}
+}
+
+/* perf-ab: matmul variants on one shape, interleaved round by round so a
+ * power-capped GPU's drifting clock falls on every variant alike.
+ * PERF_TILES="tile[:group] ..." (default wg128x256x64s3), PERF_SHAPES,
+ * PERF_ROUNDS (default 21), PERF_B2B (launches a timing, default 5).  Per
+ * variant: the median ms over rounds, and its speed against the first. */
+enum { AB_MAX = 8 };
+
+static void
+perf_ab(void)
+{
+	int64_t shapes[PERF_MAX_SHAPES][3];
+	size_t nshapes = perf_shape_list(shapes);
+	const char *e = getenv("PERF_TILES") && *getenv("PERF_TILES") ? getenv("PERF_TILES") : "wg128x256x64s3";
+	int rounds = getenv("PERF_ROUNDS") && atoi(getenv("PERF_ROUNDS")) > 0 ? atoi(getenv("PERF_ROUNDS")) : 21;
+	int b2b = getenv("PERF_B2B") && atoi(getenv("PERF_B2B")) > 0 ? atoi(getenv("PERF_B2B")) : 5;
+	char names[AB_MAX][64];
+	int tiles[AB_MAX], groups[AB_MAX], nv = 0;
+
+	while (*e && nv < AB_MAX) {
+		int used = 0, g = 8;
+		char *colon;
+		if (sscanf(e, " %63s%n", names[nv], &used) != 1)
+			break;
+		e += used;
+		if ((colon = strchr(names[nv], ':'))) {
+			g = atoi(colon + 1);
+			*colon = 0;
+		}
+		if ((tiles[nv] = ptx_tile_byname(names[nv])) < 0 || ptx_tiles[tiles[nv]].kind != PTX_WGMMA || g <= 0) {
+			fprintf(stderr, "PERF_TILES: no wgmma tile '%s' (or a bad group)\n", names[nv]);
+			exit(2);
+		}
+		groups[nv++] = g;
+	}
+	for (size_t si = 0; si < nshapes; si++) {
+		int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+		Tens a = tens_new(DT_BF16, m * k), b = tens_new(DT_BF16, k * n), c = tens_new(DT_BF16, m * n);
+		Kern kr[AB_MAX];
+		Launch l[AB_MAX];
+		Buf bu[AB_MAX];
+		float *t = calloc((size_t)(nv * rounds), sizeof *t);
+		CUevent e0, e1;
+		tens_random(&a, 1.0);
+		tens_random(&b, 1.0);
+		CU(cuEventCreate(&e0, CU_EVENT_DEFAULT));
+		CU(cuEventCreate(&e1, CU_EVENT_DEFAULT));
+		for (int v = 0; v < nv; v++) {
+			PtxMatmulSpec sp = mm_spec("perf_ab", DT_BF16, m, n, k, ptx_tiles[tiles[v]].name, DT_BF16);
+			PtxKernel kk;
+			bu[v] = (Buf){0};
+			ptx_emit_matmul(&bu[v], &sp, &kk);
+			kr[v] = kern_load(&bu[v], &kk);
+			PtxBlock *bl = calloc((size_t)kk.nblocks, sizeof *bl);
+			ptx_matmul_blocks(&sp, groups[v], bl);
+			l[v] = (Launch){0};
+			l[v].blocks = upload_blocks(bl, kk.nblocks);
+			l[v].nblocks = (uint32_t)kk.nblocks;
+			l[v].grid = nsm * (kr[v].per_sm > 0 ? kr[v].per_sm : 1);
+			l[v].s = stream[0];
+			l[v].t[0] = a.d;
+			l[v].t[1] = b.d;
+			l[v].t[2] = c.d;
+			free(bl);
+			for (int i = 0; i < 3; i++)
+				launch(&kr[v], &l[v]);
+		}
+		for (int r = 0; r < rounds; r++)
+			for (int i = 0; i < nv; i++) {
+				int v = r % 2 ? nv - 1 - i : i;
+				CU(cuEventRecord(e0, stream[0]));
+				for (int j = 0; j < b2b; j++)
+					launch(&kr[v], &l[v]);
+				CU(cuEventRecord(e1, stream[0]));
+				CU(cuEventSynchronize(e1));
+				CU(cuEventElapsedTime(&t[v * rounds + r], e0, e1));
+				t[v * rounds + r] /= (float)b2b;
+			}
+		double base = 0;
+		for (int v = 0; v < nv; v++) {
+			qsort(&t[v * rounds], (size_t)rounds, sizeof *t, cmp_float);
+			double med = t[v * rounds + rounds / 2];
+			base = v ? base : med;
+			printf("PERFAB m=%lld n=%lld k=%lld tile=%s group=%d b2b=%d rounds=%d median_ms=%.4f q1_ms=%.4f q3_ms=%.4f "
+			       "tflops=%.1f speed_vs_first=%.3f\n",
+			       (long long)m, (long long)n, (long long)k, names[v], groups[v], b2b, rounds, med,
+			       t[v * rounds + rounds / 4], t[v * rounds + 3 * rounds / 4], 2.0 * m * n * k / (med * 1e-3) / 1e12,
+			       base / med);
+			CU(cuMemFree(l[v].blocks));
+			CU(cuModuleUnload(kr[v].mod));
+			buf_free(&bu[v]);
+		}
+		fflush(stdout);
+		free(t);
+		CU(cuEventDestroy(e0));
+		CU(cuEventDestroy(e1));
+		tens_free(&a);
+		tens_free(&b);
+		tens_free(&c);
+	}
 }
 
 /* What raising a flag after every tile costs, with a consumer thread
@@ -2643,6 +2756,10 @@ main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "perf-cols")) {
 		perf_cols();
+		return failures ? 1 : 0;
+	}
+	if (!strcmp(argv[1], "perf-ab")) {
+		perf_ab();
 		return failures ? 1 : 0;
 	}
 	if (!strcmp(argv[1], "perf-attn")) {
