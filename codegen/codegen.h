@@ -121,6 +121,8 @@ typedef struct PtxTile {
 	int min_ctas;          /* .minnctapersm, 0 = none */
 	PtxMmKind kind;
 	bool raiser;           /* wgmma: a producer warp raises the output flags (else a consumer thread) */
+	int cluster;           /* wgmma: CTAs of a cluster sharing an entry of bm rows, bm / cluster
+	                          each, that load B's boxes once for all by TMA multicast (0 = 1) */
 } PtxTile;
 extern const PtxTile ptx_tiles[];
 extern const int ptx_ntiles;

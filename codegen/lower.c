@@ -421,6 +421,13 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 		int before = n[0];
 		memset(owned, 0, (size_t)L->P * sizeof(int));
 		band_flags(L, bl[i], &proto);
+		if (t->cluster > 1 && (proto.in_flag != PTX_NO_FLAG || proto.out_flag != PTX_NO_FLAG)) {
+			/* both CTAs of an entry would raise its flag, each after its own half */
+			free(owned);
+			free(n);
+			return refuse(L, "matmul %%%d: tile %s splits an entry over a cluster's CTAs, which cannot wait on or "
+			              "raise the plan's flags yet; pick another --tile", a, t->name);
+		}
 		for (int r = 0; r < L->P; r++) {
 			Box abs[2 * MAXBOX];
 			int nbox = b->nout ? blk_abs_boxes(f, &b->out[0], r, abs) : 0;

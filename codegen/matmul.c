@@ -25,27 +25,30 @@
 #include <string.h>
 
 const PtxTile ptx_tiles[] = {
-	/* name              bm   bn   bk  wm wn stages minctas kind raiser */
-	{"128x256x32s3",    128, 256, 32, 2, 4, 3, 1, PTX_MMA_SYNC, false},
-	{"128x256x32s4",    128, 256, 32, 2, 4, 4, 1, PTX_MMA_SYNC, false},
-	{"256x128x32s4",    256, 128, 32, 4, 2, 4, 1, PTX_MMA_SYNC, false},
-	{"128x256x64s3",    128, 256, 64, 2, 4, 3, 1, PTX_MMA_SYNC, false},
-	{"128x128x32s4",    128, 128, 32, 2, 4, 4, 1, PTX_MMA_SYNC, false},
-	{"128x128x64s3",    128, 128, 64, 2, 4, 3, 1, PTX_MMA_SYNC, false},
+	/* name              bm   bn   bk  wm wn stages minctas kind raiser cluster */
+	{"128x256x32s3",    128, 256, 32, 2, 4, 3, 1, PTX_MMA_SYNC, false, 0},
+	{"128x256x32s4",    128, 256, 32, 2, 4, 4, 1, PTX_MMA_SYNC, false, 0},
+	{"256x128x32s4",    256, 128, 32, 4, 2, 4, 1, PTX_MMA_SYNC, false, 0},
+	{"128x256x64s3",    128, 256, 64, 2, 4, 3, 1, PTX_MMA_SYNC, false, 0},
+	{"128x128x32s4",    128, 128, 32, 2, 4, 4, 1, PTX_MMA_SYNC, false, 0},
+	{"128x128x64s3",    128, 128, 64, 2, 4, 3, 1, PTX_MMA_SYNC, false, 0},
 	/* wgmma: warps_m consumer warpgroups of 64 rows each, one producer
 	 * warpgroup; a consumer thread raises each tile's output flag */
-	{"wg128x256x64s4",  128, 256, 64, 2, 1, 4, 1, PTX_WGMMA, false},
-	{"wg128x256x64s3",  128, 256, 64, 2, 1, 3, 1, PTX_WGMMA, false},
-	{"wg128x128x64s6",  128, 128, 64, 2, 1, 6, 1, PTX_WGMMA, false},
-	{"wg128x64x64s8",   128,  64, 64, 2, 1, 8, 1, PTX_WGMMA, false},
+	{"wg128x256x64s4",  128, 256, 64, 2, 1, 4, 1, PTX_WGMMA, false, 0},
+	{"wg128x256x64s3",  128, 256, 64, 2, 1, 3, 1, PTX_WGMMA, false, 0},
+	{"wg128x128x64s6",  128, 128, 64, 2, 1, 6, 1, PTX_WGMMA, false, 0},
+	{"wg128x64x64s8",   128,  64, 64, 2, 1, 8, 1, PTX_WGMMA, false, 0},
+	/* two CTAs of 128 x 256 on one entry of 256 rows, B multicast */
+	{"wg256x256x64s3c2", 256, 256, 64, 2, 1, 3, 1, PTX_WGMMA, false, 2},
+	{"wg256x256x64s4c2", 256, 256, 64, 2, 1, 4, 1, PTX_WGMMA, false, 2},
 	/* raiser: the producer warpgroup's second warp raises them, so the
 	 * system-scope release never stalls a consumer warpgroup.  Assembled
 	 * by ptxas in the tests but not yet run on a GPU: not a default. */
-	{"wg128x256x64s3r", 128, 256, 64, 2, 1, 3, 1, PTX_WGMMA, true},
+	{"wg128x256x64s3r", 128, 256, 64, 2, 1, 3, 1, PTX_WGMMA, true, 0},
 	/* f32 operands: FFMA on the CUDA cores (codegen/simt.c) */
-	{"ffma128x128x8s3", 128, 128,  8, 2, 4, 3, 2, PTX_SIMT, false},
-	{"ffma128x128x8s4", 128, 128,  8, 2, 4, 4, 0, PTX_SIMT, false}, /* 1 CTA/SM: room for epilogue inputs */
-	{"ffma64x64x8s3",    64,  64,  8, 2, 2, 3, 0, PTX_SIMT, false},
+	{"ffma128x128x8s3", 128, 128,  8, 2, 4, 3, 2, PTX_SIMT, false, 0},
+	{"ffma128x128x8s4", 128, 128,  8, 2, 4, 4, 0, PTX_SIMT, false, 0}, /* 1 CTA/SM: room for epilogue inputs */
+	{"ffma64x64x8s3",    64,  64,  8, 2, 2, 3, 0, PTX_SIMT, false, 0},
 };
 const int ptx_ntiles = NELEM(ptx_tiles);
 

@@ -59,6 +59,9 @@ typedef struct Wg {
 	const PtxMatmulSpec *s;
 	const PtxTile *t;
 	int nwg;              /* consumer warpgroups */
+	int cl, cbm;          /* CTAs on an entry (PtxTile.cluster, 1: none), rows of it each */
+	Reg crow;             /* cl > 1: this CTA's first row within the entry (cluster rank x cbm) */
+	int bye;              /* cl > 1: the label every thread leaves by (a cluster barrier first) */
 	int abytes, bbytes;   /* one stage's A and B tiles */
 	int stage;            /* bytes per stage */
 	bool staged;          /* the output tile goes through shared memory and TMA (wg_stageable) */
@@ -116,7 +119,7 @@ wg_stageable(const Wg *w)
 	const PtxMatmulSpec *s = w->s;
 	const PtxTensor *o = &s->out[0];
 	int64_t lim = (int64_t)1 << 38;
-	int tile = w->t->bm * w->t->bn * 2;
+	int tile = w->cbm * w->t->bn * 2;
 	if (s->nout != 1 || (s->epi.nins && s->epi.nout != 1) || !ptx_dtypes[o->dt].pack2 || o->stride[2] != 1)
 		return 0;
 	if (o->stride[1] % 8 || o->stride[1] >= lim || (s->batch > 1 && (o->stride[0] % 8 || !o->stride[0] || o->stride[0] >= lim)))
@@ -131,7 +134,9 @@ wg_setup(Wg *w, Ptx *p, const PtxMatmulSpec *s)
 {
 	*w = (Wg){.p = p, .s = s, .t = &ptx_tiles[s->tile]};
 	w->nwg = w->t->warps_m;
-	w->abytes = w->t->bm * WG_BK * 2;
+	w->cl = w->t->cluster > 1 ? w->t->cluster : 1;
+	w->cbm = w->t->bm / w->cl;
+	w->abytes = w->cbm * WG_BK * 2;
 	w->bbytes = WG_BK * w->t->bn * 2;
 	w->stage = w->abytes + w->bbytes;
 	w->bars = w->t->stages * w->stage;
@@ -141,7 +146,7 @@ wg_setup(Wg *w, Ptx *p, const PtxMatmulSpec *s)
 	w->coff = w->bars;
 	w->parts = wg_stageable(w);
 	if ((w->staged = w->parts > 0))
-		w->bars += w->t->bm * w->t->bn * 2 / w->parts;
+		w->bars += w->cbm * w->t->bn * 2 / w->parts;
 	else
 		w->parts = 1;
 }
@@ -170,8 +175,11 @@ ptx_wgmma_check(const PtxMatmulSpec *s)
 	Wg w;
 	wg_setup(&w, NULL, s);
 	if (t->kind != PTX_WGMMA || t->bk != WG_BK || t->warps_n != 1 || t->warps_m < 1 || t->warps_m > 2 ||
-	    t->bm != 64 * t->warps_m || t->bn % WG_BOXN || t->bn < WG_BOXN || t->bn > 256 || t->stages < 2)
-		return "wgmma tile: needs bk 64, bm = 64 per consumer warpgroup (1 or 2), bn a multiple of 64 up to 256";
+	    w.cbm * w.cl != t->bm || w.cbm != 64 * t->warps_m || t->bn % WG_BOXN || t->bn < WG_BOXN || t->bn > 256 ||
+	    t->stages < 2)
+		return "wgmma tile: needs bk 64, bm = 64 per consumer warpgroup (1 or 2) per CTA, bn a multiple of 64 up to 256";
+	if (w.cl > 1 && (w.cl != 2 || t->bn / WG_BOXN % w.cl || s->bt || s->route || t->raiser))
+		return "wgmma cluster tile: 2 CTAs sharing B's row-major boxes, no K-major B, routes or raiser warp";
 	if (wg_smem(&w) > WG_SMEM_MAX)
 		return "wgmma tile: stages do not fit in shared memory";
 	if (s->route < 0 || s->route > PTX_MAX_ROUTES)
@@ -197,7 +205,7 @@ wg_tmaps(const Wg *w, PtxKernel *k)
 	k->ntmaps = 2;
 	k->tmap[0] = (PtxTmap){.tensor = 0, .role = 'A', .dt = s->ab, .dim = {s->k, s->m, ba},
 	                       .stride = {w->lda * 2, (s->batch_a ? s->batch_a : w->lda * s->m) * 2},
-	                       .box = {WG_BK, w->t->bm, 1}};
+	                       .box = {WG_BK, w->cbm, 1}};
 	if (s->bt)
 		k->tmap[1] = (PtxTmap){.tensor = 1, .role = 'B', .dt = s->ab, .dim = {s->k, s->n, bb},
 		                       .stride = {w->ldb * 2, (s->batch_b ? s->batch_b : w->ldb * s->n) * 2},
@@ -211,7 +219,7 @@ wg_tmaps(const Wg *w, PtxKernel *k)
 		k->ntmaps = 3;
 		k->tmap[2] = (PtxTmap){.tensor = 2 + s->nin, .role = 'C', .dt = o->dt, .dim = {s->n, s->m, s->batch},
 		                       .stride = {o->stride[1] * 2, (s->batch > 1 ? o->stride[0] : o->stride[1] * s->m) * 2},
-		                       .box = {WG_BOXN, w->t->bm, 1}};
+		                       .box = {WG_BOXN, w->cbm, 1}};
 		for (int j = 0; j < s->route; j++) { /* C in rank j's memory */
 			k->tmap[3 + j] = k->tmap[2];
 			k->tmap[3 + j].route = j + 1;
@@ -245,6 +253,29 @@ static void
 bar_wait(Wg *w, Reg addr, Reg parity)
 {
 	ptx_mbar_wait(w->p, addr, parity);
+}
+
+/* d = the first row of this CTA's part of entry row x (x * bm, and the
+ * CTA's rows within a cluster's entry). */
+static void
+wg_row0(Wg *w, Reg d, Reg x)
+{
+	Ptx *p = w->p;
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(d), R(x), w->t->bm);
+	if (w->cl > 1)
+		ptx_emit(p, "add.u32 %s, %s, %s;", R(d), R(d), R(w->crow));
+}
+
+/* A thread is done.  In a cluster every thread leaves by one cluster
+ * barrier: a CTA's shared memory and barriers are its peer's multicast
+ * targets and remote arrivals until the peer is done too. */
+static void
+wg_leave(Wg *w)
+{
+	if (w->cl > 1)
+		ptx_emit(w->p, "bra $L%d;", w->bye);
+	else
+		ptx_emit(w->p, "ret;");
 }
 
 /* stage = (stage + 1) % S, phase flips when it wraps */
@@ -288,8 +319,15 @@ wg_producer(Wg *w, Reg stage, Reg phase)
 	Reg kc = ptx_reg(p, RC_B32), m0 = ptx_reg(p, RC_B32), n0 = ptx_reg(p, RC_B32), c = ptx_reg(p, RC_B32);
 	Reg za = ptx_reg(p, RC_B32), zb = ptx_reg(p, RC_B32), ph1 = ptx_reg(p, RC_B32), st = ptx_reg(p, RC_B64);
 	Reg qa = ptx_reg(p, RC_B32), pc = ptx_reg(p, RC_B32);
+	Reg mbo = ptx_reg(p, RC_B32), mbc = ptx_reg(p, RC_B32), mask = ptx_reg(p, RC_B16);
 
 	ptx_emit(p, "mov.u32 %s, 0;", R(pc)); /* this CTA's entries so far */
+	if (w->cl > 1) { /* its share of B: boxes from rank x boxes-a-share on */
+		int share = w->t->bn / WG_BOXN / w->cl;
+		ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(mbo), R(p->crank), share * WG_BOXN * WG_BK * 2);
+		ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(mbc), R(p->crank), share * WG_BOXN);
+		ptx_emit(p, "mov.b16 %s, %d;", R(mask), (1 << w->cl) - 1);
+	}
 	ptx_emit(p, "mov.b64 %s, tm0;", R(tma));
 	ptx_emit(p, "cvta.param.u64 %s, %s;", R(tma), R(tma));
 	ptx_emit(p, "mov.b64 %s, tm1;", R(tmb));
@@ -300,7 +338,7 @@ wg_producer(Wg *w, Reg stage, Reg phase)
 	ptx_wg_producer_entry(p, q, quit, done, quit_l);
 	ptx_emit(p, "ld.global.nc.v2.u32 {%s, %s}, [%s];", R(p->x), R(p->y), R(p->entry));
 	ptx_emit(p, "ld.global.nc.u32 %s, [%s+8];", R(p->z), R(p->entry));
-	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(m0), R(p->x), w->t->bm);
+	wg_row0(w, m0, p->x);
 	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(n0), R(p->y), w->t->bn);
 	/* an operand shared by every batch has a map of one batch */
 	ptx_emit(p, "mov.u32 %s, %s;", R(za), s->batch_a ? R(p->z) : "0");
@@ -321,11 +359,21 @@ wg_producer(Wg *w, Reg stage, Reg phase)
 		ptx_emit(p, "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s];",
 		         R(qa), R(tmb), R(kc), R(n0), R(zb), R(full));
 	}
-	for (int i = 0; !s->bt && i < w->t->bn / WG_BOXN; i++) {
+	for (int i = 0; !s->bt && w->cl == 1 && i < w->t->bn / WG_BOXN; i++) {
 		ptx_emit(p, "add.u32 %s, %s, %d;", R(qa), R(dst), w->abytes + i * WG_BOXN * WG_BK * 2);
 		ptx_emit(p, "add.u32 %s, %s, %d;", R(c), R(n0), i * WG_BOXN);
 		ptx_emit(p, "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s];",
 		         R(qa), R(tmb), R(c), R(kc), R(zb), R(full));
+	}
+	/* a cluster: this CTA's share of B's boxes, into the same stage of
+	 * every CTA of the cluster, each of whose `full` barriers counts them */
+	for (int i = 0; w->cl > 1 && i < w->t->bn / WG_BOXN / w->cl; i++) {
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(qa), R(dst), w->abytes + i * WG_BOXN * WG_BK * 2);
+		ptx_emit(p, "add.u32 %s, %s, %s;", R(qa), R(qa), R(mbo));
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(c), R(n0), i * WG_BOXN);
+		ptx_emit(p, "add.u32 %s, %s, %s;", R(c), R(c), R(mbc));
+		ptx_emit(p, "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+		         "[%s], [%s, {%s, %s, %s}], [%s], %s;", R(qa), R(tmb), R(c), R(kc), R(zb), R(full), R(mask));
 	}
 	next_stage(w, stage, phase);
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(kt), R(kt));
@@ -348,7 +396,7 @@ wg_producer(Wg *w, Reg stage, Reg phase)
 	bar_addr(w, full, BAR_FULL, stage);
 	ptx_emit(p, "mbarrier.arrive.shared::cta.b64 %s, [%s];", R(st), R(full));
 	ptx_place(p, done);
-	ptx_emit(p, "ret;");
+	wg_leave(w);
 }
 
 /* The descriptor of a shared address with the 128-byte swizzle. */
@@ -429,14 +477,14 @@ wg_store_tile(Wg *w, Reg rt, Reg drow, Reg dcol, int q)
 	ptx_emit(p, "cvta.param.u64 %s, %s;", R(tmc), R(tmc));
 	ptx_emit(p, "ld.global.nc.v2.u32 {%s, %s}, [%s];", R(p->x), R(p->y), R(p->entry));
 	ptx_emit(p, "ld.global.nc.u32 %s, [%s+8];", R(p->z), R(p->entry));
-	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(m0), R(p->x), w->t->bm);
+	wg_row0(w, m0, p->x);
 	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(n0), R(p->y), w->t->bn);
 	if (w->s->route) {
 		ptx_emit(p, "add.u32 %s, %s, %s;", R(m0), R(m0), R(drow));
 		ptx_emit(p, "add.u32 %s, %s, %s;", R(n0), R(n0), R(dcol));
 	}
 	for (int b = q * pb; b < (q + 1) * pb; b++) {
-		ptx_emit(p, "add.u32 %s, %s, %d;", R(src), R(w->base), w->coff + (b - q * pb) * w->t->bm * 128);
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(src), R(w->base), w->coff + (b - q * pb) * w->cbm * 128);
 		ptx_emit(p, "add.u32 %s, %s, %d;", R(c), R(n0), b * WG_BOXN);
 		ptx_emit(p, "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%s, {%s, %s, %s}], [%s];", R(tmc), R(c),
 		         R(m0), R(p->z), R(src));
@@ -536,7 +584,7 @@ wg_raiser(Wg *w)
 	ptx_place(p, done);
 	if (w->staged) /* the CTA's shared memory outlives the last store's reads */
 		ptx_emit(p, "cp.async.bulk.wait_group 0;");
-	ptx_emit(p, "ret;");
+	wg_leave(w);
 }
 
 /* xo[j]: this thread's address in the staged tile of 16-byte chunk j of
@@ -578,6 +626,23 @@ wg_stage_free(Wg *w, Reg tc)
 	ptx_place(p, skip);
 }
 
+/* A consumer warp frees a stage (empty: its barrier's address): one
+ * arrival by its lane 0, and in a cluster one on each peer's barrier of
+ * the stage too, since every CTA's producer writes its share of B there. */
+static void
+wg_release(Wg *w, Reg empty, Reg lane0, Reg st)
+{
+	Ptx *p = w->p;
+	ptx_emit(p, "@%s mbarrier.arrive.shared::cta.b64 %s, [%s];", R(lane0), R(st), R(empty));
+	for (int j = 1; j < w->cl; j++) {
+		Reg ra = ptx_reg(p, RC_B32), peer = ptx_reg(p, RC_B32);
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(peer), R(p->crank), j);
+		ptx_emit(p, "rem.u32 %s, %s, %d;", R(peer), R(peer), w->cl);
+		ptx_emit(p, "mapa.shared::cluster.u32 %s, %s, %s;", R(ra), R(empty), R(peer));
+		ptx_emit(p, "@%s mbarrier.arrive.shared::cluster.b64 _, [%s];", R(lane0), R(ra));
+	}
+}
+
 /* A consumer warpgroup: the k loop of each tile, the epilogue, the flag. */
 static void
 wg_consumer(Wg *w, Reg stage, Reg phase)
@@ -597,7 +662,7 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	Reg st = ptx_reg(p, RC_B64), rr = ptx_reg(p, RC_B32), cc = ptx_reg(p, RC_B32);
 	Reg xo[8];
 	PtxMmFrag f = {.r0 = rr, .c0 = cc, .mi = 1, .nj = w->t->bn / 8, .acc = w->acc,
-	               .stage_xo = w->staged ? xo : NULL, .stage_box = w->t->bm * 128};
+	               .stage_xo = w->staged ? xo : NULL, .stage_box = w->cbm * 128};
 
 	ptx_emit(p, "sub.u32 %s, %s, %d;", R(ct), R(p->tid), WG_THREADS);
 	ptx_emit(p, "shr.u32 %s, %s, 7;", R(g), R(ct));
@@ -659,7 +724,7 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(q), R(kt));
 	ptx_emit(p, "@%s bra $L%d;", R(q), first);
 	bar_addr(w, empty, BAR_EMPTY, prev);
-	ptx_emit(p, "@%s mbarrier.arrive.shared::cta.b64 %s, [%s];", R(lane0), R(st), R(empty));
+	wg_release(w, empty, lane0, st);
 	ptx_place(p, first);
 	ptx_emit(p, "mov.u32 %s, %s;", R(prev), R(stage));
 	next_stage(w, stage, phase);
@@ -668,12 +733,13 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	ptx_emit(p, "@%s bra $L%d;", R(q), kloop);
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;");
 	bar_addr(w, empty, BAR_EMPTY, prev);
-	ptx_emit(p, "@%s mbarrier.arrive.shared::cta.b64 %s, [%s];", R(lane0), R(st), R(empty));
+	wg_release(w, empty, lane0, st);
 
 	/* epilogue: absolute row and column of this thread's fragment */
 	ptx_emit(p, "ld.global.nc.v2.u32 {%s, %s}, [%s];", R(p->x), R(p->y), R(p->entry));
 	ptx_emit(p, "ld.global.nc.u32 %s, [%s+8];", R(p->z), R(p->entry));
-	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(rr), R(p->x), w->t->bm, R(r0));
+	wg_row0(w, rr, p->x);
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(rr), R(rr), R(r0));
 	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(cc), R(p->y), w->t->bn, R(c0));
 	for (int part = 0; part < w->parts; part++) { /* tc counts parts */
 		f.j0 = part * f.nj / w->parts;
@@ -697,7 +763,7 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	if (wg_storer(w))
 		tile_done(w, tc, lane0);
 	ptx_place(p, done);
-	ptx_emit(p, "ret;");
+	wg_leave(w);
 }
 
 void
@@ -720,8 +786,14 @@ ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 	           w.t->name, w.nwg);
 	for (int i = 0; i < w.t->bn / 2; i++)
 		w.acc[i] = ptx_reg(p, RC_F32);
+	ptx_kernel_cluster(p, w.cl);
 	ptx_params(p, 2 + s->nin + s->nout);
 	w.base = ptx_reg(p, RC_B32);
+	w.bye = ptx_label(p);
+	if (w.cl > 1) {
+		w.crow = ptx_reg(p, RC_B32);
+		ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(w.crow), R(p->crank), w.cbm);
+	}
 	stage = ptx_reg(p, RC_B32);
 	phase = ptx_reg(p, RC_B32);
 	a = ptx_reg(p, RC_B32);
@@ -738,7 +810,7 @@ ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 			ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), bar_off(&w, BAR_FULL) + 8 * i);
 			ptx_emit(p, "mbarrier.init.shared::cta.b64 [%s], 1;", R(a));
 			ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), bar_off(&w, BAR_EMPTY) + 8 * i);
-			ptx_emit(p, "mbarrier.init.shared::cta.b64 [%s], %d;", R(a), 4 * w.nwg);
+			ptx_emit(p, "mbarrier.init.shared::cta.b64 [%s], %d;", R(a), 4 * w.nwg * w.cl);
 		}
 		for (int i = 0; i < 2 && wg_storer(&w); i++) {
 			ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), bar_off(&w, BAR_DONE) + 8 * i);
@@ -755,7 +827,10 @@ ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 		ptx_emit(p, "fence.mbarrier_init.release.cluster;");
 		ptx_place(p, skip);
 	}
-	ptx_emit(p, "bar.sync 0;");
+	if (w.cl > 1) /* the peers' barriers are made before any multicast or remote arrival */
+		ptx_cluster_sync(p);
+	else
+		ptx_emit(p, "bar.sync 0;");
 	ptx_emit(p, "mov.u32 %s, 0;", R(stage));
 	ptx_emit(p, "mov.u32 %s, 0;", R(phase));
 	consumer = ptx_label(p);
@@ -773,11 +848,17 @@ ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 			wg_raiser(&w);
 		}
 		ptx_place(p, out);
-		ptx_emit(p, "ret;");
+		wg_leave(&w);
 	}
 	ptx_place(p, consumer);
 	ptx_emit(p, "setmaxnreg.inc.sync.aligned.u32 %d;", WG_CONSUMER_REGS);
 	wg_consumer(&w, stage, phase);
+	if (w.cl > 1) {
+		ptx_place(p, w.bye);
+		ptx_cluster_sync(p);
+		ptx_emit(p, "ret;");
+	}
 	ptx_kernel_end(p);
 	ptx_matmul_kernel(k, s, WG_THREADS * (1 + w.nwg), wg_smem(&w));
+	k->cluster = w.cl > 1 ? w.cl : 0;
 }

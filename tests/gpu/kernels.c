@@ -1843,7 +1843,7 @@ perf_one(int tile, int64_t m, int64_t n, int64_t k, Tens *a, Tens *b, Tens *cc, 
 			bl[i].out_flag = 0, bl[i].out_op = PTX_RAISE_ADD, bl[i].out_value = 1;
 	l.blocks = upload_blocks(bl, kk.nblocks);
 	l.nblocks = (uint32_t)kk.nblocks;
-	l.grid = nsm * (kr.per_sm > 0 ? kr.per_sm : 1); /* as syn_grid_persistent sizes it */
+	l.grid = full_grid(&kr, kk.nblocks); /* as syn_grid_persistent / syn_grid_cluster size it */
 	l.s = stream[0];
 	if (raise) {
 		CU(cuMemAlloc(&l.flags, 8));
@@ -2035,7 +2035,7 @@ perf_ab(void)
 			l[v] = (Launch){0};
 			l[v].blocks = upload_blocks(bl, kk.nblocks);
 			l[v].nblocks = (uint32_t)kk.nblocks;
-			l[v].grid = nsm * (kr[v].per_sm > 0 ? kr[v].per_sm : 1);
+			l[v].grid = full_grid(&kr[v], kk.nblocks);
 			l[v].s = stream[0];
 			l[v].t[0] = a.d;
 			l[v].t[1] = b.d;
@@ -2135,6 +2135,23 @@ wg_batch_spec(const char *name, const char *tile)
 	s.batch_b = 136 * 200;
 	s.out[0] = (PtxTensor){DT_F16, {300 * 208, 208, 1}};
 	return s;
+}
+
+/* The 2-CTA cluster tile (B's boxes multicast to both CTAs of an entry of
+ * 256 rows): staged and from registers, an entry whose second CTA is all
+ * past m (1000 rows, 520 rows), a ragged k, f16 batches with padded
+ * strides, an epilogue with inputs, a single CTA's worth (1x8x8), grids
+ * smaller than the entries. */
+static void
+case_mm_cluster(void)
+{
+	const char *t = "wg256x256x64s3c2";
+	mm_run("wg_c2_2048x1536x4096", mm_spec("wg_c2", DT_BF16, 2048, 1536, 4096, t, DT_BF16), nsm);
+	mm_run("wg_c2_1000_bf16", mm_spec("wg_c2_1000", DT_BF16, 1000, 1000, 1000, t, DT_BF16), 6);
+	mm_run("wg_c2_520x776x392_f32", mm_spec("wg_c2_f32", DT_BF16, 520, 776, 392, t, DT_F32), 4);
+	mm_run("wg_c2_1x8x8", mm_spec("wg_c2_tiny", DT_BF16, 1, 8, 8, t, DT_BF16), 2);
+	mm_run("wg_c2_batch_f16", wg_batch_spec("wg_c2_batch", t), 4);
+	mm_run("wg_c2_epi_bias_res_tanh", epi_spec("wg_c2_epi", t), 8);
 }
 
 /* B read K-major (bt: the matmul of x @ transpose(w), w stored n x k):
@@ -2716,7 +2733,7 @@ static const struct {
 	{"mm_wgmma", case_mm_wgmma},       {"mm_wgmma_small", case_mm_wgmma_small},
 	{"mm_1000", case_mm_1000},         {"mm_ragged", case_mm_ragged},
 	{"mm_batch", case_mm_batch},       {"mm_epi", case_mm_epi},
-	{"mm_tiles", case_mm_tiles},       {"ew_bcast", case_ew_bcast},
+	{"mm_tiles", case_mm_tiles},       {"mm_cluster", case_mm_cluster}, {"ew_bcast", case_ew_bcast},
 	{"ew_ops", case_ew_ops},           {"ew_int", case_ew_int},
 	{"ew_strided", case_ew_strided},   {"rows_softmax", case_rows_softmax},
 	{"rows_layernorm", case_rows_layernorm}, {"rows_rmsnorm", case_rows_rmsnorm}, {"rows_wide", case_rows_wide}, {"rows_peel", case_rows_peel},
