@@ -1913,6 +1913,68 @@ load_elems(Ptx *p, DType dt, Reg addr, int v, Reg *val)
 	}
 }
 
+/* Eight adjacent 16-bit elements at addr, which is only 2-byte aligned (a
+ * norm's weight at a peeled row's columns, shifted by the row's head):
+ * the two 16-byte vectors around them, and the eight picked out by the
+ * shift s = (addr & 15) / 2 -- words q = s / 2 on by selp, and for odd s
+ * the half-words between by prmt.  Eight element loads each cost a warp
+ * four L1 wavefronts (lanes 16 bytes apart): layernorm at 1024 x 50257
+ * ran 40% longer than softmax on them (bench/results/2026-12-06-cta-h100).
+ * Where the two vectors would leave [lo, lo + bytes) -- the weight's ends,
+ * which compute-sanitizer checks -- the elements one by one. */
+static void
+load_shifted16(Ptx *p, DType dt, Reg addr, Reg lo, int64_t bytes, Reg *val)
+{
+	Reg base = ptx_reg(p, RC_B64), end = ptx_reg(p, RC_B64), sh = ptx_reg(p, RC_B32), sel = ptx_reg(p, RC_B32);
+	Reg q1 = ptx_reg(p, RC_PRED), q2 = ptx_reg(p, RC_PRED), odd = ptx_reg(p, RC_PRED), out = ptx_reg(p, RC_PRED);
+	Reg w[8], m[5], top = ptx_reg(p, RC_B64), t0 = ptx_reg(p, RC_B32), t1 = ptx_reg(p, RC_B32);
+	int slow = ptx_label(p), done = ptx_label(p);
+
+	for (int j = 0; j < 8; j++)
+		val[j] = ptx_reg(p, RC_F32);
+	ptx_emit(p, "and.b64 %s, %s, -16;", R(base), R(addr));
+	ptx_emit(p, "add.u64 %s, %s, %lld;", R(end), R(lo), (long long)bytes);
+	ptx_emit(p, "setp.lt.u64 %s, %s, %s;", R(out), R(base), R(lo));
+	ptx_emit(p, "add.u64 %s, %s, 32;", R(top), R(base));
+	ptx_emit(p, "setp.gt.or.u64 %s, %s, %s, %s;", R(out), R(top), R(end), R(out));
+	ptx_emit(p, "@%s bra $L%d;", R(out), slow);
+	for (int j = 0; j < 8; j++)
+		w[j] = ptx_reg(p, RC_B32);
+	ptx_emit(p, "ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s];", R(w[0]), R(w[1]), R(w[2]), R(w[3]), R(base));
+	ptx_emit(p, "ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s+16];", R(w[4]), R(w[5]), R(w[6]), R(w[7]), R(base));
+	ptx_emit(p, "cvt.u32.u64 %s, %s;", R(sh), R(addr));
+	ptx_emit(p, "bfe.u32 %s, %s, 1, 3;", R(sh), R(sh)); /* s, the shift in elements */
+	ptx_emit(p, "and.b32 %s, %s, 1;", R(sel), R(sh));
+	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(odd), R(sel));
+	ptx_emit(p, "and.b32 %s, %s, 2;", R(sel), R(sh));
+	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q1), R(sel));
+	ptx_emit(p, "and.b32 %s, %s, 4;", R(sel), R(sh));
+	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q2), R(sel));
+	ptx_emit(p, "selp.b32 %s, 21554, 12816, %s;", R(sel), R(odd)); /* 0x5432: a's high half, b's low; 0x3210: a */
+	for (int k = 0; k < 5; k++) { /* m[k] = w[s / 2 + k] */
+		m[k] = ptx_reg(p, RC_B32);
+		ptx_emit(p, "selp.b32 %s, %s, %s, %s;", R(t0), R(w[k + 1]), R(w[k]), R(q1));
+		ptx_emit(p, "selp.b32 %s, %s, %s, %s;", R(t1), R(w[k + 3]), R(w[k + 2]), R(q1));
+		ptx_emit(p, "selp.b32 %s, %s, %s, %s;", R(m[k]), R(t1), R(t0), R(q2));
+	}
+	for (int k = 0; k < 4; k++) {
+		Reg o = ptx_reg(p, RC_B32), v[2];
+		ptx_emit(p, "prmt.b32 %s, %s, %s, %s;", R(o), R(m[k]), R(m[k + 1]), R(sel));
+		ptx_unpack_word(p, dt, o, v);
+		ptx_emit(p, "mov.f32 %s, %s;", R(val[2 * k]), R(v[0]));
+		ptx_emit(p, "mov.f32 %s, %s;", R(val[2 * k + 1]), R(v[1]));
+	}
+	ptx_emit(p, "bra $L%d;", done);
+	ptx_place(p, slow);
+	for (int j = 0; j < 8; j++) {
+		Reg a = ptx_reg(p, RC_B64), v;
+		ptx_emit(p, "add.u64 %s, %s, %d;", R(a), R(addr), 2 * j);
+		v = ptx_load_val(p, dt, a, "global");
+		ptx_emit(p, "mov.f32 %s, %s;", R(val[j]), R(v));
+	}
+	ptx_place(p, done);
+}
+
 /* The inputs program g reads at the thread's vector u: streamed ones from
  * registers, the others (a row's scalar, a vector shared by every row)
  * loaded, from L1 or L2. */
@@ -1930,7 +1992,10 @@ cta_inputs(Rows *r, const PtxEwProg *g, int u, Reg col, Reg in[][8])
 			continue;
 		if (!streamed(&s->in[i]) || u < 0) {
 			Reg a = col_addr(p, &s->in[i], r->inrow[i], col);
-			if (r->peel && r->vec > 1 && !streamed(&s->in[i]) && s->in[i].stride[1] == 1)
+			if (r->peel && r->vec == 8 && ptx_dtypes[s->in[i].dt].size == 2 && ptx_dtypes[s->in[i].dt].load &&
+			    !streamed(&s->in[i]) && s->in[i].stride[1] == 1) /* not shifted with the row */
+				load_shifted16(p, s->in[i].dt, a, r->inrow[i], s->len * 2, in[i]);
+			else if (r->peel && r->vec > 1 && !streamed(&s->in[i]) && s->in[i].stride[1] == 1)
 				load_elems(p, s->in[i].dt, a, r->vec, in[i]); /* not shifted with the row */
 			else
 				ptx_load_vec(p, s->in[i].dt, a, s->in[i].stride[1], r->vec, in[i]);

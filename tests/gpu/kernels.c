@@ -1143,6 +1143,25 @@ case_rows_wide(void)
 	rows_run("rows_odd_softmax_bf16", softmax_spec("odd_softmax", 33, 50257, DT_BF16), 9);
 }
 
+/* The row op `op` (rmsnorm, layernorm: x only, no per-row outputs, or
+ * softmax) over the last dim of bf16 M x L. */
+static PtxRowsSpec
+row_op_spec(const char *op, int64_t M, int64_t L)
+{
+	PtxRowsSpec s;
+	if (!strcmp(op, "rmsnorm"))
+		return rmsnorm_spec("perf_rows", M, L, DT_BF16, "rsqrt(add(acc,1e-5))");
+	if (strcmp(op, "layernorm"))
+		return softmax_spec("perf_rows", M, L, DT_BF16);
+	s = (PtxRowsSpec){.name = "perf_rows", .rows = M, .len = L, .nin = 3, .nout = 1, .nstage = 2};
+	s.in[0] = s.out[0] = (PtxTensor){DT_BF16, {L, 1}};
+	s.in[1] = s.in[2] = (PtxTensor){DT_BF16, {0, 1}};
+	s.stage[0] = stage_of(OP_MEAN, NULL, NULL, -1);
+	s.stage[1] = stage_of(OP_MEAN, "mul(sub(in0,stage0),sub(in0,stage0))", "rsqrt(add(acc,1e-5))", -1);
+	prog_or_die(&s.map, "add(mul(mul(sub(in0,stage0),stage1),in1),in2)");
+	return s;
+}
+
 /* CTA mode on rows whose length breaks vector alignment (codegen/rows.c
  * peel_vec): each row's vectors start after a head of 0-7 elements that
  * varies row by row.  An odd-width rmsnorm with its weight (loaded element
@@ -1164,6 +1183,17 @@ case_rows_peel(void)
 	 * pointers misaligned unlike each other, so element by element */
 	rows_run_shifted("rows_peel_layernorm_residual_f16_shifted_view", s, 11, 1);
 	rows_run("rows_peel_long_softmax_bf16", softmax_spec("peel_long", 9, 100003, DT_BF16), 4);
+	/* the weights at a peeled row's columns: two aligned vectors and the
+	 * shift (load_shifted16), element by element at the weights' ends;
+	 * a weight view 1 and 3 elements into its buffer (not 16-byte
+	 * aligned itself), a layernorm's two weights at GPT-2's width */
+	s = rmsnorm_spec("peel_rms", 37, 50257, DT_BF16, "rsqrt(add(acc,1e-5))");
+	s.rows_per_block = 5;
+	rows_run_shifted("rows_peel_rmsnorm_bf16_weight_view1", s, 7, 1);
+	rows_run_shifted("rows_peel_rmsnorm_bf16_weight_view3", s, 7, 3);
+	rows_run("rows_peel_layernorm_bf16", row_op_spec("layernorm", 64, 50257), 9);
+	s = row_op_spec("layernorm", 24, 8201);
+	rows_run("rows_peel_layernorm_bf16_8201", s, 5);
 }
 
 /* Column mode (reductions over the first dim: rows adjacent, the reduced
@@ -2478,25 +2508,6 @@ launches_ms(const Kern *k, Launch *l, int reps)
 	CU(cuEventDestroy(e0));
 	CU(cuEventDestroy(e1));
 	return ms / reps;
-}
-
-/* The row op `op` (rmsnorm, layernorm: x only, no per-row outputs, or
- * softmax) over the last dim of bf16 M x L. */
-static PtxRowsSpec
-row_op_spec(const char *op, int64_t M, int64_t L)
-{
-	PtxRowsSpec s;
-	if (!strcmp(op, "rmsnorm"))
-		return rmsnorm_spec("perf_rows", M, L, DT_BF16, "rsqrt(add(acc,1e-5))");
-	if (strcmp(op, "layernorm"))
-		return softmax_spec("perf_rows", M, L, DT_BF16);
-	s = (PtxRowsSpec){.name = "perf_rows", .rows = M, .len = L, .nin = 3, .nout = 1, .nstage = 2};
-	s.in[0] = s.out[0] = (PtxTensor){DT_BF16, {L, 1}};
-	s.in[1] = s.in[2] = (PtxTensor){DT_BF16, {0, 1}};
-	s.stage[0] = stage_of(OP_MEAN, NULL, NULL, -1);
-	s.stage[1] = stage_of(OP_MEAN, "mul(sub(in0,stage0),sub(in0,stage0))", "rsqrt(add(acc,1e-5))", -1);
-	prog_or_die(&s.map, "add(mul(mul(sub(in0,stage0),stage1),in1),in2)");
-	return s;
 }
 
 /* One row kernel timed (events over 20 back-to-back launches) on random
