@@ -1940,8 +1940,9 @@ load_shifted16(Ptx *p, DType dt, Reg addr, Reg lo, int64_t bytes, Reg *val)
 	ptx_emit(p, "@%s bra $L%d;", R(out), slow);
 	for (int j = 0; j < 8; j++)
 		w[j] = ptx_reg(p, RC_B32);
-	ptx_emit(p, "ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s];", R(w[0]), R(w[1]), R(w[2]), R(w[3]), R(base));
-	ptx_emit(p, "ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s+16];", R(w[4]), R(w[5]), R(w[6]), R(w[7]), R(base));
+	/* not .nc: the weight may be written by an earlier step this kernel waits for, as element loads allowed */
+	ptx_emit(p, "ld.global.v4.b32 {%s, %s, %s, %s}, [%s];", R(w[0]), R(w[1]), R(w[2]), R(w[3]), R(base));
+	ptx_emit(p, "ld.global.v4.b32 {%s, %s, %s, %s}, [%s+16];", R(w[4]), R(w[5]), R(w[6]), R(w[7]), R(base));
 	ptx_emit(p, "cvt.u32.u64 %s, %s;", R(sh), R(addr));
 	ptx_emit(p, "bfe.u32 %s, %s, 1, 3;", R(sh), R(sh)); /* s, the shift in elements */
 	ptx_emit(p, "and.b32 %s, %s, 1;", R(sel), R(sh));

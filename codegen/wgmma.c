@@ -94,6 +94,15 @@ wg_smem(const Wg *w)
 	return wg_smem_at(w, w->bars);
 }
 
+/* Whether dynamic shared memory of `bytes` fits beside the static: a
+ * cluster kernel's leaving word (ptx_kernel_cluster), which ptxas
+ * rounds to 128 bytes. */
+static bool
+wg_fits(const Wg *w, int bytes)
+{
+	return bytes + (w->t->cluster > 1 ? 128 : 0) <= WG_SMEM_MAX;
+}
+
 /* Whether thread 32 of the producer warpgroup raises the tiles' flags (and
  * stores the staged tiles): the consumers only arrive on a barrier. */
 static bool
@@ -124,9 +133,9 @@ wg_stageable(const Wg *w)
 		return 0;
 	if (o->stride[1] % 8 || o->stride[1] >= lim || (s->batch > 1 && (o->stride[0] % 8 || !o->stride[0] || o->stride[0] >= lim)))
 		return 0;
-	if (wg_smem_at(w, w->bars + tile) <= WG_SMEM_MAX)
+	if (wg_fits(w, wg_smem_at(w, w->bars + tile)))
 		return 1;
-	return w->t->bn / WG_BOXN % 2 == 0 && wg_smem_at(w, w->bars + tile / 2) <= WG_SMEM_MAX ? 2 : 0;
+	return w->t->bn / WG_BOXN % 2 == 0 && wg_fits(w, wg_smem_at(w, w->bars + tile / 2)) ? 2 : 0;
 }
 
 static void
@@ -180,7 +189,7 @@ ptx_wgmma_check(const PtxMatmulSpec *s)
 		return "wgmma tile: needs bk 64, bm = 64 per consumer warpgroup (1 or 2) per CTA, bn a multiple of 64 up to 256";
 	if (w.cl > 1 && (w.cl != 2 || t->bn / WG_BOXN % w.cl || s->bt || s->route || t->raiser))
 		return "wgmma cluster tile: 2 CTAs sharing B's row-major boxes, no K-major B, routes or raiser warp";
-	if (wg_smem(&w) > WG_SMEM_MAX)
+	if (!wg_fits(&w, wg_smem(&w)))
 		return "wgmma tile: stages do not fit in shared memory";
 	if (s->route < 0 || s->route > PTX_MAX_ROUTES)
 		return "wgmma: a routed matmul has 1 to 8 routes";
@@ -303,7 +312,14 @@ ptx_wg_producer_entry(Ptx *p, Reg q, Reg quit, int done, int quit_l)
 	ptx_flag_wait(p, quit);
 	ptx_emit(p, "@%s bra $L%d;", R(quit), quit_l);
 	ptx_emit(p, "fence.proxy.async.global;");
-	ptx_trace_stamp(p, 0);
+	if (p->cluster > 1) { /* one record an entry: the first CTA's */
+		int skip = ptx_label(p);
+		ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(p->crank));
+		ptx_emit(p, "@%s bra $L%d;", R(q), skip);
+		ptx_trace_stamp(p, 0);
+		ptx_place(p, skip);
+	} else
+		ptx_trace_stamp(p, 0);
 }
 
 /* Thread 0 of the producer warpgroup. */
@@ -385,7 +401,10 @@ wg_producer(Wg *w, Reg stage, Reg phase)
 	 * once they have emptied it (a parity wait sees only one phase ahead).
 	 * The quit word names the entry (its number in this CTA's list + 1), so
 	 * a consumer or the raiser still busy with an earlier entry, reading it
-	 * at any moment, never takes it for its own. */
+	 * at any moment, never takes it for its own.  Not a cluster's way out
+	 * (the peer would wait for this CTA's share of B and its consumers'
+	 * arrivals): lower.c gives cluster tiles no flags, so with no flag to
+	 * wait for, a cluster kernel never comes here. */
 	ptx_place(p, quit_l);
 	bar_addr(w, empty, BAR_EMPTY, stage);
 	ptx_emit(p, "xor.b32 %s, %s, 1;", R(ph1), R(phase));
@@ -544,7 +563,12 @@ wg_raiser(Wg *w)
 	Reg st = ptx_reg(p, RC_B64), hc = ptx_reg(p, RC_B32);
 	Reg rt = ptx_reg(p, RC_B32), drow = ptx_reg(p, RC_B32), dcol = ptx_reg(p, RC_B32), fl = ptx_reg(p, RC_B64);
 
-	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(yes), R(p->tid), R(p->tid));
+	/* a cluster's entry: the first CTA's raiser alone stamps its trace end
+	 * (and would raise its flag: lower.c gives cluster tiles none yet) */
+	if (w->cl > 1)
+		ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(yes), R(p->crank));
+	else
+		ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(yes), R(p->tid), R(p->tid));
 	ptx_emit(p, "mov.u32 %s, 0;", R(tc));
 	ptx_emit(p, "mov.u32 %s, 0;", R(hc));
 	ptx_place(p, loop);

@@ -710,6 +710,25 @@ case_mm_epi(void)
 	s.nin = 1;
 	prog_or_die(&s.epi, "cast_i32(mul(add(acc,in0),4.0))");
 	mm_run("mm_epi_rowscale_i32", s, nsm);
+	/* a bias on every wgmma tile (the cluster tile, the staging in halves,
+	 * the 128x64 tile), batches with a bias each (the entry's z), ragged
+	 * m, outputs staged and from registers */
+	static const char *const tiles[] = {"wg128x256x64s3", "wg128x256x64s4", "wg128x128x64s6", "wg128x64x64s8",
+	                                    "wg256x256x64s3c2"};
+	for (size_t t = 0; t < NELEM(tiles); t++)
+		for (int f32 = 0; f32 < 2; f32++) {
+			char name[80];
+			s = mm_spec("mm_epi_bias", DT_BF16, 1000, 1024, 520, tiles[t], f32 ? DT_F32 : DT_BF16);
+			s.batch = 2;
+			s.batch_a = 1000 * 520;
+			s.batch_b = 520 * 1024;
+			s.out[0].stride[0] = 1000 * 1024;
+			s.in[0] = (PtxTensor){DT_BF16, {1024, 0, 1}};
+			s.nin = 1;
+			prog_or_die(&s.epi, "add(mul(tanh(add(acc,in0)),0.5),acc)");
+			snprintf(name, sizeof name, "mm_epi_bias_%s%s", tiles[t], f32 ? "_f32" : "");
+			mm_run(name, s, 11);
+		}
 }
 
 /* Fetches every output, compares it with its reference, frees it all. */
@@ -2010,7 +2029,8 @@ perf(const char *only)
 
 /* perf-ab: matmul variants on one shape, interleaved round by round so a
  * power-capped GPU's drifting clock falls on every variant alike.
- * PERF_TILES="tile[:group] ..." (default wg128x256x64s3), PERF_SHAPES,
+ * PERF_TILES="tile[:group][/plain] ..." (default wg128x256x64s3), PERF_SHAPES,
+ * PERF_EPI=bias (each variant adds a bias in its epilogue; /plain: none),
  * PERF_ROUNDS (default 21), PERF_B2B (launches a timing, default 5).  Per
  * variant: the median ms over rounds, and its speed against the first. */
 enum { AB_MAX = 8 };
@@ -2025,13 +2045,20 @@ perf_ab(void)
 	int b2b = getenv("PERF_B2B") && atoi(getenv("PERF_B2B")) > 0 ? atoi(getenv("PERF_B2B")) : 5;
 	char names[AB_MAX][64];
 	int tiles[AB_MAX], groups[AB_MAX], nv = 0;
+	int epi[AB_MAX]; /* 0 plain; PERF_EPI=bias: 1 a bias in the epilogue */
+	bool bias = getenv("PERF_EPI") && !strcmp(getenv("PERF_EPI"), "bias");
 
 	while (*e && nv < AB_MAX) {
 		int used = 0, g = 8;
-		char *colon;
+		char *colon, *slash;
 		if (sscanf(e, " %63s%n", names[nv], &used) != 1)
 			break;
 		e += used;
+		epi[nv] = bias;
+		if ((slash = strchr(names[nv], '/'))) { /* tile/plain */
+			epi[nv] = strcmp(slash, "/plain") ? epi[nv] : 0;
+			*slash = 0;
+		}
 		if ((colon = strchr(names[nv], ':'))) {
 			g = atoi(colon + 1);
 			*colon = 0;
@@ -2045,6 +2072,7 @@ perf_ab(void)
 	for (size_t si = 0; si < nshapes; si++) {
 		int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
 		Tens a = tens_new(DT_BF16, m * k), b = tens_new(DT_BF16, k * n), c = tens_new(DT_BF16, m * n);
+		Tens bv = tens_new(DT_BF16, n);
 		Kern kr[AB_MAX];
 		Launch l[AB_MAX];
 		Buf bu[AB_MAX];
@@ -2057,6 +2085,12 @@ perf_ab(void)
 		for (int v = 0; v < nv; v++) {
 			PtxMatmulSpec sp = mm_spec("perf_ab", DT_BF16, m, n, k, ptx_tiles[tiles[v]].name, DT_BF16);
 			PtxKernel kk;
+			if (epi[v]) { /* out = acc + bias[col] */
+				sp.in[0] = (PtxTensor){DT_BF16, {0, 0, 1}};
+				sp.nin = 1;
+				sp.out[0] = (PtxTensor){DT_BF16, {m * n, n, 1}};
+				prog_or_die(&sp.epi, "add(acc,in0)");
+			}
 			bu[v] = (Buf){0};
 			ptx_emit_matmul(&bu[v], &sp, &kk);
 			kr[v] = kern_load(&bu[v], &kk);
@@ -2069,7 +2103,8 @@ perf_ab(void)
 			l[v].s = stream[0];
 			l[v].t[0] = a.d;
 			l[v].t[1] = b.d;
-			l[v].t[2] = c.d;
+			l[v].t[2] = epi[v] ? bv.d : c.d;
+			l[v].t[3] = c.d;
 			free(bl);
 			for (int i = 0; i < 3; i++)
 				launch(&kr[v], &l[v]);
@@ -2090,9 +2125,10 @@ perf_ab(void)
 			qsort(&t[v * rounds], (size_t)rounds, sizeof *t, cmp_float);
 			double med = t[v * rounds + rounds / 2];
 			base = v ? base : med;
-			printf("PERFAB m=%lld n=%lld k=%lld tile=%s group=%d b2b=%d rounds=%d median_ms=%.4f q1_ms=%.4f q3_ms=%.4f "
+			printf("PERFAB m=%lld n=%lld k=%lld tile=%s%s group=%d b2b=%d rounds=%d median_ms=%.4f q1_ms=%.4f q3_ms=%.4f "
 			       "tflops=%.1f speed_vs_first=%.3f\n",
-			       (long long)m, (long long)n, (long long)k, names[v], groups[v], b2b, rounds, med,
+			       (long long)m, (long long)n, (long long)k, names[v], epi[v] ? "+bias" : "",
+			       groups[v], b2b, rounds, med,
 			       t[v * rounds + rounds / 4], t[v * rounds + 3 * rounds / 4], 2.0 * m * n * k / (med * 1e-3) / 1e12,
 			       base / med);
 			CU(cuMemFree(l[v].blocks));
@@ -2106,6 +2142,7 @@ perf_ab(void)
 		tens_free(&a);
 		tens_free(&b);
 		tens_free(&c);
+		tens_free(&bv);
 	}
 }
 
