@@ -359,7 +359,10 @@ def mm_tflops():
     return 2 * 8192 ** 3 / (t * 1e-3) / 1e12
 
 
-def run_case(name, case, args, rates):
+def open_case(name, case):
+    """The case built and loaded through python/syncc, fresh inputs and
+    their reference: (module, inputs, reference, seconds the build took).
+    Also what bench/experiments/ncu_ops.py and clocks.py time."""
     os.makedirs(SYN_DIR, exist_ok=True)
     path = os.path.join(SYN_DIR, name + ".syn")
     with open(path, "w") as f:
@@ -367,9 +370,13 @@ def run_case(name, case, args, rates):
     t0 = time.time()
     mod = syncc.load(path, **case["params"])
     build_s = time.time() - t0
-    op = mod.f
     ins = case["inputs"]("cuda")
-    ref = reference(case, ins)
+    return mod, ins, reference(case, ins), build_s
+
+
+def run_case(name, case, args, rates):
+    mod, ins, ref, build_s = open_case(name, case)
+    op = mod.f
     impls = {"syncc": lambda: op(*ins), "eager": lambda: case["eager"](*ins)}
     if args.ctypes and op._fast is not None:
         # the call before the C path (python/syncc/_fastcall.c): the routing

@@ -1993,12 +1993,13 @@ cta_inputs(Rows *r, const PtxEwProg *g, int u, Reg col, Reg in[][8])
 			continue;
 		if (!streamed(&s->in[i]) || u < 0) {
 			Reg a = col_addr(p, &s->in[i], r->inrow[i], col);
-			if (r->peel && r->vec == 8 && ptx_dtypes[s->in[i].dt].size == 2 && ptx_dtypes[s->in[i].dt].load &&
-			    !streamed(&s->in[i]) && s->in[i].stride[1] == 1) /* not shifted with the row */
-				load_shifted16(p, s->in[i].dt, a, r->inrow[i], s->len * 2, in[i]);
-			else if (r->peel && r->vec > 1 && !streamed(&s->in[i]) && s->in[i].stride[1] == 1)
-				load_elems(p, s->in[i].dt, a, r->vec, in[i]); /* not shifted with the row */
-			else
+			const PtxDType *d = &ptx_dtypes[s->in[i].dt];
+			if (r->peel && r->vec > 1 && !streamed(&s->in[i]) && s->in[i].stride[1] == 1) { /* not shifted with the row */
+				if (r->vec == 8 && d->size == 2 && d->load)
+					load_shifted16(p, s->in[i].dt, a, r->inrow[i], s->len * 2, in[i]);
+				else
+					load_elems(p, s->in[i].dt, a, r->vec, in[i]);
+			} else
 				ptx_load_vec(p, s->in[i].dt, a, s->in[i].stride[1], r->vec, in[i]);
 		} else if (r->vec == 1)
 			in[i][0] = r->word[i][u][0];

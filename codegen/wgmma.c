@@ -61,6 +61,7 @@ typedef struct Wg {
 	int nwg;              /* consumer warpgroups */
 	int cl, cbm;          /* CTAs on an entry (PtxTile.cluster, 1: none), rows of it each */
 	Reg crow;             /* cl > 1: this CTA's first row within the entry (cluster rank x cbm) */
+	Reg peer;             /* cl > 1: the other CTA's rank (cl is 2: ptx_wgmma_check) */
 	int bye;              /* cl > 1: the label every thread leaves by (a cluster barrier first) */
 	int abytes, bbytes;   /* one stage's A and B tiles */
 	int stage;            /* bytes per stage */
@@ -658,11 +659,9 @@ wg_release(Wg *w, Reg empty, Reg lane0, Reg st)
 {
 	Ptx *p = w->p;
 	ptx_emit(p, "@%s mbarrier.arrive.shared::cta.b64 %s, [%s];", R(lane0), R(st), R(empty));
-	for (int j = 1; j < w->cl; j++) {
-		Reg ra = ptx_reg(p, RC_B32), peer = ptx_reg(p, RC_B32);
-		ptx_emit(p, "add.u32 %s, %s, %d;", R(peer), R(p->crank), j);
-		ptx_emit(p, "rem.u32 %s, %s, %d;", R(peer), R(peer), w->cl);
-		ptx_emit(p, "mapa.shared::cluster.u32 %s, %s, %s;", R(ra), R(empty), R(peer));
+	if (w->cl > 1) {
+		Reg ra = ptx_reg(p, RC_B32);
+		ptx_emit(p, "mapa.shared::cluster.u32 %s, %s, %s;", R(ra), R(empty), R(w->peer));
 		ptx_emit(p, "@%s mbarrier.arrive.shared::cluster.b64 _, [%s];", R(lane0), R(ra));
 	}
 }
@@ -817,6 +816,8 @@ ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 	if (w.cl > 1) {
 		w.crow = ptx_reg(p, RC_B32);
 		ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(w.crow), R(p->crank), w.cbm);
+		w.peer = ptx_reg(p, RC_B32);
+		ptx_emit(p, "xor.b32 %s, %s, 1;", R(w.peer), R(p->crank));
 	}
 	stage = ptx_reg(p, RC_B32);
 	phase = ptx_reg(p, RC_B32);

@@ -83,19 +83,13 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     cases = p1.cases()
-    os.makedirs(p1.SYN_DIR, exist_ok=True)
     log = os.path.join(args.out, "smi.csv")
     smi = sampler(log)
     rows = []
     try:
         for name in args.ops:
             case = cases[name]
-            path = os.path.join(p1.SYN_DIR, name + ".syn")
-            with open(path, "w") as f:
-                f.write(case["src"])
-            mod = p1.syncc.load(path, **case["params"])
-            ins = case["inputs"]("cuda")
-            ref = p1.reference(case, ins)
+            mod, ins, ref, _ = p1.open_case(name, case)
             impls = {"syncc": lambda: mod.f(*ins), "eager": lambda: case["eager"](*ins)}
             for k, fn in impls.items():
                 err = p1.rel_err(fn(), ref)

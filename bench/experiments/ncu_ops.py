@@ -23,15 +23,9 @@ torch = p1.torch
 
 def main(names):
     cases = p1.cases()
-    os.makedirs(p1.SYN_DIR, exist_ok=True)
     for name in names:
         case = cases[name]
-        path = os.path.join(p1.SYN_DIR, name + ".syn")
-        with open(path, "w") as f:
-            f.write(case["src"])
-        mod = p1.syncc.load(path, **case["params"])
-        ins = case["inputs"]("cuda")
-        ref = p1.reference(case, ins)
+        mod, ins, ref, _ = p1.open_case(name, case)
         cf = torch.compile(case["eager"], dynamic=False)
         impls = {"syncc": lambda: mod.f(*ins), "compile": lambda: cf(*ins), "eager": lambda: case["eager"](*ins)}
         for k, fn in impls.items():

@@ -1862,6 +1862,30 @@ cmp_float(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* A timed matmul kernel: s emitted into *bu and loaded, its grouped block
+ * list (raise: every tile adds 1 to flag 0, as a plan's band does)
+ * uploaded into *l with the persistent grid libsyncrt gives it
+ * (syn_grid_persistent / syn_grid_cluster); the tensors are the caller's. */
+static Kern
+perf_kernel(const PtxMatmulSpec *s, int group, bool raise, Buf *bu, Launch *l)
+{
+	PtxKernel kk;
+	*bu = (Buf){0};
+	ptx_emit_matmul(bu, s, &kk);
+	Kern kr = kern_load(bu, &kk);
+	PtxBlock *bl = calloc((size_t)kk.nblocks, sizeof *bl);
+	ptx_matmul_blocks(s, group, bl);
+	for (int64_t i = 0; raise && i < kk.nblocks; i++)
+		bl[i].out_flag = 0, bl[i].out_op = PTX_RAISE_ADD, bl[i].out_value = 1;
+	*l = (Launch){0};
+	l->blocks = upload_blocks(bl, kk.nblocks);
+	l->nblocks = (uint32_t)kk.nblocks;
+	l->grid = full_grid(&kr, kk.nblocks);
+	l->s = stream[0];
+	free(bl);
+	return kr;
+}
+
 /* Median of 25 timed runs after 3 warm-ups; a sampled f64 check of the
  * last output (1024 random elements). */
 static void
@@ -1873,9 +1897,8 @@ perf_one(int tile, int64_t m, int64_t n, int64_t k, Tens *a, Tens *b, Tens *cc, 
 	/* PERF_B2B=N: N launches back to back between the events (no launch
 	 * gap inside a kernel's time, as a user's stream of calls runs) */
 	int b2b = getenv("PERF_B2B") && atoi(getenv("PERF_B2B")) > 0 ? atoi(getenv("PERF_B2B")) : 1;
-	Buf bu = {0};
-	PtxKernel kk;
-	Launch l = {0};
+	Buf bu;
+	Launch l;
 	CUevent e0, e1;
 	float t[25];
 	double num = 0, den = 0;
@@ -1883,17 +1906,7 @@ perf_one(int tile, int64_t m, int64_t n, int64_t k, Tens *a, Tens *b, Tens *cc, 
 	if (bt && ptx_tiles[tile].kind != PTX_WGMMA)
 		return;
 	s.bt = bt;
-	ptx_emit_matmul(&bu, &s, &kk);
-	Kern kr = kern_load(&bu, &kk);
-	PtxBlock *bl = calloc((size_t)kk.nblocks, sizeof *bl);
-	ptx_matmul_blocks(&s, group, bl);
-	if (raise) /* every tile adds 1 to flag 0, as a plan's band does */
-		for (int64_t i = 0; i < kk.nblocks; i++)
-			bl[i].out_flag = 0, bl[i].out_op = PTX_RAISE_ADD, bl[i].out_value = 1;
-	l.blocks = upload_blocks(bl, kk.nblocks);
-	l.nblocks = (uint32_t)kk.nblocks;
-	l.grid = full_grid(&kr, kk.nblocks); /* as syn_grid_persistent / syn_grid_cluster size it */
-	l.s = stream[0];
+	Kern kr = perf_kernel(&s, group, raise, &bu, &l);
 	if (raise) {
 		CU(cuMemAlloc(&l.flags, 8));
 		CU(cuMemsetD8(l.flags, 0, 8));
@@ -1933,7 +1946,7 @@ perf_one(int tile, int64_t m, int64_t n, int64_t k, Tens *a, Tens *b, Tens *cc, 
 	uint64_t raised = 0;
 	if (raise) { /* 3 + 25 b2b launches, each tile adding 1 */
 		CU(cuMemcpyDtoH(&raised, l.flags, 8));
-		ok = ok && raised == (3 + 25 * (uint64_t)b2b) * (uint64_t)kk.nblocks;
+		ok = ok && raised == (3 + 25 * (uint64_t)b2b) * l.nblocks;
 		CU(cuMemFree(l.flags));
 	}
 	printf("PERF tile=%s%s m=%lld n=%lld k=%lld group=%d grid=%u b2b=%d flags=%s median_ms=%.4f min_ms=%.4f max_ms=%.4f "
@@ -1945,7 +1958,6 @@ perf_one(int tile, int64_t m, int64_t n, int64_t k, Tens *a, Tens *b, Tens *cc, 
 	if (!ok)
 		failures++;
 	CU(cuMemFree(l.blocks));
-	free(bl);
 	buf_free(&bu);
 	CU(cuModuleUnload(kr.mod));
 }
@@ -2084,28 +2096,17 @@ perf_ab(void)
 		CU(cuEventCreate(&e1, CU_EVENT_DEFAULT));
 		for (int v = 0; v < nv; v++) {
 			PtxMatmulSpec sp = mm_spec("perf_ab", DT_BF16, m, n, k, ptx_tiles[tiles[v]].name, DT_BF16);
-			PtxKernel kk;
 			if (epi[v]) { /* out = acc + bias[col] */
 				sp.in[0] = (PtxTensor){DT_BF16, {0, 0, 1}};
 				sp.nin = 1;
 				sp.out[0] = (PtxTensor){DT_BF16, {m * n, n, 1}};
 				prog_or_die(&sp.epi, "add(acc,in0)");
 			}
-			bu[v] = (Buf){0};
-			ptx_emit_matmul(&bu[v], &sp, &kk);
-			kr[v] = kern_load(&bu[v], &kk);
-			PtxBlock *bl = calloc((size_t)kk.nblocks, sizeof *bl);
-			ptx_matmul_blocks(&sp, groups[v], bl);
-			l[v] = (Launch){0};
-			l[v].blocks = upload_blocks(bl, kk.nblocks);
-			l[v].nblocks = (uint32_t)kk.nblocks;
-			l[v].grid = full_grid(&kr[v], kk.nblocks);
-			l[v].s = stream[0];
+			kr[v] = perf_kernel(&sp, groups[v], false, &bu[v], &l[v]);
 			l[v].t[0] = a.d;
 			l[v].t[1] = b.d;
 			l[v].t[2] = epi[v] ? bv.d : c.d;
 			l[v].t[3] = c.d;
-			free(bl);
 			for (int i = 0; i < 3; i++)
 				launch(&kr[v], &l[v]);
 		}
