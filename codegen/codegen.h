@@ -123,8 +123,15 @@ typedef struct PtxTile {
 	bool raiser;           /* wgmma: a producer warp raises the output flags (else a consumer thread) */
 	int cluster;           /* wgmma: CTAs of a cluster sharing an entry of bm rows, bm / cluster
 	                          each, that load B's boxes once for all by TMA multicast (0 = 1) */
+	bool streamk;          /* wgmma: where the last wave would leave SMs idle, the last
+	                          waves' tiles are split along k over every CTA, partial sums
+	                          met in the kernel's workspace (codegen/wgmma.c) */
 } PtxTile;
 extern const PtxTile ptx_tiles[];
+enum {
+	PTX_SK_CTAS = 132, /* stream-K: the most CTAs that split entries (a Hopper part's SMs) */
+	PTX_SK_MIN = 4,    /* stream-K: k tiles each idle CTA of the last wave must gain (codegen/wgmma.c) */
+};
 extern const int ptx_ntiles;
 
 typedef struct PtxMatmulSpec {
@@ -274,6 +281,7 @@ extern const char *const ptx_param_names[PTX_NPARAM];
 const char *ptx_matmul_check(const PtxMatmulSpec *s);
 void ptx_emit_matmul(Buf *b, const PtxMatmulSpec *s, PtxKernel *k); /* either kind */
 int ptx_tile_byname(const char *name); /* -1 if none */
+int ptx_matmul_streamk(const PtxMatmulSpec *s, int sms); /* the stream-K form of s->tile, or s->tile */
 #define PTX_DEFAULT_TILE "wg128x256x64s3"
 #define PTX_SYNC_TILE "128x256x32s4" /* the default where TMA cannot be used */
 #define PTX_F32_TILE "ffma128x128x8s3"      /* the default for f32 operands (2 CTAs per SM) */

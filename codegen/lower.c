@@ -291,6 +291,19 @@ band_flags(Low *L, int bi, PtxBlock *proto)
 	proto->out_value = 1;
 }
 
+/* Whether any of a kernel's bands waits on or raises a flag. */
+static bool
+bands_flagged(Low *L, const int *bl, int nb)
+{
+	for (int i = 0; i < nb; i++) {
+		PtxBlock proto = {0};
+		band_flags(L, bl[i], &proto);
+		if (proto.in_flag != PTX_NO_FLAG || proto.out_flag != PTX_NO_FLAG)
+			return true;
+	}
+	return false;
+}
+
 static void
 append(LKernel *k, int r, int *n, const PtxBlock *e)
 {
@@ -411,6 +424,8 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 			                 "with --no-push", pv, a, why);
 		rows_q = ty_local_dim(&f->ins[a].ty, R - 2, L->P) / L->P;
 	}
+	if (L->p->tile <= 0 && pv < 0 && !bands_flagged(L, bl, nb)) /* nothing waits: the last waves may split entries */
+		s.tile = ptx_matmul_streamk(&s, L->p->compute_sms);
 	n = xcalloc((size_t)L->P, sizeof(int)); /* after the refusals, which leaked it */
 	owned = xcalloc((size_t)L->P, sizeof(int));
 	t = &ptx_tiles[s.tile];
@@ -427,6 +442,14 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 			free(n);
 			return refuse(L, "matmul %%%d: tile %s splits an entry over a cluster's CTAs, which cannot wait on or "
 			              "raise the plan's flags yet; pick another --tile", a, t->name);
+		}
+		if (t->streamk && (proto.in_flag != PTX_NO_FLAG || proto.out_flag != PTX_NO_FLAG)) {
+			/* a split entry's flag would be raised by whichever CTA finishes it, and a
+			 * wait given up on would leave its counter dirty for the next call */
+			free(owned);
+			free(n);
+			return refuse(L, "matmul %%%d: stream-K tile %s splits entries over CTAs, which cannot wait on or "
+			              "raise the plan's flags; pick another --tile", a, t->name);
 		}
 		for (int r = 0; r < L->P; r++) {
 			Box abs[2 * MAXBOX];
@@ -475,6 +498,8 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 		k->route_bm = t->bm;
 	}
 	ptx_emit_matmul(&L->lo->ptx, &s, &k->k);
+	if (k->k.work) /* stream-K's counters and partial sums, the last tensor */
+		k->arg[k->narg++] = (LArg){LARG_WORK, k - L->lo->kern, 0};
 	finish_entries(L, k, n);
 	free(owned);
 	free(n);

@@ -25,30 +25,33 @@
 #include <string.h>
 
 const PtxTile ptx_tiles[] = {
-	/* name              bm   bn   bk  wm wn stages minctas kind raiser cluster */
-	{"128x256x32s3",    128, 256, 32, 2, 4, 3, 1, PTX_MMA_SYNC, false, 0},
-	{"128x256x32s4",    128, 256, 32, 2, 4, 4, 1, PTX_MMA_SYNC, false, 0},
-	{"256x128x32s4",    256, 128, 32, 4, 2, 4, 1, PTX_MMA_SYNC, false, 0},
-	{"128x256x64s3",    128, 256, 64, 2, 4, 3, 1, PTX_MMA_SYNC, false, 0},
-	{"128x128x32s4",    128, 128, 32, 2, 4, 4, 1, PTX_MMA_SYNC, false, 0},
-	{"128x128x64s3",    128, 128, 64, 2, 4, 3, 1, PTX_MMA_SYNC, false, 0},
+	/* name              bm   bn   bk  wm wn stages minctas kind raiser cluster streamk */
+	{"128x256x32s3",    128, 256, 32, 2, 4, 3, 1, PTX_MMA_SYNC, false, 0, false},
+	{"128x256x32s4",    128, 256, 32, 2, 4, 4, 1, PTX_MMA_SYNC, false, 0, false},
+	{"256x128x32s4",    256, 128, 32, 4, 2, 4, 1, PTX_MMA_SYNC, false, 0, false},
+	{"128x256x64s3",    128, 256, 64, 2, 4, 3, 1, PTX_MMA_SYNC, false, 0, false},
+	{"128x128x32s4",    128, 128, 32, 2, 4, 4, 1, PTX_MMA_SYNC, false, 0, false},
+	{"128x128x64s3",    128, 128, 64, 2, 4, 3, 1, PTX_MMA_SYNC, false, 0, false},
 	/* wgmma: warps_m consumer warpgroups of 64 rows each, one producer
 	 * warpgroup; a consumer thread raises each tile's output flag */
-	{"wg128x256x64s4",  128, 256, 64, 2, 1, 4, 1, PTX_WGMMA, false, 0},
-	{"wg128x256x64s3",  128, 256, 64, 2, 1, 3, 1, PTX_WGMMA, false, 0},
-	{"wg128x128x64s6",  128, 128, 64, 2, 1, 6, 1, PTX_WGMMA, false, 0},
-	{"wg128x64x64s8",   128,  64, 64, 2, 1, 8, 1, PTX_WGMMA, false, 0},
+	{"wg128x256x64s4",  128, 256, 64, 2, 1, 4, 1, PTX_WGMMA, false, 0, false},
+	{"wg128x256x64s3",  128, 256, 64, 2, 1, 3, 1, PTX_WGMMA, false, 0, false},
+	{"wg128x128x64s6",  128, 128, 64, 2, 1, 6, 1, PTX_WGMMA, false, 0, false},
+	{"wg128x64x64s8",   128,  64, 64, 2, 1, 8, 1, PTX_WGMMA, false, 0, false},
 	/* two CTAs of 128 x 256 on one entry of 256 rows, B multicast */
-	{"wg256x256x64s3c2", 256, 256, 64, 2, 1, 3, 1, PTX_WGMMA, false, 2},
-	{"wg256x256x64s4c2", 256, 256, 64, 2, 1, 4, 1, PTX_WGMMA, false, 2},
+	{"wg256x256x64s3c2", 256, 256, 64, 2, 1, 3, 1, PTX_WGMMA, false, 2, false},
+	{"wg256x256x64s4c2", 256, 256, 64, 2, 1, 4, 1, PTX_WGMMA, false, 2, false},
 	/* raiser: the producer warpgroup's second warp raises them, so the
 	 * system-scope release never stalls a consumer warpgroup.  Assembled
 	 * by ptxas in the tests but not yet run on a GPU: not a default. */
-	{"wg128x256x64s3r", 128, 256, 64, 2, 1, 3, 1, PTX_WGMMA, true, 0},
+	{"wg128x256x64s3r", 128, 256, 64, 2, 1, 3, 1, PTX_WGMMA, true, 0, false},
 	/* f32 operands: FFMA on the CUDA cores (codegen/simt.c) */
-	{"ffma128x128x8s3", 128, 128,  8, 2, 4, 3, 2, PTX_SIMT, false, 0},
-	{"ffma128x128x8s4", 128, 128,  8, 2, 4, 4, 0, PTX_SIMT, false, 0}, /* 1 CTA/SM: room for epilogue inputs */
-	{"ffma64x64x8s3",    64,  64,  8, 2, 2, 3, 0, PTX_SIMT, false, 0},
+	{"ffma128x128x8s3", 128, 128,  8, 2, 4, 3, 2, PTX_SIMT, false, 0, false},
+	{"ffma128x128x8s4", 128, 128,  8, 2, 4, 4, 0, PTX_SIMT, false, 0, false}, /* 1 CTA/SM: room for epilogue inputs */
+	{"ffma64x64x8s3",    64,  64,  8, 2, 2, 3, 0, PTX_SIMT, false, 0, false},
+	/* wgmma, stream-K: the last waves' tiles split along k over every CTA (the
+	 * default tile for a matmul whose entries have no flags: lower.c) */
+	{"wg128x256x64s3k", 128, 256, 64, 2, 1, 3, 1, PTX_WGMMA, false, 0, true},
 };
 const int ptx_ntiles = NELEM(ptx_tiles);
 
@@ -152,6 +155,29 @@ ptx_matmul_shape_tile(const PtxMatmulSpec *s, int sms)
 			best = w.tile, best_cost = c;
 	}
 	return best;
+}
+
+/* The stream-K form of s->tile (PtxTile.streamk: the same tile, its last
+ * waves' entries split along k), where there is one, s allows it and it
+ * can split: more tiles than `sms` (fewer fill one wave of a grid cut to
+ * their number) and more k tiles than a split must gain (PTX_SK_MIN);
+ * else s->tile.  For a matmul whose entries have no flags
+ * (lower.c). */
+int
+ptx_matmul_streamk(const PtxMatmulSpec *s, int sms)
+{
+	const PtxTile *t = &ptx_tiles[s->tile];
+	if ((sms > 0 && tiles_of(s, t) <= sms) || ceil_div(s->k, t->bk) <= PTX_SK_MIN)
+		return s->tile;
+	for (int i = 0; i < ptx_ntiles; i++) {
+		const PtxTile *u = &ptx_tiles[i];
+		PtxMatmulSpec w = *s;
+		w.tile = i;
+		if (u->streamk && !t->streamk && u->kind == t->kind && u->bm == t->bm && u->bn == t->bn && u->bk == t->bk &&
+		    u->stages == t->stages && u->cluster == t->cluster && u->raiser == t->raiser && !ptx_matmul_check(&w))
+			return i;
+	}
+	return s->tile;
 }
 
 int

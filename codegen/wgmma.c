@@ -52,6 +52,9 @@ enum {
 	WG_CONSUMER_REGS = 232,
 	WG_SMEM_MAX = 227 * 1024, /* H100/H200 per-block limit */
 	WG_ALIGN = 1024,       /* swizzle atom: stage bases are aligned to it */
+	WG_SK_CTAS = PTX_SK_CTAS,
+	WG_SK_MIN = PTX_SK_MIN,
+	WG_SK_SLOTS = 2048,    /* stream-K: workspace offset of the partial sums, after the counters */
 };
 
 typedef struct Wg {
@@ -71,6 +74,12 @@ typedef struct Wg {
 	int bars;             /* offset of the barriers: full[S], empty[S], done[2], raised[2], quit word, free */
 	int64_t nkt;          /* k tiles */
 	int64_t lda, ldb;
+	bool sk;              /* stream-K (PtxTile.streamk): see wg_sk_setup */
+	Reg ndp, end;         /* sk: entries walked whole; the end of this CTA's k tiles of the split part */
+	Reg skg, skw, beg;    /* sk: CTAs that split the part (G), its k tiles (W), this CTA's first;
+	                         set by sk_consts where needed (not live across the k loops) */
+	Reg insk, it, kb, ke; /* sk: a role's walk: in the split part, the unit's first k tile there
+	                         (it), its k tiles [kb, ke) of entry p->blk */
 	Reg base;             /* 1024-aligned shared base */
 	Reg acc[128];
 } Wg;
@@ -86,7 +95,7 @@ ceil_div(int64_t a, int64_t b)
 static int
 wg_smem_at(const Wg *w, int bars)
 {
-	return bars + 16 * w->t->stages + 32 + 16 + WG_ALIGN; /* + slack to align the base */
+	return bars + 16 * w->t->stages + 32 + 16 + (w->sk ? 32 : 0) + WG_ALIGN; /* + slack to align the base */
 }
 
 static int
@@ -151,6 +160,7 @@ wg_setup(Wg *w, Ptx *p, const PtxMatmulSpec *s)
 	w->stage = w->abytes + w->bbytes;
 	w->bars = w->t->stages * w->stage;
 	w->nkt = ceil_div(s->k, WG_BK);
+	w->sk = w->t->streamk;
 	w->lda = s->lda ? s->lda : s->k;
 	w->ldb = s->ldb ? s->ldb : s->bt ? s->k : s->n;
 	w->coff = w->bars;
@@ -178,6 +188,24 @@ quit_off(const Wg *w)
 	return w->bars + 16 * w->t->stages + 32;
 }
 
+/* Stream-K's shared words, after `free`: skip[2] (a part the consumers
+ * did not store: the done ring's slots), then the fixup's verdict and its
+ * first and last contributing CTA. */
+enum { SK_SKIP = 0, SK_LAST = 8, SK_CLO = 12, SK_CHI = 16 };
+
+static int
+sk_off(const Wg *w, int word)
+{
+	return w->bars + 16 * w->t->stages + 48 + word;
+}
+
+/* Bytes of one CTA's partial sums: every consumer thread's accumulators. */
+static int64_t
+sk_slot_bytes(const Wg *w)
+{
+	return (int64_t)WG_THREADS * w->nwg * (w->t->bn / 2) * 4;
+}
+
 const char *
 ptx_wgmma_check(const PtxMatmulSpec *s)
 {
@@ -190,6 +218,8 @@ ptx_wgmma_check(const PtxMatmulSpec *s)
 		return "wgmma tile: needs bk 64, bm = 64 per consumer warpgroup (1 or 2) per CTA, bn a multiple of 64 up to 256";
 	if (w.cl > 1 && (w.cl != 2 || t->bn / WG_BOXN % w.cl || s->bt || s->route || t->raiser))
 		return "wgmma cluster tile: 2 CTAs sharing B's row-major boxes, no K-major B, routes or raiser warp";
+	if (w.sk && (w.cl > 1 || s->route || t->raiser || t->bn % 32 || s->k >= (int64_t)1 << 28))
+		return "wgmma stream-K tile: no cluster, routes or raiser warp, and k below 2^28";
 	if (!wg_fits(&w, wg_smem(&w)))
 		return "wgmma tile: stages do not fit in shared memory";
 	if (s->route < 0 || s->route > PTX_MAX_ROUTES)
@@ -288,6 +318,152 @@ wg_leave(Wg *w)
 		ptx_emit(w->p, "ret;");
 }
 
+/* Stream-K (Osama et al., PPoPP 2023), as data-parallel waves and then
+ * one split part.  With T entries on G CTAs (G = min(grid, WG_SK_CTAS)),
+ * the full waves but the last are walked whole, entry by entry; the
+ * remaining r + G entries (r = T mod G) are cut into W = (r + G) nkt k
+ * tiles, and CTA c takes k tiles [c W / G, (c + 1) W / G).  So every CTA
+ * has at least nkt of them, an entry is shared by at most two, and each
+ * CTA has at most two partial units: its first and its last.  Where the
+ * last wave would be full (r = 0), or its idle CTAs would gain fewer than
+ * WG_SK_MIN k tiles ((G - r) nkt / G), nothing is split.  A unit that is
+ * not a whole entry stores its partial sums in the workspace (slot 2c for
+ * the CTA's first unit, 2c + 1 for its last) and counts itself in the
+ * entry's counter; the last to count adds the others' sums to its own,
+ * runs the epilogue and zeroes the counter.  No CTA ever waits for
+ * another, so a grid that is not all resident still finishes.  Every
+ * thread computes the same numbers here (the roles walk on their own). */
+static void
+wg_sk_setup(Wg *w)
+{
+	Ptx *p = w->p;
+	Reg full = ptx_reg(p, RC_B32), r = ptx_reg(p, RC_B32), nsk = ptx_reg(p, RC_B32), c = ptx_reg(p, RC_B32);
+	Reg a = ptx_reg(p, RC_B64), b = ptx_reg(p, RC_B64), q = ptx_reg(p, RC_PRED), q2 = ptx_reg(p, RC_PRED);
+
+	w->ndp = ptx_reg(p, RC_B32), w->end = ptx_reg(p, RC_B32);
+	w->skg = ptx_reg(p, RC_B32), w->skw = ptx_reg(p, RC_B32), w->beg = ptx_reg(p, RC_B32);
+	w->insk = ptx_reg(p, RC_PRED), w->it = ptx_reg(p, RC_B32), w->kb = ptx_reg(p, RC_B32), w->ke = ptx_reg(p, RC_B32);
+	ptx_emit(p, "mov.u32 %s, %%nctaid.x;", R(w->skg));
+	ptx_emit(p, "min.u32 %s, %s, %d;", R(w->skg), R(w->skg), WG_SK_CTAS);
+	ptx_emit(p, "div.u32 %s, %s, %s;", R(full), R(p->param[1]), R(w->skg));
+	ptx_emit(p, "mul.lo.u32 %s, %s, %s;", R(r), R(full), R(w->skg));
+	ptx_emit(p, "sub.u32 %s, %s, %s;", R(r), R(p->param[1]), R(r));
+	/* split where r > 0, a full wave comes first, and (G - r) nkt >= WG_SK_MIN G */
+	ptx_emit(p, "sub.u32 %s, %s, %s;", R(c), R(w->skg), R(r));
+	ptx_emit(p, "mul.wide.u32 %s, %s, %lld;", R(a), R(c), (long long)w->nkt);
+	ptx_emit(p, "mul.wide.u32 %s, %s, %d;", R(b), R(w->skg), WG_SK_MIN);
+	ptx_emit(p, "setp.ge.u64 %s, %s, %s;", R(q), R(a), R(b));
+	ptx_emit(p, "setp.ne.and.u32 %s, %s, 0, %s;", R(q), R(r), R(q));
+	ptx_emit(p, "setp.ne.and.u32 %s, %s, 0, %s;", R(q), R(full), R(q));
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(nsk), R(r), R(w->skg));
+	ptx_emit(p, "selp.u32 %s, %s, 0, %s;", R(nsk), R(nsk), R(q));
+	ptx_emit(p, "sub.u32 %s, %s, %s;", R(w->ndp), R(p->param[1]), R(nsk));
+	ptx_emit(p, "mul.lo.u32 %s, %s, %lld;", R(w->skw), R(nsk), (long long)w->nkt);
+	/* this CTA's share; none for a CTA past G */
+	ptx_emit(p, "mov.u32 %s, %%ctaid.x;", R(c));
+	ptx_emit(p, "setp.lt.u32 %s, %s, %s;", R(q2), R(c), R(w->skg));
+	ptx_emit(p, "mul.wide.u32 %s, %s, %s;", R(a), R(c), R(w->skw));
+	ptx_emit(p, "cvt.u64.u32 %s, %s;", R(b), R(w->skg));
+	ptx_emit(p, "div.u64 %s, %s, %s;", R(a), R(a), R(b));
+	ptx_emit(p, "cvt.u32.u64 %s, %s;", R(w->beg), R(a));
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(c), R(c));
+	ptx_emit(p, "mul.wide.u32 %s, %s, %s;", R(a), R(c), R(w->skw));
+	ptx_emit(p, "div.u64 %s, %s, %s;", R(a), R(a), R(b));
+	ptx_emit(p, "cvt.u32.u64 %s, %s;", R(w->end), R(a));
+	ptx_emit(p, "selp.u32 %s, %s, 0, %s;", R(w->beg), R(w->beg), R(q2));
+	ptx_emit(p, "selp.u32 %s, %s, 0, %s;", R(w->end), R(w->end), R(q2));
+	ptx_emit(p, "mov.u32 %s, %s;", R(w->it), R(w->beg));
+	ptx_emit(p, "setp.ne.u32 %s, %s, %s;", R(w->insk), R(w->it), R(w->it));
+}
+
+/* G, W and this CTA's first k tile of the split part again, from the
+ * grid, nblocks and ndp: cheaper than keeping them live in the consumers
+ * across the k loop, where the accumulators need the registers. */
+static void
+sk_consts(Wg *w)
+{
+	Ptx *p = w->p;
+	Reg a = ptx_reg(p, RC_B64), b = ptx_reg(p, RC_B64), c = ptx_reg(p, RC_B32);
+	ptx_emit(p, "mov.u32 %s, %%nctaid.x;", R(w->skg));
+	ptx_emit(p, "min.u32 %s, %s, %d;", R(w->skg), R(w->skg), WG_SK_CTAS);
+	ptx_emit(p, "sub.u32 %s, %s, %s;", R(w->skw), R(p->param[1]), R(w->ndp));
+	ptx_emit(p, "mul.lo.u32 %s, %s, %lld;", R(w->skw), R(w->skw), (long long)w->nkt);
+	ptx_emit(p, "mov.u32 %s, %%ctaid.x;", R(c));
+	ptx_emit(p, "mul.wide.u32 %s, %s, %s;", R(a), R(c), R(w->skw));
+	ptx_emit(p, "cvt.u64.u32 %s, %s;", R(b), R(w->skg));
+	ptx_emit(p, "div.u64 %s, %s, %s;", R(a), R(a), R(b));
+	ptx_emit(p, "cvt.u32.u64 %s, %s;", R(w->beg), R(a));
+}
+
+/* A role's next unit at the top of its loop (stream-K): entry p->blk and
+ * k tiles [kb, ke); none left -> done. */
+static void
+wg_unit(Wg *w, int done)
+{
+	Ptx *p = w->p;
+	int split = ptx_label(p), whole = ptx_label(p), have = ptx_label(p);
+	Reg q = ptx_reg(p, RC_PRED);
+
+	ptx_emit(p, "@%s bra $L%d;", R(w->insk), split);
+	ptx_emit(p, "setp.lt.u32 %s, %s, %s;", R(q), R(p->blk), R(w->ndp));
+	ptx_emit(p, "@%s bra $L%d;", R(q), whole);
+	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(w->insk), R(w->it), R(w->it));
+	ptx_place(p, split);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(w->it), R(w->end));
+	ptx_emit(p, "@%s bra $L%d;", R(q), done);
+	ptx_emit(p, "div.u32 %s, %s, %lld;", R(p->blk), R(w->it), (long long)w->nkt);
+	ptx_emit(p, "mul.lo.u32 %s, %s, %lld;", R(w->kb), R(p->blk), (long long)w->nkt);
+	ptx_emit(p, "sub.u32 %s, %s, %s;", R(w->kb), R(w->it), R(w->kb));
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(p->blk), R(p->blk), R(w->ndp));
+	ptx_emit(p, "sub.u32 %s, %s, %s;", R(w->ke), R(w->end), R(w->it));
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(w->ke), R(w->ke), R(w->kb));
+	ptx_emit(p, "min.u32 %s, %s, %lld;", R(w->ke), R(w->ke), (long long)w->nkt);
+	ptx_emit(p, "bra $L%d;", have);
+	ptx_place(p, whole);
+	ptx_emit(p, "mov.u32 %s, 0;", R(w->kb));
+	ptx_emit(p, "mov.u32 %s, %lld;", R(w->ke), (long long)w->nkt);
+	ptx_place(p, have);
+}
+
+/* A role's step to its next unit: the next k tiles of the split part, or
+ * the entry a grid further. */
+static void
+wg_next(Wg *w, Reg n, int loop)
+{
+	Ptx *p = w->p;
+	if (w->sk) {
+		int whole = ptx_label(p);
+		Reg d = ptx_reg(p, RC_B32);
+		ptx_emit(p, "@!%s bra $L%d;", R(w->insk), whole);
+		ptx_emit(p, "sub.u32 %s, %s, %s;", R(d), R(w->ke), R(w->kb));
+		ptx_emit(p, "add.u32 %s, %s, %s;", R(w->it), R(w->it), R(d));
+		ptx_emit(p, "bra $L%d;", loop);
+		ptx_place(p, whole);
+	}
+	ptx_next_entry(p, n, loop);
+}
+
+/* The k loop's first tile and its bound: kb and ke (stream-K), else 0 and nkt. */
+static void
+wg_k_first(Wg *w, Reg kt)
+{
+	Ptx *p = w->p;
+	if (w->sk)
+		ptx_emit(p, "mov.u32 %s, %s;", R(kt), R(w->kb));
+	else
+		ptx_emit(p, "mov.u32 %s, 0;", R(kt));
+}
+
+static void
+wg_k_more(Wg *w, Reg q, Reg kt)
+{
+	Ptx *p = w->p;
+	if (w->sk)
+		ptx_emit(p, "setp.lt.u32 %s, %s, %s;", R(q), R(kt), R(w->ke));
+	else
+		ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(q), R(kt), (long long)w->nkt);
+}
+
 /* stage = (stage + 1) % S, phase flips when it wraps */
 static void
 next_stage(Wg *w, Reg stage, Reg phase)
@@ -352,6 +528,8 @@ wg_producer(Wg *w, Reg stage, Reg phase)
 	ptx_emit(p, "prefetch.tensormap [%s];", R(tma));
 	ptx_emit(p, "prefetch.tensormap [%s];", R(tmb));
 	ptx_place(p, loop);
+	if (w->sk)
+		wg_unit(w, done);
 	ptx_wg_producer_entry(p, q, quit, done, quit_l);
 	ptx_emit(p, "ld.global.nc.v2.u32 {%s, %s}, [%s];", R(p->x), R(p->y), R(p->entry));
 	ptx_emit(p, "ld.global.nc.u32 %s, [%s+8];", R(p->z), R(p->entry));
@@ -360,7 +538,7 @@ wg_producer(Wg *w, Reg stage, Reg phase)
 	/* an operand shared by every batch has a map of one batch */
 	ptx_emit(p, "mov.u32 %s, %s;", R(za), s->batch_a ? R(p->z) : "0");
 	ptx_emit(p, "mov.u32 %s, %s;", R(zb), s->batch_b ? R(p->z) : "0");
-	ptx_emit(p, "mov.u32 %s, 0;", R(kt));
+	wg_k_first(w, kt);
 	ptx_place(p, kloop);
 	bar_addr(w, empty, BAR_EMPTY, stage);
 	ptx_emit(p, "xor.b32 %s, %s, 1;", R(ph1), R(phase)); /* a fresh barrier counts as released */
@@ -394,10 +572,10 @@ wg_producer(Wg *w, Reg stage, Reg phase)
 	}
 	next_stage(w, stage, phase);
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(kt), R(kt));
-	ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(q), R(kt), (long long)w->nkt);
+	wg_k_more(w, q, kt);
 	ptx_emit(p, "@%s bra $L%d;", R(q), kloop);
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(pc), R(pc));
-	ptx_next_entry(p, n, loop);
+	wg_next(w, n, loop);
 	/* A wait timed out: tell the consumers, through the next full barrier,
 	 * once they have emptied it (a parity wait sees only one phase ahead).
 	 * The quit word names the entry (its number in this CTA's list + 1), so
@@ -448,9 +626,11 @@ wg_mma(Wg *w, Reg da, Reg db, Reg scale)
  * consumer warp's lane 0 (after the warp's stores, bar.warp.sync) arrives
  * on done[tc % 2], first waiting until the raiser has finished with that
  * slot's previous use, so neither ring runs two phases ahead of its
- * waiter. */
+ * waiter.  Stream-K: thread 0 (`raiser`) first tells the storer in
+ * skip[tc % 2] whether the part was left unstored (keep false: another
+ * CTA finishes the entry). */
 static void
-tile_done(Wg *w, Reg tc, Reg lane0)
+tile_done(Wg *w, Reg tc, Reg lane0, Reg raiser, Reg keep)
 {
 	Ptx *p = w->p;
 	int skip = ptx_label(p), fresh = ptx_label(p);
@@ -468,6 +648,12 @@ tile_done(Wg *w, Reg tc, Reg lane0)
 	bar_addr(w, a, BAR_RAISED, slot);
 	bar_wait(w, a, use);
 	ptx_place(p, fresh);
+	if (w->sk) { /* skip[slot]: the part was not staged (raiser, thread 0, read it last for part tc - 2) */
+		Reg v = ptx_reg(p, RC_B32);
+		ptx_emit(p, "selp.u32 %s, 0, 1, %s;", R(v), R(keep));
+		ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(slot), R(w->base));
+		ptx_emit(p, "@%s st.shared.u32 [%s+%d], %s;", R(raiser), R(a), sk_off(w, SK_SKIP), R(v));
+	}
 	bar_addr(w, a, BAR_DONE, slot);
 	ptx_emit(p, "mbarrier.arrive.shared::cta.b64 %s, [%s];", R(st), R(a));
 	ptx_place(p, skip);
@@ -573,11 +759,14 @@ wg_raiser(Wg *w)
 	ptx_emit(p, "mov.u32 %s, 0;", R(tc));
 	ptx_emit(p, "mov.u32 %s, 0;", R(hc));
 	ptx_place(p, loop);
+	if (w->sk)
+		wg_unit(w, done);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(p->blk), R(p->param[1]));
 	ptx_emit(p, "@%s bra $L%d;", R(q), done);
 	ptx_emit(p, "mad.wide.u32 %s, %s, %d, %s;", R(p->entry), R(p->blk), (int)sizeof(PtxBlock), R(p->param[0]));
 	for (int part = 0; part < w->parts; part++) {
 		bool last = part == w->parts - 1;
+		int keep = w->sk ? ptx_label(p) : 0, skipped = w->sk ? ptx_label(p) : 0;
 		ptx_emit(p, "and.b32 %s, %s, 1;", R(slot), R(hc));
 		ptx_emit(p, "shr.u32 %s, %s, 1;", R(par), R(hc));
 		ptx_emit(p, "and.b32 %s, %s, 1;", R(par), R(par));
@@ -592,6 +781,18 @@ wg_raiser(Wg *w)
 			if (w->s->route) /* the tile and its flag go where its route says */
 				wg_route(w, rt, drow, dcol, fl);
 		}
+		if (w->sk) { /* a unit another CTA finishes: nothing to store or raise */
+			ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(slot), R(w->base));
+			ptx_emit(p, "ld.shared.u32 %s, [%s+%d];", R(v), R(a), sk_off(w, SK_SKIP));
+			ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(v));
+			ptx_emit(p, "@!%s bra $L%d;", R(q), keep);
+			if (w->staged) { /* the consumers' next part still waits for `free` */
+				ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w->base), bar_off(w, BAR_FREE));
+				ptx_emit(p, "mbarrier.arrive.shared::cta.b64 %s, [%s];", R(st), R(a));
+			}
+			ptx_emit(p, "bra $L%d;", skipped);
+			ptx_place(p, keep);
+		}
 		if (w->s->route)
 			wg_store_tile(w, rt, drow, dcol, part);
 		else if (w->staged)
@@ -600,12 +801,14 @@ wg_raiser(Wg *w)
 			ptx_flag_raise_at(p, yes, fl);
 		else if (last)
 			ptx_flag_raise(p, yes);
+		if (w->sk)
+			ptx_place(p, skipped);
 		bar_addr(w, a, BAR_RAISED, slot);
 		ptx_emit(p, "mbarrier.arrive.shared::cta.b64 %s, [%s];", R(st), R(a));
 		ptx_emit(p, "add.u32 %s, %s, 1;", R(hc), R(hc));
 	}
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(tc), R(tc));
-	ptx_next_entry(p, n, loop);
+	wg_next(w, n, loop);
 	ptx_place(p, done);
 	if (w->staged) /* the CTA's shared memory outlives the last store's reads */
 		ptx_emit(p, "cp.async.bulk.wait_group 0;");
@@ -666,6 +869,123 @@ wg_release(Wg *w, Reg empty, Reg lane0, Reg st)
 	}
 }
 
+/* d = the workspace address of CTA c's partial-sum slot (2c + second) at
+ * this consumer thread's first 16 bytes (ct: its number among the
+ * consumers); the thread's next 16 bytes lie a consumer row further. */
+static void
+sk_slot_addr(Wg *w, Reg d, Reg c, Reg second, Reg ct)
+{
+	Ptx *p = w->p;
+	Reg sl = ptx_reg(p, RC_B32);
+	ptx_emit(p, "mad.lo.u32 %s, %s, 2, %s;", R(sl), R(c), R(second));
+	ptx_emit(p, "mul.wide.u32 %s, %s, %lld;", R(d), R(sl), (long long)sk_slot_bytes(w));
+	ptx_emit(p, "add.u64 %s, %s, %s;", R(d), R(d), R(p->tensor[p->ntensors - 1]));
+	ptx_emit(p, "mad.wide.u32 %s, %s, 16, %s;", R(d), R(ct), R(d));
+	ptx_emit(p, "add.u64 %s, %s, %d;", R(d), R(d), WG_SK_SLOTS);
+}
+
+/* d = the CTA whose k tiles of the split part hold k tile x (x + 1 for
+ * the last one before it): floor(((x + 1) G - 1) / W), the largest c with
+ * floor(c W / G) <= x. */
+static void
+sk_cta_of(Wg *w, Reg d, Reg x1)
+{
+	Ptx *p = w->p;
+	Reg a = ptx_reg(p, RC_B64), b = ptx_reg(p, RC_B64);
+	ptx_emit(p, "mul.wide.u32 %s, %s, %s;", R(a), R(x1), R(w->skg));
+	ptx_emit(p, "sub.u64 %s, %s, 1;", R(a), R(a));
+	ptx_emit(p, "cvt.u64.u32 %s, %s;", R(b), R(w->skw));
+	ptx_emit(p, "div.u64 %s, %s, %s;", R(a), R(a), R(b));
+	ptx_emit(p, "cvt.u32.u64 %s, %s;", R(d), R(a));
+}
+
+/* Stream-K's fixup (wg_sk_setup), by every consumer thread after a unit's
+ * k loop: keep = whether this CTA runs the entry's epilogue -- a whole
+ * entry, or the last of the entry's CTAs to count itself, which first adds
+ * the other's partial sums (loaded at the GPU's scope: L1 is not coherent,
+ * and the slots are reused by every call). */
+static void
+sk_fixup(Wg *w, Reg ct, Reg raiser, Reg keep)
+{
+	Ptx *p = w->p;
+	int nacc = w->t->bn / 2, nt = WG_THREADS * w->nwg, out = ptx_label(p), skipped = ptx_label(p);
+	int loop = ptx_label(p), notme = ptx_label(p);
+	Reg q = ptx_reg(p, RC_PRED), c = ptx_reg(p, RC_B32), second = ptx_reg(p, RC_B32), e = ptx_reg(p, RC_B32);
+	Reg ptr = ptx_reg(p, RC_B64), ctr = ptx_reg(p, RC_B64), old = ptx_reg(p, RC_B32), x = ptx_reg(p, RC_B32);
+	Reg clo = ptx_reg(p, RC_B32), chi = ptx_reg(p, RC_B32), me = ptx_reg(p, RC_B32), sh = ptx_reg(p, RC_B32);
+	Reg v[16];
+
+	for (int i = 0; i < 16; i++)
+		v[i] = ptx_reg(p, RC_F32);
+	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(keep), R(ct), R(ct));
+	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(w->kb));
+	ptx_emit(p, "setp.ne.or.u32 %s, %s, %lld, %s;", R(q), R(w->ke), (long long)w->nkt, R(q));
+	ptx_emit(p, "@!%s bra $L%d;", R(q), out);
+	/* the partial sums into this CTA's slot: its first unit's, or its last's */
+	sk_consts(w);
+	ptx_emit(p, "mov.u32 %s, %%ctaid.x;", R(me));
+	ptx_emit(p, "setp.ne.u32 %s, %s, %s;", R(q), R(w->it), R(w->beg));
+	ptx_emit(p, "selp.u32 %s, 1, 0, %s;", R(second), R(q));
+	sk_slot_addr(w, ptr, me, second, ct);
+	for (int i = 0; i < nacc / 4; i++)
+		ptx_emit(p, "st.global.v4.f32 [%s+%d], {%s, %s, %s, %s};", R(ptr), i * nt * 16, R(w->acc[4 * i]),
+		         R(w->acc[4 * i + 1]), R(w->acc[4 * i + 2]), R(w->acc[4 * i + 3]));
+	ptx_emit(p, "bar.sync 1, %d;", nt);
+	/* thread 0 counts the CTA in (releasing every consumer's stores, which
+	 * the barrier ordered before it) and learns whether it is the last */
+	ptx_emit(p, "@!%s bra $L%d;", R(raiser), skipped);
+	ptx_emit(p, "sub.u32 %s, %s, %s;", R(e), R(p->blk), R(w->ndp));
+	ptx_emit(p, "mad.wide.u32 %s, %s, 4, %s;", R(ctr), R(e), R(p->tensor[p->ntensors - 1]));
+	ptx_emit(p, "atom.acq_rel.gpu.global.add.u32 %s, [%s], 1;", R(old), R(ctr));
+	ptx_emit(p, "mul.lo.u32 %s, %s, %lld;", R(x), R(e), (long long)w->nkt);
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(x), R(x));
+	sk_cta_of(w, clo, x);
+	ptx_emit(p, "add.u32 %s, %s, %lld;", R(x), R(x), (long long)w->nkt - 1);
+	sk_cta_of(w, chi, x);
+	ptx_emit(p, "sub.u32 %s, %s, %s;", R(x), R(chi), R(clo)); /* the others: contributors - 1 */
+	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(q), R(old), R(x));
+	ptx_emit(p, "@%s st.relaxed.gpu.global.u32 [%s], 0;", R(q), R(ctr)); /* for the next call */
+	ptx_emit(p, "selp.u32 %s, 1, 0, %s;", R(x), R(q));
+	ptx_emit(p, "st.shared.u32 [%s+%d], %s;", R(w->base), sk_off(w, SK_LAST), R(x));
+	ptx_emit(p, "st.shared.u32 [%s+%d], %s;", R(w->base), sk_off(w, SK_CLO), R(clo));
+	ptx_emit(p, "st.shared.u32 [%s+%d], %s;", R(w->base), sk_off(w, SK_CHI), R(chi));
+	ptx_place(p, skipped);
+	ptx_emit(p, "bar.sync 1, %d;", nt);
+	ptx_emit(p, "ld.shared.u32 %s, [%s+%d];", R(x), R(w->base), sk_off(w, SK_LAST));
+	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(keep), R(x));
+	ptx_emit(p, "@!%s bra $L%d;", R(keep), out);
+	ptx_emit(p, "ld.shared.u32 %s, [%s+%d];", R(clo), R(w->base), sk_off(w, SK_CLO));
+	ptx_emit(p, "ld.shared.u32 %s, [%s+%d];", R(chi), R(w->base), sk_off(w, SK_CHI));
+	ptx_emit(p, "fence.acq_rel.gpu;");
+	/* the others' sums: CTA c's unit here is its first where c's k tiles
+	 * begin in this entry */
+	ptx_emit(p, "sub.u32 %s, %s, %s;", R(e), R(p->blk), R(w->ndp));
+	ptx_emit(p, "mov.u32 %s, %s;", R(c), R(clo));
+	ptx_place(p, loop);
+	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(q), R(c), R(me));
+	ptx_emit(p, "@%s bra $L%d;", R(q), notme);
+	ptx_emit(p, "mul.wide.u32 %s, %s, %s;", R(ctr), R(c), R(w->skw));
+	ptx_emit(p, "cvt.u64.u32 %s, %s;", R(ptr), R(w->skg));
+	ptx_emit(p, "div.u64 %s, %s, %s;", R(ctr), R(ctr), R(ptr));
+	ptx_emit(p, "cvt.u32.u64 %s, %s;", R(sh), R(ctr));
+	ptx_emit(p, "div.u32 %s, %s, %lld;", R(sh), R(sh), (long long)w->nkt); /* the split entry c begins in */
+	ptx_emit(p, "setp.ne.u32 %s, %s, %s;", R(q), R(sh), R(e));
+	ptx_emit(p, "selp.u32 %s, 1, 0, %s;", R(second), R(q));
+	sk_slot_addr(w, ptr, c, second, ct);
+	for (int i = 0; i < nacc / 4; i += 4) {
+		for (int j = 0; j < 4; j++)
+			ptx_emit(p, "ld.relaxed.gpu.global.v4.f32 {%s, %s, %s, %s}, [%s+%d];", R(v[4 * j]), R(v[4 * j + 1]),
+			         R(v[4 * j + 2]), R(v[4 * j + 3]), R(ptr), (i + j) * nt * 16);
+		for (int j = 0; j < 16; j++)
+			ptx_emit(p, "add.f32 %s, %s, %s;", R(w->acc[4 * i + j]), R(w->acc[4 * i + j]), R(v[j]));
+	}
+	ptx_place(p, notme);
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(c), R(c));
+	ptx_emit(p, "setp.le.u32 %s, %s, %s;", R(q), R(c), R(chi));
+	ptx_emit(p, "@%s bra $L%d;", R(q), loop);
+	ptx_place(p, out);
+}
+
 /* A consumer warpgroup: the k loop of each tile, the epilogue, the flag. */
 static void
 wg_consumer(Wg *w, Reg stage, Reg phase)
@@ -683,6 +1003,7 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	Reg scale = ptx_reg(p, RC_PRED), yes = ptx_reg(p, RC_PRED), lane0 = ptx_reg(p, RC_PRED);
 	Reg raiser = ptx_reg(p, RC_PRED), r0 = ptx_reg(p, RC_B32), c0 = ptx_reg(p, RC_B32);
 	Reg st = ptx_reg(p, RC_B64), rr = ptx_reg(p, RC_B32), cc = ptx_reg(p, RC_B32);
+	Reg keep = w->sk ? ptx_reg(p, RC_PRED) : yes; /* stream-K: this CTA finishes the unit's entry */
 	Reg xo[8];
 	PtxMmFrag f = {.r0 = rr, .c0 = cc, .mi = 1, .nj = w->t->bn / 8, .acc = w->acc,
 	               .stage_xo = w->staged ? xo : NULL, .stage_box = w->cbm * 128};
@@ -710,10 +1031,12 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 		wg_stage_addrs(w, xo, r0, c0, t);
 
 	ptx_place(p, loop);
+	if (w->sk)
+		wg_unit(w, done);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(p->blk), R(p->param[1]));
 	ptx_emit(p, "@%s bra $L%d;", R(q), done);
 	ptx_emit(p, "mad.wide.u32 %s, %s, %d, %s;", R(p->entry), R(p->blk), (int)sizeof(PtxBlock), R(p->param[0]));
-	ptx_emit(p, "mov.u32 %s, 0;", R(kt));
+	wg_k_first(w, kt);
 	/* the first k tile, peeled: only there may the producer have given up
 	 * (and off the k loop's back edge, ptxas need not drain the MMAs) */
 	bar_addr(w, full, BAR_FULL, stage);
@@ -732,7 +1055,7 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	ptx_emit(p, "mul.wide.u32 %s, %s, %d;", R(so), R(stage), w->stage >> 4);
 	ptx_emit(p, "add.u64 %s, %s, %s;", R(da), R(da0), R(so));
 	ptx_emit(p, "add.u64 %s, %s, %s;", R(db), R(db0), R(so));
-	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(scale), R(kt));
+	ptx_emit(p, "setp.ne.u32 %s, %s, %s;", R(scale), R(kt), w->sk ? R(w->kb) : "0");
 	ptx_emit(p, "wgmma.fence.sync.aligned;");
 	for (int kk = 0; kk < WG_BK / 16; kk++) {
 		if (kk) {
@@ -744,7 +1067,7 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	ptx_emit(p, "wgmma.commit_group.sync.aligned;");
 	/* the previous k tile's MMAs are done: its stage can be refilled */
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 1;");
-	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(q), R(kt));
+	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(q), R(kt), w->sk ? R(w->kb) : "0");
 	ptx_emit(p, "@%s bra $L%d;", R(q), first);
 	bar_addr(w, empty, BAR_EMPTY, prev);
 	wg_release(w, empty, lane0, st);
@@ -752,11 +1075,13 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	ptx_emit(p, "mov.u32 %s, %s;", R(prev), R(stage));
 	next_stage(w, stage, phase);
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(kt), R(kt));
-	ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(q), R(kt), (long long)w->nkt);
+	wg_k_more(w, q, kt);
 	ptx_emit(p, "@%s bra $L%d;", R(q), kloop);
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;");
 	bar_addr(w, empty, BAR_EMPTY, prev);
 	wg_release(w, empty, lane0, st);
+	if (w->sk)
+		sk_fixup(w, ct, raiser, keep);
 
 	/* epilogue: absolute row and column of this thread's fragment */
 	ptx_emit(p, "ld.global.nc.v2.u32 {%s, %s}, [%s];", R(p->x), R(p->y), R(p->entry));
@@ -767,24 +1092,29 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	for (int part = 0; part < w->parts; part++) { /* tc counts parts */
 		f.j0 = part * f.nj / w->parts;
 		f.j1 = (part + 1) * f.nj / w->parts;
+		int unstored = w->sk ? ptx_label(p) : 0;
 		if (w->staged)
 			wg_stage_free(w, tc);
+		if (w->sk) /* another CTA finishes the entry */
+			ptx_emit(p, "@!%s bra $L%d;", R(keep), unstored);
 		ptx_mm_epilogue(p, w->s, &f);
 		if (w->staged) /* the async proxy (TMA) reads what these stores wrote */
 			ptx_emit(p, "fence.proxy.async.shared::cta;");
+		if (w->sk)
+			ptx_place(p, unstored);
 		if (wg_storer(w)) {
-			tile_done(w, tc, lane0);
+			tile_done(w, tc, lane0, raiser, keep);
 		} else {
 			ptx_emit(p, "bar.sync 1, %d;", WG_THREADS * w->nwg);
 			ptx_flag_raise(p, raiser);
 		}
 		ptx_emit(p, "add.u32 %s, %s, 1;", R(tc), R(tc));
 	}
-	ptx_next_entry(p, n, loop);
+	wg_next(w, n, loop);
 	/* the producer gave up: wake the raiser, which then sees the quit word */
 	ptx_place(p, quitting);
 	if (wg_storer(w))
-		tile_done(w, tc, lane0);
+		tile_done(w, tc, lane0, raiser, yes);
 	ptx_place(p, done);
 	wg_leave(w);
 }
@@ -803,14 +1133,14 @@ ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 	wg_setup(&w, p, s);
 	memset(k, 0, sizeof *k);
 	wg_tmaps(&w, k);
-	ptx_kernel_begin_tm(p, b, s->name, 2 + s->nin + s->nout, k->ntmaps, WG_THREADS * (1 + w.nwg), 1);
-	buf_printf(&p->head, "// matmul %s %lldx%lldx%lld batch %lld, tile %s: wgmma + TMA, %d consumer warpgroups\n",
+	ptx_kernel_begin_tm(p, b, s->name, 2 + s->nin + s->nout + w.sk, k->ntmaps, WG_THREADS * (1 + w.nwg), 1);
+	buf_printf(&p->head, "// matmul %s %lldx%lldx%lld batch %lld, tile %s: wgmma + TMA, %d consumer warpgroups%s\n",
 	           ty_dtypes[s->ab].name, (long long)s->m, (long long)s->n, (long long)s->k, (long long)s->batch,
-	           w.t->name, w.nwg);
+	           w.t->name, w.nwg, w.sk ? ", stream-K" : "");
 	for (int i = 0; i < w.t->bn / 2; i++)
 		w.acc[i] = ptx_reg(p, RC_F32);
 	ptx_kernel_cluster(p, w.cl);
-	ptx_params(p, 2 + s->nin + s->nout);
+	ptx_params(p, 2 + s->nin + s->nout + w.sk); /* stream-K: its workspace last */
 	w.base = ptx_reg(p, RC_B32);
 	w.bye = ptx_label(p);
 	if (w.cl > 1) {
@@ -858,6 +1188,8 @@ ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 		ptx_emit(p, "bar.sync 0;");
 	ptx_emit(p, "mov.u32 %s, 0;", R(stage));
 	ptx_emit(p, "mov.u32 %s, 0;", R(phase));
+	if (w.sk)
+		wg_sk_setup(&w);
 	consumer = ptx_label(p);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %d;", R(q), R(p->tid), WG_THREADS);
 	ptx_emit(p, "@%s bra $L%d;", R(q), consumer);
@@ -886,4 +1218,8 @@ ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 	ptx_kernel_end(p);
 	ptx_matmul_kernel(k, s, WG_THREADS * (1 + w.nwg), wg_smem(&w));
 	k->cluster = w.cl > 1 ? w.cl : 0;
+	if (w.sk) { /* counters for the split entries (fewer than 2 G), then 2 slots a CTA */
+		k->ntensors++;
+		k->work = WG_SK_SLOTS + 2 * WG_SK_CTAS * sk_slot_bytes(&w);
+	}
 }

@@ -174,12 +174,14 @@ add_row(TuneSet *s, const Func *f, TunePick k, double predicted)
 }
 
 /* The tiles a matmul of dtype dt can run (the raiser tile has not run on
- * a GPU yet, and the cluster tiles, 5-7% slower, cannot take a plan's
- * flags: never candidates). */
+ * a GPU yet, and the cluster tiles, 5-7% slower, and the stream-K tile
+ * cannot take a plan's flags: never candidates; a flagless matmul gets
+ * the stream-K form of its tile anyway, lower.c). */
 static bool
 tile_fits(int t, DType dt)
 {
-	return !ptx_tiles[t].raiser && ptx_tiles[t].cluster <= 1 && (dt == DT_F32) == (ptx_tiles[t].kind == PTX_SIMT);
+	return !ptx_tiles[t].raiser && ptx_tiles[t].cluster <= 1 && !ptx_tiles[t].streamk &&
+	       (dt == DT_F32) == (ptx_tiles[t].kind == PTX_SIMT);
 }
 
 /* Whether p's kernels with its tile are those codegen makes with none

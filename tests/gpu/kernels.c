@@ -564,6 +564,21 @@ mm_fill_launch(MmCase *c, Launch *l)
 		l->t[2 + c->s.nin + j] = c->out[j].d;
 }
 
+static int mm_calls = 1; /* launches of each mm_run, the output poisoned before each */
+
+/* A stream-K kernel leaves its entries' counters at 0 for the next call
+ * (the first 2 PTX_SK_CTAS words of its workspace: codegen/wgmma.c). */
+static void
+sk_counters_zero(const char *name, const Kern *k)
+{
+	uint32_t w[2 * PTX_SK_CTAS], bad = 0;
+	CU(cuMemcpyDtoH(w, k->work, sizeof w));
+	for (size_t i = 0; i < NELEM(w); i++)
+		bad += w[i] != 0;
+	printf("CASE %s/counters: %s (%lld B workspace)\n", name, bad ? "FAIL: left nonzero" : "PASS", (long long)k->k.work);
+	failures += bad != 0;
+}
+
 /* Runs a matmul spec on `grid` CTAs with a grouped block list and checks
  * every output element. */
 static void
@@ -588,12 +603,16 @@ mm_run(const char *name, PtxMatmulSpec s, int grid)
 	l.grid = grid;
 	l.s = stream[0];
 	mm_fill_launch(&c, &l);
-	for (int j = 0; j < s.nout; j++)
-		tens_poison(&c.out[j]);
-	launch(&kr, &l);
-	CU(cuStreamSynchronize(l.s));
+	for (int call = 0; call < mm_calls; call++) {
+		for (int j = 0; j < s.nout; j++)
+			tens_poison(&c.out[j]);
+		launch(&kr, &l);
+		CU(cuStreamSynchronize(l.s));
+	}
 	for (int j = 0; j < s.nout; j++)
 		tens_fetch(&c.out[j]);
+	if (ptx_tiles[s.tile].streamk)
+		sk_counters_zero(name, &kr);
 	t0 = now_s();
 	mm_host_operands(&c);
 	for (int j = 0; j < s.nout; j++)
@@ -608,7 +627,7 @@ mm_run(const char *name, PtxMatmulSpec s, int grid)
 	free(bl);
 	mm_free(&c);
 	buf_free(&b);
-	CU(cuModuleUnload(kr.mod));
+	kern_unload(&kr);
 }
 
 static PtxMatmulSpec
@@ -2222,6 +2241,48 @@ case_mm_cluster(void)
 	mm_run("wg_c2_epi_bias_res_tanh", epi_spec("wg_c2_epi", t), 8);
 }
 
+/* The stream-K tile (codegen/wgmma.c wg_sk_setup) on grids whose last wave
+ * would be part idle, so the last waves' entries are split along k and
+ * shared by two CTAs: a split part after whole waves and one that is all
+ * of the entries (ndp = 0), ragged edges, f32 output (the epilogue from
+ * registers, no storer), K-major B, a fused epilogue with two outputs,
+ * batches, and a grid whose last wave is full (nothing split).  Each runs twice, so a counter left dirty or a stale
+ * partial sum read through L1 would show in the second call's output
+ * (mm_streamk_big: the same on every SM at 2048x8192x4096). */
+static void
+case_mm_streamk(void)
+{
+	const char *t = "wg128x256x64s3k";
+	PtxMatmulSpec s;
+	mm_calls = 2;
+	mm_run("sk_1000_g7", mm_spec("sk_1000", DT_BF16, 1000, 1000, 1000, t, DT_BF16), 7);
+	mm_run("sk_1000_g5_f32", mm_spec("sk_1000_f32", DT_BF16, 1000, 1000, 1000, t, DT_F32), 5);
+	mm_run("sk_520x776x392_g6", mm_spec("sk_520", DT_BF16, 520, 776, 392, t, DT_BF16), 6);
+	mm_run("sk_2048x1536x4096_g40", mm_spec("sk_2048", DT_BF16, 2048, 1536, 4096, t, DT_BF16), 40);
+	mm_run("sk_2048x1536x4096_g32_whole", mm_spec("sk_2048w", DT_BF16, 2048, 1536, 4096, t, DT_BF16), 32);
+	s = mm_spec("sk_bt", DT_BF16, 1000, 1000, 1000, t, DT_BF16);
+	s.bt = true;
+	mm_run("sk_bt_1000_g7", s, 7);
+	mm_run("sk_epi_bias_res_tanh_g3", epi_spec("sk_epi", t), 3);
+	s = mm_spec("sk_batch", DT_F16, 300, 200, 1000, t, DT_F16);
+	s.batch = 3;
+	s.batch_a = 300 * 1000;
+	s.batch_b = 1000 * 200;
+	s.out[0] = (PtxTensor){DT_F16, {300 * 200, 200, 1}};
+	mm_run("sk_batch_f16_g4", s, 4);
+	mm_calls = 1;
+}
+
+/* Stream-K at a size users run, on every SM: 512 entries, 116 in the last
+ * wave, so 248 split over 132 CTAs. */
+static void
+case_mm_streamk_big(void)
+{
+	mm_calls = 2;
+	mm_run("sk_2048x8192x4096", mm_spec("sk_big", DT_BF16, 2048, 8192, 4096, "wg128x256x64s3k", DT_BF16), nsm);
+	mm_calls = 1;
+}
+
 /* B read K-major (bt: the matmul of x @ transpose(w), w stored n x k):
  * every tile (staged and direct epilogues), ragged n and k (TMA's zero
  * fill of the {64 k, BN} box), f16 batches with a padded ldb and a shared
@@ -2782,7 +2843,8 @@ static const struct {
 	{"mm_wgmma", case_mm_wgmma},       {"mm_wgmma_small", case_mm_wgmma_small},
 	{"mm_1000", case_mm_1000},         {"mm_ragged", case_mm_ragged},
 	{"mm_batch", case_mm_batch},       {"mm_epi", case_mm_epi},
-	{"mm_tiles", case_mm_tiles},       {"mm_cluster", case_mm_cluster}, {"ew_bcast", case_ew_bcast},
+	{"mm_tiles", case_mm_tiles},       {"mm_cluster", case_mm_cluster}, {"mm_streamk", case_mm_streamk},
+	{"mm_streamk_big", case_mm_streamk_big}, {"ew_bcast", case_ew_bcast},
 	{"ew_ops", case_ew_ops},           {"ew_int", case_ew_int},
 	{"ew_strided", case_ew_strided},   {"rows_softmax", case_rows_softmax},
 	{"rows_layernorm", case_rows_layernorm}, {"rows_rmsnorm", case_rows_rmsnorm}, {"rows_wide", case_rows_wide}, {"rows_peel", case_rows_peel},
