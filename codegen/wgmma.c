@@ -318,15 +318,19 @@ wg_leave(Wg *w)
 		ptx_emit(w->p, "ret;");
 }
 
-/* Stream-K (Osama et al., PPoPP 2023), as data-parallel waves and then
- * one split part.  With T entries on G CTAs (G = min(grid, WG_SK_CTAS)),
- * the full waves but the last are walked whole, entry by entry; the
- * remaining r + G entries (r = T mod G) are cut into W = (r + G) nkt k
- * tiles, and CTA c takes k tiles [c W / G, (c + 1) W / G).  So every CTA
- * has at least nkt of them, an entry is shared by at most two, and each
- * CTA has at most two partial units: its first and its last.  Where the
- * last wave would be full (r = 0), or its idle CTAs would gain fewer than
- * WG_SK_MIN k tiles ((G - r) nkt / G), nothing is split.  A unit that is
+/* Stream-K (Osama et al., PPoPP 2023) for the last wave alone.  With T
+ * entries on G CTAs (G = min(grid, WG_SK_CTAS)), the full waves are walked
+ * whole, entry by entry, every CTA at the same k at about the same time,
+ * so a wave's tiles share their A and B slices in L2; the r = T mod G
+ * entries of the last wave, which would leave G - r CTAs idle, are cut
+ * into W = r nkt k tiles, and CTA c takes k tiles [c W / G, (c + 1) W / G).
+ * (Splitting a full wave more as well, r + G entries, spreads the CTAs
+ * over all of k at once: on an H100 2048x8192x4096 then ran 0.73x as fast,
+ * its split part at DRAM speed.)  An entry may be shared by several CTAs,
+ * and each CTA has at most two partial units: its first and its last.
+ * Where the last wave would be full (r = 0), its idle CTAs would gain
+ * fewer than WG_SK_MIN k tiles ((G - r) nkt / G), or some CTA would get
+ * none (r nkt < G), nothing is split.  A unit that is
  * not a whole entry stores its partial sums in the workspace (slot 2c for
  * the CTA's first unit, 2c + 1 for its last) and counts itself in the
  * entry's counter; the last to count adds the others' sums to its own,
@@ -348,15 +352,14 @@ wg_sk_setup(Wg *w)
 	ptx_emit(p, "div.u32 %s, %s, %s;", R(full), R(p->param[1]), R(w->skg));
 	ptx_emit(p, "mul.lo.u32 %s, %s, %s;", R(r), R(full), R(w->skg));
 	ptx_emit(p, "sub.u32 %s, %s, %s;", R(r), R(p->param[1]), R(r));
-	/* split where r > 0, a full wave comes first, and (G - r) nkt >= WG_SK_MIN G */
+	/* split where (G - r) nkt >= WG_SK_MIN G and r nkt >= G (so r > 0) */
 	ptx_emit(p, "sub.u32 %s, %s, %s;", R(c), R(w->skg), R(r));
 	ptx_emit(p, "mul.wide.u32 %s, %s, %lld;", R(a), R(c), (long long)w->nkt);
 	ptx_emit(p, "mul.wide.u32 %s, %s, %d;", R(b), R(w->skg), WG_SK_MIN);
 	ptx_emit(p, "setp.ge.u64 %s, %s, %s;", R(q), R(a), R(b));
-	ptx_emit(p, "setp.ne.and.u32 %s, %s, 0, %s;", R(q), R(r), R(q));
-	ptx_emit(p, "setp.ne.and.u32 %s, %s, 0, %s;", R(q), R(full), R(q));
-	ptx_emit(p, "add.u32 %s, %s, %s;", R(nsk), R(r), R(w->skg));
-	ptx_emit(p, "selp.u32 %s, %s, 0, %s;", R(nsk), R(nsk), R(q));
+	ptx_emit(p, "mul.lo.u32 %s, %s, %lld;", R(full), R(r), (long long)w->nkt);
+	ptx_emit(p, "setp.ge.and.u32 %s, %s, %s, %s;", R(q), R(full), R(w->skg), R(q));
+	ptx_emit(p, "selp.u32 %s, %s, 0, %s;", R(nsk), R(r), R(q));
 	ptx_emit(p, "sub.u32 %s, %s, %s;", R(w->ndp), R(p->param[1]), R(nsk));
 	ptx_emit(p, "mul.lo.u32 %s, %s, %lld;", R(w->skw), R(nsk), (long long)w->nkt);
 	/* this CTA's share; none for a CTA past G */
