@@ -158,17 +158,21 @@ ptx_matmul_shape_tile(const PtxMatmulSpec *s, int sms)
 }
 
 /* The stream-K form of s->tile (PtxTile.streamk: the same tile, its last
- * waves' entries split along k), where there is one, s allows it and it
- * can split: more tiles than `sms` (fewer fill one wave of a grid cut to
- * their number) and more k tiles than a split must gain (PTX_SK_MIN);
- * else s->tile.  For a matmul whose entries have no flags
- * (lower.c). */
+ * wave's entries cut along k into equal pieces), where there is one, s
+ * allows it and it would cut them on a grid of `sms` CTAs (codegen/wgmma.c
+ * wg_sk_setup: r = tiles mod sms entries, each in S = min(4, sms / r)
+ * pieces, S >= 2, saving at least PTX_SK_MIN k tiles); else s->tile, which
+ * needs no workspace.  sms <= 0: wherever the tile allows.  For a matmul
+ * whose entries have no flags (lower.c). */
 int
 ptx_matmul_streamk(const PtxMatmulSpec *s, int sms)
 {
 	const PtxTile *t = &ptx_tiles[s->tile];
-	if ((sms > 0 && tiles_of(s, t) <= sms) || ceil_div(s->k, t->bk) <= PTX_SK_MIN)
-		return s->tile;
+	int64_t nkt = ceil_div(s->k, t->bk), r = sms > 0 ? tiles_of(s, t) % sms : 1;
+	int64_t pieces = sms > 0 && r ? sms / r : 4;
+	pieces = pieces < 4 ? pieces : 4;
+	if (!r || pieces < 2 || nkt * (pieces - 1) < PTX_SK_MIN * pieces || (sms > 0 && tiles_of(s, t) <= sms))
+		return s->tile; /* (fewer tiles than sms: one wave, the grid cut to their number) */
 	for (int i = 0; i < ptx_ntiles; i++) {
 		const PtxTile *u = &ptx_tiles[i];
 		PtxMatmulSpec w = *s;

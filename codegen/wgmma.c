@@ -54,6 +54,7 @@ enum {
 	WG_ALIGN = 1024,       /* swizzle atom: stage bases are aligned to it */
 	WG_SK_CTAS = PTX_SK_CTAS,
 	WG_SK_MIN = PTX_SK_MIN,
+	WG_SK_PIECES = 4,      /* stream-K: the most pieces an entry is cut into (the last's fixup reads the others) */
 	WG_SK_SLOTS = 2048,    /* stream-K: workspace offset of the partial sums, after the counters */
 };
 
@@ -76,7 +77,7 @@ typedef struct Wg {
 	int64_t lda, ldb;
 	bool sk;              /* stream-K (PtxTile.streamk): see wg_sk_setup */
 	Reg ndp, end;         /* sk: entries walked whole; the end of this CTA's k tiles of the split part */
-	Reg skg, skw, beg;    /* sk: CTAs that split the part (G), its k tiles (W), this CTA's first;
+	Reg skg, skw, beg;    /* sk: CTAs that split the part (S r), its k tiles (W), this CTA's first;
 	                         set by sk_consts where needed (not live across the k loops) */
 	Reg insk, it, kb, ke; /* sk: a role's walk: in the split part, the unit's first k tile there
 	                         (it), its k tiles [kb, ke) of entry p->blk */
@@ -318,51 +319,56 @@ wg_leave(Wg *w)
 		ptx_emit(w->p, "ret;");
 }
 
-/* Stream-K (Osama et al., PPoPP 2023) for the last wave alone.  With T
- * entries on G CTAs (G = min(grid, WG_SK_CTAS)), the full waves are walked
- * whole, entry by entry, every CTA at the same k at about the same time,
- * so a wave's tiles share their A and B slices in L2; the r = T mod G
- * entries of the last wave, which would leave G - r CTAs idle, are cut
- * into W = r nkt k tiles, and CTA c takes k tiles [c W / G, (c + 1) W / G).
- * (Splitting a full wave more as well, r + G entries, spreads the CTAs
- * over all of k at once: on an H100 2048x8192x4096 then ran 0.73x as fast,
- * its split part at DRAM speed.)  An entry may be shared by several CTAs,
- * and each CTA has at most two partial units: its first and its last.
- * Where the last wave would be full (r = 0), its idle CTAs would gain
- * fewer than WG_SK_MIN k tiles ((G - r) nkt / G), or some CTA would get
- * none (r nkt < G), nothing is split.  A unit that is
- * not a whole entry stores its partial sums in the workspace (slot 2c for
- * the CTA's first unit, 2c + 1 for its last) and counts itself in the
- * entry's counter; the last to count adds the others' sums to its own,
- * runs the epilogue and zeroes the counter.  No CTA ever waits for
- * another, so a grid that is not all resident still finishes.  Every
- * thread computes the same numbers here (the roles walk on their own). */
+/* Stream-K (after Osama et al., PPoPP 2023) for the last wave alone, in
+ * equal pieces.  With T entries on G CTAs (G = min(grid, WG_SK_CTAS)), the
+ * full waves are walked whole, entry by entry, every CTA at the same k at
+ * about the same time, so a wave's tiles share their A and B slices in L2.
+ * The last wave's r = T mod G entries would leave G - r CTAs idle for a
+ * whole tile: each is cut along k into S = min(WG_SK_PIECES, G / r) pieces
+ * of nkt / S k tiles, one piece to each of CTAs 0 .. S r - 1 (k tiles
+ * [c W / (S r), (c + 1) W / (S r)) of W = r nkt), so the wave takes 1 / S
+ * of a tile's time and the pieces start at S offsets only.  Measured on an
+ * H100 (bench/results/2026-12-06-streamk-h100.md): fractional shares of
+ * the last wave or of a wave more, every CTA at its own k offset, read
+ * A and B at DRAM speed (2048x8192x4096 at 0.73x and 0.85x as fast).
+ * Where S < 2, or the pieces would save fewer than WG_SK_MIN k tiles
+ * (nkt (S - 1) < WG_SK_MIN S), nothing is split.  A piece stores its
+ * partial sums in the workspace (CTA c's slot), and counts itself in the
+ * entry's counter; the last to count
+ * adds the others' sums to its own, runs the epilogue and zeroes the
+ * counter.  No CTA ever waits for another, so a grid that is not all
+ * resident still finishes.  Every thread computes the same numbers here
+ * (the roles walk on their own). */
 static void
 wg_sk_setup(Wg *w)
 {
 	Ptx *p = w->p;
-	Reg full = ptx_reg(p, RC_B32), r = ptx_reg(p, RC_B32), nsk = ptx_reg(p, RC_B32), c = ptx_reg(p, RC_B32);
+	Reg g = ptx_reg(p, RC_B32), r = ptx_reg(p, RC_B32), nsk = ptx_reg(p, RC_B32), c = ptx_reg(p, RC_B32);
 	Reg a = ptx_reg(p, RC_B64), b = ptx_reg(p, RC_B64), q = ptx_reg(p, RC_PRED), q2 = ptx_reg(p, RC_PRED);
+	Reg sp = ptx_reg(p, RC_B32), t = ptx_reg(p, RC_B32);
 
 	w->ndp = ptx_reg(p, RC_B32), w->end = ptx_reg(p, RC_B32);
 	w->skg = ptx_reg(p, RC_B32), w->skw = ptx_reg(p, RC_B32), w->beg = ptx_reg(p, RC_B32);
 	w->insk = ptx_reg(p, RC_PRED), w->it = ptx_reg(p, RC_B32), w->kb = ptx_reg(p, RC_B32), w->ke = ptx_reg(p, RC_B32);
-	ptx_emit(p, "mov.u32 %s, %%nctaid.x;", R(w->skg));
-	ptx_emit(p, "min.u32 %s, %s, %d;", R(w->skg), R(w->skg), WG_SK_CTAS);
-	ptx_emit(p, "div.u32 %s, %s, %s;", R(full), R(p->param[1]), R(w->skg));
-	ptx_emit(p, "mul.lo.u32 %s, %s, %s;", R(r), R(full), R(w->skg));
-	ptx_emit(p, "sub.u32 %s, %s, %s;", R(r), R(p->param[1]), R(r));
-	/* split where (G - r) nkt >= WG_SK_MIN G and r nkt >= G (so r > 0) */
-	ptx_emit(p, "sub.u32 %s, %s, %s;", R(c), R(w->skg), R(r));
-	ptx_emit(p, "mul.wide.u32 %s, %s, %lld;", R(a), R(c), (long long)w->nkt);
-	ptx_emit(p, "mul.wide.u32 %s, %s, %d;", R(b), R(w->skg), WG_SK_MIN);
-	ptx_emit(p, "setp.ge.u64 %s, %s, %s;", R(q), R(a), R(b));
-	ptx_emit(p, "mul.lo.u32 %s, %s, %lld;", R(full), R(r), (long long)w->nkt);
-	ptx_emit(p, "setp.ge.and.u32 %s, %s, %s, %s;", R(q), R(full), R(w->skg), R(q));
+	ptx_emit(p, "mov.u32 %s, %%nctaid.x;", R(g));
+	ptx_emit(p, "min.u32 %s, %s, %d;", R(g), R(g), WG_SK_CTAS);
+	ptx_emit(p, "rem.u32 %s, %s, %s;", R(r), R(p->param[1]), R(g));
+	/* S = min(pieces, G / r); split where S >= 2 and nkt (S - 1) >= WG_SK_MIN S */
+	ptx_emit(p, "max.u32 %s, %s, 1;", R(t), R(r));
+	ptx_emit(p, "div.u32 %s, %s, %s;", R(sp), R(g), R(t));
+	ptx_emit(p, "min.u32 %s, %s, %d;", R(sp), R(sp), WG_SK_PIECES);
+	ptx_emit(p, "sub.u32 %s, %s, 1;", R(t), R(sp));
+	ptx_emit(p, "mul.lo.u32 %s, %s, %lld;", R(t), R(t), (long long)w->nkt);
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(c), R(sp), WG_SK_MIN);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(t), R(c));
+	ptx_emit(p, "setp.ge.and.u32 %s, %s, 2, %s;", R(q), R(sp), R(q));
+	ptx_emit(p, "setp.ne.and.u32 %s, %s, 0, %s;", R(q), R(r), R(q));
 	ptx_emit(p, "selp.u32 %s, %s, 0, %s;", R(nsk), R(r), R(q));
 	ptx_emit(p, "sub.u32 %s, %s, %s;", R(w->ndp), R(p->param[1]), R(nsk));
 	ptx_emit(p, "mul.lo.u32 %s, %s, %lld;", R(w->skw), R(nsk), (long long)w->nkt);
-	/* this CTA's share; none for a CTA past G */
+	ptx_emit(p, "mul.lo.u32 %s, %s, %s;", R(w->skg), R(sp), R(r));
+	ptx_emit(p, "max.u32 %s, %s, 1;", R(w->skg), R(w->skg)); /* no split: W = 0, the ranges empty */
+	/* this CTA's piece; none for a CTA past S r */
 	ptx_emit(p, "mov.u32 %s, %%ctaid.x;", R(c));
 	ptx_emit(p, "setp.lt.u32 %s, %s, %s;", R(q2), R(c), R(w->skg));
 	ptx_emit(p, "mul.wide.u32 %s, %s, %s;", R(a), R(c), R(w->skw));
@@ -379,18 +385,22 @@ wg_sk_setup(Wg *w)
 	ptx_emit(p, "setp.ne.u32 %s, %s, %s;", R(w->insk), R(w->it), R(w->it));
 }
 
-/* G, W and this CTA's first k tile of the split part again, from the
- * grid, nblocks and ndp: cheaper than keeping them live in the consumers
- * across the k loop, where the accumulators need the registers. */
+/* The split's S r, W and this CTA's first k tile of it again, from the
+ * grid, nblocks and ndp (r = nblocks - ndp > 0 where a piece is fixed up):
+ * cheaper than keeping them live in the consumers across the k loop, where
+ * the accumulators need the registers. */
 static void
 sk_consts(Wg *w)
 {
 	Ptx *p = w->p;
-	Reg a = ptx_reg(p, RC_B64), b = ptx_reg(p, RC_B64), c = ptx_reg(p, RC_B32);
+	Reg a = ptx_reg(p, RC_B64), b = ptx_reg(p, RC_B64), c = ptx_reg(p, RC_B32), r = ptx_reg(p, RC_B32);
 	ptx_emit(p, "mov.u32 %s, %%nctaid.x;", R(w->skg));
 	ptx_emit(p, "min.u32 %s, %s, %d;", R(w->skg), R(w->skg), WG_SK_CTAS);
-	ptx_emit(p, "sub.u32 %s, %s, %s;", R(w->skw), R(p->param[1]), R(w->ndp));
-	ptx_emit(p, "mul.lo.u32 %s, %s, %lld;", R(w->skw), R(w->skw), (long long)w->nkt);
+	ptx_emit(p, "sub.u32 %s, %s, %s;", R(r), R(p->param[1]), R(w->ndp));
+	ptx_emit(p, "div.u32 %s, %s, %s;", R(w->skg), R(w->skg), R(r));
+	ptx_emit(p, "min.u32 %s, %s, %d;", R(w->skg), R(w->skg), WG_SK_PIECES);
+	ptx_emit(p, "mul.lo.u32 %s, %s, %s;", R(w->skg), R(w->skg), R(r));
+	ptx_emit(p, "mul.lo.u32 %s, %s, %lld;", R(w->skw), R(r), (long long)w->nkt);
 	ptx_emit(p, "mov.u32 %s, %%ctaid.x;", R(c));
 	ptx_emit(p, "mul.wide.u32 %s, %s, %s;", R(a), R(c), R(w->skw));
 	ptx_emit(p, "cvt.u64.u32 %s, %s;", R(b), R(w->skg));
@@ -872,16 +882,14 @@ wg_release(Wg *w, Reg empty, Reg lane0, Reg st)
 	}
 }
 
-/* d = the workspace address of CTA c's partial-sum slot (2c + second) at
- * this consumer thread's first 16 bytes (ct: its number among the
- * consumers); the thread's next 16 bytes lie a consumer row further. */
+/* d = the workspace address of CTA c's partial-sum slot at this consumer
+ * thread's first 16 bytes (ct: its number among the consumers); the
+ * thread's next 16 bytes lie a consumer row further. */
 static void
-sk_slot_addr(Wg *w, Reg d, Reg c, Reg second, Reg ct)
+sk_slot_addr(Wg *w, Reg d, Reg c, Reg ct)
 {
 	Ptx *p = w->p;
-	Reg sl = ptx_reg(p, RC_B32);
-	ptx_emit(p, "mad.lo.u32 %s, %s, 2, %s;", R(sl), R(c), R(second));
-	ptx_emit(p, "mul.wide.u32 %s, %s, %lld;", R(d), R(sl), (long long)sk_slot_bytes(w));
+	ptx_emit(p, "mul.wide.u32 %s, %s, %lld;", R(d), R(c), (long long)sk_slot_bytes(w));
 	ptx_emit(p, "add.u64 %s, %s, %s;", R(d), R(d), R(p->tensor[p->ntensors - 1]));
 	ptx_emit(p, "mad.wide.u32 %s, %s, 16, %s;", R(d), R(ct), R(d));
 	ptx_emit(p, "add.u64 %s, %s, %d;", R(d), R(d), WG_SK_SLOTS);
@@ -913,9 +921,9 @@ sk_fixup(Wg *w, Reg ct, Reg raiser, Reg keep)
 	Ptx *p = w->p;
 	int nacc = w->t->bn / 2, nt = WG_THREADS * w->nwg, out = ptx_label(p), skipped = ptx_label(p);
 	int loop = ptx_label(p), notme = ptx_label(p);
-	Reg q = ptx_reg(p, RC_PRED), c = ptx_reg(p, RC_B32), second = ptx_reg(p, RC_B32), e = ptx_reg(p, RC_B32);
+	Reg q = ptx_reg(p, RC_PRED), c = ptx_reg(p, RC_B32), e = ptx_reg(p, RC_B32);
 	Reg ptr = ptx_reg(p, RC_B64), ctr = ptx_reg(p, RC_B64), old = ptx_reg(p, RC_B32), x = ptx_reg(p, RC_B32);
-	Reg clo = ptx_reg(p, RC_B32), chi = ptx_reg(p, RC_B32), me = ptx_reg(p, RC_B32), sh = ptx_reg(p, RC_B32);
+	Reg clo = ptx_reg(p, RC_B32), chi = ptx_reg(p, RC_B32), me = ptx_reg(p, RC_B32);
 	Reg v[16];
 
 	for (int i = 0; i < 16; i++)
@@ -924,12 +932,10 @@ sk_fixup(Wg *w, Reg ct, Reg raiser, Reg keep)
 	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(w->kb));
 	ptx_emit(p, "setp.ne.or.u32 %s, %s, %lld, %s;", R(q), R(w->ke), (long long)w->nkt, R(q));
 	ptx_emit(p, "@!%s bra $L%d;", R(q), out);
-	/* the partial sums into this CTA's slot: its first unit's, or its last's */
+	/* the partial sums into this CTA's slot (its one piece) */
 	sk_consts(w);
 	ptx_emit(p, "mov.u32 %s, %%ctaid.x;", R(me));
-	ptx_emit(p, "setp.ne.u32 %s, %s, %s;", R(q), R(w->it), R(w->beg));
-	ptx_emit(p, "selp.u32 %s, 1, 0, %s;", R(second), R(q));
-	sk_slot_addr(w, ptr, me, second, ct);
+	sk_slot_addr(w, ptr, me, ct);
 	for (int i = 0; i < nacc / 4; i++)
 		ptx_emit(p, "st.global.v4.f32 [%s+%d], {%s, %s, %s, %s};", R(ptr), i * nt * 16, R(w->acc[4 * i]),
 		         R(w->acc[4 * i + 1]), R(w->acc[4 * i + 2]), R(w->acc[4 * i + 3]));
@@ -960,21 +966,12 @@ sk_fixup(Wg *w, Reg ct, Reg raiser, Reg keep)
 	ptx_emit(p, "ld.shared.u32 %s, [%s+%d];", R(clo), R(w->base), sk_off(w, SK_CLO));
 	ptx_emit(p, "ld.shared.u32 %s, [%s+%d];", R(chi), R(w->base), sk_off(w, SK_CHI));
 	ptx_emit(p, "fence.acq_rel.gpu;");
-	/* the others' sums: CTA c's unit here is its first where c's k tiles
-	 * begin in this entry */
-	ptx_emit(p, "sub.u32 %s, %s, %s;", R(e), R(p->blk), R(w->ndp));
+	/* the others' sums */
 	ptx_emit(p, "mov.u32 %s, %s;", R(c), R(clo));
 	ptx_place(p, loop);
 	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(q), R(c), R(me));
 	ptx_emit(p, "@%s bra $L%d;", R(q), notme);
-	ptx_emit(p, "mul.wide.u32 %s, %s, %s;", R(ctr), R(c), R(w->skw));
-	ptx_emit(p, "cvt.u64.u32 %s, %s;", R(ptr), R(w->skg));
-	ptx_emit(p, "div.u64 %s, %s, %s;", R(ctr), R(ctr), R(ptr));
-	ptx_emit(p, "cvt.u32.u64 %s, %s;", R(sh), R(ctr));
-	ptx_emit(p, "div.u32 %s, %s, %lld;", R(sh), R(sh), (long long)w->nkt); /* the split entry c begins in */
-	ptx_emit(p, "setp.ne.u32 %s, %s, %s;", R(q), R(sh), R(e));
-	ptx_emit(p, "selp.u32 %s, 1, 0, %s;", R(second), R(q));
-	sk_slot_addr(w, ptr, c, second, ct);
+	sk_slot_addr(w, ptr, c, ct);
 	for (int i = 0; i < nacc / 4; i += 4) {
 		for (int j = 0; j < 4; j++)
 			ptx_emit(p, "ld.relaxed.gpu.global.v4.f32 {%s, %s, %s, %s}, [%s+%d];", R(v[4 * j]), R(v[4 * j + 1]),
@@ -1221,8 +1218,8 @@ ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 	ptx_kernel_end(p);
 	ptx_matmul_kernel(k, s, WG_THREADS * (1 + w.nwg), wg_smem(&w));
 	k->cluster = w.cl > 1 ? w.cl : 0;
-	if (w.sk) { /* counters for the split entries (fewer than 2 G), then 2 slots a CTA */
+	if (w.sk) { /* counters for the split entries (fewer than G), then a slot a CTA */
 		k->ntensors++;
-		k->work = WG_SK_SLOTS + 2 * WG_SK_CTAS * sk_slot_bytes(&w);
+		k->work = WG_SK_SLOTS + WG_SK_CTAS * sk_slot_bytes(&w);
 	}
 }

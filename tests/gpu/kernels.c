@@ -2242,27 +2242,30 @@ case_mm_cluster(void)
 }
 
 /* The stream-K tile (codegen/wgmma.c wg_sk_setup) on grids whose last wave
- * would be part idle, so the last waves' entries are split along k and
- * shared by two CTAs: a split part after whole waves and one that is all
- * of the entries (ndp = 0), ragged edges, f32 output (the epilogue from
- * registers, no storer), K-major B, a fused epilogue with two outputs,
- * batches, and a grid whose last wave is full (nothing split).  Each runs twice, so a counter left dirty or a stale
- * partial sum read through L1 would show in the second call's output
- * (mm_streamk_big: the same on every SM at 2048x8192x4096). */
+ * would be mostly idle, so its entries are cut along k into 2 to 4 pieces,
+ * one a CTA, the last to finish adding the others' sums: after whole waves
+ * and with no whole wave (ndp = 0), pieces of uneven length (7 k tiles in
+ * 3), ragged edges, f32 output (the epilogue from registers, no storer),
+ * K-major B, a fused epilogue with two outputs, batches, and grids where
+ * nothing is cut (a last wave full, or too full).  Each runs twice, so a
+ * counter left dirty or a stale partial sum read through L1 would show in
+ * the second call's output (mm_streamk_big: 2048x8192x4096 on 100 CTAs). */
 static void
 case_mm_streamk(void)
 {
 	const char *t = "wg128x256x64s3k";
 	PtxMatmulSpec s;
 	mm_calls = 2;
-	mm_run("sk_1000_g7", mm_spec("sk_1000", DT_BF16, 1000, 1000, 1000, t, DT_BF16), 7);
-	mm_run("sk_1000_g5_f32", mm_spec("sk_1000_f32", DT_BF16, 1000, 1000, 1000, t, DT_F32), 5);
+	mm_run("sk_1000_g10", mm_spec("sk_1000", DT_BF16, 1000, 1000, 1000, t, DT_BF16), 10);
+	mm_run("sk_1000_g15_f32", mm_spec("sk_1000_f32", DT_BF16, 1000, 1000, 1000, t, DT_F32), 15);
 	mm_run("sk_520x776x392_g6", mm_spec("sk_520", DT_BF16, 520, 776, 392, t, DT_BF16), 6);
+	mm_run("sk_520x776x392_g9", mm_spec("sk_520", DT_BF16, 520, 776, 392, t, DT_BF16), 9);
 	mm_run("sk_2048x1536x4096_g40", mm_spec("sk_2048", DT_BF16, 2048, 1536, 4096, t, DT_BF16), 40);
 	mm_run("sk_2048x1536x4096_g32_whole", mm_spec("sk_2048w", DT_BF16, 2048, 1536, 4096, t, DT_BF16), 32);
+	mm_run("sk_1000_g7_uncut", mm_spec("sk_1000u", DT_BF16, 1000, 1000, 1000, t, DT_BF16), 7);
 	s = mm_spec("sk_bt", DT_BF16, 1000, 1000, 1000, t, DT_BF16);
 	s.bt = true;
-	mm_run("sk_bt_1000_g7", s, 7);
+	mm_run("sk_bt_1000_g10", s, 10);
 	mm_run("sk_epi_bias_res_tanh_g3", epi_spec("sk_epi", t), 3);
 	s = mm_spec("sk_batch", DT_F16, 300, 200, 1000, t, DT_F16);
 	s.batch = 3;
@@ -2273,13 +2276,13 @@ case_mm_streamk(void)
 	mm_calls = 1;
 }
 
-/* Stream-K at a size users run, on every SM: 512 entries, 116 in the last
- * wave, so 248 split over 132 CTAs. */
+/* Stream-K at a size users run: 512 entries on 100 CTAs, the last 12 cut
+ * in 4 pieces each. */
 static void
 case_mm_streamk_big(void)
 {
 	mm_calls = 2;
-	mm_run("sk_2048x8192x4096", mm_spec("sk_big", DT_BF16, 2048, 8192, 4096, "wg128x256x64s3k", DT_BF16), nsm);
+	mm_run("sk_2048x8192x4096_g100", mm_spec("sk_big", DT_BF16, 2048, 8192, 4096, "wg128x256x64s3k", DT_BF16), 100);
 	mm_calls = 1;
 }
 
