@@ -223,6 +223,9 @@ typedef struct PtxRowsSpec {
 	                                   0 = chosen from the length (rows.c cta_shape) */
 	int cta_min;                    /* CTA mode: CTAs an SM must hold (.minnctapersm: ptxas keeps
 	                                   registers to fit them); 0 or -1 = no directive */
+	int prefetch;                   /* CTA mode: the next row of in0 copied into shared memory by
+	                                   one bulk copy while this row is reduced and stored (rows.c
+	                                   cta_prefetch): 0 = where it fits, -1 = never */
 	int online;                     /* column mode: a max and the sum of exps from it in one pass
 	                                   (rows.c col_online) where the input outgrows L2 (0), wherever
 	                                   the pair allows (1), never (-1) */
@@ -445,6 +448,7 @@ Reg ptx_load_val(Ptx *p, DType dt, Reg addr, const char *space);
 void ptx_store_val(Ptx *p, DType dt, Reg addr, Reg v, ValClass vc);
 void ptx_load_vec(Ptx *p, DType dt, Reg addr, int64_t cs, int v, Reg *val);
 int ptx_load_words(Ptx *p, DType dt, Reg addr, int v, Reg *w);  /* a vector load, raw words */
+int ptx_load_words_in(Ptx *p, const char *space, DType dt, Reg addr, int v, Reg *w); /* from "global" or "shared" */
 void ptx_unpack_word(Ptx *p, DType dt, Reg w, Reg *val);          /* a word as 1 or 2 values */
 void ptx_store_vec(Ptx *p, DType dt, Reg addr, int v, const Reg *val);
 

@@ -771,17 +771,23 @@ ptx_store_val(Ptx *p, DType dt, Reg addr, Reg v, ValClass vc)
 int
 ptx_load_words(Ptx *p, DType dt, Reg addr, int v, Reg *w)
 {
+	return ptx_load_words_in(p, "global", dt, addr, v, w);
+}
+
+int
+ptx_load_words_in(Ptx *p, const char *space, DType dt, Reg addr, int v, Reg *w)
+{
 	const PtxDType *d = &ptx_dtypes[dt];
 	int words = v * d->size / 4;
 	const char *ty = d->size == 4 ? d->ld : "b32";
 	for (int i = 0; i < words; i++)
 		w[i] = ptx_reg(p, d->size == 4 ? d->st : RC_B32);
 	if (words == 1)
-		ptx_emit(p, "ld.global.%s %s, [%s];", ty, R(w[0]), R(addr));
+		ptx_emit(p, "ld.%s.%s %s, [%s];", space, ty, R(w[0]), R(addr));
 	else if (words == 2)
-		ptx_emit(p, "ld.global.v2.%s {%s, %s}, [%s];", ty, R(w[0]), R(w[1]), R(addr));
+		ptx_emit(p, "ld.%s.v2.%s {%s, %s}, [%s];", space, ty, R(w[0]), R(w[1]), R(addr));
 	else
-		ptx_emit(p, "ld.global.v4.%s {%s, %s, %s, %s}, [%s];", ty, R(w[0]), R(w[1]), R(w[2]), R(w[3]),
+		ptx_emit(p, "ld.%s.v4.%s {%s, %s, %s, %s}, [%s];", space, ty, R(w[0]), R(w[1]), R(w[2]), R(w[3]),
 		         R(addr));
 	return words;
 }

@@ -1234,6 +1234,43 @@ case_rows_peel(void)
 	rows_run("rows_peel_layernorm_bf16_8201", s, 5);
 }
 
+/* CTA mode's prefetch (codegen/rows.c cta_prefetch, flagless kernels):
+ * in0's rows by bulk copy into shared memory, the next during this one.
+ * Peeled rows at GPT-2's width (layernorm with its two weights, softmax,
+ * rmsnorm, 5 rows an entry), an entry of one row (no next row to copy)
+ * and of 64, 8192-wide rows on 256 threads, f32 rows of an odd length
+ * (vectors of 4), a layernorm whose residual (in1) is streamed from global
+ * memory beside the copied x, and the same with the residual misaligned
+ * unlike the row (element by element, the copy unused). */
+static void
+case_rows_prefetch(void)
+{
+	PtxRowsSpec s = row_op_spec("layernorm", 1024, 50257);
+	s.flagless = true;
+	rows_run("rows_pf_layernorm_1024x50257", s, 13);
+	s = softmax_spec("pf_sm", 33, 50257, DT_BF16);
+	s.flagless = true;
+	s.rows_per_block = 1;
+	rows_run("rows_pf_softmax_33x50257_rb1", s, 9);
+	s = rmsnorm_spec("pf_rms", 37, 50257, DT_BF16, "rsqrt(add(acc,1e-5))");
+	s.flagless = true;
+	s.rows_per_block = 5;
+	rows_run("rows_pf_rmsnorm_37x50257_rb5", s, 7);
+	s = rmsnorm_spec("pf_rms8k", 300, 8192, DT_BF16, "rsqrt(add(acc,1e-5))");
+	s.flagless = true;
+	s.rows_per_block = 64;
+	rows_run("rows_pf_rmsnorm_300x8192_rb64", s, 20);
+	s = softmax_spec("pf_sm32", 21, 4099, DT_F32);
+	s.flagless = true;
+	rows_run("rows_pf_softmax_f32_21x4099", s, 9);
+	s = ln_residual_spec("pf_ln", 257, 8192, DT_BF16, DT_F32);
+	s.flagless = true;
+	rows_run("rows_pf_layernorm_residual", s, 40);
+	s = ln_residual_spec("pf_lnv", 45, 8194, DT_F16, DT_F16);
+	s.flagless = true;
+	rows_run_shifted("rows_pf_layernorm_residual_shifted_view", s, 11, 1);
+}
+
 /* Column mode (reductions over the first dim: rows adjacent, the reduced
  * elements `rows` apart): softmax over dim 0 with its map, and two stages
  * with per-row outputs and a per-row input on 4100 rows (not a multiple of
@@ -2672,9 +2709,35 @@ perf_rows(void)
 		}
 }
 
+/* CTA mode's prefetch of the next row (rows.c cta_prefetch) off and on,
+ * flagless and a row an entry as lower.c makes them, at the shapes
+ * bench/p1.py calls: three rounds of each pair one after the other, so a
+ * drifting clock falls on both alike (compare the medians). */
+static void
+perf_pf(void)
+{
+	static const struct {
+		const char *op;
+		int64_t rows, len;
+	} sz[] = {{"rmsnorm", 8192, 8192},    {"layernorm", 8192, 8192},  {"softmax", 8192, 8192},
+	          {"rmsnorm", 1024, 8192},    {"rmsnorm", 4096, 50304},   {"layernorm", 4096, 50304},
+	          {"softmax", 4096, 50304},   {"rmsnorm", 1024, 50257},   {"layernorm", 1024, 50257},
+	          {"softmax", 1024, 50257}};
+	for (size_t i = 0; i < NELEM(sz); i++)
+		for (int round = 0; round < 3; round++)
+			for (int pf = -1; pf <= 0; pf++) {
+				PtxRowsSpec s = row_op_spec(sz[i].op, sz[i].rows, sz[i].len);
+				s.rows_per_block = 1;
+				s.flagless = true;
+				s.prefetch = pf;
+				perf_row_kernel(sz[i].op, pf < 0 ? "flagless" : "flagless prefetch", &s);
+			}
+}
+
 /* CTA mode's shape: threads per row and CTAs an SM (.minnctapersm, which
  * makes ptxas fit the registers), and the barriers between entries
- * (flagless: none, as lower.c's kernels without flags have), beside what
+ * (flagless: none, as lower.c's kernels without flags have) with and
+ * without the prefetch of the next row (rows.c cta_prefetch), beside what
  * rows.c chooses ("default"), one row an entry.  PERF_CTA_OPS (default:
  * all) picks ops by name. */
 static void
@@ -2691,7 +2754,8 @@ perf_cta(void)
 	static const struct {
 		int T, min;
 		bool flagless;
-	} v[] = {{0, 0, false}, {0, 0, true}, {256, 8, true}, {512, 4, true}};
+		int pf;
+	} v[] = {{0, 0, false, 0}, {0, 0, true, -1}, {0, 0, true, 0}, {256, 8, true, -1}, {512, 4, true, -1}};
 	const char *only = getenv("PERF_CTA_OPS");
 	for (size_t i = 0; i < NELEM(sz); i++) {
 		if (only && !strstr(only, sz[i].op))
@@ -2705,7 +2769,9 @@ perf_cta(void)
 			s.cta_threads = v[j].T;
 			s.cta_min = v[j].min;
 			s.flagless = v[j].flagless;
-			snprintf(name, sizeof name, "T %d min %d%s", v[j].T, v[j].min, v[j].flagless ? " flagless" : "");
+			s.prefetch = v[j].pf;
+			snprintf(name, sizeof name, "T %d min %d%s%s", v[j].T, v[j].min, v[j].flagless ? " flagless" : "",
+			         v[j].flagless && v[j].pf >= 0 ? " prefetch" : "");
 			perf_row_kernel(sz[i].op, name, &s);
 		}
 	}
@@ -2846,7 +2912,7 @@ static const struct {
 	{"mm_wgmma", case_mm_wgmma},       {"mm_wgmma_small", case_mm_wgmma_small},
 	{"mm_1000", case_mm_1000},         {"mm_ragged", case_mm_ragged},
 	{"mm_batch", case_mm_batch},       {"mm_epi", case_mm_epi},
-	{"mm_tiles", case_mm_tiles},       {"mm_cluster", case_mm_cluster}, {"mm_streamk", case_mm_streamk},
+	{"mm_tiles", case_mm_tiles},       {"mm_cluster", case_mm_cluster}, {"mm_streamk", case_mm_streamk}, {"rows_prefetch", case_rows_prefetch},
 	{"mm_streamk_big", case_mm_streamk_big}, {"ew_bcast", case_ew_bcast},
 	{"ew_ops", case_ew_ops},           {"ew_int", case_ew_int},
 	{"ew_strided", case_ew_strided},   {"rows_softmax", case_rows_softmax},
@@ -2876,6 +2942,10 @@ main(int argc, char **argv)
 	if (!strcmp(argv[1], "perf-flags")) {
 		perf_flags();
 		return failures ? 1 : 0;
+	}
+	if (!strcmp(argv[1], "perf-pf")) {
+		perf_pf();
+		return 0;
 	}
 	if (!strcmp(argv[1], "perf-cta")) {
 		perf_cta();
