@@ -223,9 +223,13 @@ typedef struct PtxRowsSpec {
 	                                   0 = chosen from the length (rows.c cta_shape) */
 	int cta_min;                    /* CTA mode: CTAs an SM must hold (.minnctapersm: ptxas keeps
 	                                   registers to fit them); 0 or -1 = no directive */
+	int cache_ends;                 /* CTA mode, peeled rows: the head and tail elements' streamed
+	                                   inputs held in registers with the vectors (rows.c peel_cache):
+	                                   0 = where they fit, -1 = never */
 	int prefetch;                   /* CTA mode: the next row of in0 copied into shared memory by
 	                                   one bulk copy while this row is reduced and stored (rows.c
-	                                   cta_prefetch): 0 = where it fits, -1 = never */
+	                                   cta_prefetch): 1 = where it fits (flagless kernels), 0 = never
+	                                   (the default: measured no faster, some shapes slower) */
 	int online;                     /* column mode: a max and the sum of exps from it in one pass
 	                                   (rows.c col_online) where the input outgrows L2 (0), wherever
 	                                   the pair allows (1), never (-1) */

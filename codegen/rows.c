@@ -150,6 +150,9 @@ typedef struct Rows {
 	Reg word[PTX_MAX_TENSORS][CTA_MAX_U][4]; /* CTA mode: streamed inputs as loaded, -1 none */
 	bool peel;        /* CTA mode: vectors after the row's unaligned head (peel_vec) */
 	Reg xcol[2], xin[2]; /* peeled: the thread's head and tail element, and whether it has each */
+	bool xcache;      /* peeled, cached: the head and tail elements held too (peel_cache) */
+	Reg xval[PTX_MAX_TENSORS][2]; /* xcache: the streamed inputs at those, loaded with the vectors
+	                                 (16-bit ones both in xval[i][0], head in the low half: a register less) */
 	Reg mis;          /* peeled: this row's pointers are misaligned unlike in0's (peel_guard) */
 	bool pf;          /* CTA mode: in0's rows come into shared memory by bulk copy, the next during this one (cta_prefetch) */
 	Reg pfbar, pfbuf; /* pf: the copy's mbarrier and the buffer (shared addresses) */
@@ -1794,6 +1797,30 @@ cta_shape(const PtxRowsSpec *s, int vec, int *T, int *U, bool *cached)
 	return true;
 }
 
+/* Whether a peeled, cached row also holds its head and tail elements'
+ * streamed inputs in registers, loaded with its vectors: each stage and
+ * the map otherwise load them one dependent load after another (a 50257
+ * wide softmax lost 16% to them).  Where the CTA has 1024 threads, 64
+ * registers a thread, the vectors' words, these and the eight words each
+ * weight at the row's columns takes (load_shifted16) stay within
+ * PEEL_REG_WORDS, or ptxas spills: a layernorm's two weights at 1024 x
+ * 50257 do not fit (tests/ptx/rows_cta_peel_weight.test). */
+enum { PEEL_REG_WORDS = 40 };
+
+static bool
+peel_cache(const PtxRowsSpec *s, int T, int U, int vec)
+{
+	int words = 0;
+	for (int i = 0; i < s->nin; i++) {
+		int size = ptx_dtypes[s->in[i].dt].size;
+		if (streamed(&s->in[i]))
+			words += U * ((vec * size + 3) / 4) + (size == 2 ? 1 : 2);
+		else if (s->in[i].stride[1] == 1 && size == 2)
+			words += 8;
+	}
+	return T < 1024 || words <= PEEL_REG_WORDS;
+}
+
 /* Peeled rows need every streamed row pointer misaligned like in0's,
  * which whole tensors at 16-byte aligned bases are; a row where one is
  * not (a view at an odd offset) goes element by element (r->mis, the
@@ -1910,6 +1937,33 @@ cta_load(Rows *r)
 		}
 		ptx_place(p, skip);
 	}
+	/* peeled: the head and tail elements too, their loads in flight with
+	 * the vectors' (one after another in each stage and the map, a
+	 * dependent load each, they cost a 50257-wide softmax 16%) */
+	for (int i = 0; i < s->nin && r->xcache; i++) {
+		const PtxDType *d = &ptx_dtypes[s->in[i].dt];
+		Reg v[2];
+		r->xval[i][0] = r->xval[i][1] = -1;
+		if (!streamed(&s->in[i]) || !used_anywhere(r, i))
+			continue;
+		for (int x = 0; x < 2; x++) {
+			Reg a = col_addr(p, &s->in[i], r->inrow[i], r->xcol[x]);
+			v[x] = ptx_reg(p, d->st);
+			ptx_emit(p, "mov.%s %s, 0;", d->size == 2 ? "b16" : "b32", R(v[x]));
+			ptx_emit(p, "@%s ld.global.%s %s, [%s];", R(r->xin[x]), d->ld, R(v[x]), R(a));
+		}
+		if (d->size == 2) {
+			r->xval[i][0] = ptx_reg(p, RC_B32);
+			ptx_emit(p, "mov.b32 %s, {%s, %s};", R(r->xval[i][0]), R(v[0]), R(v[1]));
+		} else
+			for (int x = 0; x < 2; x++) {
+				r->xval[i][x] = v[x];
+				if (d->load) {
+					r->xval[i][x] = ptx_reg(p, RC_F32);
+					ptx_expand(p, d->load, r->xval[i][x], v[x], -1);
+				}
+			}
+	}
 	ptx_place(p, none);
 }
 
@@ -1992,7 +2046,9 @@ load_shifted16(Ptx *p, DType dt, Reg addr, Reg lo, int64_t bytes, Reg *val)
 
 /* The inputs program g reads at the thread's vector u: streamed ones from
  * registers, the others (a row's scalar, a vector shared by every row)
- * loaded, from L1 or L2. */
+ * loaded, from L1 or L2.  u = -1: a vector or element whose inputs are all
+ * loaded; -2, -3: a peeled row's head or tail element, its streamed
+ * inputs in registers (cta_load). */
 static void
 cta_inputs(Rows *r, const PtxEwProg *g, int u, Reg col, Reg in[][8])
 {
@@ -2005,6 +2061,15 @@ cta_inputs(Rows *r, const PtxEwProg *g, int u, Reg col, Reg in[][8])
 		int per = ptx_dtypes[s->in[i].dt].size == 4 ? 1 : 2;
 		if (!ptx_prog_uses(g, OP_PARAM, i))
 			continue;
+		if (streamed(&s->in[i]) && u <= -2) { /* the head (-2) or tail (-3) element, loaded by cta_load */
+			if (ptx_dtypes[s->in[i].dt].size == 2) {
+				Reg v[2];
+				ptx_unpack_word(p, s->in[i].dt, r->xval[i][0], v);
+				in[i][0] = v[-2 - u];
+			} else
+				in[i][0] = r->xval[i][-2 - u];
+			continue;
+		}
 		if (!streamed(&s->in[i]) || u < 0) {
 			Reg a = col_addr(p, &s->in[i], r->inrow[i], col);
 			const PtxDType *d = &ptx_dtypes[s->in[i].dt];
@@ -2080,7 +2145,7 @@ cta_each(Rows *r, VecBody body, void *arg)
 	for (int x = 0; x < 2; x++) {
 		int skip = ptx_label(p);
 		ptx_emit(p, "@!%s bra $L%d;", R(r->xin[x]), skip);
-		body(r, -1, r->xcol[x], arg);
+		body(r, r->xcache ? -2 - x : -1, r->xcol[x], arg);
 		ptx_place(p, skip);
 	}
 	ptx_emit(p, "bra $L%d;", join);
@@ -2158,7 +2223,7 @@ static bool
 cta_prefetch(const Rows *r)
 {
 	const PtxRowsSpec *s = r->s;
-	return r->cta && r->cached && s->flagless && s->prefetch >= 0 && s->nstage > 0 && streamed(&s->in[0]) &&
+	return r->cta && r->cached && s->flagless && s->prefetch > 0 && s->nstage > 0 && streamed(&s->in[0]) &&
 	       used_anywhere(r, 0) && pf_smem_at(s) + PF_BUF + pf_bytes(s) <= PF_SMEM_MAX;
 }
 
@@ -2402,6 +2467,7 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	}
 	r.cta = !r.cols && cta_shape(s, r.vec, &r.T, &r.U, &r.cached);
 	r.pf = cta_prefetch(&r);
+	r.xcache = r.cta && r.peel && r.cached && s->cache_ends >= 0 && peel_cache(s, r.T, r.U, r.vec);
 	if (r.cols) {
 		rb = r.rb = s->rows_per_block ? s->rows_per_block : 32;
 		r.cv = ptx_rows_col_vec(s, rb);

@@ -1247,27 +1247,34 @@ case_rows_prefetch(void)
 {
 	PtxRowsSpec s = row_op_spec("layernorm", 1024, 50257);
 	s.flagless = true;
+	s.prefetch = 1;
 	rows_run("rows_pf_layernorm_1024x50257", s, 13);
 	s = softmax_spec("pf_sm", 33, 50257, DT_BF16);
 	s.flagless = true;
+	s.prefetch = 1;
 	s.rows_per_block = 1;
 	rows_run("rows_pf_softmax_33x50257_rb1", s, 9);
 	s = rmsnorm_spec("pf_rms", 37, 50257, DT_BF16, "rsqrt(add(acc,1e-5))");
 	s.flagless = true;
+	s.prefetch = 1;
 	s.rows_per_block = 5;
 	rows_run("rows_pf_rmsnorm_37x50257_rb5", s, 7);
 	s = rmsnorm_spec("pf_rms8k", 300, 8192, DT_BF16, "rsqrt(add(acc,1e-5))");
 	s.flagless = true;
+	s.prefetch = 1;
 	s.rows_per_block = 64;
 	rows_run("rows_pf_rmsnorm_300x8192_rb64", s, 20);
 	s = softmax_spec("pf_sm32", 21, 4099, DT_F32);
 	s.flagless = true;
+	s.prefetch = 1;
 	rows_run("rows_pf_softmax_f32_21x4099", s, 9);
 	s = ln_residual_spec("pf_ln", 257, 8192, DT_BF16, DT_F32);
 	s.flagless = true;
+	s.prefetch = 1;
 	rows_run("rows_pf_layernorm_residual", s, 40);
 	s = ln_residual_spec("pf_lnv", 45, 8194, DT_F16, DT_F16);
 	s.flagless = true;
+	s.prefetch = 1;
 	rows_run_shifted("rows_pf_layernorm_residual_shifted_view", s, 11, 1);
 }
 
@@ -2709,10 +2716,12 @@ perf_rows(void)
 		}
 }
 
-/* CTA mode's prefetch of the next row (rows.c cta_prefetch) off and on,
- * flagless and a row an entry as lower.c makes them, at the shapes
- * bench/p1.py calls: three rounds of each pair one after the other, so a
- * drifting clock falls on both alike (compare the medians). */
+/* CTA mode's peeled head and tail elements loaded each time (cache_ends
+ * -1), held in registers (rows.c peel_cache, the default), and that with
+ * the prefetch of the next row (rows.c cta_prefetch), flagless and a row an
+ * entry as lower.c makes them, at the shapes bench/p1.py calls: three
+ * rounds of the variants one after another, so a drifting clock falls on
+ * all alike (compare the medians). */
 static void
 perf_pf(void)
 {
@@ -2725,12 +2734,14 @@ perf_pf(void)
 	          {"softmax", 1024, 50257}};
 	for (size_t i = 0; i < NELEM(sz); i++)
 		for (int round = 0; round < 3; round++)
-			for (int pf = -1; pf <= 0; pf++) {
+			for (int v = 0; v < 3; v++) {
+				static const char *const name[] = {"flagless ends-uncached", "flagless", "flagless prefetch"};
 				PtxRowsSpec s = row_op_spec(sz[i].op, sz[i].rows, sz[i].len);
 				s.rows_per_block = 1;
 				s.flagless = true;
-				s.prefetch = pf;
-				perf_row_kernel(sz[i].op, pf < 0 ? "flagless" : "flagless prefetch", &s);
+				s.cache_ends = v == 0 ? -1 : 0;
+				s.prefetch = v == 2;
+				perf_row_kernel(sz[i].op, name[v], &s);
 			}
 }
 
@@ -2755,7 +2766,7 @@ perf_cta(void)
 		int T, min;
 		bool flagless;
 		int pf;
-	} v[] = {{0, 0, false, 0}, {0, 0, true, -1}, {0, 0, true, 0}, {256, 8, true, -1}, {512, 4, true, -1}};
+	} v[] = {{0, 0, false, 0}, {0, 0, true, 0}, {0, 0, true, 1}, {256, 8, true, 0}, {512, 4, true, 0}};
 	const char *only = getenv("PERF_CTA_OPS");
 	for (size_t i = 0; i < NELEM(sz); i++) {
 		if (only && !strstr(only, sz[i].op))
@@ -2771,7 +2782,7 @@ perf_cta(void)
 			s.flagless = v[j].flagless;
 			s.prefetch = v[j].pf;
 			snprintf(name, sizeof name, "T %d min %d%s%s", v[j].T, v[j].min, v[j].flagless ? " flagless" : "",
-			         v[j].flagless && v[j].pf >= 0 ? " prefetch" : "");
+			         v[j].flagless && v[j].pf ? " prefetch" : "");
 			perf_row_kernel(sz[i].op, name, &s);
 		}
 	}
