@@ -223,6 +223,9 @@ typedef struct PtxRowsSpec {
 	                                   0 = chosen from the length (rows.c cta_shape) */
 	int cta_min;                    /* CTA mode: CTAs an SM must hold (.minnctapersm: ptxas keeps
 	                                   registers to fit them); 0 or -1 = no directive */
+	int l1_stream;                  /* CTA mode: the streamed inputs' vectors loaded past L1
+	                                   (.L1::no_allocate: they are read once, so a row-shared weight
+	                                   keeps L1), 1; 0 = as other loads (the default) */
 	int cache_ends;                 /* CTA mode, peeled rows: the head and tail elements' streamed
 	                                   inputs held in registers with the vectors (rows.c peel_cache):
 	                                   0 = where they fit, -1 = never */

@@ -1921,7 +1921,7 @@ cta_load(Rows *r)
 			if (!streamed(&s->in[i]) || !used_anywhere(r, i))
 				continue;
 			Reg a = col_addr(p, &s->in[i], r->inrow[i], r->col[u]);
-			const char *space = "global";
+			const char *space = s->l1_stream > 0 ? "global.L1::no_allocate" : "global";
 			if (i == 0 && r->pf) { /* the same bytes, in the buffer */
 				Reg d = ptx_reg(p, RC_B64), sa = ptx_reg(p, RC_B32);
 				ptx_emit(p, "sub.u64 %s, %s, %s;", R(d), R(a), R(r->pflo));

@@ -1276,6 +1276,10 @@ case_rows_prefetch(void)
 	s.flagless = true;
 	s.prefetch = 1;
 	rows_run_shifted("rows_pf_layernorm_residual_shifted_view", s, 11, 1);
+	s = row_op_spec("layernorm", 300, 50304); /* the streamed vectors past L1 (l1_stream) */
+	s.flagless = true;
+	s.l1_stream = 1;
+	rows_run("rows_l1_stream_layernorm_300x50304", s, 17);
 }
 
 /* Column mode (reductions over the first dim: rows adjacent, the reduced
@@ -2718,7 +2722,8 @@ perf_rows(void)
 
 /* CTA mode's peeled head and tail elements loaded each time (cache_ends
  * -1), held in registers (rows.c peel_cache, the default), and that with
- * the prefetch of the next row (rows.c cta_prefetch), flagless and a row an
+ * the prefetch of the next row (rows.c cta_prefetch) or with the streamed
+ * vectors loaded past L1 (l1_stream), flagless and a row an
  * entry as lower.c makes them, at the shapes bench/p1.py calls: three
  * rounds of the variants one after another, so a drifting clock falls on
  * all alike (compare the medians). */
@@ -2734,13 +2739,15 @@ perf_pf(void)
 	          {"softmax", 1024, 50257}};
 	for (size_t i = 0; i < NELEM(sz); i++)
 		for (int round = 0; round < 3; round++)
-			for (int v = 0; v < 3; v++) {
-				static const char *const name[] = {"flagless ends-uncached", "flagless", "flagless prefetch"};
+			for (int v = 0; v < 4; v++) {
+				static const char *const name[] = {"flagless ends-uncached", "flagless", "flagless prefetch",
+				                                   "flagless l1-stream"};
 				PtxRowsSpec s = row_op_spec(sz[i].op, sz[i].rows, sz[i].len);
 				s.rows_per_block = 1;
 				s.flagless = true;
 				s.cache_ends = v == 0 ? -1 : 0;
 				s.prefetch = v == 2;
+				s.l1_stream = v == 3;
 				perf_row_kernel(sz[i].op, name[v], &s);
 			}
 }
