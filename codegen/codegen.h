@@ -224,8 +224,9 @@ typedef struct PtxRowsSpec {
 	int cta_min;                    /* CTA mode: CTAs an SM must hold (.minnctapersm: ptxas keeps
 	                                   registers to fit them); 0 or -1 = no directive */
 	int l1_stream;                  /* CTA mode: the streamed inputs' vectors loaded past L1
-	                                   (.L1::no_allocate: they are read once, so a row-shared weight
-	                                   keeps L1), 1; 0 = as other loads (the default) */
+	                                   (.L1::no_allocate: they are read once, so what else is read
+	                                   keeps L1): 0 = where CTAs share an SM (fewer than 1024
+	                                   threads: rows.c), 1 = always, -1 = never */
 	int cache_ends;                 /* CTA mode, peeled rows: the head and tail elements' streamed
 	                                   inputs held in registers with the vectors (rows.c peel_cache):
 	                                   0 = where they fit, -1 = never */

@@ -161,8 +161,8 @@ ptx_matmul_shape_tile(const PtxMatmulSpec *s, int sms)
  * wave's entries cut along k into equal pieces), where there is one, s
  * allows it and it would cut them on a grid of `sms` CTAs (codegen/wgmma.c
  * wg_sk_setup: r = tiles mod sms entries, each in S = min(4, sms / r)
- * pieces, S >= 2, saving at least PTX_SK_MIN k tiles); else s->tile, which
- * needs no workspace.  sms <= 0: wherever the tile allows.  For a matmul
+ * pieces, S >= 2, saving at least PTX_SK_MIN k tiles) and its epilogue
+ * leaves it the registers; else s->tile, which needs no workspace.  sms <= 0: wherever the tile allows.  For a matmul
  * whose entries have no flags (lower.c). */
 int
 ptx_matmul_streamk(const PtxMatmulSpec *s, int sms)
@@ -173,6 +173,11 @@ ptx_matmul_streamk(const PtxMatmulSpec *s, int sms)
 	pieces = pieces < 4 ? pieces : 4;
 	if (!r || pieces < 2 || nkt * (pieces - 1) < PTX_SK_MIN * pieces || (sms > 0 && tiles_of(s, t) <= sms))
 		return s->tile; /* (fewer tiles than sms: one wave, the grid cut to their number) */
+	/* the split's registers, live across the k loop, leave room for an
+	 * epilogue of one input into one 16-bit output (plain, bias, bias +
+	 * GELU, residual); two inputs, or an f32 output with one, spilled */
+	if (s->nin > 1 || s->nout != 1 || ptx_dtypes[s->out[0].dt].size != 2)
+		return s->tile;
 	for (int i = 0; i < ptx_ntiles; i++) {
 		const PtxTile *u = &ptx_tiles[i];
 		PtxMatmulSpec w = *s;

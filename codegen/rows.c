@@ -1904,6 +1904,17 @@ used_anywhere(const Rows *r, int i)
 	return used;
 }
 
+/* Whether the streamed vectors bypass L1 (PtxRowsSpec.l1_stream): they
+ * are read once.  Measured on an H100 (gpu-kernels perf-pf,
+ * bench/results/2026-12-06-rowpf-h100.md): 1.5-4.7% faster at 8192 x 8192
+ * (CTAs of 256 threads, six an SM), 3-4% slower on rows of 50k (one CTA
+ * of 1024 an SM): so where CTAs share an SM. */
+static bool
+l1_stream(const Rows *r)
+{
+	return r->s->l1_stream > 0 || (r->s->l1_stream == 0 && r->T < 1024);
+}
+
 /* The streamed inputs of this row into registers. */
 static void
 cta_load(Rows *r)
@@ -1921,7 +1932,7 @@ cta_load(Rows *r)
 			if (!streamed(&s->in[i]) || !used_anywhere(r, i))
 				continue;
 			Reg a = col_addr(p, &s->in[i], r->inrow[i], r->col[u]);
-			const char *space = s->l1_stream > 0 ? "global.L1::no_allocate" : "global";
+			const char *space = l1_stream(r) ? "global.L1::no_allocate" : "global";
 			if (i == 0 && r->pf) { /* the same bytes, in the buffer */
 				Reg d = ptx_reg(p, RC_B64), sa = ptx_reg(p, RC_B32);
 				ptx_emit(p, "sub.u64 %s, %s, %s;", R(d), R(a), R(r->pflo));
@@ -2223,8 +2234,13 @@ static bool
 cta_prefetch(const Rows *r)
 {
 	const PtxRowsSpec *s = r->s;
+	int size = ptx_dtypes[s->in[0].dt].size;
+	/* the span ends at the row's end rounded down: a peeled row's vectors end
+	 * by then, others only where rows are whole 16-byte multiples (vectors
+	 * under 16 bytes otherwise run past it: review of 2026-12-06) */
+	bool whole = r->peel || ((s->len * size) % 16 == 0 && (s->in[0].stride[0] * size) % 16 == 0);
 	return r->cta && r->cached && s->flagless && s->prefetch > 0 && s->nstage > 0 && streamed(&s->in[0]) &&
-	       used_anywhere(r, 0) && pf_smem_at(s) + PF_BUF + pf_bytes(s) <= PF_SMEM_MAX;
+	       used_anywhere(r, 0) && whole && pf_smem_at(s) + PF_BUF + pf_bytes(s) <= PF_SMEM_MAX;
 }
 
 /* Thread 0's copy of in0's row at a into the buffer. */

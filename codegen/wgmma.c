@@ -912,15 +912,15 @@ sk_cta_of(Wg *w, Reg d, Reg x1)
 
 /* Stream-K's fixup (wg_sk_setup), by every consumer thread after a unit's
  * k loop: keep = whether this CTA runs the entry's epilogue -- a whole
- * entry, or the last of the entry's CTAs to count itself, which first adds
- * the other's partial sums (loaded at the GPU's scope: L1 is not coherent,
- * and the slots are reused by every call). */
+ * entry, or the last of the entry's CTAs to count itself, which then sums
+ * every piece's slot in order (loaded at the GPU's scope: L1 is not
+ * coherent, and the slots are reused by every call). */
 static void
 sk_fixup(Wg *w, Reg ct, Reg raiser, Reg keep)
 {
 	Ptx *p = w->p;
 	int nacc = w->t->bn / 2, nt = WG_THREADS * w->nwg, out = ptx_label(p), skipped = ptx_label(p);
-	int loop = ptx_label(p), notme = ptx_label(p);
+	int loop = ptx_label(p);
 	Reg q = ptx_reg(p, RC_PRED), c = ptx_reg(p, RC_B32), e = ptx_reg(p, RC_B32);
 	Reg ptr = ptx_reg(p, RC_B64), ctr = ptx_reg(p, RC_B64), old = ptx_reg(p, RC_B32), x = ptx_reg(p, RC_B32);
 	Reg clo = ptx_reg(p, RC_B32), chi = ptx_reg(p, RC_B32), me = ptx_reg(p, RC_B32);
@@ -966,11 +966,13 @@ sk_fixup(Wg *w, Reg ct, Reg raiser, Reg keep)
 	ptx_emit(p, "ld.shared.u32 %s, [%s+%d];", R(clo), R(w->base), sk_off(w, SK_CLO));
 	ptx_emit(p, "ld.shared.u32 %s, [%s+%d];", R(chi), R(w->base), sk_off(w, SK_CHI));
 	ptx_emit(p, "fence.acq_rel.gpu;");
-	/* the others' sums */
+	/* every piece's sums, this CTA's own from its slot too, in the pieces'
+	 * order: the same additions whichever CTA comes last, so a call's
+	 * result does not depend on the order the pieces finished in */
+	for (int i = 0; i < nacc; i++)
+		ptx_emit(p, "mov.f32 %s, 0f00000000;", R(w->acc[i]));
 	ptx_emit(p, "mov.u32 %s, %s;", R(c), R(clo));
 	ptx_place(p, loop);
-	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(q), R(c), R(me));
-	ptx_emit(p, "@%s bra $L%d;", R(q), notme);
 	sk_slot_addr(w, ptr, c, ct);
 	for (int i = 0; i < nacc / 4; i += 4) {
 		for (int j = 0; j < 4; j++)
@@ -979,7 +981,6 @@ sk_fixup(Wg *w, Reg ct, Reg raiser, Reg keep)
 		for (int j = 0; j < 16; j++)
 			ptx_emit(p, "add.f32 %s, %s, %s;", R(w->acc[4 * i + j]), R(w->acc[4 * i + j]), R(v[j]));
 	}
-	ptx_place(p, notme);
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(c), R(c));
 	ptx_emit(p, "setp.le.u32 %s, %s, %s;", R(q), R(c), R(chi));
 	ptx_emit(p, "@%s bra $L%d;", R(q), loop);
@@ -1106,7 +1107,12 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 			tile_done(w, tc, lane0, raiser, keep);
 		} else {
 			ptx_emit(p, "bar.sync 1, %d;", WG_THREADS * w->nwg);
-			ptx_flag_raise(p, raiser);
+			if (w->sk) { /* only the CTA that finished the entry (lower.c gives none a flag yet) */
+				Reg fin = ptx_reg(p, RC_PRED);
+				ptx_emit(p, "and.pred %s, %s, %s;", R(fin), R(raiser), R(keep));
+				ptx_flag_raise(p, fin);
+			} else
+				ptx_flag_raise(p, raiser);
 		}
 		ptx_emit(p, "add.u32 %s, %s, 1;", R(tc), R(tc));
 	}

@@ -603,14 +603,27 @@ mm_run(const char *name, PtxMatmulSpec s, int grid)
 	l.grid = grid;
 	l.s = stream[0];
 	mm_fill_launch(&c, &l);
+	void *first[PTX_MAX_TENSORS] = {0};
 	for (int call = 0; call < mm_calls; call++) {
 		for (int j = 0; j < s.nout; j++)
 			tens_poison(&c.out[j]);
 		launch(&kr, &l);
 		CU(cuStreamSynchronize(l.s));
+		for (int j = 0; j < s.nout && call == 0 && mm_calls > 1; j++) { /* each call's bytes the same */
+			size_t n = (size_t)c.out[j].n * ty_dtypes[c.out[j].dt].size;
+			tens_fetch(&c.out[j]);
+			first[j] = malloc(n);
+			memcpy(first[j], c.out[j].h, n);
+		}
 	}
 	for (int j = 0; j < s.nout; j++)
 		tens_fetch(&c.out[j]);
+	for (int j = 0; j < s.nout && mm_calls > 1; j++) {
+		bool same = !memcmp(first[j], c.out[j].h, (size_t)c.out[j].n * ty_dtypes[c.out[j].dt].size);
+		printf("CASE %s/out%d/repeat: %s\n", name, j, same ? "PASS (both calls bit for bit)" : "FAIL: calls differ");
+		failures += !same;
+		free(first[j]);
+	}
 	if (ptx_tiles[s.tile].streamk)
 		sk_counters_zero(name, &kr);
 	t0 = now_s();
@@ -2739,15 +2752,15 @@ perf_pf(void)
 	          {"softmax", 1024, 50257}};
 	for (size_t i = 0; i < NELEM(sz); i++)
 		for (int round = 0; round < 3; round++)
-			for (int v = 0; v < 4; v++) {
+			for (int v = 0; v < 5; v++) {
 				static const char *const name[] = {"flagless ends-uncached", "flagless", "flagless prefetch",
-				                                   "flagless l1-stream"};
+				                                   "flagless l1-stream", "flagless l1-never"};
 				PtxRowsSpec s = row_op_spec(sz[i].op, sz[i].rows, sz[i].len);
 				s.rows_per_block = 1;
 				s.flagless = true;
 				s.cache_ends = v == 0 ? -1 : 0;
 				s.prefetch = v == 2;
-				s.l1_stream = v == 3;
+				s.l1_stream = v == 3 ? 1 : v == 4 ? -1 : 0;
 				perf_row_kernel(sz[i].op, name[v], &s);
 			}
 }
