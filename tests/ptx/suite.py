@@ -3,7 +3,8 @@ what must hold of it.
 
   // ARGS: matmul --m 1000 ...     ptxgen's arguments (one line; several ARGS
                                    lines give several kernels, each checked)
-  // CHECK: text                   must appear in the PTX, in order
+  // CHECK: text                   must appear in the PTX, in order ({{regex}} parts:
+                                   tests/checks.py)
   // CHECK-NOT: text               must not appear between the neighbouring CHECKs
   // NOSPILL                       ptxas -v must report 0 bytes of spill stores and loads
   // ERROR: text                   ptxgen must refuse with exit 2 and this text
@@ -16,7 +17,11 @@ import os
 import re
 import shlex
 import shutil
+import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import checks  # noqa: E402 (tests/checks.py: CHECK lines, {{regex}} parts)
 
 
 def find_ptxas():
@@ -48,21 +53,9 @@ def directives(path):
 
 
 def check_text(d, out, Fail):
-    pos, nots = 0, []
-    for key, text in d["check"]:
-        if key == "CHECK-NOT":
-            nots.append(text)
-            continue
-        i = out.find(text, pos)
-        if i < 0:
-            raise Fail(" CHECK not found: %r" % text)
-        for t in nots:
-            if t in out[pos:i]:
-                raise Fail(" CHECK-NOT found: %r" % t)
-        nots, pos = [], i + len(text)
-    for t in nots:
-        if t in out[pos:]:
-            raise Fail(" CHECK-NOT found: %r" % t)
+    def fail(msg):
+        raise Fail(" " + msg)
+    checks.check(d["check"], out, fail)
 
 
 def assemble(run, ptxas, ptx, nospill, Fail):
