@@ -123,9 +123,9 @@ typedef struct PtxTile {
 	bool raiser;           /* wgmma: a producer warp raises the output flags (else a consumer thread) */
 	int cluster;           /* wgmma: CTAs of a cluster sharing an entry of bm rows, bm / cluster
 	                          each, that load B's boxes once for all by TMA multicast (0 = 1) */
-	bool streamk;          /* wgmma: where the last wave would leave SMs idle, the last
-	                          waves' tiles are split along k over every CTA, partial sums
-	                          met in the kernel's workspace (codegen/wgmma.c) */
+	bool streamk;          /* wgmma: where the last wave would leave most SMs idle, its
+	                          entries are cut along k into equal pieces, one a CTA, the
+	                          partial sums met in the kernel's workspace (wgmma.c wg_sk_setup) */
 } PtxTile;
 extern const PtxTile ptx_tiles[];
 enum {

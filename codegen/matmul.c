@@ -49,8 +49,9 @@ const PtxTile ptx_tiles[] = {
 	{"ffma128x128x8s3", 128, 128,  8, 2, 4, 3, 2, PTX_SIMT, false, 0, false},
 	{"ffma128x128x8s4", 128, 128,  8, 2, 4, 4, 0, PTX_SIMT, false, 0, false}, /* 1 CTA/SM: room for epilogue inputs */
 	{"ffma64x64x8s3",    64,  64,  8, 2, 2, 3, 0, PTX_SIMT, false, 0, false},
-	/* wgmma, stream-K: the last waves' tiles split along k over every CTA (the
-	 * default tile for a matmul whose entries have no flags: lower.c) */
+	/* wgmma, stream-K: a mostly idle last wave's entries cut along k into
+	 * equal pieces, one a CTA (a flagless matmul's tile where it cuts:
+	 * ptx_matmul_streamk, lower.c) */
 	{"wg128x256x64s3k", 128, 256, 64, 2, 1, 3, 1, PTX_WGMMA, false, 0, true},
 };
 const int ptx_ntiles = NELEM(ptx_tiles);

@@ -39,7 +39,11 @@
  * and arrive on the next `full` barrier without data; the consumers reach
  * that entry, see their own number and leave, so a CTA never hangs on its
  * own barriers (and nobody busy with an earlier entry mistakes it for
- * theirs: review of 2026-11-30). */
+ * theirs: review of 2026-11-30).
+ *
+ * The stream-K form of a tile (PtxTile.streamk, wg_sk_setup) walks the same
+ * way but cuts a mostly idle last wave's entries along k into equal pieces,
+ * one a CTA, whose partial sums meet in a workspace. */
 #include "codegen.h"
 
 #include <string.h>
@@ -54,7 +58,7 @@ enum {
 	WG_ALIGN = 1024,       /* swizzle atom: stage bases are aligned to it */
 	WG_SK_CTAS = PTX_SK_CTAS,
 	WG_SK_MIN = PTX_SK_MIN,
-	WG_SK_PIECES = 4,      /* stream-K: the most pieces an entry is cut into (the last's fixup reads the others) */
+	WG_SK_PIECES = 4,      /* stream-K: the most pieces an entry is cut into (its finisher reads every piece's sums) */
 	WG_SK_SLOTS = 2048,    /* stream-K: workspace offset of the partial sums, after the counters */
 };
 
