@@ -291,14 +291,17 @@ band_flags(Low *L, int bi, PtxBlock *proto)
 	proto->out_value = 1;
 }
 
-/* Whether any of a kernel's bands waits on or raises a flag. */
+/* Whether any of a kernel's bands waits on a flag (band_flags, as each of
+ * its entries will), or with `raises` raises one too.  Asked before the
+ * entries are made: the answer picks their rows per entry (lower_rows) or
+ * the matmul's tile (stream-K cannot take flags). */
 static bool
-bands_flagged(Low *L, const int *bl, int nb)
+bands_flagged(Low *L, const int *bl, int nb, bool raises)
 {
 	for (int i = 0; i < nb; i++) {
 		PtxBlock proto = {0};
 		band_flags(L, bl[i], &proto);
-		if (proto.in_flag != PTX_NO_FLAG || proto.out_flag != PTX_NO_FLAG)
+		if (proto.in_flag != PTX_NO_FLAG || (raises && proto.out_flag != PTX_NO_FLAG))
 			return true;
 	}
 	return false;
@@ -311,9 +314,14 @@ append(LKernel *k, int r, int *n, const PtxBlock *e)
 	k->blocks[r][n[r]++] = *e;
 }
 
+/* After a kernel is emitted: its entries (the same count on every rank),
+ * and its workspace (PtxKernel.work: a group row kernel's partials, a
+ * stream-K matmul's sums) as its last tensor, the launcher's scratch. */
 static bool
 finish_entries(Low *L, LKernel *k, int *n)
 {
+	if (k->k.work)
+		k->arg[k->narg++] = (LArg){LARG_WORK, k - L->lo->kern, 0};
 	for (int r = 1; r < L->P; r++)
 		if (n[r] != n[0])
 			return refuse(L, "kernel %s has %d blocks on rank 0 but %d on rank %d", k->name, n[0], n[r], r);
@@ -424,7 +432,7 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 			                 "with --no-push", pv, a, why);
 		rows_q = ty_local_dim(&f->ins[a].ty, R - 2, L->P) / L->P;
 	}
-	if (L->p->tile <= 0 && pv < 0 && !bands_flagged(L, bl, nb)) /* nothing waits: the last waves may split entries */
+	if (L->p->tile <= 0 && pv < 0 && !bands_flagged(L, bl, nb, true)) /* nothing waits: the last waves may split entries */
 		s.tile = ptx_matmul_streamk(&s, L->p->compute_sms);
 	n = xcalloc((size_t)L->P, sizeof(int)); /* after the refusals, which leaked it */
 	owned = xcalloc((size_t)L->P, sizeof(int));
@@ -498,8 +506,6 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 		k->route_bm = t->bm;
 	}
 	ptx_emit_matmul(&L->lo->ptx, &s, &k->k);
-	if (k->k.work) /* stream-K's counters and partial sums, the last tensor */
-		k->arg[k->narg++] = (LArg){LARG_WORK, k - L->lo->kern, 0};
 	finish_entries(L, k, n);
 	free(owned);
 	free(n);
@@ -1035,21 +1041,6 @@ rows_per_block(const PtxRowsSpec *s, int64_t g, bool grouped)
 	return rb;
 }
 
-/* Does a plan block of the kernel wait on a flag (band_flags, as each of
- * its entries will)?  Asked before the entries are made: the answer picks
- * their rows per entry. */
-static bool
-rows_waits(Low *L, const int *bl, int nb)
-{
-	for (int i = 0; i < nb; i++) {
-		PtxBlock proto = {0};
-		band_flags(L, bl[i], &proto);
-		if (proto.in_flag != PTX_NO_FLAG)
-			return true;
-	}
-	return false;
-}
-
 /* Does an entry of the kernel, on any rank, wait on or raise a flag? */
 static bool
 rows_flags(const Low *L, const LKernel *k, const int *n)
@@ -1095,7 +1086,7 @@ lower_rows(Low *L, Val a, const int *bl, int nb)
 		if (f->ins[m].group == a && !f->ins[m].internal)
 			k->arg[k->narg++] = arg(m, 0, 0);
 	row_entries(L, k, &rg, bl, nb, 1, n, &g);
-	if (rows_waits(L, bl, nb) || L->p->share_sms) /* kernels beside it: see rows.c col_split */
+	if (bands_flagged(L, bl, nb, false) || L->p->share_sms) /* kernels beside it: see rows.c col_split */
 		s.group = 1;
 	s.rows_per_block = rows_per_block(&s, g, s.group != 1);
 	if (s.group != 1 && ptx_rows_group_of(&s) <= 1) { /* no group after all: the blocks that fill the GPU alone */
@@ -1112,8 +1103,6 @@ lower_rows(Low *L, Val a, const int *bl, int nb)
 	row_entries(L, k, &rg, bl, nb, s.rows_per_block, n, NULL);
 	s.flagless = !rows_flags(L, k, n); /* no barriers between its entries (ptx_kernel_flagless) */
 	ptx_emit_rows(&L->lo->ptx, &s, &k->k);
-	if (k->k.group > 1) /* its workspace, the last tensor */
-		k->arg[k->narg++] = (LArg){LARG_WORK, k - L->lo->kern, 0};
 	ok = finish_entries(L, k, n);
 out:
 	free(stage_of);

@@ -566,17 +566,28 @@ mm_fill_launch(MmCase *c, Launch *l)
 
 static int mm_calls = 1; /* launches of each mm_run, the output poisoned before each */
 
-/* A stream-K kernel leaves its entries' counters at 0 for the next call
- * (the first 2 PTX_SK_CTAS words of its workspace: codegen/wgmma.c). */
+/* A kernel with a workspace leaves its counters (its first `bytes`) at 0
+ * for the next launch; `what` describes them before the workspace size. */
+static void
+work_counters_zero(const char *name, const Kern *k, size_t bytes, const char *what)
+{
+	uint32_t *w = malloc(bytes), bad = 0;
+	if (!w)
+		abort();
+	CU(cuMemcpyDtoH(w, k->work, bytes));
+	for (size_t i = 0; i < bytes / 4; i++)
+		bad += w[i] != 0;
+	printf("CASE %s/counters: %s (%s%lld B workspace)\n", name, bad ? "FAIL: left nonzero" : "PASS", what,
+	       (long long)k->k.work);
+	failures += bad != 0;
+	free(w);
+}
+
+/* A stream-K kernel's: the first 2 PTX_SK_CTAS words (codegen/wgmma.c). */
 static void
 sk_counters_zero(const char *name, const Kern *k)
 {
-	uint32_t w[2 * PTX_SK_CTAS], bad = 0;
-	CU(cuMemcpyDtoH(w, k->work, sizeof w));
-	for (size_t i = 0; i < NELEM(w); i++)
-		bad += w[i] != 0;
-	printf("CASE %s/counters: %s (%lld B workspace)\n", name, bad ? "FAIL: left nonzero" : "PASS", (long long)k->k.work);
-	failures += bad != 0;
+	work_counters_zero(name, k, 2 * PTX_SK_CTAS * sizeof(uint32_t), "");
 }
 
 /* Runs a matmul spec on `grid` CTAs with a grouped block list and checks
@@ -993,17 +1004,9 @@ static void
 group_counters_zero(const char *name, const Kern *k)
 {
 	int64_t slots = 1024 / k->k.group < k->k.nblocks ? 1024 / k->k.group : k->k.nblocks;
-	size_t n = (size_t)slots * 8;
-	uint32_t *w = malloc(n), bad = 0;
-	if (!w)
-		abort();
-	CU(cuMemcpyDtoH(w, k->work, n));
-	for (size_t i = 0; i < n / 4; i++)
-		bad += w[i] != 0;
-	printf("CASE %s/counters: %s (%lld group slots of up to %d CTAs, %lld B workspace)\n", name,
-	       bad ? "FAIL: left nonzero" : "PASS", (long long)slots, k->k.group, (long long)k->k.work);
-	failures += bad != 0;
-	free(w);
+	char what[96];
+	snprintf(what, sizeof what, "%lld group slots of up to %d CTAs, ", (long long)slots, k->k.group);
+	work_counters_zero(name, k, (size_t)slots * 8, what);
 }
 
 /* shift1: input 1 starts that many elements into its buffer (a view
@@ -2711,16 +2714,19 @@ perf_row_kernel(const char *op, const char *variant, const PtxRowsSpec *s)
 	buf_free(&b);
 }
 
+/* A row op (row_op_spec's name) at rows x len, for the perf tables. */
+typedef struct RowShape {
+	const char *op;
+	int64_t rows, len;
+} RowShape;
+
 /* Row kernels at the shapes bench/p1.py calls, for each rows-per-entry
  * choice (lower.c rows_per_block picks one; the persistent grid walks
  * entries strided, so entries per CTA decide the last round's idle share). */
 static void
 perf_rows(void)
 {
-	static const struct {
-		const char *op;
-		int64_t rows, len;
-	} sz[] = {{"rmsnorm", 8192, 8192}, {"layernorm", 8192, 8192}, {"softmax", 8192, 8192}, {"rmsnorm", 1024, 8192},
+	static const RowShape sz[] = {{"rmsnorm", 8192, 8192}, {"layernorm", 8192, 8192}, {"softmax", 8192, 8192}, {"rmsnorm", 1024, 8192},
 	          {"rmsnorm", 4096, 50304}, {"rmsnorm", 1024, 50257}, {"layernorm", 1024, 50257}, {"softmax", 1024, 50257}};
 	static const int rbs[] = {1, 2, 4, 8};
 	for (size_t i = 0; i < NELEM(sz); i++)
@@ -2743,10 +2749,7 @@ perf_rows(void)
 static void
 perf_pf(void)
 {
-	static const struct {
-		const char *op;
-		int64_t rows, len;
-	} sz[] = {{"rmsnorm", 8192, 8192},    {"layernorm", 8192, 8192},  {"softmax", 8192, 8192},
+	static const RowShape sz[] = {{"rmsnorm", 8192, 8192},    {"layernorm", 8192, 8192},  {"softmax", 8192, 8192},
 	          {"rmsnorm", 1024, 8192},    {"rmsnorm", 4096, 50304},   {"layernorm", 4096, 50304},
 	          {"softmax", 4096, 50304},   {"rmsnorm", 1024, 50257},   {"layernorm", 1024, 50257},
 	          {"softmax", 1024, 50257}};
@@ -2774,10 +2777,7 @@ perf_pf(void)
 static void
 perf_cta(void)
 {
-	static const struct {
-		const char *op;
-		int64_t rows, len;
-	} sz[] = {{"rmsnorm", 8192, 8192},  {"layernorm", 8192, 8192},  {"softmax", 8192, 8192},
+	static const RowShape sz[] = {{"rmsnorm", 8192, 8192},  {"layernorm", 8192, 8192},  {"softmax", 8192, 8192},
 	          {"rmsnorm", 1024, 8192},  {"layernorm", 1024, 8192},  {"softmax", 1024, 8192},
 	          {"rmsnorm", 4096, 50304}, {"layernorm", 4096, 50304}, {"softmax", 4096, 50304},
 	          {"rmsnorm", 1024, 50257}, {"layernorm", 1024, 50257}, {"softmax", 1024, 50257},
