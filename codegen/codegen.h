@@ -237,6 +237,13 @@ typedef struct PtxRowsSpec {
 	int online;                     /* column mode: a max and the sum of exps from it in one pass
 	                                   (rows.c col_online) where the input outgrows L2 (0), wherever
 	                                   the pair allows (1), never (-1) */
+	int col_cache;                  /* column mode: each thread's vectors of the block's streamed
+	                                   inputs held in shared memory, where a CTA's share fits
+	                                   (rows.c col_cache_plan): 1 = copied in at the entry's start
+	                                   and every pass reads them there, 2 = the next entry's copied
+	                                   in while this one is reduced and stored (flagless kernels;
+	                                   else 1), -1 = never (each pass rereads from L2 or HBM),
+	                                   0 = chosen from the shape */
 	bool flagless;                  /* no entry waits on or raises a flag (lower.c knows): rows
 	                                   mode and CTA mode leave out the per-entry barriers
 	                                   (ptx_kernel_flagless); column mode ignores it */
@@ -441,6 +448,7 @@ void ptx_loop_end(Ptx *p);
 /* A persistent loop's step: this CTA's next entry (blk += gridDim.x, n a
  * scratch register), back to label `loop`. */
 void ptx_next_entry(Ptx *p, Reg n, int loop);
+void ptx_peek_next(Ptx *p, Reg has, Reg x); /* the CTA's next entry: whether there is one, its x */
 void ptx_flag_wait(Ptx *p, Reg quit);  /* thread is_t0 waits for p->entry's input flag */
 void ptx_flag_raise(Ptx *p, Reg who);  /* thread `who` raises p->entry's output flag */
 /* ... in the flags array at `flags` (a global address), out_op's route
@@ -457,6 +465,7 @@ void ptx_store_val(Ptx *p, DType dt, Reg addr, Reg v, ValClass vc);
 void ptx_load_vec(Ptx *p, DType dt, Reg addr, int64_t cs, int v, Reg *val);
 int ptx_load_words(Ptx *p, DType dt, Reg addr, int v, Reg *w);  /* a vector load, raw words */
 int ptx_load_words_in(Ptx *p, const char *space, DType dt, Reg addr, int v, Reg *w); /* from "global" or "shared" */
+void ptx_load_words_to(Ptx *p, const char *space, DType dt, Reg addr, int v, const Reg *w); /* ... into w */
 void ptx_unpack_word(Ptx *p, DType dt, Reg w, Reg *val);          /* a word as 1 or 2 values */
 void ptx_store_vec(Ptx *p, DType dt, Reg addr, int v, const Reg *val);
 

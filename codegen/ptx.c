@@ -607,6 +607,23 @@ ptx_next_entry(Ptx *p, Reg n, int loop)
 	ptx_emit(p, "bra $L%d;", loop);
 }
 
+/* The entry this CTA takes after the current one (ptx_next_entry's
+ * step): has = there is one, x = its first coordinate (only where has). */
+void
+ptx_peek_next(Ptx *p, Reg has, Reg x)
+{
+	Reg n = ptx_reg(p, RC_B32), e = ptx_reg(p, RC_B64);
+	if (p->group > 1)
+		ptx_emit(p, "add.u32 %s, %s, %s;", R(n), R(p->blk), R(p->ngroups));
+	else {
+		ptx_emit(p, "mov.u32 %s, %s;", R(n), p->cluster > 1 ? "%nclusterid.x" : "%nctaid.x");
+		ptx_emit(p, "add.u32 %s, %s, %s;", R(n), R(p->blk), R(n));
+	}
+	ptx_emit(p, "setp.lt.u32 %s, %s, %s;", R(has), R(n), R(p->param[1]));
+	ptx_emit(p, "mad.wide.u32 %s, %s, %d, %s;", R(e), R(n), (int)sizeof(PtxBlock), R(p->param[0]));
+	ptx_emit(p, "@%s ld.global.nc.u32 %s, [%s];", R(has), R(x), R(e));
+}
+
 void
 ptx_loop_end(Ptx *p)
 {
@@ -779,9 +796,20 @@ ptx_load_words_in(Ptx *p, const char *space, DType dt, Reg addr, int v, Reg *w)
 {
 	const PtxDType *d = &ptx_dtypes[dt];
 	int words = v * d->size / 4;
-	const char *ty = d->size == 4 ? d->ld : "b32";
 	for (int i = 0; i < words; i++)
 		w[i] = ptx_reg(p, d->size == 4 ? d->st : RC_B32);
+	ptx_load_words_to(p, space, dt, addr, v, w);
+	return words;
+}
+
+/* The same load into registers w the caller holds (two loads, from
+ * different spaces on either side of a branch, meeting in one set). */
+void
+ptx_load_words_to(Ptx *p, const char *space, DType dt, Reg addr, int v, const Reg *w)
+{
+	const PtxDType *d = &ptx_dtypes[dt];
+	int words = v * d->size / 4;
+	const char *ty = d->size == 4 ? d->ld : "b32";
 	if (words == 1)
 		ptx_emit(p, "ld.%s.%s %s, [%s];", space, ty, R(w[0]), R(addr));
 	else if (words == 2)
@@ -789,8 +817,7 @@ ptx_load_words_in(Ptx *p, const char *space, DType dt, Reg addr, int v, Reg *w)
 	else
 		ptx_emit(p, "ld.%s.v4.%s {%s, %s, %s, %s}, [%s];", space, ty, R(w[0]), R(w[1]), R(w[2]), R(w[3]),
 		         R(addr));
-	return words;
-}
+	}
 
 /* Word i of such a load as its element values (one, or two 16-bit ones). */
 void

@@ -96,8 +96,8 @@ ptx_rows_check(const PtxRowsSpec *s)
 	    (s->group > 1 && (!rows_colmode(s) || s->nstage < 1 || s->cluster > 1)))
 		return "rows: a group of a power of two CTAs up to 256, more than 1 only for strided rows with a stage and no cluster";
 	if ((s->cta_threads && (s->cta_threads < 128 || s->cta_threads > 1024 || (s->cta_threads & (s->cta_threads - 1)))) ||
-	    s->cta_min < -1 || s->cta_min > 32 || s->online < -1 || s->online > 1)
-		return "rows: a CTA of 128 to 1024 threads (a power of two), -1 to 32 CTAs an SM, online -1 to 1";
+	    s->cta_min < -1 || s->cta_min > 32 || s->online < -1 || s->online > 1 || s->col_cache < -1 || s->col_cache > 2)
+		return "rows: a CTA of 128 to 1024 threads (a power of two), -1 to 32 CTAs an SM, online -1 to 1, col_cache -1 to 2";
 	for (int i = 0; i < s->nin + s->nout; i++) {
 		const PtxTensor *t = i < s->nin ? &s->in[i] : &s->out[i - s->nin];
 		if ((int)t->dt < 0 || t->dt >= DT_COUNT || t->stride[0] < 0 || t->stride[1] < 0 ||
@@ -159,6 +159,15 @@ typedef struct Rows {
 	Reg pflo;         /* pf: this row's in0 address rounded down to 16 bytes, the buffer's first byte */
 	Reg rend;         /* CTA mode: the end of the entry's rows */
 	int rb_cta;       /* CTA mode: rows an entry */
+	int ccache;       /* column mode: 0, or how the block's streamed inputs are held in shared memory (col_cache_plan) */
+	bool cin[PTX_MAX_TENSORS]; /* ccache: input i held there */
+	int cvb[PTX_MAX_TENSORS];  /* ccache: its bytes a visit (the lane's V rows at one reduced index) */
+	int coff[PTX_MAX_TENSORS]; /* ccache: its region's offset in a buffer */
+	int ccap, cbytes, cat;     /* ccache: visits a thread holds, bytes of a buffer, the first buffer's offset */
+	bool cguard;      /* ccache: visits past ccap read global memory (a group's launch may be smaller) */
+	Reg cslot[PTX_MAX_TENSORS]; /* ccache: the thread's slot of input i at visit 0, this entry (shared address) */
+	Reg cn;           /* ccache: the visit (step of the thread's slice) col_inputs reads */
+	Reg cseq;         /* ccache 2: entries this CTA has begun (their parity picks the buffer) */
 	Reg inrow[PTX_MAX_TENSORS], outrow[PTX_MAX_TENSORS]; /* row base pointers */
 	Reg res[PTX_MAX_STAGES];
 	Reg rcp[PTX_MAX_STAGES]; /* 1 / res[k] where a later program divides by it, else 0 */
@@ -541,6 +550,36 @@ ptx_rows_col_vec(const PtxRowsSpec *s, int rb)
 	return v;
 }
 
+/* Input i at reduced index c, visit r->cn of the thread's slice, from
+ * its slot in shared memory (col_fill put it there); a visit past the
+ * slots (a group launched smaller than the kernel's) from global memory. */
+static void
+col_cached_load(Rows *r, int i, Reg c, Reg *val)
+{
+	Ptx *p = r->p;
+	const PtxTensor *t = &r->s->in[i];
+	const PtxDType *d = &ptx_dtypes[t->dt];
+	int words = r->cvb[i] / 4, per = d->size == 4 ? 1 : 2, glob = ptx_label(p), join = ptx_label(p);
+	Reg w[4], a = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED);
+
+	for (int k = 0; k < words; k++)
+		w[k] = ptx_reg(p, d->size == 4 ? d->st : RC_B32);
+	if (r->cguard) {
+		ptx_emit(p, "setp.ge.u32 %s, %s, %d;", R(q), R(r->cn), r->ccap);
+		ptx_emit(p, "@%s bra $L%d;", R(q), glob);
+	}
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(a), R(r->cn), 32 * COL_WARPS * r->cvb[i], R(r->cslot[i]));
+	ptx_load_words_to(p, "shared", t->dt, a, r->cv, w);
+	if (r->cguard) {
+		ptx_emit(p, "bra $L%d;", join);
+		ptx_place(p, glob);
+		ptx_load_words_to(p, "global", t->dt, col_addr(p, t, r->inrow[i], c), r->cv, w);
+		ptx_place(p, join);
+	}
+	for (int k = 0; k < words; k++)
+		ptx_unpack_word(p, t->dt, w[k], &val[per * k]);
+}
+
 /* The inputs program g reads at reduced index c, for the lane's V rows
  * (one vector load along the rows, or one value for all). */
 static void
@@ -552,6 +591,10 @@ col_inputs(Rows *r, const PtxEwProg *g, Reg c, Reg in[][8])
 	for (int i = 0; i < r->s->nin; i++)
 		if (ptx_prog_uses(g, OP_PARAM, i)) {
 			const PtxTensor *t = &r->s->in[i];
+			if (r->ccache && r->cin[i]) {
+				col_cached_load(r, i, c, in[i]);
+				continue;
+			}
 			Reg a = col_addr(r->p, t, r->inrow[i], c);
 			ptx_load_vec(r->p, t->dt, a, t->stride[0], r->cv, in[i]);
 		}
@@ -579,10 +622,12 @@ static void
 col_walk(Rows *r, ColStep *step, void *arg)
 {
 	Ptx *p = r->p;
-	Reg col = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED);
+	Reg col = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED), n0 = ptx_reg(p, RC_B32);
 	int loop = ptx_label(p), done = ptx_label(p);
 
 	ptx_emit(p, "mov.u32 %s, %s;", R(col), R(r->slice));
+	if (r->ccache)
+		ptx_emit(p, "mov.u32 %s, 0;", R(n0));
 	ptx_place(p, loop);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(col), (long long)r->s->len);
 	ptx_emit(p, "@%s bra $L%d;", R(q), done);
@@ -592,9 +637,15 @@ col_walk(Rows *r, ColStep *step, void *arg)
 		col_advance(r, c, col, u);
 		ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(c), (long long)r->s->len);
 		ptx_emit(p, "@%s bra $L%d;", R(q), skip);
+		if (r->ccache) {
+			r->cn = ptx_reg(p, RC_B32);
+			ptx_emit(p, "add.u32 %s, %s, %d;", R(r->cn), R(n0), u);
+		}
 		step(r, c, u, arg);
 		ptx_place(p, skip);
 	}
+	if (r->ccache)
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(n0), R(n0), COL_UNROLL);
 	col_advance(r, col, col, COL_UNROLL);
 	ptx_emit(p, "bra $L%d;", loop);
 	ptx_place(p, done);
@@ -1116,6 +1167,10 @@ col_mom_slice(Rows *r, const PtxEwProg *g, Reg K[8], Reg S1[8], Reg S2[8])
 	ptx_emit(p, "@!%s bra $L%d;", R(r->active), done);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(r->slice), (long long)r->s->len);
 	ptx_emit(p, "@%s bra $L%d;", R(q), done);
+	if (r->ccache) { /* the slice's first visit */
+		r->cn = ptx_reg(p, RC_B32);
+		ptx_emit(p, "mov.u32 %s, 0;", R(r->cn));
+	}
 	mom_values(r, g, r->slice, X);
 	for (int j = 0; j < r->cv; j++)
 		ptx_emit(p, "mov.f32 %s, %s;", R(K[j]), R(X[j]));
@@ -1625,6 +1680,10 @@ rows_col_map(Rows *r)
 
 	ptx_emit(p, "@!%s bra $L%d;", R(r->active), done);
 	ptx_emit(p, "mov.u32 %s, %s;", R(col), R(r->slice));
+	if (r->ccache) {
+		r->cn = ptx_reg(p, RC_B32);
+		ptx_emit(p, "mov.u32 %s, 0;", R(r->cn));
+	}
 	ptx_place(p, loop);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(col), (long long)s->len);
 	ptx_emit(p, "@%s bra $L%d;", R(q), done);
@@ -1642,8 +1701,170 @@ rows_col_map(Rows *r)
 		ptx_store_vec(p, t->dt, a, r->cv, w);
 	}
 	col_advance(r, col, col, 1);
+	if (r->ccache)
+		ptx_emit(p, "add.u32 %s, %s, 1;", R(r->cn), R(r->cn));
 	ptx_emit(p, "bra $L%d;", loop);
 	ptx_place(p, done);
+}
+
+/* ---- Column mode's block in shared memory ----
+ * Every pass over a block (each stage, the map) visits the same reduced
+ * indices in the same order in each thread: c = slice + n nsl, n = 0, 1,
+ * ...  So each thread can keep the streamed inputs' vectors of its visits
+ * in slots of its own in shared memory (input i's slot of visit n at
+ * coff[i] + (n T + tid) cvb[i], T threads: a warp's 16-byte slots
+ * contiguous), filled by cp.async and read back by the thread alone -- no
+ * barrier.  ccache 1: filled at the entry's start, each pass reads them
+ * there (one HBM read of the block, not one a pass); 2: two buffers, the
+ * next entry's filled while this one is reduced, met and stored, so the
+ * reads of HBM go on through the group's barriers (only where no entry
+ * waits on a flag: the next entry's inputs may not be written yet). */
+
+enum { COL_CACHE_SMEM = 227 * 1024 }; /* dynamic shared memory a CTA may have (sm_90) */
+
+static bool
+col_cacheable(const Rows *r, int i)
+{
+	const PtxTensor *t = &r->s->in[i];
+	int size = ptx_dtypes[t->dt].size, b = r->cv * size;
+	bool used = ptx_prog_uses(&r->s->map, OP_PARAM, i);
+	for (int k = 0; k < r->s->nstage; k++)
+		used = used || ptx_prog_uses(&r->pre[k], OP_PARAM, i);
+	return used && t->stride[0] && t->stride[1] && (r->cv == 1 || t->stride[0] == 1) && (size == 2 || size == 4) &&
+	       (b == 4 || b == 8 || b == 16);
+}
+
+/* What col_cache the shape gets where the spec leaves it to rows.c. */
+static int
+col_cache_auto(const Rows *r)
+{
+	(void)r;
+	return -1;
+}
+
+/* Which inputs are held, where, and in how many buffers (r->ccache 0:
+ * none, where nothing qualifies or a CTA's share does not fit beside the
+ * partials at `at` bytes). */
+static void
+col_cache_plan(Rows *r, int at)
+{
+	const PtxRowsSpec *s = r->s;
+	int want = s->col_cache ? s->col_cache : col_cache_auto(r), nbuf;
+	int64_t slices = (int64_t)r->nsl * r->grp, bytes = 0;
+
+	r->ccache = 0;
+	if (want <= 0)
+		return;
+	if (want == 2 && !s->flagless)
+		want = 1;
+	r->ccap = (int)((s->len + slices - 1) / slices);
+	for (int i = 0; i < s->nin; i++)
+		if ((r->cin[i] = col_cacheable(r, i))) {
+			r->cvb[i] = r->cv * ptx_dtypes[s->in[i].dt].size;
+			r->coff[i] = (int)bytes;
+			bytes += (int64_t)r->ccap * 32 * COL_WARPS * r->cvb[i];
+		}
+	r->cat = (at + 15) / 16 * 16;
+	for (nbuf = want; nbuf >= 1; nbuf--)
+		if (bytes && r->cat + nbuf * bytes <= COL_CACHE_SMEM)
+			break;
+	if (nbuf < 1)
+		return;
+	r->ccache = nbuf;
+	r->cbytes = (int)bytes;
+	r->cguard = r->grp > 1;
+}
+
+/* cp.async of the thread's visits of the held inputs, rows at rowp[],
+ * into the buffer at shared address buf; then one commit (every thread,
+ * so each waits on its own).  act: the lane has a row. */
+static void
+col_fill(Rows *r, const Reg *rowp, Reg act, Reg buf)
+{
+	Ptx *p = r->p;
+	const PtxRowsSpec *s = r->s;
+	Reg slot[PTX_MAX_TENSORS], col = ptx_reg(p, RC_B32), n = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED);
+	int loop = ptx_label(p), done = ptx_label(p);
+
+	ptx_emit(p, "@!%s bra $L%d;", R(act), done);
+	for (int i = 0; i < s->nin; i++)
+		if (r->cin[i]) {
+			slot[i] = ptx_reg(p, RC_B32);
+			ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(slot[i]), R(p->tid), r->cvb[i], R(buf));
+			ptx_emit(p, "add.u32 %s, %s, %d;", R(slot[i]), R(slot[i]), r->coff[i]);
+		}
+	ptx_emit(p, "mov.u32 %s, %s;", R(col), R(r->slice));
+	ptx_emit(p, "mov.u32 %s, 0;", R(n));
+	ptx_place(p, loop);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %lld;", R(q), R(col), (long long)s->len);
+	ptx_emit(p, "setp.ge.or.u32 %s, %s, %d, %s;", R(q), R(n), r->ccap, R(q));
+	ptx_emit(p, "@%s bra $L%d;", R(q), done);
+	for (int i = 0; i < s->nin; i++)
+		if (r->cin[i]) {
+			Reg src = col_addr(p, &s->in[i], rowp[i], col);
+			if (r->cvb[i] == 16)
+				ptx_emit(p, "cp.async.cg.shared.global [%s], [%s], 16;", R(slot[i]), R(src));
+			else
+				ptx_emit(p, "cp.async.ca.shared.global [%s], [%s], %d;", R(slot[i]), R(src), r->cvb[i]);
+			ptx_emit(p, "add.u32 %s, %s, %d;", R(slot[i]), R(slot[i]), 32 * COL_WARPS * r->cvb[i]);
+		}
+	col_advance(r, col, col, 1);
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(n), R(n));
+	ptx_emit(p, "bra $L%d;", loop);
+	ptx_place(p, done);
+	ptx_emit(p, "cp.async.commit_group;");
+}
+
+/* At an entry's start (after row_pointers): its block in shared memory
+ * -- copied now (ccache 1, or the CTA's first entry), or by the last
+ * entry's col_fill -- waited for, the next entry's copy begun (ccache
+ * 2), and the thread's slots of this entry's buffer in r->cslot. */
+static void
+col_cache_entry(Rows *r)
+{
+	Ptx *p = r->p;
+	const PtxRowsSpec *s = r->s;
+	Reg cur = ptx_reg(p, RC_B32);
+
+	if (r->ccache == 1) {
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(cur), R(r->smem), r->cat);
+		col_fill(r, r->inrow, r->active, cur);
+		ptx_emit(p, "cp.async.wait_group 0;");
+	} else {
+		Reg par = ptx_reg(p, RC_B32), nxt = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED), nx = ptx_reg(p, RC_B32);
+		Reg nrow = ptx_reg(p, RC_B32), nact = ptx_reg(p, RC_PRED), nrp[PTX_MAX_TENSORS];
+		int skip = ptx_label(p), none = ptx_label(p);
+		ptx_emit(p, "and.b32 %s, %s, 1;", R(par), R(r->cseq));
+		ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(cur), R(par), r->cbytes, R(r->smem));
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(cur), R(cur), r->cat);
+		ptx_emit(p, "xor.b32 %s, %s, 1;", R(par), R(par));
+		ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(nxt), R(par), r->cbytes, R(r->smem));
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(nxt), R(nxt), r->cat);
+		ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(r->cseq));
+		ptx_emit(p, "@%s bra $L%d;", R(q), skip); /* the CTA's first entry: nothing copied it yet */
+		col_fill(r, r->inrow, r->active, cur);
+		ptx_place(p, skip);
+		ptx_emit(p, "cp.async.wait_group 0;");
+		ptx_emit(p, "add.u32 %s, %s, 1;", R(r->cseq), R(r->cseq));
+		ptx_peek_next(p, q, nx);
+		ptx_emit(p, "@!%s bra $L%d;", R(q), none);
+		ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(nrow), R(nx), r->rb, R(r->rin));
+		ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(nact), R(nrow), (long long)s->rows);
+		for (int i = 0; i < s->nin; i++)
+			if (r->cin[i]) {
+				nrp[i] = ptx_reg(p, RC_B64);
+				ptx_emit(p, "mad.wide.u32 %s, %s, %lld, %s;", R(nrp[i]), R(nrow),
+				         (long long)(s->in[i].stride[0] * ptx_dtypes[s->in[i].dt].size), R(p->tensor[i]));
+			}
+		col_fill(r, nrp, nact, nxt);
+		ptx_place(p, none);
+	}
+	for (int i = 0; i < s->nin; i++)
+		if (r->cin[i]) {
+			r->cslot[i] = ptx_reg(p, RC_B32);
+			ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(r->cslot[i]), R(p->tid), r->cvb[i], R(cur));
+			ptx_emit(p, "add.u32 %s, %s, %d;", R(r->cslot[i]), R(r->cslot[i]), r->coff[i]);
+		}
 }
 
 /* Column mode: one pass per block; lane l on rows (l % LC) V .. + V - 1. */
@@ -1676,6 +1897,8 @@ rows_col_body(Rows *r)
 	ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(r->active), R(r->row), (long long)s->rows);
 	ptx_emit(p, "@!%s mov.u32 %s, 0;", R(r->active), R(r->row)); /* keep idle lanes' addresses in range */
 	row_pointers(r);
+	if (r->ccache)
+		col_cache_entry(r);
 	if (r->grp > 1)
 		col_group_entry(r);
 	r->gbar = 0;
@@ -2500,6 +2723,7 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 		nblocks = (s->rows + rb - 1) / rb;
 		if (r.grp > 1)
 			slots = group_slots(&r, nblocks);
+		col_cache_plan(&r, col_smem(rb, s->nstage, r.ncl > r.grp ? r.ncl : r.grp, r.planes));
 	}
 	threads = r.cta ? r.T : 32 * (r.cols ? COL_WARPS : ROW_WARPS);
 	/* a group: two CTAs an SM (64 registers a thread), as column mode
@@ -2519,6 +2743,9 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 				buf_printf(&p->head, "// stages %d and %d: a mean and its squared deviations, in one pass\n", k, k + 1);
 			else if (r.onl[k])
 				buf_printf(&p->head, "// stages %d and %d: a max and the sum of exps from it, in one pass\n", k, k + 1);
+		if (r.ccache)
+			buf_printf(&p->head, "// the block's streamed inputs in shared memory, %d KiB a CTA%s\n", r.cbytes / 1024,
+			           r.ccache == 2 ? ", twice: the next entry's copied in meanwhile" : ", copied in at each entry");
 	} else if (r.cta && r.cached)
 		buf_printf(&p->head, "// rows %lld x %lld, %d stages, a CTA of %d threads per row, %d x %d elements each%s%s\n",
 		           (long long)s->rows, (long long)s->len, s->nstage, r.T, r.U, r.vec,
@@ -2545,6 +2772,10 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	}
 	if (r.pf)
 		pf_init(&r);
+	if (r.ccache == 2) {
+		r.cseq = ptx_reg(p, RC_B32);
+		ptx_emit(p, "mov.u32 %s, 0;", R(r.cseq));
+	}
 	ptx_loop_begin(p);
 	if (r.cols)
 		rows_col_body(&r);
@@ -2557,7 +2788,8 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	*k = (PtxKernel){0}; /* no tensor maps, whatever the caller left */
 	snprintf(k->name, sizeof k->name, "%s", s->name);
 	k->threads = threads;
-	k->smem = r.cols ? col_smem(rb, s->nstage, r.ncl > r.grp ? r.ncl : r.grp, r.planes)
+	k->smem = r.cols && r.ccache ? r.cat + r.ccache * r.cbytes
+	          : r.cols ? col_smem(rb, s->nstage, r.ncl > r.grp ? r.ncl : r.grp, r.planes)
 	          : r.pf ? (int)(pf_smem_at(s) + PF_BUF + pf_bytes(s))
 	          : r.cta ? 2 * s->nstage * 128 : 0;
 	k->cluster = r.ncl > 1 ? r.ncl : 0;

@@ -1009,6 +1009,24 @@ group_counters_zero(const char *name, const Kern *k)
 	work_counters_zero(name, k, (size_t)slots * 8, what);
 }
 
+/* ptx_emit_rows, with COL_CACHE (-1, 1 or 2) from the environment put
+ * in the spec -- every column case then runs with the block held in
+ * shared memory (rows.c col_cache_plan), or without; 2, the next entry's
+ * copied in meanwhile, only where the case raises no flags (flags: it
+ * does). */
+static void
+emit_rows(Buf *b, const PtxRowsSpec *s0, PtxKernel *k, bool flags)
+{
+	PtxRowsSpec s = *s0;
+	const char *e = getenv("COL_CACHE");
+	if (e && *e && !s.col_cache) {
+		s.col_cache = atoi(e);
+		if (s.col_cache == 2 && !flags)
+			s.flagless = true;
+	}
+	ptx_emit_rows(b, &s, k);
+}
+
 /* shift1: input 1 starts that many elements into its buffer (a view
  * misaligned unlike input 0). */
 static void
@@ -1021,7 +1039,7 @@ rows_run_shifted(const char *name, PtxRowsSpec s, int grid, int64_t shift1)
 
 	printf("--- %s: rows %lld x %lld, %d stages, grid %d\n", name, (long long)s.rows, (long long)s.len, s.nstage,
 	       grid);
-	ptx_emit_rows(&b, &c.s, &k);
+	emit_rows(&b, &c.s, &k, false);
 	bool online = b.s && strstr(b.s, "a max and the sum of exps") != NULL;
 	Kern kr = kern_load(&b, &k);
 	for (int i = 0; i < s.nin; i++) {
@@ -1066,7 +1084,7 @@ rows_run_shifted(const char *name, PtxRowsSpec s, int grid, int64_t shift1)
 		Buf ob = {0};
 		PtxKernel ok;
 		o.online = 1;
-		ptx_emit_rows(&ob, &o, &ok);
+		emit_rows(&ob, &o, &ok, false);
 		if (ob.s && strstr(ob.s, "a max and the sum of exps")) {
 			char nm[160];
 			snprintf(nm, sizeof nm, "%s/online", name);
@@ -1406,7 +1424,7 @@ rows_special_run(const char *name, PtxRowsSpec s, int grid)
 	CU(cuCtxSynchronize());
 	tens_poison(&y);
 	tens_poison(&sum);
-	ptx_emit_rows(&b, &s, &k);
+	emit_rows(&b, &s, &k, false);
 	Kern kr = kern_load(&b, &k);
 	l.t[0] = x.d, l.t[1] = y.d, l.t[2] = sum.d;
 	l.blocks = plain_blocks(k.nblocks);
@@ -1499,7 +1517,7 @@ rows_split_flags(int cluster, int group)
 	s.cluster = cluster;
 	s.group = group;
 	printf("--- %s: a %s of 4 per entry, flags raised once, a stuck entry times out\n", nm, group > 1 ? "group" : "cluster");
-	ptx_emit_rows(&b, &s, &k);
+	emit_rows(&b, &s, &k, true);
 	Kern kr = kern_load(&b, &k);
 	x = tens_new(DT_BF16, 256 * 2048);
 	g = tens_new(DT_BF16, 2048);
@@ -1672,7 +1690,7 @@ case_rows_group(void)
 		PtxRowsSpec s = col_spec(ops[i], 4096, 50304, DT_BF16);
 		Buf b = {0};
 		PtxKernel k;
-		ptx_emit_rows(&b, &s, &k);
+		emit_rows(&b, &s, &k, false);
 		Kern kr = kern_load(&b, &k);
 		int grid = full_grid(&kr, k.nblocks);
 		kern_unload(&kr);
@@ -2689,7 +2707,7 @@ perf_row_kernel(const char *op, const char *variant, const PtxRowsSpec *s)
 	Tens t[PTX_MAX_TENSORS + 1];
 	double ms;
 	int nt = 0;
-	ptx_emit_rows(&b, s, &k);
+	emit_rows(&b, s, &k, false);
 	Kern kr = kern_load(&b, &k);
 	for (int a = 0; a < s->nin; a++) {
 		t[nt] = tens_new(DT_BF16, s->in[a].stride[0] ? M * L : L);
@@ -2808,11 +2826,30 @@ perf_cta(void)
 	}
 }
 
+/* A comma-separated list of ints from the environment, or dflt. */
+static int
+env_ints(const char *name, const char *dflt, int *v, int max)
+{
+	const char *e = getenv(name);
+	int n = 0;
+	char *end;
+	for (e = e && *e ? e : dflt; *e && n < max; e = *end ? end + 1 : end) {
+		v[n++] = (int)strtol(e, &end, 10);
+		if (end == e)
+			break;
+	}
+	return n;
+}
+
 /* Reductions over the first dim (column mode) at each rows per block
- * and split (none, a cluster of 8, groups of 8 to 128), the grid as
+ * and split (none, a cluster of 8, groups of 8 to 256), the grid as
  * libsyncrt gives it; GB/s counts x in and out once (the HBM floor's
  * bytes).  Variant "default" is what lower.c and rows.c choose.
- * PERF_COLS_OPS (default rmsnorm0,layernorm0,softmax0) picks the ops. */
+ * PERF_COLS_OPS (default rmsnorm0,layernorm0,softmax0) picks the ops,
+ * PERF_COLS_SIZES ("8192x8192,..." as len x rows, the shape over dim 0)
+ * the shapes, PERF_COLS_RB the rows per block (0: the rule's), and
+ * PERF_COLS_CACHE the col_cache values tried on each (default 0, the
+ * rule's; rows.c col_cache_plan), every kernel flagless. */
 static void
 perf_cols(void)
 {
@@ -2821,65 +2858,79 @@ perf_cols(void)
 	 * x 4096 and 50257 x 1024 over dim 0: 0.29-0.68 of Inductor from
 	 * PyTorch, bench/results/2026-12-06-h100-c.md); a short reduction of
 	 * wide rows (1024 x 50304) */
-	static const int64_t sz[][2] = {{8192, 8192}, {4096, 50304}, {1024, 50257}, {50304, 1024}};
-	static const int rbs[] = {0, 64, 128};
+	static const int64_t sz[][2] = {{8192, 8192}, {4096, 50304}, {1024, 50257}, {50304, 1024}, {8192, 1024}};
 	static const struct {
 		int cluster, group;
-	} sp[] = {{0, 0}, {0, 1}, {1, 8}, {1, 16}, {1, 32}, {1, 64}, {1, 128}};
-	const char *want = getenv("PERF_COLS_OPS");
+	} sp[] = {{0, 0}, {0, 1}, {1, 8}, {1, 16}, {1, 32}, {1, 64}, {1, 128}, {1, 256}};
+	const char *want = getenv("PERF_COLS_OPS"), *sizes = getenv("PERF_COLS_SIZES");
+	int rbs[8], nrb = env_ints("PERF_COLS_RB", "0,64,128", rbs, 8), cache[4];
+	int ncache = env_ints("PERF_COLS_CACHE", "0", cache, 4);
 	for (size_t z = 0; z < NELEM(sz); z++) {
 		int64_t rows = sz[z][0], len = sz[z][1];
+		char shape[48];
+		snprintf(shape, sizeof shape, "%lldx%lld", (long long)len, (long long)rows);
+		if ((sizes && !strstr(sizes, shape)) || (!sizes && z == NELEM(sz) - 1))
+			continue;
 		Tens x = tens_new(DT_BF16, rows * len), g = tens_new(DT_BF16, len), y = tens_new(DT_BF16, rows * len);
 		Tens st = tens_new(DT_F32, 2 * rows);
 		tens_random(&x, 2.0);
 		tens_random(&g, 1.0);
 		for (size_t i = 0; i < NELEM(ops); i++)
-			for (size_t r = 0; r < NELEM(rbs); r++)
-				for (size_t c = 0; c < NELEM(sp); c++) {
-					PtxRowsSpec s = col_spec(ops[i], rows, len, DT_BF16);
-					Buf b = {0};
-					PtxKernel k;
-					Launch l = {0};
-					double ms;
-					bool dflt = !sp[c].cluster && !sp[c].group;
-					if (want && !strstr(want, ops[i]))
-						continue;
-					s.rows_per_block = rbs[r];
-					if (!rbs[r] && sp[c].group == 1) /* lower.c's rows_per_block without a group */
-						for (s.rows_per_block = 256; s.rows_per_block > 8 && rows / s.rows_per_block < 256;)
-							s.rows_per_block /= 2;
-					else if (!rbs[r]) /* ... and with one */
-						s.rows_per_block = 128;
-					if (!rbs[r] != !(sp[c].group <= 1 && !sp[c].cluster)) /* the rules' blocks with the rules' split */
-						continue;
-					s.cluster = sp[c].cluster;
-					s.group = sp[c].group;
-					if (ptx_rows_check(&s))
-						continue;
-					ptx_emit_rows(&b, &s, &k);
-					Kern kr = kern_load(&b, &k);
-					l.t[0] = x.d;
-					if (s.nin > 1)
-						l.t[1] = g.d;
-					l.t[s.nin] = y.d;
-					for (int o = 1; o < s.nout; o++)
-						l.t[s.nin + o] = st.d + (CUdeviceptr)(o - 1) * (CUdeviceptr)rows * 4;
-					l.blocks = plain_blocks(k.nblocks);
-					l.nblocks = (uint32_t)k.nblocks;
-					l.grid = full_grid(&kr, k.nblocks);
-					l.s = stream[0];
-					ms = launches_ms(&kr, &l, 20);
-					printf("PERF cols %s %lldx%lld rb %d%s %s %d%s: %.4f ms %.0f GB/s "
-					       "(entries %lld, grid %d, %d CTAs/SM, %d regs)\n",
-					       ops[i], (long long)len, (long long)rows, s.rows_per_block, rbs[r] ? "" : " (auto)",
-					       k.group > 1 ? "group" : "cluster", k.group > 1 ? k.group : k.cluster > 1 ? k.cluster : 1,
-					       dflt ? " (default)" : "", ms, 4.0 * (double)rows * (double)len / (ms * 1e-3) / 1e9,
-					       (long long)k.nblocks, l.grid, kr.per_sm, kr.regs);
-					fflush(stdout);
-					CU(cuMemFree(l.blocks));
-					kern_unload(&kr);
-					buf_free(&b);
-				}
+			for (int r = 0; r < nrb; r++)
+				for (size_t c = 0; c < NELEM(sp); c++)
+					for (int cc = 0; cc < ncache; cc++) {
+						PtxRowsSpec s = col_spec(ops[i], rows, len, DT_BF16);
+						Buf b = {0};
+						PtxKernel k;
+						Launch l = {0};
+						double ms;
+						bool dflt = !sp[c].cluster && !sp[c].group && !cache[cc];
+						if (want && !strstr(want, ops[i]))
+							continue;
+						s.rows_per_block = rbs[r];
+						if (!rbs[r] && sp[c].group == 1) /* lower.c's rows_per_block without a group */
+							for (s.rows_per_block = 256; s.rows_per_block > 8 && rows / s.rows_per_block < 256;)
+								s.rows_per_block /= 2;
+						else if (!rbs[r]) /* ... and with one */
+							s.rows_per_block = 128;
+						if (!rbs[r] != !(sp[c].group <= 1 && !sp[c].cluster)) /* the rules' blocks with the rules' split */
+							continue;
+						s.cluster = sp[c].cluster;
+						s.group = sp[c].group;
+						s.col_cache = cache[cc];
+						s.flagless = true;
+						if (ptx_rows_check(&s))
+							continue;
+						ptx_emit_rows(&b, &s, &k);
+						const char *how = !b.s ? "" : strstr(b.s, "twice: the next entry") ? " cache 2"
+						                  : strstr(b.s, "streamed inputs in shared memory") ? " cache 1" : "";
+						if (cache[cc] > 0 && !*how) { /* asked for, does not fit: the same kernel as without */
+							buf_free(&b);
+							continue;
+						}
+						Kern kr = kern_load(&b, &k);
+						l.t[0] = x.d;
+						if (s.nin > 1)
+							l.t[1] = g.d;
+						l.t[s.nin] = y.d;
+						for (int o = 1; o < s.nout; o++)
+							l.t[s.nin + o] = st.d + (CUdeviceptr)(o - 1) * (CUdeviceptr)rows * 4;
+						l.blocks = plain_blocks(k.nblocks);
+						l.nblocks = (uint32_t)k.nblocks;
+						l.grid = full_grid(&kr, k.nblocks);
+						l.s = stream[0];
+						ms = launches_ms(&kr, &l, 20);
+						printf("PERF cols %s %lldx%lld rb %d%s %s %d%s%s: %.4f ms %.0f GB/s "
+						       "(entries %lld, grid %d, %d CTAs/SM, %d regs, smem %d)\n",
+						       ops[i], (long long)len, (long long)rows, s.rows_per_block, rbs[r] ? "" : " (auto)",
+						       k.group > 1 ? "group" : "cluster", k.group > 1 ? k.group : k.cluster > 1 ? k.cluster : 1,
+						       how, dflt ? " (default)" : "", ms, 4.0 * (double)rows * (double)len / (ms * 1e-3) / 1e9,
+						       (long long)k.nblocks, l.grid, kr.per_sm, kr.regs, k.smem);
+						fflush(stdout);
+						CU(cuMemFree(l.blocks));
+						kern_unload(&kr);
+						buf_free(&b);
+					}
 		tens_free(&x);
 		tens_free(&g);
 		tens_free(&y);
