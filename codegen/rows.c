@@ -1720,26 +1720,54 @@ rows_col_map(Rows *r)
  * reads of HBM go on through the group's barriers (only where no entry
  * waits on a flag: the next entry's inputs may not be written yet). */
 
-enum { COL_CACHE_SMEM = 227 * 1024 }; /* dynamic shared memory a CTA may have (sm_90) */
+/* Dynamic shared memory a CTA may have (sm_90), and what leaves room for
+ * two CTAs an SM (228 KiB an SM, 1 KiB of it reserved per CTA): column
+ * mode's 512 threads of 64 registers fit two, and on one H100 the block in
+ * one CTA's shared memory of two an SM beat one CTA with two buffers
+ * (rmsnorm over dim 0 at 8192 x 8192: 0.1192 ms against 0.1519;
+ * bench/results/2026-12-06-ccache-h100.md). */
+enum { COL_CACHE_SMEM = 227 * 1024, COL_CACHE_TWO = 113 * 1024 };
 
+/* Passes over the block that read input i: each stage, a pair reduced
+ * in one pass (col_moments, col_online) once, the map. */
+static int
+col_passes(const Rows *r, int i)
+{
+	int n = ptx_prog_uses(&r->s->map, OP_PARAM, i);
+	for (int k = 0; k < r->s->nstage; k++) {
+		n += ptx_prog_uses(&r->pre[k], OP_PARAM, i) ||
+		     ((r->mom[k] || r->onl[k]) && k + 1 < r->s->nstage && ptx_prog_uses(&r->pre[k + 1], OP_PARAM, i));
+		if (r->mom[k] || r->onl[k])
+			k++;
+	}
+	return n;
+}
+
+/* Input i can be held: it varies along rows and the reduced dim, and a
+ * lane's V rows are one copy of 4, 8 or 16 bytes; read by at least
+ * `passes` passes. */
 static bool
-col_cacheable(const Rows *r, int i)
+col_cacheable(const Rows *r, int i, int passes)
 {
 	const PtxTensor *t = &r->s->in[i];
 	int size = ptx_dtypes[t->dt].size, b = r->cv * size;
-	bool used = ptx_prog_uses(&r->s->map, OP_PARAM, i);
-	for (int k = 0; k < r->s->nstage; k++)
-		used = used || ptx_prog_uses(&r->pre[k], OP_PARAM, i);
-	return used && t->stride[0] && t->stride[1] && (r->cv == 1 || t->stride[0] == 1) && (size == 2 || size == 4) &&
-	       (b == 4 || b == 8 || b == 16);
+	return col_passes(r, i) >= passes && t->stride[0] && t->stride[1] && (r->cv == 1 || t->stride[0] == 1) &&
+	       (size == 2 || size == 4) && (b == 4 || b == 8 || b == 16);
 }
 
-/* What col_cache the shape gets where the spec leaves it to rows.c. */
+/* What col_cache the shape gets where the spec leaves it to rows.c: one
+ * buffer, where it leaves two CTAs an SM (col_cache_plan's budget).  On
+ * one H100 (gpu-kernels perf-cols, bench/results/2026-12-06-ccache-h100.md)
+ * at 8192 x 8192 over dim 0 the passes after the first no longer reread
+ * L2: rmsnorm 0.1455 -> 0.1192 ms, layernorm 0.1709 -> 0.1425 (blocks of
+ * 128 over 32 CTAs), softmax 0.1664 -> 0.1599; two buffers (the next
+ * entry's copied meanwhile) leave one CTA an SM and were slower
+ * (0.1519, 0.1683, 0.1741). */
 static int
 col_cache_auto(const Rows *r)
 {
 	(void)r;
-	return -1;
+	return 1;
 }
 
 /* Which inputs are held, where, and in how many buffers (r->ccache 0:
@@ -1750,6 +1778,7 @@ col_cache_plan(Rows *r, int at)
 {
 	const PtxRowsSpec *s = r->s;
 	int want = s->col_cache ? s->col_cache : col_cache_auto(r), nbuf;
+	int budget = s->col_cache ? COL_CACHE_SMEM : COL_CACHE_TWO;
 	int64_t slices = (int64_t)r->nsl * r->grp, bytes = 0;
 
 	r->ccache = 0;
@@ -1759,14 +1788,14 @@ col_cache_plan(Rows *r, int at)
 		want = 1;
 	r->ccap = (int)((s->len + slices - 1) / slices);
 	for (int i = 0; i < s->nin; i++)
-		if ((r->cin[i] = col_cacheable(r, i))) {
+		if ((r->cin[i] = col_cacheable(r, i, s->col_cache ? 1 : 2))) { /* the rule's: where it saves a reread */
 			r->cvb[i] = r->cv * ptx_dtypes[s->in[i].dt].size;
 			r->coff[i] = (int)bytes;
 			bytes += (int64_t)r->ccap * 32 * COL_WARPS * r->cvb[i];
 		}
 	r->cat = (at + 15) / 16 * 16;
 	for (nbuf = want; nbuf >= 1; nbuf--)
-		if (bytes && r->cat + nbuf * bytes <= COL_CACHE_SMEM)
+		if (bytes && r->cat + nbuf * bytes <= budget)
 			break;
 	if (nbuf < 1)
 		return;

@@ -2847,7 +2847,8 @@ env_ints(const char *name, const char *dflt, int *v, int max)
  * bytes).  Variant "default" is what lower.c and rows.c choose.
  * PERF_COLS_OPS (default rmsnorm0,layernorm0,softmax0) picks the ops,
  * PERF_COLS_SIZES ("8192x8192,..." as len x rows, the shape over dim 0)
- * the shapes, PERF_COLS_RB the rows per block (0: the rule's), and
+ * the shapes, PERF_COLS_RB the rows per block (0: the rule's; each with
+ * the rule's split unless PERF_COLS_ALL=1), and
  * PERF_COLS_CACHE the col_cache values tried on each (default 0, the
  * rule's; rows.c col_cache_plan), every kernel flagless. */
 static void
@@ -2865,6 +2866,7 @@ perf_cols(void)
 	const char *want = getenv("PERF_COLS_OPS"), *sizes = getenv("PERF_COLS_SIZES");
 	int rbs[8], nrb = env_ints("PERF_COLS_RB", "0,64,128", rbs, 8), cache[4];
 	int ncache = env_ints("PERF_COLS_CACHE", "0", cache, 4);
+	bool all = getenv("PERF_COLS_ALL") && *getenv("PERF_COLS_ALL") == '1'; /* every rows per block with every split */
 	for (size_t z = 0; z < NELEM(sz); z++) {
 		int64_t rows = sz[z][0], len = sz[z][1];
 		char shape[48];
@@ -2893,7 +2895,7 @@ perf_cols(void)
 								s.rows_per_block /= 2;
 						else if (!rbs[r]) /* ... and with one */
 							s.rows_per_block = 128;
-						if (!rbs[r] != !(sp[c].group <= 1 && !sp[c].cluster)) /* the rules' blocks with the rules' split */
+						if (!all && !rbs[r] != !(sp[c].group <= 1 && !sp[c].cluster)) /* the rules' blocks with the rules' split */
 							continue;
 						s.cluster = sp[c].cluster;
 						s.group = sp[c].group;
