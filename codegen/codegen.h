@@ -321,6 +321,7 @@ void ptx_emit_ew(Buf *b, const PtxEwSpec *s, PtxKernel *k);
 const char *ptx_rows_check(const PtxRowsSpec *s);
 /* The group of CTAs codegen/rows.c would split each column block over (1: none). */
 int ptx_rows_group_of(const PtxRowsSpec *s);
+bool ptx_rows_col_held(const PtxRowsSpec *s); /* column mode: the block held in shared memory (rows.c col_cache_plan) */
 /* Column mode: adjacent rows a lane takes in blocks of rb (a vector, 1 to 8). */
 int ptx_rows_col_vec(const PtxRowsSpec *s, int rb);
 void ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k);

@@ -1089,6 +1089,18 @@ lower_rows(Low *L, Val a, const int *bl, int nb)
 	if (bands_flagged(L, bl, nb, false) || L->p->share_sms) /* kernels beside it: see rows.c col_split */
 		s.group = 1;
 	s.rows_per_block = rows_per_block(&s, g, s.group != 1);
+	if (s.group != 1 && s.rows_per_block == 128 && ptx_rows_group_of(&s) > 1) {
+		/* blocks of 64 where a CTA's share of them stays in its shared
+		 * memory: over 16 CTAs, not 128 rows over 32, the group's barriers
+		 * are cheaper (on one H100 at 8192 x 8192 over dim 0: layernorm
+		 * 0.1425 -> 0.1307 ms, softmax 0.1599 -> 0.1507, rmsnorm 0.1192 ->
+		 * 0.1210; bench/results/2026-12-06-ccache-h100.md); only where 128
+		 * rows take a group, the shapes that was measured on */
+		PtxRowsSpec h = s;
+		h.rows_per_block = 64;
+		if (ptx_rows_col_held(&h))
+			s.rows_per_block = 64;
+	}
 	if (s.group != 1 && ptx_rows_group_of(&s) <= 1) { /* no group after all: the blocks that fill the GPU alone */
 		s.rows_per_block = rows_per_block(&s, g, false);
 		s.group = 1; /* not one chosen anew for those blocks: the rule's sizes are for 128 rows */

@@ -1707,6 +1707,20 @@ rows_col_map(Rows *r)
 	ptx_place(p, done);
 }
 
+/* Which stage pairs are reduced in one pass (r->mom, r->onl), and the
+ * planes of partials that takes (1; 3 with moments, 2 online). */
+static int
+col_planes(Rows *r)
+{
+	int planes = 1;
+	for (int k = 0; k + 1 < r->s->nstage; k++)
+		if ((r->mom[k] = col_moments(r, k)))
+			planes = 3, k++;
+		else if ((r->onl[k] = col_online(r, k)))
+			planes = planes > 2 ? planes : 2, k++;
+	return planes;
+}
+
 /* ---- Column mode's block in shared memory ----
  * Every pass over a block (each stage, the map) visits the same reduced
  * indices in the same order in each thread: c = slice + n nsl, n = 0, 1,
@@ -2743,12 +2757,7 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 		r.nsl = COL_WARPS * (32 / r.lc);
 		col_split(s, rb, r.nsl, &r.ncl, &r.grp);
 		r.nsl *= r.ncl; /* a group's size is the launch's: r.nslr */
-		r.planes = 1;
-		for (int k = 0; k + 1 < s->nstage; k++)
-			if ((r.mom[k] = col_moments(&r, k)))
-				r.planes = 3, k++;
-			else if ((r.onl[k] = col_online(&r, k)))
-				r.planes = r.planes > 2 ? r.planes : 2, k++;
+		r.planes = col_planes(&r);
 		nblocks = (s->rows + rb - 1) / rb;
 		if (r.grp > 1)
 			slots = group_slots(&r, nblocks);
@@ -2826,4 +2835,26 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	k->work = r.grp > 1 ? group_counter_bytes(slots) + slots * 2 * group_set_bytes(&r) : 0;
 	k->ntensors = s->nin + s->nout + (r.grp > 1);
 	k->nblocks = (s->rows + rb - 1) / rb;
+}
+
+/* Whether ptx_emit_rows would hold the spec's blocks in shared memory
+ * (col_cache_plan: lower.c picks the rows per block by it). */
+bool
+ptx_rows_col_held(const PtxRowsSpec *s)
+{
+	Rows r = {.s = s, .ncl = 1, .grp = 1, .cols = true};
+	int rb = s->rows_per_block ? s->rows_per_block : 32;
+	if (!rows_colmode(s) || s->nstage < 1 || ptx_rows_check(s))
+		return false;
+	for (int i = 0; i < s->nstage; i++)
+		default_prog(&r.pre[i], &s->stage[i].pre, OP_PARAM);
+	r.rb = rb;
+	r.cv = ptx_rows_col_vec(s, rb);
+	r.lc = rb / r.cv;
+	r.nsl = COL_WARPS * (32 / r.lc);
+	col_split(s, rb, r.nsl, &r.ncl, &r.grp);
+	r.nsl *= r.ncl;
+	r.planes = col_planes(&r);
+	col_cache_plan(&r, col_smem(rb, s->nstage, r.ncl > r.grp ? r.ncl : r.grp, r.planes));
+	return r.ccache > 0;
 }

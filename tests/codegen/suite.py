@@ -166,7 +166,7 @@ def tests(root, run, Fail):
     # kernel waits on flags: it sizes their grid in clusters
     f = os.path.join(root, "tests", "lang", "codegen", "rows_cluster.syn")
     jobs.append(("codegen/%s P=1 groups (ptxas, launcher -Werror)" % os.path.relpath(f, root),
-                 one(f, 1, [], "for (unsigned g = 32u;; g /= 2)")))
+                 one(f, 1, [], "for (unsigned g = 16u;; g /= 2)")))
     # ... and launches them cooperatively, so the driver runs every CTA of a
     # group at once or refuses the launch
     jobs.append(("codegen/%s P=1 groups launched cooperatively (ptxas, launcher -Werror)" % os.path.relpath(f, root),
