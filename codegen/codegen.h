@@ -405,6 +405,7 @@ typedef struct Ptx {
 	 * size g and log2 g as this launch has them (crank, lead as above) */
 	int group, group_slots; /* ... and groups at most, each with its slot of the workspace */
 	bool flagless;          /* ptx_kernel_flagless */
+	bool async_copies;      /* cp.async may be in flight at the loop's exit (ptx_loop_end waits for them) */
 	Reg gsize, glog, ngroups; /* ... and the groups that take entries */
 	Reg gcnt; /* the group's counters in the workspace (the last tensor): arrivals, departures */
 	int ntensors;

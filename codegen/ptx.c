@@ -643,6 +643,8 @@ ptx_loop_end(Ptx *p)
 	}
 	ptx_next_entry(p, n, p->lbl_loop);
 	ptx_place(p, p->lbl_done);
+	if (p->async_copies) /* none left in flight into shared memory as the CTA leaves */
+		ptx_emit(p, "cp.async.wait_all;");
 	if (p->cluster > 1) /* no CTA leaves while a peer may still read its shared memory */
 		ptx_cluster_sync(p);
 	if (p->group > 1)
@@ -817,7 +819,7 @@ ptx_load_words_to(Ptx *p, const char *space, DType dt, Reg addr, int v, const Re
 	else
 		ptx_emit(p, "ld.%s.v4.%s {%s, %s, %s, %s}, [%s];", space, ty, R(w[0]), R(w[1]), R(w[2]), R(w[3]),
 		         R(addr));
-	}
+}
 
 /* Word i of such a load as its element values (one, or two 16-bit ones). */
 void

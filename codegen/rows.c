@@ -1792,7 +1792,8 @@ col_cache_plan(Rows *r, int at)
 {
 	const PtxRowsSpec *s = r->s;
 	int want = s->col_cache ? s->col_cache : col_cache_auto(r), nbuf;
-	int budget = s->col_cache ? COL_CACHE_SMEM : COL_CACHE_TWO;
+	/* a cluster's kernel has static shared memory too (ptx_kernel_cluster's word) */
+	int budget = (s->col_cache ? COL_CACHE_SMEM : COL_CACHE_TWO) - (r->ncl > 1 ? 1024 : 0);
 	int64_t slices = (int64_t)r->nsl * r->grp, bytes = 0;
 
 	r->ccache = 0;
@@ -1816,6 +1817,23 @@ col_cache_plan(Rows *r, int at)
 	r->ccache = nbuf;
 	r->cbytes = (int)bytes;
 	r->cguard = r->grp > 1;
+}
+
+/* Column mode's shape (after rows_progs): the block, the lanes across
+ * it, its split, the pairs reduced in one pass, and what shared memory
+ * holds -- what ptx_emit_rows emits and ptx_rows_col_held asks about. */
+static void
+col_setup(Rows *r)
+{
+	const PtxRowsSpec *s = r->s;
+	int rb = r->rb = s->rows_per_block ? s->rows_per_block : 32;
+	r->cv = ptx_rows_col_vec(s, rb);
+	r->lc = rb / r->cv;
+	r->nsl = COL_WARPS * (32 / r->lc);
+	col_split(s, rb, r->nsl, &r->ncl, &r->grp);
+	r->nsl *= r->ncl; /* a group's size is the launch's: r->nslr */
+	r->planes = col_planes(r);
+	col_cache_plan(r, col_smem(rb, s->nstage, r->ncl > r->grp ? r->ncl : r->grp, r->planes));
 }
 
 /* cp.async of the thread's visits of the held inputs, rows at rowp[],
@@ -2726,6 +2744,16 @@ default_prog(PtxEwProg *g, const PtxEwProg *given, int leaf)
 	g->nout = 1;
 }
 
+/* The stages' programs, a missing one the default (the input; the acc). */
+static void
+rows_progs(Rows *r)
+{
+	for (int i = 0; i < r->s->nstage; i++) {
+		default_prog(&r->pre[i], &r->s->stage[i].pre, OP_PARAM);
+		default_prog(&r->post[i], &r->s->stage[i].post, PTX_OP_ACC);
+	}
+}
+
 void
 ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 {
@@ -2737,10 +2765,7 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 
 	if (why)
 		die("ptx_emit_rows: %s", why);
-	for (int i = 0; i < s->nstage; i++) {
-		default_prog(&r.pre[i], &s->stage[i].pre, OP_PARAM);
-		default_prog(&r.post[i], &s->stage[i].post, PTX_OP_ACC);
-	}
+	rows_progs(&r);
 	r.cols = rows_colmode(s);
 	r.vec = r.cols ? 1 : rows_vec(s);
 	if (!r.cols && s->len >= CTA_MIN_LEN && peel_vec(s) > r.vec) {
@@ -2751,17 +2776,11 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	r.pf = cta_prefetch(&r);
 	r.xcache = r.cta && r.peel && r.cached && s->cache_ends >= 0 && peel_cache(s, r.T, r.U, r.vec);
 	if (r.cols) {
-		rb = r.rb = s->rows_per_block ? s->rows_per_block : 32;
-		r.cv = ptx_rows_col_vec(s, rb);
-		r.lc = rb / r.cv;
-		r.nsl = COL_WARPS * (32 / r.lc);
-		col_split(s, rb, r.nsl, &r.ncl, &r.grp);
-		r.nsl *= r.ncl; /* a group's size is the launch's: r.nslr */
-		r.planes = col_planes(&r);
+		col_setup(&r);
+		rb = r.rb;
 		nblocks = (s->rows + rb - 1) / rb;
 		if (r.grp > 1)
 			slots = group_slots(&r, nblocks);
-		col_cache_plan(&r, col_smem(rb, s->nstage, r.ncl > r.grp ? r.ncl : r.grp, r.planes));
 	}
 	threads = r.cta ? r.T : 32 * (r.cols ? COL_WARPS : ROW_WARPS);
 	/* a group: two CTAs an SM (64 registers a thread), as column mode
@@ -2813,6 +2832,7 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	if (r.ccache == 2) {
 		r.cseq = ptx_reg(p, RC_B32);
 		ptx_emit(p, "mov.u32 %s, 0;", R(r.cseq));
+		p->async_copies = true; /* a CTA that leaves early may have the next entry's in flight */
 	}
 	ptx_loop_begin(p);
 	if (r.cols)
@@ -2843,18 +2863,9 @@ bool
 ptx_rows_col_held(const PtxRowsSpec *s)
 {
 	Rows r = {.s = s, .ncl = 1, .grp = 1, .cols = true};
-	int rb = s->rows_per_block ? s->rows_per_block : 32;
 	if (!rows_colmode(s) || s->nstage < 1 || ptx_rows_check(s))
 		return false;
-	for (int i = 0; i < s->nstage; i++)
-		default_prog(&r.pre[i], &s->stage[i].pre, OP_PARAM);
-	r.rb = rb;
-	r.cv = ptx_rows_col_vec(s, rb);
-	r.lc = rb / r.cv;
-	r.nsl = COL_WARPS * (32 / r.lc);
-	col_split(s, rb, r.nsl, &r.ncl, &r.grp);
-	r.nsl *= r.ncl;
-	r.planes = col_planes(&r);
-	col_cache_plan(&r, col_smem(rb, s->nstage, r.ncl > r.grp ? r.ncl : r.grp, r.planes));
+	rows_progs(&r);
+	col_setup(&r);
 	return r.ccache > 0;
 }
