@@ -484,6 +484,7 @@ typedef struct PtxEnv {
 } PtxEnv;
 void ptx_prog_classes(const PtxEwProg *g, const ValClass *in_vc, ValClass acc_vc, ValClass *vc);
 void ptx_prog_emit(Ptx *p, const PtxEwProg *g, const PtxEnv *env, Reg *val, ValClass *vc);
+int ptx_store_src(const PtxEwProg *g, const PtxOut *po, DType dt, const ValClass *vc); /* a store's value: a final cast left to the store */
 const char *ptx_prog_check(const PtxEwProg *g, int nin, int ntensor_out, bool acc, int nstage);
 
 /* The matmul epilogue both kinds share (codegen/matmul.c): the thread holds

@@ -217,9 +217,10 @@ ew_elements(Ptx *p, const PtxEwSpec *s, const Space *sp, Reg e)
 	for (int o = 0; o < s->prog.nout; o++) {
 		const PtxOut *po = &s->prog.out[o];
 		const PtxTensor *t = &s->out[po->tensor];
+		int sv = ptx_store_src(&s->prog, po, t->dt, vc);
 		Reg a = elem_addr(p, sp, p->tensor[s->nin + po->tensor], sp->out[po->tensor], t->dt, c), w[8];
 		for (int j = 0; j < v; j++) {
-			w[j] = ptx_convert(p, vals[j][po->val], vc[po->val], ptx_dtypes[t->dt].vc);
+			w[j] = ptx_convert(p, vals[j][sv], vc[sv], ptx_dtypes[t->dt].vc);
 			if (s->causal) {
 				Reg m = ptx_reg(p, RC_F32);
 				ptx_emit(p, "selp.f32 %s, 0fFF800000, %s, %s;", R(m), R(w[j]), R(past[j]));

@@ -837,8 +837,9 @@ epi_finish(Epi *e, int dr, int dc, const Reg *acc, int n, Reg in[2][PTX_MAX_TENS
 		const PtxTensor *t = &s->out[po->tensor];
 		const PtxDType *d = &ptx_dtypes[t->dt];
 		Reg v[2], base = e->outp[po->tensor];
+		int sv = ptx_store_src(&e->prog, po, t->dt, vc);
 		for (int h = 0; h < n; h++)
-			v[h] = ptx_convert(p, val[h][po->val], vc[po->val], d->vc);
+			v[h] = ptx_convert(p, val[h][sv], vc[sv], d->vc);
 		if (e->xo) {
 			epi_stage(e, dr, dc, v, n, d);
 			continue;

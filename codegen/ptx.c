@@ -969,6 +969,23 @@ ptx_prog_emit(Ptx *p, const PtxEwProg *g, const PtxEnv *env, Reg *val, ValClass 
 	}
 }
 
+/* The value a store of output po into a tensor of dtype dt takes: where
+ * the program's last step is a cast of an f32 value to that 16-bit dtype,
+ * the value before it -- the store's own conversion rounds to nearest as
+ * the cast does, and rounding a value twice to the same format gives what
+ * rounding it once does -- so each element skips the cast's round trip
+ * (cvt.rn to 16 bits and back), which every row op's final cast to bf16
+ * paid.  The cast is still emitted for any other reader (ptxas drops it
+ * where none is left). */
+int
+ptx_store_src(const PtxEwProg *g, const PtxOut *po, DType dt, const ValClass *vc)
+{
+	const PtxIns *in = &g->ins[po->val];
+	if (in->op == OP_CAST && in->dt == dt && ptx_dtypes[dt].size == 2 && in->a >= 0 && vc[in->a] == VC_F32)
+		return in->a;
+	return po->val;
+}
+
 /* What a caller may not get wrong without the PTX being wrong. */
 const char *
 ptx_prog_check(const PtxEwProg *g, int nin, int ntensor_out, bool acc, int nstage)

@@ -371,9 +371,10 @@ rows_map(Rows *r)
 	for (int o = 0; o < s->map.nout; o++) {
 		const PtxOut *po = &s->map.out[o];
 		const PtxTensor *t = &s->out[po->tensor];
+		int sv = ptx_store_src(&s->map, po, t->dt, vc);
 		Reg w[8], a = col_addr(p, t, r->outrow[po->tensor], col);
 		for (int j = 0; j < r->vec; j++)
-			w[j] = ptx_convert(p, val[j][po->val], vc[po->val], ptx_dtypes[t->dt].vc);
+			w[j] = ptx_convert(p, val[j][sv], vc[sv], ptx_dtypes[t->dt].vc);
 		ptx_store_vec(p, t->dt, a, r->vec, w);
 	}
 	col_loop_end(r, col, loop, done);
@@ -1695,9 +1696,10 @@ rows_col_map(Rows *r)
 	for (int o = 0; o < s->map.nout; o++) {
 		const PtxOut *po = &s->map.out[o];
 		const PtxTensor *t = &s->out[po->tensor];
+		int sv = ptx_store_src(&s->map, po, t->dt, vc);
 		Reg a = col_addr(p, t, r->outrow[po->tensor], col), w[8];
 		for (int j = 0; j < r->cv; j++)
-			w[j] = ptx_convert(p, val[j][po->val], vc[po->val], ptx_dtypes[t->dt].vc);
+			w[j] = ptx_convert(p, val[j][sv], vc[sv], ptx_dtypes[t->dt].vc);
 		ptx_store_vec(p, t->dt, a, r->cv, w);
 	}
 	col_advance(r, col, col, 1);
@@ -2679,9 +2681,10 @@ map_vec(Rows *r, int u, Reg col, void *arg)
 	for (int o = 0; o < s->map.nout; o++) {
 		const PtxOut *po = &s->map.out[o];
 		const PtxTensor *t = &s->out[po->tensor];
+		int sv = ptx_store_src(&s->map, po, t->dt, vc);
 		Reg w[8], a = col_addr(p, t, r->outrow[po->tensor], col);
 		for (int j = 0; j < r->vec; j++)
-			w[j] = ptx_convert(p, val[j][po->val], vc[po->val], ptx_dtypes[t->dt].vc);
+			w[j] = ptx_convert(p, val[j][sv], vc[sv], ptx_dtypes[t->dt].vc);
 		ptx_store_vec(p, t->dt, a, r->vec, w);
 	}
 }
