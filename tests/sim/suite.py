@@ -6,6 +6,7 @@ remote-flag protocol runs every example and names a dropped flag; the
 matmul the oracle and the ranks share is the plain loop's, bit for bit
 (build/sim/mm_check, tests/sim/mm_check.c)."""
 import os
+import re
 import time
 
 
@@ -46,6 +47,17 @@ def tests(root, run, Fail):
                 rc, out, err = run([syncrun, "--sim", f, "--ranks", P, "--comm-backend", "p2p", "--explain"])
                 expect(rc == 0 and "FAILED" not in out and ", p2p" in out + err,
                        "%s at P = %s on p2p matches the oracle" % (os.path.basename(f), P), out, err)
+
+    def t_p2p_all_plans():
+        # not only the plan the search picks: every candidate plan of every
+        # example on the p2p backend at P = 2, 4, 8 (issue 19's CPU check),
+        # each against the oracle
+        import glob
+        for f in sorted(glob.glob(os.path.join(root, "examples", "*.syn"))):
+            for P in ("2", "4", "8"):
+                rc, out, err = run([syncrun, "--sim", f, "--ranks", P, "--comm-backend", "p2p", "--all-plans"])
+                expect(rc == 0 and "FAILED" not in out and "MISMATCH" not in out and re.search(r"candidate plans? run.*all ok", out),
+                       "%s at P = %s on p2p: every candidate plan matches the oracle" % (os.path.basename(f), P), out, err)
 
     def t_p2p_dropped_flag():
         # rank 0 never raises its arrival flag for its first p2p chunk: every
