@@ -596,14 +596,21 @@ ptx_route_table_off(int64_t nblocks)
 	return (nblocks * (int64_t)sizeof(PtxBlock) + PTX_ROUTE_ALIGN - 1) / PTX_ROUTE_ALIGN * PTX_ROUTE_ALIGN;
 }
 
+/* The persistent loop's step between a CTA's entries: the groups' count,
+ * else the clusters' or CTAs' (in scratch n). */
+static Reg
+entry_step(Ptx *p, Reg n)
+{
+	if (p->group > 1) /* the groups */
+		return p->ngroups;
+	ptx_emit(p, "mov.u32 %s, %s;", R(n), p->cluster > 1 ? "%nclusterid.x" : "%nctaid.x");
+	return n;
+}
+
 void
 ptx_next_entry(Ptx *p, Reg n, int loop)
 {
-	if (p->group > 1) /* the groups */
-		n = p->ngroups;
-	else
-		ptx_emit(p, "mov.u32 %s, %s;", R(n), p->cluster > 1 ? "%nclusterid.x" : "%nctaid.x");
-	ptx_emit(p, "add.u32 %s, %s, %s;", R(p->blk), R(p->blk), R(n));
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(p->blk), R(p->blk), R(entry_step(p, n)));
 	ptx_emit(p, "bra $L%d;", loop);
 }
 
@@ -613,12 +620,7 @@ void
 ptx_peek_next(Ptx *p, Reg has, Reg x)
 {
 	Reg n = ptx_reg(p, RC_B32), e = ptx_reg(p, RC_B64);
-	if (p->group > 1)
-		ptx_emit(p, "add.u32 %s, %s, %s;", R(n), R(p->blk), R(p->ngroups));
-	else {
-		ptx_emit(p, "mov.u32 %s, %s;", R(n), p->cluster > 1 ? "%nclusterid.x" : "%nctaid.x");
-		ptx_emit(p, "add.u32 %s, %s, %s;", R(n), R(p->blk), R(n));
-	}
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(n), R(p->blk), R(entry_step(p, n)));
 	ptx_emit(p, "setp.lt.u32 %s, %s, %s;", R(has), R(n), R(p->param[1]));
 	ptx_emit(p, "mad.wide.u32 %s, %s, %d, %s;", R(e), R(n), (int)sizeof(PtxBlock), R(p->param[0]));
 	ptx_emit(p, "@%s ld.global.nc.u32 %s, [%s];", R(has), R(x), R(e));

@@ -380,19 +380,26 @@ rows_map(Rows *r)
 	col_loop_end(r, col, loop, done);
 }
 
+/* Tensor i's pointer at row `row` (a register): in column mode also a
+ * finishing thread's row of the block, or the CTA's next entry's. */
+static Reg
+row_ptr(Rows *r, int i, Reg row)
+{
+	Ptx *p = r->p;
+	const PtxTensor *t = i < r->s->nin ? &r->s->in[i] : &r->s->out[i - r->s->nin];
+	Reg a = ptx_reg(p, RC_B64);
+	ptx_emit(p, "mad.wide.u32 %s, %s, %lld, %s;", R(a), R(row), (long long)(t->stride[0] * ptx_dtypes[t->dt].size),
+	         R(p->tensor[i]));
+	return a;
+}
+
 /* Every tensor's pointer at this thread's row r->row. */
 static void
 row_pointers(Rows *r)
 {
-	Ptx *p = r->p;
 	const PtxRowsSpec *s = r->s;
-	for (int i = 0; i < s->nin + s->nout; i++) {
-		const PtxTensor *tt = i < s->nin ? &s->in[i] : &s->out[i - s->nin];
-		Reg *rp = i < s->nin ? &r->inrow[i] : &r->outrow[i - s->nin];
-		*rp = ptx_reg(p, RC_B64);
-		ptx_emit(p, "mad.wide.u32 %s, %s, %lld, %s;", R(*rp), R(r->row),
-		         (long long)(tt->stride[0] * ptx_dtypes[tt->dt].size), R(p->tensor[i]));
-	}
+	for (int i = 0; i < s->nin + s->nout; i++)
+		*(i < s->nin ? &r->inrow[i] : &r->outrow[i - s->nin]) = row_ptr(r, i, r->row);
 }
 
 /* Column mode: shared memory is COL_WARPS x rb partial results (each
@@ -684,19 +691,6 @@ col_slice(Rows *r, const PtxEwProg *g, int ri, Reg acc[][8])
 	col_walk(r, red_step, &a);
 }
 
-/* A finishing thread's row of the block (thread tid < rb: row x rb + tid):
- * tensor i's pointer there. */
-static Reg
-fin_ptr(Rows *r, int i, Reg frow)
-{
-	Ptx *p = r->p;
-	const PtxTensor *t = i < r->s->nin ? &r->s->in[i] : &r->s->out[i - r->s->nin];
-	Reg a = ptx_reg(p, RC_B64);
-	ptx_emit(p, "mad.wide.u32 %s, %s, %lld, %s;", R(a), R(frow), (long long)(t->stride[0] * ptx_dtypes[t->dt].size),
-	         R(p->tensor[i]));
-	return a;
-}
-
 /* Thread tid < rb: its row's partial from the CTA's warps (a = its
  * column of the partials in shared memory); in a cluster, also left in
  * the CTA's exchange slot for the peers (col_xchg). */
@@ -758,7 +752,7 @@ col_finish(Rows *r, int k, Reg a, Reg acc)
 	for (int i = 0; i < r->s->nin; i++) {
 		pin[i][0] = -1;
 		if (ptx_prog_uses(&r->post[k], OP_PARAM, i))
-			pin[i][0] = ptx_load_val(p, r->s->in[i].dt, fin_ptr(r, i, frow), "global");
+			pin[i][0] = ptx_load_val(p, r->s->in[i].dt, row_ptr(r, i, frow), "global");
 	}
 	{
 		PtxEnv env = env_for(r, pin, 0);
@@ -780,7 +774,7 @@ col_finish(Rows *r, int k, Reg a, Reg acc)
 			ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(p->crank));
 			ptx_emit(p, "@%s bra $L%d;", R(q), nostore);
 		}
-		ptx_store_val(p, r->s->out[st->out].dt, fin_ptr(r, r->s->nin + st->out, frow), t, VC_F32);
+		ptx_store_val(p, r->s->out[st->out].dt, row_ptr(r, r->s->nin + st->out, frow), t, VC_F32);
 		ptx_place(p, nostore);
 	}
 	ptx_emit(p, "st.shared.f32 [%s+%d], %s;", R(a), col_fin(r, k), R(t));
@@ -1771,29 +1765,21 @@ col_cacheable(const Rows *r, int i, int passes)
 	       (size == 2 || size == 4) && (b == 4 || b == 8 || b == 16);
 }
 
-/* What col_cache the shape gets where the spec leaves it to rows.c: one
- * buffer, where it leaves two CTAs an SM (col_cache_plan's budget).  On
- * one H100 (gpu-kernels perf-cols, bench/results/2026-12-06-ccache-h100.md)
- * at 8192 x 8192 over dim 0 the passes after the first no longer reread
- * L2: rmsnorm 0.1455 -> 0.1192 ms, layernorm 0.1709 -> 0.1425 (blocks of
- * 128 over 32 CTAs), softmax 0.1664 -> 0.1599; two buffers (the next
- * entry's copied meanwhile) leave one CTA an SM and were slower
- * (0.1519, 0.1683, 0.1741). */
-static int
-col_cache_auto(const Rows *r)
-{
-	(void)r;
-	return 1;
-}
-
 /* Which inputs are held, where, and in how many buffers (r->ccache 0:
  * none, where nothing qualifies or a CTA's share does not fit beside the
- * partials at `at` bytes). */
+ * partials at `at` bytes).  Where the spec leaves it to rows.c, the rule:
+ * one buffer, where it leaves two CTAs an SM and two passes or more read
+ * the input.  On one H100 (gpu-kernels perf-cols,
+ * bench/results/2026-12-06-ccache-h100.md) at 8192 x 8192 over dim 0 the
+ * passes after the first no longer reread L2: rmsnorm 0.1455 -> 0.1192
+ * ms, layernorm 0.1709 -> 0.1425 (blocks of 128 over 32 CTAs), softmax
+ * 0.1664 -> 0.1599; two buffers (the next entry's copied meanwhile) leave
+ * one CTA an SM and were slower (0.1519, 0.1683, 0.1741). */
 static void
 col_cache_plan(Rows *r, int at)
 {
 	const PtxRowsSpec *s = r->s;
-	int want = s->col_cache ? s->col_cache : col_cache_auto(r), nbuf;
+	int want = s->col_cache ? s->col_cache : 1, nbuf;
 	/* a cluster's kernel has static shared memory too (ptx_kernel_cluster's word) */
 	int budget = (s->col_cache ? COL_CACHE_SMEM : COL_CACHE_TWO) - (r->ncl > 1 ? 1024 : 0);
 	int64_t slices = (int64_t)r->nsl * r->grp, bytes = 0;
@@ -1838,6 +1824,18 @@ col_setup(Rows *r)
 	col_cache_plan(r, col_smem(rb, s->nstage, r->ncl > r->grp ? r->ncl : r->grp, r->planes));
 }
 
+/* The thread's slot of held input i at visit 0 in the buffer at shared
+ * address buf (visit n's is n T cvb[i] on). */
+static Reg
+col_slot0(Rows *r, int i, Reg buf)
+{
+	Ptx *p = r->p;
+	Reg a = ptx_reg(p, RC_B32);
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(a), R(p->tid), r->cvb[i], R(buf));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(a), r->coff[i]);
+	return a;
+}
+
 /* cp.async of the thread's visits of the held inputs, rows at rowp[],
  * into the buffer at shared address buf; then one commit (every thread,
  * so each waits on its own).  act: the lane has a row. */
@@ -1851,11 +1849,8 @@ col_fill(Rows *r, const Reg *rowp, Reg act, Reg buf)
 
 	ptx_emit(p, "@!%s bra $L%d;", R(act), done);
 	for (int i = 0; i < s->nin; i++)
-		if (r->cin[i]) {
-			slot[i] = ptx_reg(p, RC_B32);
-			ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(slot[i]), R(p->tid), r->cvb[i], R(buf));
-			ptx_emit(p, "add.u32 %s, %s, %d;", R(slot[i]), R(slot[i]), r->coff[i]);
-		}
+		if (r->cin[i])
+			slot[i] = col_slot0(r, i, buf);
 	ptx_emit(p, "mov.u32 %s, %s;", R(col), R(r->slice));
 	ptx_emit(p, "mov.u32 %s, 0;", R(n));
 	ptx_place(p, loop);
@@ -1914,20 +1909,14 @@ col_cache_entry(Rows *r)
 		ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(nrow), R(nx), r->rb, R(r->rin));
 		ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(nact), R(nrow), (long long)s->rows);
 		for (int i = 0; i < s->nin; i++)
-			if (r->cin[i]) {
-				nrp[i] = ptx_reg(p, RC_B64);
-				ptx_emit(p, "mad.wide.u32 %s, %s, %lld, %s;", R(nrp[i]), R(nrow),
-				         (long long)(s->in[i].stride[0] * ptx_dtypes[s->in[i].dt].size), R(p->tensor[i]));
-			}
+			if (r->cin[i])
+				nrp[i] = row_ptr(r, i, nrow);
 		col_fill(r, nrp, nact, nxt);
 		ptx_place(p, none);
 	}
 	for (int i = 0; i < s->nin; i++)
-		if (r->cin[i]) {
-			r->cslot[i] = ptx_reg(p, RC_B32);
-			ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(r->cslot[i]), R(p->tid), r->cvb[i], R(cur));
-			ptx_emit(p, "add.u32 %s, %s, %d;", R(r->cslot[i]), R(r->cslot[i]), r->coff[i]);
-		}
+		if (r->cin[i])
+			r->cslot[i] = col_slot0(r, i, cur);
 }
 
 /* Column mode: one pass per block; lane l on rows (l % LC) V .. + V - 1. */
