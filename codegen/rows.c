@@ -1514,14 +1514,20 @@ onl_merge(Ptx *p, Reg m, Reg s, Reg mb, Reg sb)
 
 typedef struct SliceOnl {
 	const PtxEwProg *g;
-	Reg *m, *s;
+	Reg *m, *s, *bad;
 } SliceOnl;
 
 /* An online step per lane row: t = max(m, X), e = exp(min(m, X) - t);
- * s = X > m ? s e + 1 : s + e; m = t (s kept while both are -inf).  A NaN
- * or +inf X makes s NaN, as the two passes' sum of exp(X - amax) is
- * (max.f32 passes a NaN over; inf - inf is one), so the column's outputs
- * are NaN as PyTorch's are. */
+ * s = X > m ? s e + 1 : s + e; m = t.  Ten instructions an element and a
+ * move (was twelve and two), the pass's whole arithmetic: the edge cases
+ * cost one each --
+ *  - both -inf: min - t is NaN, and max.f32 with -inf makes e 0 (so s is
+ *    kept) where a compare and a guarded move did;
+ *  - a NaN or +inf X must make s NaN, as the two passes' sum of exp(X -
+ *    amax) is (max.f32 passes a NaN over; inf - inf is one), so the
+ *    column's outputs are NaN as PyTorch's are: one unordered compare
+ *    (NaN, or X >= +inf) or'd into the lane's flag, which makes s NaN
+ *    once, after the slices (rows_col_online). */
 static void
 onl_step(Rows *r, Reg c, int u, void *arg)
 {
@@ -1531,20 +1537,18 @@ onl_step(Rows *r, Reg c, int u, void *arg)
 	(void)u;
 	mom_values(r, a->g, c, X);
 	for (int j = 0; j < r->cv; j++) {
-		Reg t = ptx_reg(p, RC_F32), lo = ptx_reg(p, RC_F32), e = ptx_reg(p, RC_F32), up = ptx_reg(p, RC_F32);
-		Reg gt = ptx_reg(p, RC_PRED), inf = ptx_reg(p, RC_PRED);
+		Reg t = ptx_reg(p, RC_F32), e = ptx_reg(p, RC_F32), gt = ptx_reg(p, RC_PRED);
 		ptx_emit(p, "max.f32 %s, %s, %s;", R(t), R(a->m[j]), R(X[j]));
-		ptx_emit(p, "min.f32 %s, %s, %s;", R(lo), R(a->m[j]), R(X[j]));
-		onl_exp_diff(p, e, lo, t);
+		ptx_emit(p, "min.f32 %s, %s, %s;", R(e), R(a->m[j]), R(X[j]));
+		ptx_emit(p, "sub.f32 %s, %s, %s;", R(e), R(e), R(t));
+		ptx_emit(p, "max.f32 %s, %s, " NEG_INF_F32 ";", R(e), R(e));
+		ptx_emit(p, "mul.f32 %s, %s, " LOG2E_F32 ";", R(e), R(e));
+		ptx_emit(p, "ex2.approx.ftz.f32 %s, %s;", R(e), R(e));
 		ptx_emit(p, "setp.gt.f32 %s, %s, %s;", R(gt), R(X[j]), R(a->m[j]));
-		ptx_emit(p, "setp.eq.f32 %s, %s, " NEG_INF_F32 ";", R(inf), R(t));
-		ptx_emit(p, "fma.rn.f32 %s, %s, %s, 0f3F800000;", R(up), R(a->s[j]), R(e));
-		ptx_emit(p, "@!%s add.f32 %s, %s, %s;", R(gt), R(up), R(a->s[j]), R(e));
-		ptx_emit(p, "@!%s mov.f32 %s, %s;", R(inf), R(a->s[j]), R(up));
+		ptx_emit(p, "@%s fma.rn.f32 %s, %s, %s, 0f3F800000;", R(gt), R(a->s[j]), R(a->s[j]), R(e));
+		ptx_emit(p, "@!%s add.f32 %s, %s, %s;", R(gt), R(a->s[j]), R(a->s[j]), R(e));
 		ptx_emit(p, "mov.f32 %s, %s;", R(a->m[j]), R(t));
-		ptx_emit(p, "setp.nan.f32 %s, %s, %s;", R(gt), R(X[j]), R(X[j]));
-		ptx_emit(p, "setp.eq.or.f32 %s, %s, 0f7F800000, %s;", R(gt), R(X[j]), R(gt));
-		ptx_emit(p, "@%s mov.f32 %s, 0f7FFFFFFF;", R(gt), R(a->s[j]));
+		ptx_emit(p, "setp.geu.or.f32 %s, %s, 0f7F800000, %s;", R(a->bad[j]), R(X[j]), R(a->bad[j]));
 	}
 }
 
@@ -1562,19 +1566,22 @@ static void
 rows_col_online(Rows *r, int j)
 {
 	Ptx *p = r->p;
-	Reg mx[8], sm[8], v[3][8], c[3], q = ptx_reg(p, RC_PRED), ninf = ptx_reg(p, RC_PRED), a = ptx_reg(p, RC_B32);
+	Reg mx[8], sm[8], bad[8], v[3][8], c[3], q = ptx_reg(p, RC_PRED), ninf = ptx_reg(p, RC_PRED), a = ptx_reg(p, RC_B32);
 	Reg fa = ptx_reg(p, RC_B32);
 	int fin, skip = ptx_label(p);
-	SliceOnl so = {&r->pre[j], mx, sm};
+	SliceOnl so = {&r->pre[j], mx, sm, bad};
 
 	for (int i = 0; i < r->cv; i++) {
-		mx[i] = ptx_reg(p, RC_F32), sm[i] = ptx_reg(p, RC_F32);
+		mx[i] = ptx_reg(p, RC_F32), sm[i] = ptx_reg(p, RC_F32), bad[i] = ptx_reg(p, RC_PRED);
 		ptx_emit(p, "mov.f32 %s, " NEG_INF_F32 ";", R(mx[i]));
 		ptx_emit(p, "mov.f32 %s, 0f00000000;", R(sm[i]));
+		ptx_emit(p, "setp.ne.u32 %s, %s, %s;", R(bad[i]), R(p->tid), R(p->tid)); /* false */
 	}
 	ptx_emit(p, "@!%s bra $L%d;", R(r->active), skip);
 	col_walk(r, onl_step, &so);
 	ptx_place(p, skip);
+	for (int i = 0; i < r->cv; i++) /* a NaN or +inf the slice met (onl_step) */
+		ptx_emit(p, "@%s mov.f32 %s, 0f7FFFFFFF;", R(bad[i]), R(sm[i]));
 	/* the warp's slices of the same rows: lanes LC apart */
 	for (int d = 16; d >= r->lc; d /= 2)
 		for (int i = 0; i < r->cv; i++) {
