@@ -234,6 +234,11 @@ typedef struct PtxRowsSpec {
 	                                   one bulk copy while this row is reduced and stored (rows.c
 	                                   cta_prefetch): 1 = where it fits (flagless kernels), 0 = never
 	                                   (the default: measured no faster, some shapes slower) */
+	int weights_smem;               /* CTA mode: the inputs every row shares (a norm's weight and
+	                                   bias) copied into shared memory once, at the kernel's start,
+	                                   and read there by every row (rows.c wsm_plan): 0 = where a
+	                                   CTA of 1024 threads has its SM (flagless kernels), 1 = at any
+	                                   CTA size (flagless), -1 = never (read through L1 each row) */
 	int online;                     /* column mode: a max and the sum of exps from it in one pass
 	                                   (rows.c col_online) where the input outgrows L2 (0), wherever
 	                                   the pair allows (1), never (-1) */

@@ -157,6 +157,8 @@ typedef struct Rows {
 	bool pf;          /* CTA mode: in0's rows come into shared memory by bulk copy, the next during this one (cta_prefetch) */
 	Reg pfbar, pfbuf; /* pf: the copy's mbarrier and the buffer (shared addresses) */
 	Reg pflo;         /* pf: this row's in0 address rounded down to 16 bytes, the buffer's first byte */
+	int woff[PTX_MAX_TENSORS]; /* CTA mode: input i's copy in shared memory, its offset (-1: none; wsm_plan) */
+	int wend;         /* CTA mode: the end of those copies (0: none) */
 	Reg rend;         /* CTA mode: the end of the entry's rows */
 	int rb_cta;       /* CTA mode: rows an entry */
 	int ccache;       /* column mode: 0, or how the block's streamed inputs are held in shared memory (col_cache_plan) */
@@ -2281,30 +2283,40 @@ load_elems(Ptx *p, DType dt, Reg addr, int v, Reg *val)
  * the half-words between by prmt.  Eight element loads each cost a warp
  * four L1 wavefronts (lanes 16 bytes apart): layernorm at 1024 x 50257
  * ran 40% longer than softmax on them (bench/results/2026-12-06-cta-h100).
- * Where the two vectors would leave [lo, lo + bytes) -- the weight's ends,
- * which compute-sanitizer checks -- the elements one by one. */
+ * In global memory, where the two vectors would leave [lo, lo + bytes) --
+ * the weight's ends, which compute-sanitizer checks -- the elements one
+ * by one; a copy in shared memory (lo -1: a 32-bit address) has 16 bytes
+ * of slack after it (wsm_bytes), so never. */
 static void
 load_shifted16(Ptx *p, DType dt, Reg addr, Reg lo, int64_t bytes, Reg *val)
 {
-	Reg base = ptx_reg(p, RC_B64), end = ptx_reg(p, RC_B64), sh = ptx_reg(p, RC_B32), sel = ptx_reg(p, RC_B32);
+	bool sh_mem = lo < 0;
+	const char *space = sh_mem ? "shared" : "global", *w64 = sh_mem ? "b32" : "b64";
+	Reg base = ptx_reg(p, sh_mem ? RC_B32 : RC_B64), sh = ptx_reg(p, RC_B32), sel = ptx_reg(p, RC_B32);
 	Reg q1 = ptx_reg(p, RC_PRED), q2 = ptx_reg(p, RC_PRED), odd = ptx_reg(p, RC_PRED), out = ptx_reg(p, RC_PRED);
-	Reg w[8], m[5], top = ptx_reg(p, RC_B64), t0 = ptx_reg(p, RC_B32), t1 = ptx_reg(p, RC_B32);
+	Reg w[8], m[5], t0 = ptx_reg(p, RC_B32), t1 = ptx_reg(p, RC_B32);
 	int slow = ptx_label(p), done = ptx_label(p);
 
 	for (int j = 0; j < 8; j++)
 		val[j] = ptx_reg(p, RC_F32);
-	ptx_emit(p, "and.b64 %s, %s, -16;", R(base), R(addr));
-	ptx_emit(p, "add.u64 %s, %s, %lld;", R(end), R(lo), (long long)bytes);
-	ptx_emit(p, "setp.lt.u64 %s, %s, %s;", R(out), R(base), R(lo));
-	ptx_emit(p, "add.u64 %s, %s, 32;", R(top), R(base));
-	ptx_emit(p, "setp.gt.or.u64 %s, %s, %s, %s;", R(out), R(top), R(end), R(out));
-	ptx_emit(p, "@%s bra $L%d;", R(out), slow);
+	ptx_emit(p, "and.%s %s, %s, -16;", w64, R(base), R(addr));
+	if (!sh_mem) {
+		Reg end = ptx_reg(p, RC_B64), top = ptx_reg(p, RC_B64);
+		ptx_emit(p, "add.u64 %s, %s, %lld;", R(end), R(lo), (long long)bytes);
+		ptx_emit(p, "setp.lt.u64 %s, %s, %s;", R(out), R(base), R(lo));
+		ptx_emit(p, "add.u64 %s, %s, 32;", R(top), R(base));
+		ptx_emit(p, "setp.gt.or.u64 %s, %s, %s, %s;", R(out), R(top), R(end), R(out));
+		ptx_emit(p, "@%s bra $L%d;", R(out), slow);
+	}
 	for (int j = 0; j < 8; j++)
 		w[j] = ptx_reg(p, RC_B32);
 	/* not .nc: the weight may be written by an earlier step this kernel waits for, as element loads allowed */
-	ptx_emit(p, "ld.global.v4.b32 {%s, %s, %s, %s}, [%s];", R(w[0]), R(w[1]), R(w[2]), R(w[3]), R(base));
-	ptx_emit(p, "ld.global.v4.b32 {%s, %s, %s, %s}, [%s+16];", R(w[4]), R(w[5]), R(w[6]), R(w[7]), R(base));
-	ptx_emit(p, "cvt.u32.u64 %s, %s;", R(sh), R(addr));
+	ptx_emit(p, "ld.%s.v4.b32 {%s, %s, %s, %s}, [%s];", space, R(w[0]), R(w[1]), R(w[2]), R(w[3]), R(base));
+	ptx_emit(p, "ld.%s.v4.b32 {%s, %s, %s, %s}, [%s+16];", space, R(w[4]), R(w[5]), R(w[6]), R(w[7]), R(base));
+	if (sh_mem)
+		ptx_emit(p, "mov.u32 %s, %s;", R(sh), R(addr));
+	else
+		ptx_emit(p, "cvt.u32.u64 %s, %s;", R(sh), R(addr));
 	ptx_emit(p, "bfe.u32 %s, %s, 1, 3;", R(sh), R(sh)); /* s, the shift in elements */
 	ptx_emit(p, "and.b32 %s, %s, 1;", R(sel), R(sh));
 	ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(odd), R(sel));
@@ -2326,6 +2338,8 @@ load_shifted16(Ptx *p, DType dt, Reg addr, Reg lo, int64_t bytes, Reg *val)
 		ptx_emit(p, "mov.f32 %s, %s;", R(val[2 * k]), R(v[0]));
 		ptx_emit(p, "mov.f32 %s, %s;", R(val[2 * k + 1]), R(v[1]));
 	}
+	if (sh_mem)
+		return;
 	ptx_emit(p, "bra $L%d;", done);
 	ptx_place(p, slow);
 	for (int j = 0; j < 8; j++) {
@@ -2335,6 +2349,131 @@ load_shifted16(Ptx *p, DType dt, Reg addr, Reg lo, int64_t bytes, Reg *val)
 		ptx_emit(p, "mov.f32 %s, %s;", R(val[j]), R(v));
 	}
 	ptx_place(p, done);
+}
+
+/* ---- CTA mode: the inputs every row shares, in shared memory ----
+ * A CTA of 1024 threads holding a vocabulary-wide row in registers has
+ * its SM to itself, and so its shared memory, idle but for the stages'
+ * slots.  Its map read a norm's weight and bias (100 KB each at 50257)
+ * from L1 -- which the row's own loads sweep -- or L2 for every row, and
+ * with no registers to spare for loads in flight (64 a thread, the row
+ * holding 28) each of the thread's vectors waited for them in turn:
+ * layernorm at 1024 x 50257 ran 1.65x the HBM floor, rmsnorm (one weight)
+ * 1.20x.  Here every thread copies its share of each such input into
+ * shared memory once, at the kernel's start (cp.async, 16 bytes at a
+ * time; element by element where the input is not 16-byte aligned, a
+ * view), and every row reads it there.  Flagless kernels only: the copy
+ * runs before any entry, so nothing the kernel waits for may write it. */
+enum { WSM_SMEM_MAX = 227 * 1024, WSM_UNROLL = 8 };
+
+static int64_t
+wsm_bytes(const PtxRowsSpec *s, int i)
+{
+	return (s->len * ptx_dtypes[s->in[i].dt].size + 15) / 16 * 16 + 16; /* + a shifted read's second vector */
+}
+
+/* Every thread's share of input i's copy: 16-byte pieces by cp.async
+ * (the last with only the input's bytes read) where its address is
+ * 16-byte aligned, else elements. */
+static void
+wsm_fill(Rows *r, int i)
+{
+	Ptx *p = r->p;
+	const PtxDType *d = &ptx_dtypes[r->s->in[i].dt];
+	int64_t bytes = r->s->len * d->size, whole = bytes / 16;
+	int vloop = ptx_label(p), elems = ptx_label(p), eloop = ptx_label(p), done = ptx_label(p);
+	Reg buf = ptx_reg(p, RC_B32), v = ptx_reg(p, RC_B32), dst = ptx_reg(p, RC_B32), src = ptx_reg(p, RC_B64);
+	Reg q = ptx_reg(p, RC_PRED), al = ptx_reg(p, RC_B64), x[WSM_UNROLL];
+	ptx_emit(p, "mov.u32 %s, ptx_smem;", R(buf));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(buf), R(buf), r->woff[i]);
+	ptx_emit(p, "and.b64 %s, %s, 15;", R(al), R(p->tensor[i]));
+	ptx_emit(p, "setp.ne.u64 %s, %s, 0;", R(q), R(al));
+	ptx_emit(p, "@%s bra $L%d;", R(q), elems);
+	ptx_emit(p, "mov.u32 %s, %s;", R(v), R(p->tid));
+	ptx_place(p, vloop);
+	ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(q), R(v), (long long)whole);
+	ptx_emit(p, "@!%s bra $L%d;", R(q), done);
+	ptx_emit(p, "mad.lo.u32 %s, %s, 16, %s;", R(dst), R(v), R(buf));
+	ptx_emit(p, "mad.wide.u32 %s, %s, 16, %s;", R(src), R(v), R(p->tensor[i]));
+	ptx_emit(p, "cp.async.cg.shared.global [%s], [%s], 16;", R(dst), R(src));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(v), R(v), r->T);
+	ptx_emit(p, "bra $L%d;", vloop);
+	ptx_place(p, elems); /* a view at an unaligned address: WSM_UNROLL loads in flight, then their stores */
+	ptx_emit(p, "mov.u32 %s, %s;", R(v), R(p->tid));
+	ptx_place(p, eloop);
+	ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(q), R(v), (long long)r->s->len);
+	ptx_emit(p, "@!%s bra $L%d;", R(q), done);
+	for (int j = 0; j < WSM_UNROLL; j++) {
+		Reg in = ptx_reg(p, RC_PRED);
+		x[j] = ptx_reg(p, d->st);
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(dst), R(v), j * r->T);
+		ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(in), R(dst), (long long)r->s->len);
+		ptx_emit(p, "mad.wide.u32 %s, %s, %d, %s;", R(src), R(dst), d->size, R(p->tensor[i]));
+		ptx_emit(p, "@%s ld.global.%s %s, [%s];", R(in), d->ld, R(x[j]), R(src));
+	}
+	for (int j = 0; j < WSM_UNROLL; j++) {
+		Reg in = ptx_reg(p, RC_PRED), e = ptx_reg(p, RC_B32);
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(e), R(v), j * r->T);
+		ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(in), R(e), (long long)r->s->len);
+		ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(e), R(e), d->size, R(buf));
+		ptx_emit(p, "@%s st.shared.%s [%s], %s;", R(in), d->ld, R(e), R(x[j]));
+	}
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(v), R(v), WSM_UNROLL * r->T);
+	ptx_emit(p, "bra $L%d;", eloop);
+	ptx_place(p, done);
+	if (bytes % 16) { /* the last piece: the input's bytes, zeros after (aligned only) */
+		int skip = ptx_label(p);
+		ptx_emit(p, "setp.eq.and.u64 %s, %s, 0, %s;", R(q), R(al), R(p->is_t0));
+		ptx_emit(p, "@!%s bra $L%d;", R(q), skip);
+		ptx_emit(p, "add.u32 %s, %s, %lld;", R(dst), R(buf), (long long)(whole * 16));
+		ptx_emit(p, "add.u64 %s, %s, %lld;", R(src), R(p->tensor[i]), (long long)(whole * 16));
+		ptx_emit(p, "cp.async.cg.shared.global [%s], [%s], 16, %lld;", R(dst), R(src), (long long)(bytes % 16));
+		ptx_place(p, skip);
+	}
+}
+
+/* The copies, before the first entry: every thread's, then all of them
+ * seen by every thread. */
+static void
+wsm_init(Rows *r)
+{
+	if (!r->wend)
+		return;
+	for (int i = 0; i < r->s->nin; i++)
+		if (r->woff[i] >= 0)
+			wsm_fill(r, i);
+	ptx_emit(r->p, "cp.async.wait_all;");
+	ptx_emit(r->p, "bar.sync 0;");
+}
+
+/* Input i's held copy at column col: v elements (v > 1: a vector, shifted
+ * where a peeled row's vectors are) or one. */
+static void
+wsm_load(Rows *r, int i, Reg col, Reg *val)
+{
+	Ptx *p = r->p;
+	DType dt = r->s->in[i].dt;
+	const PtxDType *d = &ptx_dtypes[dt];
+	Reg a = ptx_reg(p, RC_B32);
+	ptx_emit(p, "mov.u32 %s, ptx_smem;", R(a));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(a), r->woff[i]);
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(a), R(col), d->size, R(a));
+	if (r->vec == 1) {
+		val[0] = ptx_load_val(p, dt, a, "shared");
+	} else if (r->peel && r->vec == 8 && d->size == 2 && d->load) {
+		load_shifted16(p, dt, a, -1, 0, val);
+	} else if (r->peel) { /* f32 at a peeled row's columns: 4-byte aligned, element by element */
+		for (int j = 0; j < r->vec; j++) {
+			Reg e = ptx_reg(p, RC_B32);
+			ptx_emit(p, "add.u32 %s, %s, %d;", R(e), R(a), j * d->size);
+			val[j] = ptx_load_val(p, dt, e, "shared");
+		}
+	} else {
+		Reg w[4];
+		int words = ptx_load_words_in(p, "shared", dt, a, r->vec, w), per = d->size == 4 ? 1 : 2;
+		for (int k = 0; k < words; k++)
+			ptx_unpack_word(p, dt, w[k], &val[per * k]);
+	}
 }
 
 /* The inputs program g reads at the thread's vector u: streamed ones from
@@ -2361,6 +2500,10 @@ cta_inputs(Rows *r, const PtxEwProg *g, int u, Reg col, Reg in[][8])
 				in[i][0] = v[-2 - u];
 			} else
 				in[i][0] = r->xval[i][-2 - u];
+			continue;
+		}
+		if (r->woff[i] >= 0) { /* shared by every row, copied into shared memory (wsm_plan) */
+			wsm_load(r, i, col, in[i]);
 			continue;
 		}
 		if (!streamed(&s->in[i]) || u < 0) {
@@ -2608,6 +2751,34 @@ pf_next(Rows *r)
 	ptx_place(p, skip);
 }
 
+/* Which inputs are copied (r->woff), after the stage slots and a
+ * prefetch's buffer, where all of them fit (the section on the inputs
+ * every row shares, above). */
+static void
+wsm_plan(Rows *r)
+{
+	const PtxRowsSpec *s = r->s;
+	int64_t at = ((r->pf ? pf_smem_at(s) + PF_BUF + pf_bytes(s) : 2 * s->nstage * 128) + 127) / 128 * 128;
+	for (int i = 0; i < s->nin; i++)
+		r->woff[i] = -1;
+	r->wend = 0;
+	/* by default where the CTA has its SM anyway: 1024 threads holding the
+	 * row in registers (more than 32 a thread); rows reread from L2 fit two
+	 * CTAs an SM, which the copy would halve (review of 2026-12-06) */
+	if (!r->cta || !s->flagless || s->weights_smem < 0 ||
+	    (s->weights_smem == 0 && (r->T < 1024 || !r->cached || s->cta_min > 1)))
+		return;
+	for (int i = 0; i < s->nin; i++)
+		if (s->in[i].stride[0] == 0 && s->in[i].stride[1] == 1 && used_anywhere(r, i)) {
+			r->woff[i] = (int)at;
+			at += wsm_bytes(s, i);
+			r->wend = (int)at;
+		}
+	if (at > WSM_SMEM_MAX) /* all or none: one copied and one loaded took a layernorm beside a prefetch 12 bytes of spills */
+		for (int i = 0; i < s->nin; i++)
+			r->woff[i] = -1, r->wend = 0;
+}
+
 /* Stage k: reduce, meet the other warps, run the post program. */
 static void
 cta_stage(Rows *r, int k)
@@ -2773,6 +2944,7 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	}
 	r.cta = !r.cols && cta_shape(s, r.vec, &r.T, &r.U, &r.cached);
 	r.pf = cta_prefetch(&r);
+	wsm_plan(&r);
 	r.xcache = r.cta && r.peel && r.cached && s->cache_ends >= 0 && peel_cache(s, r.T, r.U, r.vec);
 	if (r.cols) {
 		col_setup(&r);
@@ -2814,6 +2986,11 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	else
 		buf_printf(&p->head, "// rows %lld x %lld, %d stages, %d elements per lane step\n", (long long)s->rows,
 		           (long long)s->len, s->nstage, r.vec);
+	if (r.wend)
+		for (int i = 0; i < s->nin; i++)
+			if (r.woff[i] >= 0)
+				buf_printf(&p->head, "// in%d, shared by every row, copied into shared memory at the start (%lld bytes)\n", i,
+				           (long long)(s->len * ptx_dtypes[s->in[i].dt].size));
 	ptx_kernel_cluster(p, r.ncl);
 	if (r.grp > 1)
 		ptx_kernel_group(p, r.grp, slots);
@@ -2828,6 +3005,7 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	}
 	if (r.pf)
 		pf_init(&r);
+	wsm_init(&r);
 	if (r.ccache == 2) {
 		r.cseq = ptx_reg(p, RC_B32);
 		ptx_emit(p, "mov.u32 %s, 0;", R(r.cseq));
@@ -2847,6 +3025,7 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	k->threads = threads;
 	k->smem = r.cols && r.ccache ? r.cat + r.ccache * r.cbytes
 	          : r.cols ? col_smem(rb, s->nstage, r.ncl > r.grp ? r.ncl : r.grp, r.planes)
+	          : r.wend ? r.wend
 	          : r.pf ? (int)(pf_smem_at(s) + PF_BUF + pf_bytes(s))
 	          : r.cta ? 2 * s->nstage * 128 : 0;
 	k->cluster = r.ncl > 1 ? r.ncl : 0;

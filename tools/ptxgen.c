@@ -11,7 +11,7 @@
  *   ptxgen rows   --rows R --len L --in T:Sr,Sc --out T:Sr,Sc
  *                 --stage RED[:PRE[:POST[:OUT]]]... [--map PROG] [--rows-per-block N] [--cluster N] [--group N]
  *                 [--online -1|0|1] [--flagless 0|1] [--prefetch 0|1] [--cache-ends -1|0] [--l1-stream -1|0|1]
- *                 [--col-cache -1|0|1|2]
+ *                 [--col-cache -1|0|1|2] [--weights-smem -1|0|1]
  *   ptxgen attn   --heads B --sq N --sk N --d 64|128 [--dtype bf16|f16] [--scale X]
  *                 [--causal K] [--unnorm 1] [--stats 1] [--tma 1]  (--tma: the wgmma + TMA form)
  *   ptxgen tiles  lists the matmul tiles
@@ -201,6 +201,7 @@ parse(Args *a, int argc, char **argv)
 		else if (!strcmp(o, "--col-cache")) a->rows.col_cache = !strcmp(v, "-1") ? -1 : (int)num(v);
 		else if (!strcmp(o, "--cache-ends")) a->rows.cache_ends = !strcmp(v, "-1") ? -1 : (int)num(v);
 		else if (!strcmp(o, "--l1-stream")) a->rows.l1_stream = !strcmp(v, "-1") ? -1 : (int)num(v);
+		else if (!strcmp(o, "--weights-smem")) a->rows.weights_smem = !strcmp(v, "-1") ? -1 : (int)num(v);
 		else if (!strcmp(o, "--flagless")) a->rows.flagless = num(v) != 0;
 		else if (!strcmp(o, "--map")) prog(&a->rows.map, v);
 		else if (!strcmp(o, "--stage")) {

@@ -1316,6 +1316,43 @@ case_rows_prefetch(void)
 	rows_run("rows_l1_stream_layernorm_300x50304", s, 17);
 }
 
+/* The inputs every row shares copied into shared memory at the kernel's
+ * start (codegen/rows.c wsm_plan): flagless CTAs of 1024 threads, several
+ * rows each (grids smaller than the rows), so later rows read the copy;
+ * a weight that is a view one element off 16-byte alignment (copied
+ * element by element); a layernorm's two weights at a peeled width
+ * (shifted vectors from shared memory) and at an aligned one; the copy
+ * forced where rows.c leaves it out: f32 rows reread from L2 (peeled
+ * vectors of 4, element loads), a bf16 row too long for registers (the
+ * reread loop) with its weight a view, CTAs of 256 threads. */
+static void
+case_rows_wsm(void)
+{
+	PtxRowsSpec s = rmsnorm_spec("wsm_rms", 64, 50257, DT_BF16, "rsqrt(add(acc,1e-5))");
+	s.flagless = true;
+	rows_run_shifted("rows_wsm_rmsnorm_64x50257_weight_view", s, 9, 1);
+	s = row_op_spec("layernorm", 70, 50257);
+	s.flagless = true;
+	s.rows_per_block = 3;
+	rows_run("rows_wsm_layernorm_70x50257_rb3", s, 13);
+	s = row_op_spec("layernorm", 50, 50304);
+	s.flagless = true;
+	s.rows_per_block = 1;
+	rows_run("rows_wsm_layernorm_50x50304", s, 7);
+	s = rmsnorm_spec("wsm_rms32", 33, 40001, DT_F32, "rsqrt(add(acc,1e-5))");
+	s.flagless = true;
+	s.weights_smem = 1; /* rows reread from L2 keep two CTAs an SM by default, uncopied */
+	rows_run("rows_wsm_rmsnorm_f32_33x40001", s, 5);
+	s = rmsnorm_spec("wsm_long", 9, 100003, DT_BF16, "rsqrt(add(acc,1e-5))");
+	s.flagless = true;
+	s.weights_smem = 1;
+	rows_run_shifted("rows_wsm_rmsnorm_9x100003_reread_weight_view", s, 4, 3);
+	s = row_op_spec("layernorm", 300, 8192);
+	s.flagless = true;
+	s.weights_smem = 1;
+	rows_run("rows_wsm_forced_layernorm_300x8192", s, 20);
+}
+
 /* Column mode (reductions over the first dim: rows adjacent, the reduced
  * elements `rows` apart): softmax over dim 0 with its map, and two stages
  * with per-row outputs and a per-row input on 4100 rows (not a multiple of
@@ -2694,6 +2731,8 @@ launches_ms(const Kern *k, Launch *l, int reps)
 	return ms / reps;
 }
 
+static bool perf_full_grid; /* perf_row_kernel: a CTA an entry rather than the persistent grid */
+
 /* One row kernel timed (events over 20 back-to-back launches) on random
  * inputs, the persistent grid as libsyncrt gives it; one PERF line, GB/s
  * counting the rows in and out once. */
@@ -2719,6 +2758,8 @@ perf_row_kernel(const char *op, const char *variant, const PtxRowsSpec *s)
 	l.blocks = plain_blocks(k.nblocks);
 	l.nblocks = (uint32_t)k.nblocks;
 	l.grid = (int)(k.nblocks < (int64_t)nsm * kr.per_sm ? k.nblocks : (int64_t)nsm * kr.per_sm);
+	if (perf_full_grid) /* a CTA an entry: the hardware hands entries to SMs as they free up */
+		l.grid = (int)k.nblocks;
 	l.s = stream[0];
 	ms = launches_ms(&kr, &l, 20);
 	printf("PERF rows %s %lldx%lld %s: %.4f ms %.0f GB/s (entries %lld, grid %d, %d threads, %d CTAs/SM, %d regs)\n", op,
@@ -2824,6 +2865,52 @@ perf_cta(void)
 			perf_row_kernel(sz[i].op, name, &s);
 		}
 	}
+}
+
+static int env_ints(const char *name, const char *dflt, int *v, int max);
+
+/* CTA mode, flagless and a row an entry, in variants: on the persistent
+ * grid (as libsyncrt launches it: occupancy x SMs, each CTA taking every
+ * grid-th row) against a CTA a row, where the hardware gives each SM its
+ * next row as one of its CTAs finishes; each with rows.c's threads and
+ * with 512 threads at four CTAs an SM (Inductor's shape at 8192 x 8192);
+ * a norm's weights read through L1 each row (weights_smem -1) against the
+ * copy in shared memory, which rows.c makes where a CTA has its SM, and
+ * that copy forced on smaller CTAs.  Three rounds of the variants one
+ * after another (compare medians); PERF_GRID_ONLY ("layernorm
+ * 1024x50257") one shape, one round; PERF_GRID_V the variants (default
+ * all: 0-5 as `name` lists them). */
+static void
+perf_grid(void)
+{
+	static const RowShape sz[] = {{"rmsnorm", 8192, 8192},    {"layernorm", 8192, 8192},  {"softmax", 8192, 8192},
+	          {"rmsnorm", 1024, 8192},    {"layernorm", 1024, 8192},  {"softmax", 1024, 8192},
+	          {"rmsnorm", 4096, 50304},   {"layernorm", 4096, 50304}, {"softmax", 4096, 50304},
+	          {"rmsnorm", 1024, 50257},   {"layernorm", 1024, 50257}, {"softmax", 1024, 50257}};
+	static const char *const name[] = {"persistent", "cta-a-row", "T512 persistent", "T512 cta-a-row",
+	                                   "weights via L1", "weights in smem forced"};
+	const char *only = getenv("PERF_GRID_ONLY");
+	int vs[8], nv = env_ints("PERF_GRID_V", "0,1,2,3,4,5", vs, 8);
+	for (size_t i = 0; i < NELEM(sz); i++)
+		for (int round = 0; round < (only ? 1 : 3); round++)
+			for (int k = 0; k < nv; k++) {
+				int v = vs[k];
+				bool wide = sz[i].len > 8192, weights = strcmp(sz[i].op, "softmax") != 0;
+				PtxRowsSpec s = row_op_spec(sz[i].op, sz[i].rows, sz[i].len);
+				char shape[64];
+				snprintf(shape, sizeof shape, "%s %lldx%lld", sz[i].op, (long long)sz[i].rows, (long long)sz[i].len);
+				if ((only && strcmp(only, shape)) || v < 0 || v > 5 || ((v == 2 || v == 3) && wide) ||
+				    (v == 4 && (!wide || !weights)) || (v == 5 && (wide || !weights)))
+					continue; /* a vocabulary row takes 1024 threads, which copy weights anyway */
+				s.rows_per_block = 1;
+				s.flagless = true;
+				s.cta_threads = v == 2 || v == 3 ? 512 : 0;
+				s.cta_min = v == 2 || v == 3 ? 4 : 0;
+				s.weights_smem = v == 4 ? -1 : v == 5 ? 1 : 0;
+				perf_full_grid = v == 1 || v == 3;
+				perf_row_kernel(sz[i].op, name[v], &s);
+				perf_full_grid = false;
+			}
 }
 
 /* A comma-separated list of ints from the environment, or dflt. */
@@ -3005,7 +3092,7 @@ static const struct {
 	{"flags_timeout", case_flags_timeout}, {"mm_f32", case_mm_f32},
 	{"rows_cols", case_rows_cols},      {"rows_cluster", case_rows_cluster}, {"rows_cluster_small", case_rows_cluster_small}, {"attn", case_attn},
 	{"rows_group", case_rows_group},    {"rows_group_small", case_rows_group_small},
-	{"rows_moments", case_rows_moments}, {"rows_special", case_rows_special},
+	{"rows_moments", case_rows_moments}, {"rows_special", case_rows_special}, {"rows_wsm", case_rows_wsm},
 	{"attn_small", case_attn_small},
 };
 
@@ -3029,6 +3116,10 @@ main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "perf-pf")) {
 		perf_pf();
+		return 0;
+	}
+	if (!strcmp(argv[1], "perf-grid")) {
+		perf_grid();
 		return 0;
 	}
 	if (!strcmp(argv[1], "perf-cta")) {
