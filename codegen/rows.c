@@ -2364,7 +2364,7 @@ load_shifted16(Ptx *p, DType dt, Reg addr, Reg lo, int64_t bytes, Reg *val)
  * time; element by element where the input is not 16-byte aligned, a
  * view), and every row reads it there.  Flagless kernels only: the copy
  * runs before any entry, so nothing the kernel waits for may write it. */
-enum { WSM_SMEM_MAX = 227 * 1024, WSM_UNROLL = 8 };
+enum { WSM_SMEM_MAX = 227 * 1024, WSM_DEFAULT_MAX = 128 * 1024, WSM_UNROLL = 8 };
 
 static int64_t
 wsm_bytes(const PtxRowsSpec *s, int i)
@@ -2774,7 +2774,14 @@ wsm_plan(Rows *r)
 			at += wsm_bytes(s, i);
 			r->wend = (int)at;
 		}
-	if (at > WSM_SMEM_MAX) /* all or none: one copied and one loaded took a layernorm beside a prefetch 12 bytes of spills */
+	/* all or none: one copied and one loaded took a layernorm beside a
+	 * prefetch 12 bytes of spills.  By default at most WSM_DEFAULT_MAX,
+	 * which leaves L1 half the SM's 256 KiB: the row's loads go through
+	 * L1 and slowed with less (layernorm's 200 KB of weights copied at
+	 * 4096 x 50304 0.2998 -> 0.3520 ms, though 0.1153 -> 0.1118 at 1024 x
+	 * 50257; rmsnorm's 100 KB 0.2927 -> 0.2911 and 0.0825 -> 0.0805; one
+	 * H100, gpu-kernels perf-grid, bench/results/2026-12-06-lean-h100.md) */
+	if (at > WSM_SMEM_MAX || (s->weights_smem == 0 && at > WSM_DEFAULT_MAX))
 		for (int i = 0; i < s->nin; i++)
 			r->woff[i] = -1, r->wend = 0;
 }
@@ -3033,6 +3040,12 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	k->work = r.grp > 1 ? group_counter_bytes(slots) + slots * 2 * group_set_bytes(&r) : 0;
 	k->ntensors = s->nin + s->nout + (r.grp > 1);
 	k->nblocks = (s->rows + rb - 1) / rb;
+	/* CTAs sharing an SM, a row each, no copy made once per CTA: at 8192 x
+	 * 8192 a CTA a row ran 3.0 / 4.0 / 4.2% faster than the persistent grid
+	 * (rmsnorm / layernorm / softmax; the grid's CTAs took 10 or 11 rows
+	 * each), at 1024 x 8192 up to 18% slower (one H100, gpu-kernels
+	 * perf-grid, bench/results/2026-12-06-lean-h100.md): host.c's rule */
+	k->entry_grid = r.cta && s->flagless && r.T < 1024 && !r.wend && !r.pf;
 }
 
 /* Whether ptx_emit_rows would hold the spec's blocks in shared memory

@@ -1333,10 +1333,12 @@ case_rows_wsm(void)
 	rows_run_shifted("rows_wsm_rmsnorm_64x50257_weight_view", s, 9, 1);
 	s = row_op_spec("layernorm", 70, 50257);
 	s.flagless = true;
+	s.weights_smem = 1; /* 200 KB: by default past WSM_DEFAULT_MAX */
 	s.rows_per_block = 3;
 	rows_run("rows_wsm_layernorm_70x50257_rb3", s, 13);
 	s = row_op_spec("layernorm", 50, 50304);
 	s.flagless = true;
+	s.weights_smem = 1;
 	s.rows_per_block = 1;
 	rows_run("rows_wsm_layernorm_50x50304", s, 7);
 	s = rmsnorm_spec("wsm_rms32", 33, 40001, DT_F32, "rsqrt(add(acc,1e-5))");
