@@ -293,6 +293,9 @@ typedef struct PtxKernel {
 	                    that is a multiple of g, every CTA resident at once (a persistent grid) */
 	int64_t work;    /* bytes of global workspace, zeroed once, that the kernel leaves as it found
 	                    it: the last tensor parameter; 0 = none */
+	bool entry_grid; /* no entry waits on or raises a flag, nor shares state with the CTA's next:
+	                    where entries are many the launcher gives each its own CTA, and the hardware
+	                    hands each SM its next entry as one of its CTAs finishes (host.c) */
 } PtxKernel;
 
 /* codegen/ptx.c */

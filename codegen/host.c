@@ -739,6 +739,11 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 			buf_printf(o, "\t\tif (grid[0] > nblocks * %du)\n\t\t\tgrid[0] = nblocks * %du;\n"
 			              "\t\tfor (unsigned g = %du;; g /= 2)\n\t\t\tif (g <= grid[0]) {\n\t\t\t\tgrid[0] -= grid[0] %% g;\n\t\t\t\tbreak;\n\t\t\t}\n",
 			           kn->k.group, kn->k.group, kn->k.group);
+		else if (kn->k.entry_grid && !lo->p->share_sms && lo->p->grid_sms <= 0)
+			/* entries eight rounds of the persistent grid or more: a CTA each
+			 * (PtxKernel.entry_grid; fewer ran slower one to a CTA) */
+			buf_printf(o, "\t\tif (nblocks >= 8u * grid[0] || grid[0] > nblocks) /* a CTA an entry */\n"
+			              "\t\t\tgrid[0] = nblocks;\n");
 		else
 			buf_printf(o, "\t\tif (grid[0] > nblocks)\n\t\t\tgrid[0] = nblocks;\n");
 		buf_printf(o, "\t\tif ((r = syn_launch%s(ctx, st->k[%d], grid, block, %d, prm)))\n\t\t\treturn r;\n\t}\n",
