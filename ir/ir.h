@@ -61,7 +61,7 @@ typedef enum OpClass {
 	OC_SHAPE, OC_COMM, OC_RESHARD
 } OpClass;
 
-enum { OF_EW = 1, OF_LINEAR = 2 };
+enum { OF_EW = 1, OF_LINEAR = 2, OF_SFU = 4 };
 
 typedef struct OpInfo {
 	const char *name;

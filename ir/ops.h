@@ -3,18 +3,20 @@
  *   arity  -1 = variadic (concat)
  *   class  how sema types it and how the oracle and simulator run it
  *   flags  OF_LINEAR: commutes with a sum over ranks, so @partial(sum)
- *          passes through it; OF_EW: elementwise (fusable)
+ *          passes through it; OF_EW: elementwise (fusable); OF_SFU: a
+ *          special function (the SMs' special-function units, an eighth
+ *          of their add and multiply rate: sched/cost.c prices it so)
  * The collectives' rows come from comm/colls.h, in its order. */
 O(PARAM,          "param",          0, OC_INPUT,   0)
 O(CONST,          "const",          0, OC_CONST,   OF_EW)
 /* unary elementwise */
 O(NEG,            "neg",            1, OC_UNARY,   OF_EW | OF_LINEAR)
-O(EXP,            "exp",            1, OC_UNARY,   OF_EW)
-O(LOG,            "log",            1, OC_UNARY,   OF_EW)
-O(SQRT,           "sqrt",           1, OC_UNARY,   OF_EW)
-O(RSQRT,          "rsqrt",          1, OC_UNARY,   OF_EW)
-O(TANH,           "tanh",           1, OC_UNARY,   OF_EW)
-O(SIGMOID,        "sigmoid",        1, OC_UNARY,   OF_EW)
+O(EXP,            "exp",            1, OC_UNARY,   OF_EW | OF_SFU)
+O(LOG,            "log",            1, OC_UNARY,   OF_EW | OF_SFU)
+O(SQRT,           "sqrt",           1, OC_UNARY,   OF_EW | OF_SFU)
+O(RSQRT,          "rsqrt",          1, OC_UNARY,   OF_EW | OF_SFU)
+O(TANH,           "tanh",           1, OC_UNARY,   OF_EW | OF_SFU)
+O(SIGMOID,        "sigmoid",        1, OC_UNARY,   OF_EW | OF_SFU)
 O(ABS,            "abs",            1, OC_UNARY,   OF_EW)
 O(CAST,           "cast",           1, OC_UNARY,   OF_EW | OF_LINEAR)
 /* binary elementwise, numpy broadcasting */
