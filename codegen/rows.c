@@ -2751,14 +2751,21 @@ pf_next(Rows *r)
 	ptx_place(p, skip);
 }
 
-/* Which inputs are copied (r->woff), after the stage slots and a
- * prefetch's buffer, where all of them fit (the section on the inputs
- * every row shares, above). */
+/* CTA mode's shared memory before any copy of a shared input: the
+ * stages' slots (cta_stage), then a prefetch's barrier and buffer. */
+static int64_t
+cta_smem(const Rows *r)
+{
+	return r->pf ? pf_smem_at(r->s) + PF_BUF + pf_bytes(r->s) : 2 * r->s->nstage * 128;
+}
+
+/* Which inputs are copied (r->woff), after cta_smem, where all of them
+ * fit (the section on the inputs every row shares, above). */
 static void
 wsm_plan(Rows *r)
 {
 	const PtxRowsSpec *s = r->s;
-	int64_t at = ((r->pf ? pf_smem_at(s) + PF_BUF + pf_bytes(s) : 2 * s->nstage * 128) + 127) / 128 * 128;
+	int64_t at = (cta_smem(r) + 127) / 128 * 128;
 	for (int i = 0; i < s->nin; i++)
 		r->woff[i] = -1;
 	r->wend = 0;
@@ -3033,8 +3040,7 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	k->smem = r.cols && r.ccache ? r.cat + r.ccache * r.cbytes
 	          : r.cols ? col_smem(rb, s->nstage, r.ncl > r.grp ? r.ncl : r.grp, r.planes)
 	          : r.wend ? r.wend
-	          : r.pf ? (int)(pf_smem_at(s) + PF_BUF + pf_bytes(s))
-	          : r.cta ? 2 * s->nstage * 128 : 0;
+	          : r.cta ? (int)cta_smem(&r) : 0;
 	k->cluster = r.ncl > 1 ? r.ncl : 0;
 	k->group = r.grp > 1 ? r.grp : 0;
 	k->work = r.grp > 1 ? group_counter_bytes(slots) + slots * 2 * group_set_bytes(&r) : 0;
