@@ -2181,11 +2181,42 @@ perf(const char *only)
 
 /* perf-ab: matmul variants on one shape, interleaved round by round so a
  * power-capped GPU's drifting clock falls on every variant alike.
- * PERF_TILES="tile[:group][/plain] ..." (default wg128x256x64s3), PERF_SHAPES,
- * PERF_EPI=bias (each variant adds a bias in its epilogue; /plain: none),
+ * PERF_TILES="tile[:group][/EPI] ..." (default wg128x256x64s3), PERF_SHAPES,
+ * PERF_EPI=EPI the variants' epilogue where they name none: plain, bias,
+ * gelu (the bias and the stdlib's GELU), resid (a residual of C's shape),
  * PERF_ROUNDS (default 21), PERF_B2B (launches a timing, default 5).  Per
  * variant: the median ms over rounds, and its speed against the first. */
 enum { AB_MAX = 8 };
+
+/* perf-ab's epilogues: a variant's suffix (tile/EPI) or PERF_EPI names
+ * one; each reads its inputs as bench/p1.py's ops do. */
+enum { EPI_PLAIN, EPI_BIAS, EPI_GELU, EPI_RESID, EPI_NKINDS };
+static const char *const epi_names[EPI_NKINDS] = {"plain", "bias", "gelu", "resid"};
+
+static int
+epi_byname(const char *n)
+{
+	for (int i = 0; i < EPI_NKINDS; i++)
+		if (!strcmp(n, epi_names[i]))
+			return i;
+	fprintf(stderr, "perf-ab: no epilogue '%s' (plain, bias, gelu, resid)\n", n);
+	exit(2);
+}
+
+/* The spec of epilogue kind epi: bias (row stride 0) and x @ w + b through
+ * the stdlib's GELU, or a residual of the output's shape. */
+static void
+epi_apply(PtxMatmulSpec *sp, int epi, int64_t m, int64_t n)
+{
+	if (epi == EPI_PLAIN)
+		return;
+	sp->in[0] = epi == EPI_RESID ? (PtxTensor){DT_BF16, {m * n, n, 1}} : (PtxTensor){DT_BF16, {0, 0, 1}};
+	sp->nin = 1;
+	sp->out[0] = (PtxTensor){DT_BF16, {m * n, n, 1}};
+	prog_or_die(&sp->epi, epi == EPI_GELU ? "mul(add(acc,in0),sigmoid(mul(1.5957691216057308,add(add(acc,in0),"
+	                                        "mul(0.044715,mul(add(acc,in0),mul(add(acc,in0),add(acc,in0))))))))"
+	                                      : "add(acc,in0)");
+}
 
 static void
 perf_ab(void)
@@ -2197,8 +2228,8 @@ perf_ab(void)
 	int b2b = getenv("PERF_B2B") && atoi(getenv("PERF_B2B")) > 0 ? atoi(getenv("PERF_B2B")) : 5;
 	char names[AB_MAX][64];
 	int tiles[AB_MAX], groups[AB_MAX], nv = 0;
-	int epi[AB_MAX]; /* 0 plain; PERF_EPI=bias: 1 a bias in the epilogue */
-	bool bias = getenv("PERF_EPI") && !strcmp(getenv("PERF_EPI"), "bias");
+	int epi[AB_MAX]; /* EPI_*: PERF_EPI, or the variant's /suffix */
+	int epi0 = getenv("PERF_EPI") && *getenv("PERF_EPI") ? epi_byname(getenv("PERF_EPI")) : EPI_PLAIN;
 
 	while (*e && nv < AB_MAX) {
 		int used = 0, g = 8;
@@ -2206,9 +2237,9 @@ perf_ab(void)
 		if (sscanf(e, " %63s%n", names[nv], &used) != 1)
 			break;
 		e += used;
-		epi[nv] = bias;
-		if ((slash = strchr(names[nv], '/'))) { /* tile/plain */
-			epi[nv] = strcmp(slash, "/plain") ? epi[nv] : 0;
+		epi[nv] = epi0;
+		if ((slash = strchr(names[nv], '/'))) { /* tile/EPI */
+			epi[nv] = epi_byname(slash + 1);
 			*slash = 0;
 		}
 		if ((colon = strchr(names[nv], ':'))) {
@@ -2224,7 +2255,7 @@ perf_ab(void)
 	for (size_t si = 0; si < nshapes; si++) {
 		int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
 		Tens a = tens_new(DT_BF16, m * k), b = tens_new(DT_BF16, k * n), c = tens_new(DT_BF16, m * n);
-		Tens bv = tens_new(DT_BF16, n);
+		Tens bv = tens_new(DT_BF16, n), res = {0};
 		Kern kr[AB_MAX];
 		Launch l[AB_MAX];
 		Buf bu[AB_MAX];
@@ -2232,20 +2263,21 @@ perf_ab(void)
 		CUevent e0, e1;
 		tens_random(&a, 1.0);
 		tens_random(&b, 1.0);
+		tens_random(&bv, 1.0);
+		for (int v = 0; v < nv; v++)
+			if (epi[v] == EPI_RESID && !res.d) {
+				res = tens_new(DT_BF16, m * n);
+				tens_random(&res, 1.0);
+			}
 		CU(cuEventCreate(&e0, CU_EVENT_DEFAULT));
 		CU(cuEventCreate(&e1, CU_EVENT_DEFAULT));
 		for (int v = 0; v < nv; v++) {
 			PtxMatmulSpec sp = mm_spec("perf_ab", DT_BF16, m, n, k, ptx_tiles[tiles[v]].name, DT_BF16);
-			if (epi[v]) { /* out = acc + bias[col] */
-				sp.in[0] = (PtxTensor){DT_BF16, {0, 0, 1}};
-				sp.nin = 1;
-				sp.out[0] = (PtxTensor){DT_BF16, {m * n, n, 1}};
-				prog_or_die(&sp.epi, "add(acc,in0)");
-			}
+			epi_apply(&sp, epi[v], m, n);
 			kr[v] = perf_kernel(&sp, groups[v], false, &bu[v], &l[v]);
 			l[v].t[0] = a.d;
 			l[v].t[1] = b.d;
-			l[v].t[2] = epi[v] ? bv.d : c.d;
+			l[v].t[2] = epi[v] == EPI_PLAIN ? c.d : epi[v] == EPI_RESID ? res.d : bv.d;
 			l[v].t[3] = c.d;
 			for (int i = 0; i < 3; i++)
 				launch(&kr[v], &l[v]);
@@ -2266,9 +2298,9 @@ perf_ab(void)
 			qsort(&t[v * rounds], (size_t)rounds, sizeof *t, cmp_float);
 			double med = t[v * rounds + rounds / 2];
 			base = v ? base : med;
-			printf("PERFAB m=%lld n=%lld k=%lld tile=%s%s group=%d b2b=%d rounds=%d median_ms=%.4f q1_ms=%.4f q3_ms=%.4f "
+			printf("PERFAB m=%lld n=%lld k=%lld tile=%s%s%s group=%d b2b=%d rounds=%d median_ms=%.4f q1_ms=%.4f q3_ms=%.4f "
 			       "tflops=%.1f speed_vs_first=%.3f\n",
-			       (long long)m, (long long)n, (long long)k, names[v], epi[v] ? "+bias" : "",
+			       (long long)m, (long long)n, (long long)k, names[v], epi[v] ? "+" : "", epi[v] ? epi_names[epi[v]] : "",
 			       groups[v], b2b, rounds, med,
 			       t[v * rounds + rounds / 4], t[v * rounds + 3 * rounds / 4], 2.0 * m * n * k / (med * 1e-3) / 1e12,
 			       base / med);
@@ -2284,6 +2316,8 @@ perf_ab(void)
 		tens_free(&b);
 		tens_free(&c);
 		tens_free(&bv);
+		if (res.d)
+			tens_free(&res);
 	}
 }
 
