@@ -150,6 +150,10 @@ typedef struct PtxMatmulSpec {
 	PtxEwProg epi;                 /* reads PTX_OP_ACC and in[]; empty: out[0] = acc */
 	int route;                     /* > 0: entries may store their tile through one of `route`
 	                                  routes (PtxRoute: another rank's buffer and flags) */
+	int src_smem;                  /* 0: an epilogue input of C's shape (a residual) is read from
+	                                  the staged tile, which TMA fills during the tile's k loop
+	                                  where the kernel can (wgmma.c wg_src_plan); -1: from global
+	                                  memory, a load per pair */
 } PtxMatmulSpec;
 
 /* ---- routed stores: a matmul's epilogue into the owners' buffers ----
@@ -272,6 +276,8 @@ typedef struct PtxTmap {
 	int box[3];        /* elements copied per dim; box[0] * size = 128 */
 	char role;         /* the operand's letter in the launcher's messages (A, B; Q, K, V) */
 	int route;         /* > 0: the tensor as it lies in rank route - 1's memory (a routed matmul) */
+	bool optional;     /* used by the kernel only where the address is 16-byte aligned, as the
+	                      kernel checks too: elsewhere the launcher leaves the map zeroed */
 } PtxTmap;
 
 enum { PTX_MAX_TMAPS = 3 + PTX_MAX_ROUTES };
@@ -513,6 +519,10 @@ typedef struct PtxMmFrag {
 	 * (column - 8 j0) / 64: an epilogue in parts, through a staging
 	 * buffer smaller than the tile (j0 a multiple of 8). */
 	int j0, j1;
+	/* Input stage_in - 1 (0: none) is read from the staging buffer, where
+	 * TMA put its tile in the output's layout: each value at the address
+	 * the output's value of that place is then written to. */
+	int stage_in;
 } PtxMmFrag;
 void ptx_mm_epilogue(Ptx *p, const PtxMatmulSpec *s, const PtxMmFrag *f);
 /* The m16n8 fragment layout's first row and column of this thread (warp

@@ -526,6 +526,11 @@ tmap_encode(Buf *o, const LKernel *kn, int m)
 		buf_printf(o, "\t\t\tif ((r = syn_tmap_encode_at(ctx, &tm%d, \"%s operand %c, rank %d's copy\", %d, t%d, %s, dim, "
 		              "stride, box)))\n\t\t\t\treturn r;\n\t\t}\n",
 		           m, kn->name, t->role, t->route - 1, t->route - 1, t->tensor, cdtype[t->dt]);
+	else if (t->optional) /* the kernel reads the tensor by TMA only at this alignment (PtxTmap) */
+		buf_printf(o, "\t\t\tmemset(&tm%d, 0, sizeof tm%d);\n"
+		              "\t\t\tif (t%d %% 16 == 0 && (r = syn_tmap_encode(ctx, &tm%d, \"%s operand %c\", t%d, %s, dim, stride, box)))\n"
+		              "\t\t\t\treturn r;\n\t\t}\n",
+		           m, m, t->tensor, m, kn->name, t->role, t->tensor, cdtype[t->dt]);
 	else
 		buf_printf(o, "\t\t\tif ((r = syn_tmap_encode(ctx, &tm%d, \"%s operand %c\", t%d, %s, dim, stride, box)))\n"
 		              "\t\t\t\treturn r;\n\t\t}\n",

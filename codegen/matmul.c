@@ -713,6 +713,7 @@ typedef struct Epi {
 	const Reg *xo;              /* staged: PtxMmFrag.stage_xo, else NULL */
 	int box;
 	int dc0;                    /* the staged part's first column (PtxMmFrag.j0 * 8) */
+	int src;                    /* PtxMmFrag.stage_in: input src - 1 read from the staged tile */
 } Epi;
 
 /* ptr = base + (z*sb + r*sr + c*sc) * size */
@@ -738,7 +739,7 @@ epi_setup(Epi *e, Reg r0, Reg c0)
 	ptx_emit(p, "sub.s32 %s, %lld, %s;", R(e->rowrem), (long long)s->m, R(r0));
 	ptx_emit(p, "sub.s32 %s, %lld, %s;", R(e->colrem), (long long)s->n, R(c0));
 	for (int i = 0; i < s->nin; i++)
-		if (ptx_prog_uses(&e->prog, OP_PARAM, i))
+		if (ptx_prog_uses(&e->prog, OP_PARAM, i) && e->src != i + 1)
 			e->inp[i] = tensor_ptr(p, &s->in[i], p->tensor[2 + i], p->z, r0, c0);
 	for (int j = 0; j < s->nout && !e->xo; j++) {
 		const PtxTensor *o = &s->out[j];
@@ -754,10 +755,22 @@ eoff(const PtxTensor *t, int dr, int dc)
 	return (long long)(dr * t->stride[1] + dc * t->stride[2]) * ptx_dtypes[t->dt].size;
 }
 
+/* A staged epilogue's shared address of (dr, dc) of the thread's fragment:
+ * box dc / 64, chunk (dc % 64) / 8 of row dr (the thread's column within
+ * the chunk is in xo), as register + *off.  Rows dr of one thread keep
+ * row & 7, so the swizzle is the chunk's register alone. */
+static Reg
+stage_at(const Epi *e, int dr, int dc, int *off)
+{
+	*off = (dc - e->dc0) / 64 * e->box + dr * 128;
+	return e->xo[(dc % 64) / 8];
+}
+
 /* The inputs of n (1 or 2) elements at row row0 + dr, columns col0 + dc
  * (+ 1), as stored: in[h][i] (-1 where the program does not read input
  * i).  A pair of a contiguous input is one load (b32 for 16-bit types,
- * v2 for 32-bit ones). */
+ * v2 for 32-bit ones); of the staged input (e->src), one from shared
+ * memory where the pair's output goes. */
 static void
 epi_loads(Epi *e, int dr, int dc, int n, Reg in[2][PTX_MAX_TENSORS])
 {
@@ -773,7 +786,15 @@ epi_loads(Epi *e, int dr, int dc, int n, Reg in[2][PTX_MAX_TENSORS])
 			continue;
 		for (int h = 0; h < n; h++)
 			in[h][i] = ptx_reg(p, d->st);
-		if (pair && d->size == 2) {
+		if (e->src == i + 1) { /* wg_src_plan: 16-bit, pairs (no tile crosses n) */
+			Reg w = ptx_reg(p, RC_B32);
+			if (n != 2 || d->size != 2)
+				die("epi_loads: a staged input read %d elements of %d bytes at a time", n, d->size);
+			int off;
+			Reg a = stage_at(e, dr, dc, &off);
+			ptx_emit(p, "ld.shared.b32 %s, [%s+%d];", R(w), R(a), off);
+			ptx_emit(p, "mov.b32 {%s, %s}, %s;", R(in[0][i]), R(in[1][i]), R(w));
+		} else if (pair && d->size == 2) {
 			Reg w = ptx_reg(p, RC_B32);
 			ptx_emit(p, "ld.global.b32 %s, [%s+%lld];", R(w), R(e->inp[i]), eoff(t, dr, dc));
 			ptx_emit(p, "mov.b32 {%s, %s}, %s;", R(in[0][i]), R(in[1][i]), R(w));
@@ -788,15 +809,13 @@ epi_loads(Epi *e, int dr, int dc, int n, Reg in[2][PTX_MAX_TENSORS])
 }
 
 /* A staged epilogue's n (1 or 2) output values at (dr, dc) of the
- * thread's fragment into the shared tile: box dc / 64, chunk (dc % 64) / 8
- * of row dr (the thread's column within the chunk is in xo).  Rows dr of
- * one thread keep row & 7, so the swizzle is the chunk's register alone. */
+ * thread's fragment into the shared tile (stage_at). */
 static void
 epi_stage(Epi *e, int dr, int dc, const Reg *v, int n, const PtxDType *d)
 {
 	Ptx *p = e->p;
-	Reg a = e->xo[(dc % 64) / 8];
-	int off = (dc - e->dc0) / 64 * e->box + dr * 128;
+	int off;
+	Reg a = stage_at(e, dr, dc, &off);
 	if (n == 2) {
 		Reg w = ptx_reg(p, RC_B32);
 		ptx_expand(p, d->pack2, w, v[0], v[1]);
@@ -904,7 +923,8 @@ void
 ptx_mm_epilogue(Ptx *p, const PtxMatmulSpec *s, const PtxMmFrag *f)
 {
 	const PtxTile *t = &ptx_tiles[s->tile];
-	Epi e = {.p = p, .s = s, .edge_m = s->m % t->bm != 0, .xo = f->stage_xo, .box = f->stage_box, .dc0 = f->j0 * 8};
+	Epi e = {.p = p, .s = s, .edge_m = s->m % t->bm != 0, .xo = f->stage_xo, .box = f->stage_box, .dc0 = f->j0 * 8,
+	         .src = f->stage_in};
 	int64_t ldb = s->ldb ? s->ldb : s->n;
 	int jlo = f->j0, jhi = f->j1 ? f->j1 : f->nj;
 

@@ -60,6 +60,8 @@ enum {
 	WG_SK_MIN = PTX_SK_MIN,
 	WG_SK_PIECES = 4,      /* stream-K: the most pieces an entry is cut into (its finisher reads every piece's sums) */
 	WG_SK_SLOTS = 2048,    /* stream-K: workspace offset of the partial sums, after the counters */
+	WG_SRC_MAP = 3,        /* the source tile's tensor map: after A, B and C (it has no routes) */
+	WG_SRC_AT = 4,         /* the k tile after whose stage the producer loads the source tile */
 };
 
 typedef struct Wg {
@@ -85,6 +87,8 @@ typedef struct Wg {
 	                         set by sk_consts where needed (not live across the k loops) */
 	Reg insk, it, kb, ke; /* sk: a role's walk: in the split part, the unit's first k tile there
 	                         (it), its k tiles [kb, ke) of entry p->blk */
+	int src;              /* epilogue input src - 1 TMA loads into the staging buffer during
+	                         each tile's k loop (wg_src_plan; 0: none) */
 	Reg base;             /* 1024-aligned shared base */
 	Reg acc[128];
 } Wg;
@@ -100,7 +104,7 @@ ceil_div(int64_t a, int64_t b)
 static int
 wg_smem_at(const Wg *w, int bars)
 {
-	return bars + 16 * w->t->stages + 32 + 16 + (w->sk ? 32 : 0) + WG_ALIGN; /* + slack to align the base */
+	return bars + 16 * w->t->stages + 32 + 16 + (w->sk ? 32 : 0) + (w->src ? 8 : 0) + WG_ALIGN; /* + slack to align the base */
 }
 
 static int
@@ -153,6 +157,38 @@ wg_stageable(const Wg *w)
 	return w->t->bn / WG_BOXN % 2 == 0 && wg_fits(w, wg_smem_at(w, w->bars + tile / 2)) ? 2 : 0;
 }
 
+/* Which epilogue input (i + 1; 0: none) TMA loads into the staging
+ * buffer while the tile's k loop runs, so the epilogue reads it from
+ * shared memory at the place it then writes the output to: a residual
+ * read a pair at a time from global memory stalls the tensor cores for
+ * four memory round trips a tile (x @ w + res cost 13% over x @ w at
+ * 8192x8192x4096 on an H100, bench/results/2026-12-06-final-h100.p1.md).
+ * The staged tile whole (one part), an input of C's shape and layout --
+ * 16-bit, unit column stride, 16-byte rows that do not overlap -- and
+ * tiles that never cross n (no guarded pairs); not stream-K, clusters or
+ * routes.  Its tensor map is optional (PtxTmap): a view off 16-byte
+ * alignment is read from global memory as before, the kernel checking
+ * the same address. */
+static int
+wg_src_plan(const Wg *w)
+{
+	const PtxMatmulSpec *s = w->s;
+	int64_t lim = (int64_t)1 << 38;
+	if (s->src_smem < 0 || !w->staged || w->parts != 1 || w->sk || w->cl > 1 || s->route || s->n % w->t->bn)
+		return 0;
+	for (int i = 0; i < s->nin; i++) {
+		const PtxTensor *t = &s->in[i];
+		if (!ptx_prog_uses(&s->epi, OP_PARAM, i) || (t->dt != DT_BF16 && t->dt != DT_F16) || t->stride[2] != 1)
+			continue;
+		if (t->stride[1] % 8 || t->stride[1] < s->n || t->stride[1] >= lim)
+			continue;
+		if (s->batch > 1 && (t->stride[0] % 8 || t->stride[0] < t->stride[1] * s->m || t->stride[0] >= lim))
+			continue;
+		return i + 1;
+	}
+	return 0;
+}
+
 static void
 wg_setup(Wg *w, Ptx *p, const PtxMatmulSpec *s)
 {
@@ -174,6 +210,8 @@ wg_setup(Wg *w, Ptx *p, const PtxMatmulSpec *s)
 		w->bars += w->cbm * w->t->bn * 2 / w->parts;
 	else
 		w->parts = 1;
+	if ((w->src = wg_src_plan(w)) && !wg_fits(w, wg_smem(w)))
+		w->src = 0;
 }
 
 /* The barrier rings after the stages (and the staged tile), the quit
@@ -185,6 +223,13 @@ bar_off(const Wg *w, int kind)
 {
 	static const int per_stage[] = {0, 8, 16, 16, 16}, fixed[] = {0, 0, 0, 16, 40};
 	return w->bars + per_stage[kind] * w->t->stages + fixed[kind];
+}
+
+/* The source tile's barrier (wg_src_plan: never with stream-K's words). */
+static int
+src_bar_off(const Wg *w)
+{
+	return w->bars + 16 * w->t->stages + 48;
 }
 
 static int
@@ -271,6 +316,13 @@ wg_tmaps(const Wg *w, PtxKernel *k)
 		}
 		k->ntmaps += s->route;
 		k->route = s->route;
+	}
+	if (w->src) { /* the epilogue's input, loaded as C is stored */
+		const PtxTensor *t = &s->in[w->src - 1];
+		k->tmap[k->ntmaps] = (PtxTmap){.tensor = 2 + w->src - 1, .role = 'E', .dt = t->dt, .dim = {s->n, s->m, s->batch},
+		                               .stride = {t->stride[1] * 2, (s->batch > 1 ? t->stride[0] : t->stride[1] * s->m) * 2},
+		                               .box = {WG_BOXN, w->cbm, 1}, .optional = true};
+		k->ntmaps++;
 	}
 }
 
@@ -516,6 +568,55 @@ ptx_wg_producer_entry(Ptx *p, Reg q, Reg quit, int done, int quit_l)
 		ptx_trace_stamp(p, 0);
 }
 
+/* ok = the source tile is TMA's this call: its input 16-byte aligned, as
+ * the launcher encodes the map only then (PtxTmap.optional). */
+static void
+wg_src_ok(Wg *w, Reg ok)
+{
+	Ptx *p = w->p;
+	Reg t = ptx_reg(p, RC_B64);
+	ptx_emit(p, "and.b64 %s, %s, 15;", R(t), R(p->tensor[2 + w->src - 1]));
+	ptx_emit(p, "setp.eq.u64 %s, %s, 0;", R(ok), R(t));
+}
+
+/* The producer, after issuing k tile kt of entry pc (at (m0, n0) of batch
+ * z): at k tile WG_SRC_AT (or the last) the entry's source tile into the
+ * staging buffer, a TMA load per 64-column box completing on the source
+ * barrier -- once TMA has read the last entry's output tile there (the
+ * storer's arrival on `free`, for which the consumers wait too; by then
+ * they are a few k tiles into this entry, so the wait is rarely a wait).
+ * After the entry's flag wait, so a tile another rank writes is read
+ * only once it is there. */
+static void
+wg_src_load(Wg *w, Reg kt, Reg pc, Reg m0, Reg n0, Reg ok, Reg tms)
+{
+	Ptx *p = w->p;
+	int skip = ptx_label(p), fresh = ptx_label(p);
+	int64_t at = w->nkt - 1 < WG_SRC_AT ? w->nkt - 1 : WG_SRC_AT;
+	Reg q = ptx_reg(p, RC_PRED), par = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B32), dst = ptx_reg(p, RC_B32);
+	Reg c = ptx_reg(p, RC_B32), st = ptx_reg(p, RC_B64);
+
+	ptx_emit(p, "@!%s bra $L%d;", R(ok), skip);
+	ptx_emit(p, "setp.ne.u32 %s, %s, %lld;", R(q), R(kt), (long long)(at > 0 ? at : 0));
+	ptx_emit(p, "@%s bra $L%d;", R(q), skip);
+	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(q), R(pc));
+	ptx_emit(p, "@%s bra $L%d;", R(q), fresh);
+	ptx_emit(p, "sub.u32 %s, %s, 1;", R(par), R(pc));
+	ptx_emit(p, "and.b32 %s, %s, 1;", R(par), R(par));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w->base), bar_off(w, BAR_FREE));
+	bar_wait(w, a, par);
+	ptx_place(p, fresh);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w->base), src_bar_off(w));
+	ptx_emit(p, "mbarrier.arrive.expect_tx.shared::cta.b64 %s, [%s], %d;", R(st), R(a), w->cbm * w->t->bn * 2);
+	for (int b = 0; b < w->t->bn / WG_BOXN; b++) {
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(dst), R(w->base), w->coff + b * w->cbm * 128);
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(c), R(n0), b * WG_BOXN);
+		ptx_emit(p, "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s];",
+		         R(dst), R(tms), R(c), R(m0), R(p->z), R(a));
+	}
+	ptx_place(p, skip);
+}
+
 /* Thread 0 of the producer warpgroup. */
 static void
 wg_producer(Wg *w, Reg stage, Reg phase)
@@ -530,6 +631,7 @@ wg_producer(Wg *w, Reg stage, Reg phase)
 	Reg za = ptx_reg(p, RC_B32), zb = ptx_reg(p, RC_B32), ph1 = ptx_reg(p, RC_B32), st = ptx_reg(p, RC_B64);
 	Reg qa = ptx_reg(p, RC_B32), pc = ptx_reg(p, RC_B32);
 	Reg mbo = ptx_reg(p, RC_B32), mbc = ptx_reg(p, RC_B32), mask = ptx_reg(p, RC_B16);
+	Reg srcok = -1, tms = -1;
 
 	ptx_emit(p, "mov.u32 %s, 0;", R(pc)); /* this CTA's entries so far */
 	if (w->cl > 1) { /* its share of B: boxes from rank x boxes-a-share on */
@@ -544,6 +646,13 @@ wg_producer(Wg *w, Reg stage, Reg phase)
 	ptx_emit(p, "cvta.param.u64 %s, %s;", R(tmb), R(tmb));
 	ptx_emit(p, "prefetch.tensormap [%s];", R(tma));
 	ptx_emit(p, "prefetch.tensormap [%s];", R(tmb));
+	if (w->src) {
+		srcok = ptx_reg(p, RC_PRED);
+		tms = ptx_reg(p, RC_B64);
+		wg_src_ok(w, srcok);
+		ptx_emit(p, "mov.b64 %s, tm%d;", R(tms), WG_SRC_MAP);
+		ptx_emit(p, "cvta.param.u64 %s, %s;", R(tms), R(tms));
+	}
 	ptx_place(p, loop);
 	if (w->sk)
 		wg_unit(w, done);
@@ -587,6 +696,8 @@ wg_producer(Wg *w, Reg stage, Reg phase)
 		ptx_emit(p, "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
 		         "[%s], [%s, {%s, %s, %s}], [%s], %s;", R(qa), R(tmb), R(c), R(kc), R(zb), R(full), R(mask));
 	}
+	if (w->src)
+		wg_src_load(w, kt, pc, m0, n0, srcok, tms);
 	next_stage(w, stage, phase);
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(kt), R(kt));
 	wg_k_more(w, q, kt);
@@ -991,6 +1102,29 @@ sk_fixup(Wg *w, Reg ct, Reg raiser, Reg keep)
 	ptx_place(p, out);
 }
 
+/* The epilogue of entry tc with its source tile in the staging buffer
+ * (wg_src_load), once the source barrier's phase tc completes; where this
+ * call's input is off 16-byte alignment, with it read from global memory. */
+static void
+wg_src_epilogue(Wg *w, PtxMmFrag *f, Reg ok, Reg tc)
+{
+	Ptx *p = w->p;
+	int glob = ptx_label(p), after = ptx_label(p);
+	Reg par = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B32);
+
+	ptx_emit(p, "@!%s bra $L%d;", R(ok), glob);
+	ptx_emit(p, "and.b32 %s, %s, 1;", R(par), R(tc));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w->base), src_bar_off(w));
+	bar_wait(w, a, par);
+	f->stage_in = w->src;
+	ptx_mm_epilogue(p, w->s, f);
+	f->stage_in = 0;
+	ptx_emit(p, "bra $L%d;", after);
+	ptx_place(p, glob);
+	ptx_mm_epilogue(p, w->s, f);
+	ptx_place(p, after);
+}
+
 /* A consumer warpgroup: the k loop of each tile, the epilogue, the flag. */
 static void
 wg_consumer(Wg *w, Reg stage, Reg phase)
@@ -1009,6 +1143,7 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	Reg raiser = ptx_reg(p, RC_PRED), r0 = ptx_reg(p, RC_B32), c0 = ptx_reg(p, RC_B32);
 	Reg st = ptx_reg(p, RC_B64), rr = ptx_reg(p, RC_B32), cc = ptx_reg(p, RC_B32);
 	Reg keep = w->sk ? ptx_reg(p, RC_PRED) : yes; /* stream-K: this CTA finishes the unit's entry */
+	Reg srcok = w->src ? ptx_reg(p, RC_PRED) : -1;
 	Reg xo[8];
 	PtxMmFrag f = {.r0 = rr, .c0 = cc, .mi = 1, .nj = w->t->bn / 8, .acc = w->acc,
 	               .stage_xo = w->staged ? xo : NULL, .stage_box = w->cbm * 128};
@@ -1034,6 +1169,8 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(qa), R(w->base), quit_off(w));
 	if (w->staged)
 		wg_stage_addrs(w, xo, r0, c0, t);
+	if (w->src)
+		wg_src_ok(w, srcok);
 
 	ptx_place(p, loop);
 	if (w->sk)
@@ -1102,7 +1239,10 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 			wg_stage_free(w, tc);
 		if (w->sk) /* another CTA finishes the entry */
 			ptx_emit(p, "@!%s bra $L%d;", R(keep), unstored);
-		ptx_mm_epilogue(p, w->s, &f);
+		if (w->src)
+			wg_src_epilogue(w, &f, srcok, tc);
+		else
+			ptx_mm_epilogue(p, w->s, &f);
 		if (w->staged) /* the async proxy (TMA) reads what these stores wrote */
 			ptx_emit(p, "fence.proxy.async.shared::cta;");
 		if (w->sk)
@@ -1147,6 +1287,9 @@ ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 	buf_printf(&p->head, "// matmul %s %lldx%lldx%lld batch %lld, tile %s: wgmma + TMA, %d consumer warpgroups%s\n",
 	           ty_dtypes[s->ab].name, (long long)s->m, (long long)s->n, (long long)s->k, (long long)s->batch,
 	           w.t->name, w.nwg, w.sk ? ", stream-K" : "");
+	if (w.src)
+		buf_printf(&p->head, "// the epilogue's in%d read from the staged tile, loaded there by TMA during the k loop\n",
+		           w.src - 1);
 	for (int i = 0; i < w.t->bn / 2; i++)
 		w.acc[i] = ptx_reg(p, RC_F32);
 	ptx_kernel_cluster(p, w.cl);
@@ -1185,6 +1328,10 @@ ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 		}
 		if (w.staged) {
 			ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), bar_off(&w, BAR_FREE));
+			ptx_emit(p, "mbarrier.init.shared::cta.b64 [%s], 1;", R(a));
+		}
+		if (w.src) {
+			ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), src_bar_off(&w));
 			ptx_emit(p, "mbarrier.init.shared::cta.b64 [%s], 1;", R(a));
 		}
 		ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), quit_off(&w));

@@ -142,6 +142,9 @@ tmaps_encode(const PtxKernel *k, const Launch *l, CUtensorMap *tm)
 		cuuint64_t dim[3] = {(cuuint64_t)t->dim[0], (cuuint64_t)t->dim[1], (cuuint64_t)t->dim[2]};
 		cuuint64_t st[2] = {(cuuint64_t)t->stride[0], (cuuint64_t)t->stride[1]};
 		cuuint32_t box[3] = {(cuuint32_t)t->box[0], (cuuint32_t)t->box[1], (cuuint32_t)t->box[2]}, es[3] = {1, 1, 1};
+		memset(&tm[i], 0, sizeof tm[i]);
+		if (t->optional && l->t[t->tensor] % 16) /* the kernel reads it from global memory */
+			continue;
 		CU(cuTensorMapEncodeTiled(&tm[i], t->dt == DT_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
 		                          3, (void *)(uintptr_t)l->t[t->tensor], dim, st, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
 		                          CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
@@ -428,6 +431,7 @@ plain_blocks(int64_t n)
 
 typedef struct MmCase {
 	PtxMatmulSpec s;
+	int shift;        /* elements the last input's view starts into its buffer */
 	Tens a, b, in[PTX_MAX_TENSORS], out[PTX_MAX_TENSORS];
 	double *ad, *btd; /* A and B^T as doubles, batch-major */
 	double *ref[PTX_MAX_TENSORS];
@@ -476,7 +480,7 @@ mm_ref_elem(MmCase *c, int64_t z, int64_t r, int64_t col, double *outv)
 	}
 	for (int i = 0; i < s->nin; i++) {
 		const int64_t *st = s->in[i].stride;
-		in[i] = ptx_load(s->in[i].dt, c->in[i].h, z * st[0] + r * st[1] + col * st[2]);
+		in[i] = ptx_load(s->in[i].dt, c->in[i].h, (i == s->nin - 1 ? c->shift : 0) + z * st[0] + r * st[1] + col * st[2]);
 		indt[i] = s->in[i].dt;
 	}
 	ptx_prog_eval(&s->epi, indt, in, acc, NULL, val);
@@ -513,7 +517,7 @@ mm_data(MmCase *c)
 	tens_random(&c->a, 1.0);
 	tens_random(&c->b, 1.0);
 	for (int i = 0; i < s->nin; i++) {
-		c->in[i] = tens_new(s->in[i].dt, extent(&s->in[i], s->batch, s->m, s->n));
+		c->in[i] = tens_new(s->in[i].dt, extent(&s->in[i], s->batch, s->m, s->n) + (i == s->nin - 1 ? c->shift : 0));
 		tens_random(&c->in[i], 1.0);
 	}
 	for (int j = 0; j < s->nout; j++)
@@ -559,7 +563,7 @@ mm_fill_launch(MmCase *c, Launch *l)
 	l->t[0] = c->a.d;
 	l->t[1] = c->b.d;
 	for (int i = 0; i < c->s.nin; i++)
-		l->t[2 + i] = c->in[i].d;
+		l->t[2 + i] = c->in[i].d + (i == c->s.nin - 1 ? (CUdeviceptr)c->shift * ty_dtypes[c->s.in[i].dt].size : 0);
 	for (int j = 0; j < c->s.nout; j++)
 		l->t[2 + c->s.nin + j] = c->out[j].d;
 }
@@ -593,9 +597,9 @@ sk_counters_zero(const char *name, const Kern *k)
 /* Runs a matmul spec on `grid` CTAs with a grouped block list and checks
  * every output element. */
 static void
-mm_run(const char *name, PtxMatmulSpec s, int grid)
+mm_run_shifted(const char *name, PtxMatmulSpec s, int grid, int shift)
 {
-	MmCase c = {.s = s};
+	MmCase c = {.s = s, .shift = shift};
 	Buf b = {0};
 	PtxKernel k;
 	Launch l = {0};
@@ -652,6 +656,12 @@ mm_run(const char *name, PtxMatmulSpec s, int grid)
 	mm_free(&c);
 	buf_free(&b);
 	kern_unload(&kr);
+}
+
+static void
+mm_run(const char *name, PtxMatmulSpec s, int grid)
+{
+	mm_run_shifted(name, s, grid, 0);
 }
 
 static PtxMatmulSpec
@@ -772,6 +782,51 @@ case_mm_epi(void)
 			snprintf(name, sizeof name, "mm_epi_bias_%s%s", tiles[t], f32 ? "_f32" : "");
 			mm_run(name, s, 11);
 		}
+}
+
+/* A residual the epilogue reads from the staged tile, where TMA loaded it
+ * during the tile's k loop (codegen/wgmma.c wg_src_plan): every tile that
+ * stages, after a bias (the residual is input 1), batches with their own
+ * residual, a view with rows wider than n, an f16 residual beside a bf16
+ * output, one k tile (the load at k tile 0) and two, few CTAs (many entries
+ * each: the barriers' phases), two calls bit for bit; then the same
+ * residual a view one element off 16-byte alignment (this call reads it
+ * from global memory: the map left zeroed), and forced to global memory. */
+static void
+case_mm_src(void)
+{
+	static const char *const tiles[] = {"wg128x256x64s3", "wg128x128x64s6", "wg128x64x64s8", "wg128x256x64s3r",
+	                                    "wg128x256x64s4", "wg128x256x64s3k"};
+	static const struct {
+		int64_t m, k, ld;
+		DType rdt;
+		int grid, shift, force_global;
+	} v[] = {{1000, 520, 1024, DT_BF16, 11, 0, 0}, {1000, 520, 1024, DT_BF16, 3, 0, 0},
+	         {777, 64, 1088, DT_F16, 5, 0, 0},    {520, 128, 1024, DT_BF16, 132, 0, 0},
+	         {1000, 520, 1024, DT_BF16, 11, 1, 0}, {1000, 520, 1024, DT_BF16, 11, 0, 1}};
+	int saved = mm_calls;
+	mm_calls = 2;
+	for (size_t t = 0; t < NELEM(tiles); t++)
+		for (size_t i = 0; i < NELEM(v); i++) {
+			char name[96];
+			PtxMatmulSpec s = mm_spec("mm_src", DT_BF16, v[i].m, 1024, v[i].k, tiles[t], DT_BF16);
+			if (t && (v[i].shift || v[i].force_global || v[i].grid == 3))
+				continue; /* the default tile alone */
+			s.batch = 2;
+			s.batch_a = v[i].m * v[i].k;
+			s.batch_b = v[i].k * 1024;
+			s.out[0].stride[0] = v[i].m * 1024;
+			s.in[0] = (PtxTensor){DT_BF16, {1024, 0, 1}};
+			s.in[1] = (PtxTensor){v[i].rdt, {v[i].m * v[i].ld, v[i].ld, 1}};
+			s.nin = 2;
+			s.src_smem = v[i].force_global ? -1 : 0;
+			prog_or_die(&s.epi, "add(add(mul(acc,0.5),in0),in1)");
+			snprintf(name, sizeof name, "mm_src_%s_%lldx1024x%lld_ld%lld%s_grid%d%s%s", tiles[t], (long long)v[i].m,
+			         (long long)v[i].k, (long long)v[i].ld, v[i].rdt == DT_F16 ? "_f16" : "", v[i].grid,
+			         v[i].shift ? "_shifted" : "", v[i].force_global ? "_global" : "");
+			mm_run_shifted(name, s, v[i].grid, v[i].shift);
+		}
+	mm_calls = saved;
 }
 
 /* Fetches every output, compares it with its reference, frees it all. */
@@ -2183,15 +2238,16 @@ perf(const char *only)
  * power-capped GPU's drifting clock falls on every variant alike.
  * PERF_TILES="tile[:group][/EPI] ..." (default wg128x256x64s3), PERF_SHAPES,
  * PERF_EPI=EPI the variants' epilogue where they name none: plain, bias,
- * gelu (the bias and the stdlib's GELU), resid (a residual of C's shape),
+ * gelu (the bias and the stdlib's GELU), resid (a residual of C's shape,
+ * read from the staged tile where it can), residg (from global memory),
  * PERF_ROUNDS (default 21), PERF_B2B (launches a timing, default 5).  Per
  * variant: the median ms over rounds, and its speed against the first. */
 enum { AB_MAX = 8 };
 
 /* perf-ab's epilogues: a variant's suffix (tile/EPI) or PERF_EPI names
  * one; each reads its inputs as bench/p1.py's ops do. */
-enum { EPI_PLAIN, EPI_BIAS, EPI_GELU, EPI_RESID, EPI_NKINDS };
-static const char *const epi_names[EPI_NKINDS] = {"plain", "bias", "gelu", "resid"};
+enum { EPI_PLAIN, EPI_BIAS, EPI_GELU, EPI_RESID, EPI_RESIDG, EPI_NKINDS };
+static const char *const epi_names[EPI_NKINDS] = {"plain", "bias", "gelu", "resid", "residg"};
 
 static int
 epi_byname(const char *n)
@@ -2199,18 +2255,21 @@ epi_byname(const char *n)
 	for (int i = 0; i < EPI_NKINDS; i++)
 		if (!strcmp(n, epi_names[i]))
 			return i;
-	fprintf(stderr, "perf-ab: no epilogue '%s' (plain, bias, gelu, resid)\n", n);
+	fprintf(stderr, "perf-ab: no epilogue '%s' (plain, bias, gelu, resid, residg)\n", n);
 	exit(2);
 }
 
 /* The spec of epilogue kind epi: bias (row stride 0) and x @ w + b through
- * the stdlib's GELU, or a residual of the output's shape. */
+ * the stdlib's GELU, or a residual of the output's shape (residg: read
+ * from global memory, not the staged tile). */
 static void
 epi_apply(PtxMatmulSpec *sp, int epi, int64_t m, int64_t n)
 {
+	bool res = epi == EPI_RESID || epi == EPI_RESIDG;
 	if (epi == EPI_PLAIN)
 		return;
-	sp->in[0] = epi == EPI_RESID ? (PtxTensor){DT_BF16, {m * n, n, 1}} : (PtxTensor){DT_BF16, {0, 0, 1}};
+	sp->src_smem = epi == EPI_RESIDG ? -1 : 0;
+	sp->in[0] = res ? (PtxTensor){DT_BF16, {m * n, n, 1}} : (PtxTensor){DT_BF16, {0, 0, 1}};
 	sp->nin = 1;
 	sp->out[0] = (PtxTensor){DT_BF16, {m * n, n, 1}};
 	prog_or_die(&sp->epi, epi == EPI_GELU ? "mul(add(acc,in0),sigmoid(mul(1.5957691216057308,add(add(acc,in0),"
@@ -2265,7 +2324,7 @@ perf_ab(void)
 		tens_random(&b, 1.0);
 		tens_random(&bv, 1.0);
 		for (int v = 0; v < nv; v++)
-			if (epi[v] == EPI_RESID && !res.d) {
+			if ((epi[v] == EPI_RESID || epi[v] == EPI_RESIDG) && !res.d) {
 				res = tens_new(DT_BF16, m * n);
 				tens_random(&res, 1.0);
 			}
@@ -2277,7 +2336,7 @@ perf_ab(void)
 			kr[v] = perf_kernel(&sp, groups[v], false, &bu[v], &l[v]);
 			l[v].t[0] = a.d;
 			l[v].t[1] = b.d;
-			l[v].t[2] = epi[v] == EPI_PLAIN ? c.d : epi[v] == EPI_RESID ? res.d : bv.d;
+			l[v].t[2] = epi[v] == EPI_PLAIN ? c.d : epi[v] == EPI_RESID || epi[v] == EPI_RESIDG ? res.d : bv.d;
 			l[v].t[3] = c.d;
 			for (int i = 0; i < 3; i++)
 				launch(&kr[v], &l[v]);
@@ -3118,7 +3177,7 @@ static const struct {
 } cases[] = {
 	{"mm_wgmma", case_mm_wgmma},       {"mm_wgmma_small", case_mm_wgmma_small},
 	{"mm_1000", case_mm_1000},         {"mm_ragged", case_mm_ragged},
-	{"mm_batch", case_mm_batch},       {"mm_epi", case_mm_epi},
+	{"mm_batch", case_mm_batch},       {"mm_epi", case_mm_epi}, {"mm_src", case_mm_src},
 	{"mm_tiles", case_mm_tiles},       {"mm_cluster", case_mm_cluster}, {"mm_streamk", case_mm_streamk}, {"rows_prefetch", case_rows_prefetch},
 	{"mm_streamk_big", case_mm_streamk_big}, {"ew_bcast", case_ew_bcast},
 	{"ew_ops", case_ew_ops},           {"ew_int", case_ew_int},
