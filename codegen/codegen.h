@@ -154,7 +154,12 @@ typedef struct PtxMatmulSpec {
 	                                  the staged tile, which TMA fills during the tile's k loop
 	                                  where the kernel can (wgmma.c wg_src_plan); -1: from global
 	                                  memory, a load per pair */
+	int l2_first;                  /* the TMA streams marked evict-first in L2, which each touch
+	                                  their bytes once (PTX_L2_SRC: the source tile's loads,
+	                                  PTX_L2_OUT: C's stores); 0: the default (wgmma.c
+	                                  WG_L2_DEFAULT), -1: none */
 } PtxMatmulSpec;
+enum { PTX_L2_SRC = 1, PTX_L2_OUT = 2 };
 
 /* ---- routed stores: a matmul's epilogue into the owners' buffers ----
  * A routed matmul (spec.route = n, the Hopper kernel with a staged tile)

@@ -62,6 +62,7 @@ enum {
 	WG_SK_SLOTS = 2048,    /* stream-K: workspace offset of the partial sums, after the counters */
 	WG_SRC_MAP = 3,        /* the source tile's tensor map: after A, B and C (it has no routes) */
 	WG_SRC_AT = 4,         /* the k tile after whose stage the producer loads the source tile */
+	WG_L2_DEFAULT = PTX_L2_SRC, /* PtxMatmulSpec.l2_first's default */
 };
 
 typedef struct Wg {
@@ -94,6 +95,21 @@ typedef struct Wg {
 } Wg;
 
 #define R(r) ptx_rn(p, r)
+
+/* Whether TMA marks stream `which` (PTX_L2_*) evict-first. */
+static bool
+wg_l2_first(const PtxMatmulSpec *s, int which)
+{
+	int m = s->l2_first ? s->l2_first : WG_L2_DEFAULT;
+	return m > 0 && (m & which);
+}
+
+/* pol = an L2 policy: evict first, the whole access. */
+static void
+wg_policy_first(Ptx *p, Reg pol)
+{
+	ptx_emit(p, "createpolicy.fractional.L2::evict_first.b64 %s, 1.0;", R(pol));
+}
 
 static int64_t
 ceil_div(int64_t a, int64_t b)
@@ -594,7 +610,8 @@ wg_src_load(Wg *w, Reg kt, Reg pc, Reg m0, Reg n0, Reg ok, Reg tms)
 	int skip = ptx_label(p), fresh = ptx_label(p);
 	int64_t at = w->nkt - 1 < WG_SRC_AT ? w->nkt - 1 : WG_SRC_AT;
 	Reg q = ptx_reg(p, RC_PRED), par = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B32), dst = ptx_reg(p, RC_B32);
-	Reg c = ptx_reg(p, RC_B32), st = ptx_reg(p, RC_B64);
+	Reg c = ptx_reg(p, RC_B32), st = ptx_reg(p, RC_B64), pol = ptx_reg(p, RC_B64);
+	bool hint = wg_l2_first(w->s, PTX_L2_SRC); /* read once */
 
 	ptx_emit(p, "@!%s bra $L%d;", R(ok), skip);
 	ptx_emit(p, "setp.ne.u32 %s, %s, %lld;", R(q), R(kt), (long long)(at > 0 ? at : 0));
@@ -608,11 +625,14 @@ wg_src_load(Wg *w, Reg kt, Reg pc, Reg m0, Reg n0, Reg ok, Reg tms)
 	ptx_place(p, fresh);
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w->base), src_bar_off(w));
 	ptx_emit(p, "mbarrier.arrive.expect_tx.shared::cta.b64 %s, [%s], %d;", R(st), R(a), w->cbm * w->t->bn * 2);
+	if (hint)
+		wg_policy_first(p, pol);
 	for (int b = 0; b < w->t->bn / WG_BOXN; b++) {
 		ptx_emit(p, "add.u32 %s, %s, %d;", R(dst), R(w->base), w->coff + b * w->cbm * 128);
 		ptx_emit(p, "add.u32 %s, %s, %d;", R(c), R(n0), b * WG_BOXN);
-		ptx_emit(p, "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s];",
-		         R(dst), R(tms), R(c), R(m0), R(p->z), R(a));
+		ptx_emit(p, "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes%s [%s], [%s, {%s, %s, %s}], [%s]%s%s;",
+		         hint ? ".L2::cache_hint" : "", R(dst), R(tms), R(c), R(m0), R(p->z), R(a), hint ? ", " : "",
+		         hint ? R(pol) : "");
 	}
 	ptx_place(p, skip);
 }
@@ -798,7 +818,8 @@ wg_store_tile(Wg *w, Reg rt, Reg drow, Reg dcol, int q)
 	int pb = w->t->bn / WG_BOXN / w->parts; /* boxes a part */
 	Ptx *p = w->p;
 	Reg tmc = ptx_reg(p, RC_B64), m0 = ptx_reg(p, RC_B32), n0 = ptx_reg(p, RC_B32), c = ptx_reg(p, RC_B32);
-	Reg src = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B32), st = ptx_reg(p, RC_B64);
+	Reg src = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B32), st = ptx_reg(p, RC_B64), pol = ptx_reg(p, RC_B64);
+	bool hint = wg_l2_first(w->s, PTX_L2_OUT); /* written once */
 
 	ptx_emit(p, "mov.b64 %s, tm2;", R(tmc));
 	if (w->s->route) { /* route j: map 3 + j, selected (param space is not indexed) */
@@ -817,11 +838,13 @@ wg_store_tile(Wg *w, Reg rt, Reg drow, Reg dcol, int q)
 		ptx_emit(p, "add.u32 %s, %s, %s;", R(m0), R(m0), R(drow));
 		ptx_emit(p, "add.u32 %s, %s, %s;", R(n0), R(n0), R(dcol));
 	}
+	if (hint)
+		wg_policy_first(p, pol);
 	for (int b = q * pb; b < (q + 1) * pb; b++) {
 		ptx_emit(p, "add.u32 %s, %s, %d;", R(src), R(w->base), w->coff + (b - q * pb) * w->cbm * 128);
 		ptx_emit(p, "add.u32 %s, %s, %d;", R(c), R(n0), b * WG_BOXN);
-		ptx_emit(p, "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%s, {%s, %s, %s}], [%s];", R(tmc), R(c),
-		         R(m0), R(p->z), R(src));
+		ptx_emit(p, "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group%s [%s, {%s, %s, %s}], [%s]%s%s;",
+		         hint ? ".L2::cache_hint" : "", R(tmc), R(c), R(m0), R(p->z), R(src), hint ? ", " : "", hint ? R(pol) : "");
 	}
 	ptx_emit(p, "cp.async.bulk.commit_group;");
 	ptx_emit(p, "cp.async.bulk.wait_group.read 0;");

@@ -790,8 +790,9 @@ case_mm_epi(void)
  * residual, a view with rows wider than n, an f16 residual beside a bf16
  * output, one k tile (the load at k tile 0) and two, few CTAs (many entries
  * each: the barriers' phases), two calls bit for bit; then the same
- * residual a view one element off 16-byte alignment (this call reads it
- * from global memory: the map left zeroed), and forced to global memory. */
+ * residual a view two elements off 16-byte alignment (this call reads it
+ * from global memory, a pair at a time: the map left zeroed), and forced
+ * to global memory. */
 static void
 case_mm_src(void)
 {
@@ -803,7 +804,7 @@ case_mm_src(void)
 		int grid, shift, force_global;
 	} v[] = {{1000, 520, 1024, DT_BF16, 11, 0, 0}, {1000, 520, 1024, DT_BF16, 3, 0, 0},
 	         {777, 64, 1088, DT_F16, 5, 0, 0},    {520, 128, 1024, DT_BF16, 132, 0, 0},
-	         {1000, 520, 1024, DT_BF16, 11, 1, 0}, {1000, 520, 1024, DT_BF16, 11, 0, 1}};
+	         {1000, 520, 1024, DT_BF16, 11, 2, 0}, {1000, 520, 1024, DT_BF16, 11, 0, 1}};
 	int saved = mm_calls;
 	mm_calls = 2;
 	for (size_t t = 0; t < NELEM(tiles); t++)
@@ -2236,7 +2237,8 @@ perf(const char *only)
 
 /* perf-ab: matmul variants on one shape, interleaved round by round so a
  * power-capped GPU's drifting clock falls on every variant alike.
- * PERF_TILES="tile[:group][/EPI] ..." (default wg128x256x64s3), PERF_SHAPES,
+ * PERF_TILES="tile[:group][/EPI][/hMASK] ..." (default wg128x256x64s3; hMASK:
+ * PtxMatmulSpec.l2_first, h-1 none), PERF_SHAPES,
  * PERF_EPI=EPI the variants' epilogue where they name none: plain, bias,
  * gelu (the bias and the stdlib's GELU), resid (a residual of C's shape,
  * read from the staged tile where it can), residg (from global memory),
@@ -2288,6 +2290,7 @@ perf_ab(void)
 	char names[AB_MAX][64];
 	int tiles[AB_MAX], groups[AB_MAX], nv = 0;
 	int epi[AB_MAX]; /* EPI_*: PERF_EPI, or the variant's /suffix */
+	int hint[AB_MAX]; /* l2_first: the variant's /hMASK (h-1: none), else 0 */
 	int epi0 = getenv("PERF_EPI") && *getenv("PERF_EPI") ? epi_byname(getenv("PERF_EPI")) : EPI_PLAIN;
 
 	while (*e && nv < AB_MAX) {
@@ -2297,6 +2300,11 @@ perf_ab(void)
 			break;
 		e += used;
 		epi[nv] = epi0;
+		hint[nv] = 0;
+		if ((slash = strrchr(names[nv], '/')) && slash[1] == 'h') { /* .../hMASK: PtxMatmulSpec.l2_first */
+			hint[nv] = atoi(slash + 2);
+			*slash = 0;
+		}
 		if ((slash = strchr(names[nv], '/'))) { /* tile/EPI */
 			epi[nv] = epi_byname(slash + 1);
 			*slash = 0;
@@ -2333,6 +2341,7 @@ perf_ab(void)
 		for (int v = 0; v < nv; v++) {
 			PtxMatmulSpec sp = mm_spec("perf_ab", DT_BF16, m, n, k, ptx_tiles[tiles[v]].name, DT_BF16);
 			epi_apply(&sp, epi[v], m, n);
+			sp.l2_first = hint[v];
 			kr[v] = perf_kernel(&sp, groups[v], false, &bu[v], &l[v]);
 			l[v].t[0] = a.d;
 			l[v].t[1] = b.d;
@@ -2357,10 +2366,10 @@ perf_ab(void)
 			qsort(&t[v * rounds], (size_t)rounds, sizeof *t, cmp_float);
 			double med = t[v * rounds + rounds / 2];
 			base = v ? base : med;
-			printf("PERFAB m=%lld n=%lld k=%lld tile=%s%s%s group=%d b2b=%d rounds=%d median_ms=%.4f q1_ms=%.4f q3_ms=%.4f "
-			       "tflops=%.1f speed_vs_first=%.3f\n",
+			printf("PERFAB m=%lld n=%lld k=%lld tile=%s%s%s l2_first=%d group=%d b2b=%d rounds=%d median_ms=%.4f q1_ms=%.4f "
+			       "q3_ms=%.4f tflops=%.1f speed_vs_first=%.3f\n",
 			       (long long)m, (long long)n, (long long)k, names[v], epi[v] ? "+" : "", epi[v] ? epi_names[epi[v]] : "",
-			       groups[v], b2b, rounds, med,
+			       hint[v], groups[v], b2b, rounds, med,
 			       t[v * rounds + rounds / 4], t[v * rounds + 3 * rounds / 4], 2.0 * m * n * k / (med * 1e-3) / 1e12,
 			       base / med);
 			CU(cuMemFree(l[v].blocks));
