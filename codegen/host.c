@@ -511,30 +511,49 @@ emit_blocks(Buf *o, const Lowered *lo, const char *op, int k)
 	free(at);
 }
 
-/* Tensor map m of a kernel (a wgmma matmul's operands, attention's q, k and v), from the address
- * its tensor parameter gets this call. */
+/* The most tensor maps a kernel of the op takes. */
+static int
+max_tmaps(const Lowered *lo)
+{
+	int n = 0;
+	for (int k = 0; k < lo->nkern; k++)
+		n = lo->kern[k].k.ntmaps > n ? lo->kern[k].k.ntmaps : n;
+	return n;
+}
+
+/* Tensor map m of kernel k (a wgmma matmul's operands, attention's q, k
+ * and v), from the address its tensor parameter gets this call.  A map is
+ * a function of that address alone (its dims, strides and box are the
+ * kernel's), so the op's state keeps it and encodes it again only when the
+ * address changes: a call with the tensors of the last costs no
+ * cuTensorMapEncodeTiled (the lean call path, issue 16).  A routed map
+ * (another rank's copy, through the symmetric heap's mapping) is encoded
+ * every call. */
 static void
-tmap_encode(Buf *o, const LKernel *kn, int m)
+tmap_encode(Buf *o, const LKernel *kn, int k, int m)
 {
 	const PtxTmap *t = &kn->k.tmap[m];
-	buf_printf(o, "\t\tsyn_tmap tm%d;\n", m);
 	buf_printf(o, "\t\t{\n\t\t\tstatic const uint64_t dim[3] = {%lld, %lld, %lld}, stride[2] = {%lld, %lld};\n",
 	           (long long)t->dim[0], (long long)t->dim[1], (long long)t->dim[2], (long long)t->stride[0],
 	           (long long)t->stride[1]);
 	buf_printf(o, "\t\t\tstatic const uint32_t box[3] = {%d, %d, %d};\n", t->box[0], t->box[1], t->box[2]);
-	if (t->route) /* a routed matmul's C in rank route - 1's memory */
-		buf_printf(o, "\t\t\tif ((r = syn_tmap_encode_at(ctx, &tm%d, \"%s operand %c, rank %d's copy\", %d, t%d, %s, dim, "
+	if (t->route) { /* a routed matmul's C in rank route - 1's memory */
+		buf_printf(o, "\t\t\tif ((r = syn_tmap_encode_at(ctx, &st->tm[%d][%d], \"%s operand %c, rank %d's copy\", %d, t%d, %s, dim, "
 		              "stride, box)))\n\t\t\t\treturn r;\n\t\t}\n",
-		           m, kn->name, t->role, t->route - 1, t->route - 1, t->tensor, cdtype[t->dt]);
-	else if (t->optional) /* the kernel reads the tensor by TMA only at this alignment (PtxTmap) */
-		buf_printf(o, "\t\t\tmemset(&tm%d, 0, sizeof tm%d);\n"
-		              "\t\t\tif (t%d %% 16 == 0 && (r = syn_tmap_encode(ctx, &tm%d, \"%s operand %c\", t%d, %s, dim, stride, box)))\n"
-		              "\t\t\t\treturn r;\n\t\t}\n",
-		           m, m, t->tensor, m, kn->name, t->role, t->tensor, cdtype[t->dt]);
+		           k, m, kn->name, t->role, t->route - 1, t->route - 1, t->tensor, cdtype[t->dt]);
+		return;
+	}
+	buf_printf(o, "\t\t\tif (t%d != st->tm_at[%d][%d]) {\n", t->tensor, k, m);
+	if (t->optional) /* the kernel reads the tensor by TMA only at this alignment (PtxTmap) */
+		buf_printf(o, "\t\t\t\tmemset(&st->tm[%d][%d], 0, sizeof st->tm[%d][%d]);\n"
+		              "\t\t\t\tif (t%d %% 16 == 0 && (r = syn_tmap_encode(ctx, &st->tm[%d][%d], \"%s operand %c\", t%d, %s, dim, stride, box)))\n"
+		              "\t\t\t\t\treturn r;\n",
+		           k, m, k, m, t->tensor, k, m, kn->name, t->role, t->tensor, cdtype[t->dt]);
 	else
-		buf_printf(o, "\t\t\tif ((r = syn_tmap_encode(ctx, &tm%d, \"%s operand %c\", t%d, %s, dim, stride, box)))\n"
-		              "\t\t\t\treturn r;\n\t\t}\n",
-		           m, kn->name, t->role, t->tensor, cdtype[t->dt]);
+		buf_printf(o, "\t\t\t\tif ((r = syn_tmap_encode(ctx, &st->tm[%d][%d], \"%s operand %c\", t%d, %s, dim, stride, box)))\n"
+		              "\t\t\t\t\treturn r;\n",
+		           k, m, kn->name, t->role, t->tensor, cdtype[t->dt]);
+	buf_printf(o, "\t\t\t\tst->tm_at[%d][%d] = t%d;\n\t\t\t}\n\t\t}\n", k, m, t->tensor);
 }
 
 /* The 2-D copies of one side of an all_to_all (LPack), a block at a time:
@@ -644,8 +663,12 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 		if (b.work[k] >= 0)
 			buf_printf(o, "%lluu, ", (unsigned long long)lo->kern[k].k.work);
 	buf_printf(o, "%s};\n\n", b.nscratch ? "" : "0");
-	buf_printf(o, "typedef struct {\n\tuint64_t calls;\n\tsyn_kernel *k[%d];\n\tvoid *blocks[%d];\n\tvoid *scratch[%d];\n} %s_state;\n\n",
-	           lo->nkern ? lo->nkern : 1, lo->nkern ? lo->nkern : 1, b.nscratch ? b.nscratch : 1, id);
+	buf_printf(o, "typedef struct {\n\tuint64_t calls;\n\tsyn_kernel *k[%d];\n\tvoid *blocks[%d];\n\tvoid *scratch[%d];\n",
+	           lo->nkern ? lo->nkern : 1, lo->nkern ? lo->nkern : 1, b.nscratch ? b.nscratch : 1);
+	if (max_tmaps(lo)) /* each kernel's tensor maps and the addresses they were encoded for (tmap_encode) */
+		buf_printf(o, "\tsyn_tmap tm[%d][%d];\n\tuint64_t tm_at[%d][%d];\n", lo->nkern, max_tmaps(lo), lo->nkern,
+		           max_tmaps(lo));
+	buf_printf(o, "} %s_state;\n\n", id);
 	/* set-up, on the first call on a context */
 	buf_printf(o, "static int\n%s_setup(syn_ctx *ctx, %s_state *st, int rank)\n{\n\tint r;\n\t(void)rank;\n\t(void)r;\n\t(void)syn_image_of_file;\n", id, id);
 	for (int k = 0; k < lo->nkern; k++) {
@@ -708,12 +731,12 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 			buf_printf(o, ");\n");
 		}
 		for (int m = 0; m < kn->k.ntmaps; m++)
-			tmap_encode(o, kn, m);
+			tmap_encode(o, kn, k, m);
 		buf_printf(o, "\t\tvoid *prm[] = {&blocks, &nblocks, &flags, &errw, &timeout, &trace, &e, &site");
 		for (int a = 0; a < kn->narg; a++)
 			buf_printf(o, ", &t%d", a);
 		for (int m = 0; m < kn->k.ntmaps; m++)
-			buf_printf(o, ", &tm%d", m);
+			buf_printf(o, ", &st->tm[%d][%d]", k, m);
 		buf_printf(o, "};\n\t\tunsigned grid[3] = {1, 1, 1}, block[3] = {%d, 1, 1};\n", kn->k.threads);
 		buf_printf(o, "\t\tif ((r = syn_grid_persistent(ctx, st->k[%d], %d, %d, &grid[0])))\n\t\t\treturn r;\n", k, kn->k.threads, kn->k.smem);
 		if (lo->p->grid_sms > 0) /* --tune's SM share: CTAs per SM as the occupancy gives */

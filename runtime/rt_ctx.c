@@ -192,9 +192,14 @@ syn_state(syn_ctx *c, const char *key, size_t bytes, void **p)
 		                 "rank %d: '%s' is called for the first time inside a CUDA graph capture: call it once "
 		                 "before capturing (its first call uploads its tables)",
 		                 c->rank, key);
-	if (!(n = realloc(c->state, sizeof *c->state * (size_t)(c->nstate + 1))) || !(*p = calloc(1, bytes ? bytes : 1)))
+	if (!(n = realloc(c->state, sizeof *c->state * (size_t)(c->nstate + 1))))
 		return SYN_ENOMEM;
 	c->state = n;
+	/* 64-byte aligned: an op's state holds its tensor maps (syn_tmap) */
+	bytes = bytes ? (bytes + 63) / 64 * 64 : 64;
+	if (!(*p = aligned_alloc(64, bytes)))
+		return SYN_ENOMEM;
+	memset(*p, 0, bytes);
 	snprintf(c->state[c->nstate].key, sizeof c->state[0].key, "%s", key);
 	c->state[c->nstate++].p = *p;
 	return 1;
