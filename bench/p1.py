@@ -405,6 +405,8 @@ def run_case(name, case, args, rates):
     # fresh inputs once more for syncc: the same function on any valid input
     ins2 = case["inputs"]("cuda")
     row["err_syncc_2"] = rel_err(op(*ins2), reference(case, ins2))
+    if not row["err_syncc_2"] <= case["tol"]:  # (new addresses: the launcher's kept tensor maps encoded again)
+        row["wrong_syncc"] = True
     del ins2
     for k in impls:
         for _ in range(3):
