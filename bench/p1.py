@@ -273,19 +273,25 @@ def reference(case, ins):
 
 def time_batches(fns, reps, batch):
     """Back-to-back: per round each implementation runs `batch` calls
-    between two events; implementations take turns. ms per call."""
+    between two events; implementations take turns. ms per call, and the
+    host's us per call meanwhile: the call path's own cost, the GPU busy
+    with earlier calls (no wait for it, no idle CPU waking up), medians."""
     ev = {k: [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
           for k in fns}
+    host = {k: [] for k in fns}
     for r in range(reps):
         order = list(fns) if r % 2 == 0 else list(reversed(list(fns)))
         for k in order:
             a, b = ev[k][r]
             a.record()
+            t0 = time.perf_counter()
             for _ in range(batch):
                 fns[k]()
+            host[k].append((time.perf_counter() - t0) * 1e6 / batch)
             b.record()
     torch.cuda.synchronize()
-    return {k: statistics.median(a.elapsed_time(b) / batch for a, b in ev[k]) for k in fns}
+    return ({k: statistics.median(a.elapsed_time(b) / batch for a, b in ev[k]) for k in fns},
+            {k: statistics.median(v) for k, v in host.items()})
 
 
 def time_single(fns, reps):
@@ -345,7 +351,7 @@ def hbm_gbps():
     y = torch.empty_like(x)
     for _ in range(3):
         y.copy_(x)
-    t = time_batches({"c": lambda: y.copy_(x)}, 9, 5)["c"]
+    t = time_batches({"c": lambda: y.copy_(x)}, 9, 5)[0]["c"]
     del x, y
     return 2 * (1 << 30) / (t * 1e-3) / 1e9
 
@@ -355,7 +361,7 @@ def mm_tflops():
     b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
     for _ in range(3):
         a @ b
-    t = time_batches({"m": lambda: a @ b}, 9, 5)["m"]
+    t = time_batches({"m": lambda: a @ b}, 9, 5)[0]["m"]
     return 2 * 8192 ** 3 / (t * 1e-3) / 1e12
 
 
@@ -413,12 +419,12 @@ def run_case(name, case, args, rates):
             impls[k]()
     torch.cuda.synchronize()
     batch = 10 if case["flops"] < 1e12 else 3
-    b2b = time_batches(impls, args.reps, batch)
+    b2b, host_b2b = time_batches(impls, args.reps, batch)
     one, host = time_single(impls, args.reps)
     if args.records:
         row["records"] = kernel_records(impls, args.records, args.out)
     floor = max(case["bytes"] / (rates["hbm_gbps"] * 1e9), case["flops"] / (rates["mm_tflops"] * 1e12)) * 1e3
-    row.update({"b2b_ms": b2b, "one_ms": one, "host_us": host, "floor_ms": floor,
+    row.update({"b2b_ms": b2b, "one_ms": one, "host_us": host, "host_b2b_us": host_b2b, "floor_ms": floor,
                 "floor_kind": "flops" if case["flops"] / (rates["mm_tflops"] * 1e12) > case["bytes"] / (
                     rates["hbm_gbps"] * 1e9) else "hbm"})
     mod.close()
@@ -429,21 +435,24 @@ def table(rows, rates):
     out = ["# p1: syncc ops from PyTorch on one GPU", "",
            "HBM %.0f GB/s (1 GiB copy), cuBLAS %.0f TFLOP/s (8192^3), both measured in this run. "
            "Times in ms per call (median); b2b = back-to-back, one = one call at a time; "
-           "speed = other / syncc (above 1: syncc faster); host = us per call on the host." % (
+           "speed = other / syncc (above 1: syncc faster); host = us per call on the host, one call at a time "
+           "(after the device went idle) and back-to-back (the call path's own cost)." % (
                rates["hbm_gbps"], rates["mm_tflops"]), "",
            "| op | syncc b2b | eager b2b | compile b2b | speed vs eager | vs compile | syncc one | eager one | "
-           "floor | syncc / floor | host us syncc / eager | err |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "floor | syncc / floor | host us syncc / eager | host us b2b syncc / eager | err |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "error" in r:
             out.append("| %s | failed: %s |" % (r["op"], r["error"][:160].replace("|", "/")))
             continue
         b, o, h = r["b2b_ms"], r["one_ms"], r["host_us"]
+        hb = r.get("host_b2b_us")
         c = b.get("compile")
-        out.append("| %s | %.4f | %.4f | %s | %.2f | %s | %.4f | %.4f | %.4f (%s) | %.2f | %.0f / %.0f | %.1e%s |" % (
+        out.append("| %s | %.4f | %.4f | %s | %.2f | %s | %.4f | %.4f | %.4f (%s) | %.2f | %.0f / %.0f | %s | %.1e%s |" % (
             r["op"], b["syncc"], b["eager"], "%.4f" % c if c else "-", b["eager"] / b["syncc"],
             "%.2f" % (c / b["syncc"]) if c else "-", o["syncc"], o["eager"], r["floor_ms"], r["floor_kind"],
-            b["syncc"] / r["floor_ms"], h["syncc"], h["eager"], r["err_syncc"],
+            b["syncc"] / r["floor_ms"], h["syncc"], h["eager"],
+            "%.1f / %.1f" % (hb["syncc"], hb["eager"]) if hb else "-", r["err_syncc"],
             " WRONG" if r.get("wrong_syncc") else ""))
     ab = [r for r in rows if "error" not in r and "ctypes" in r["b2b_ms"]]
     if ab:
