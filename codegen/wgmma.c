@@ -584,6 +584,24 @@ ptx_wg_producer_entry(Ptx *p, Reg q, Reg quit, int done, int quit_l)
 		ptx_trace_stamp(p, 0);
 }
 
+/* Before part tc of the CTA's tiles is written to the staging buffer: TMA
+ * has read part tc - 1 (the storer's tc - 1st arrival on `free`; it is at
+ * most one phase behind, so a parity wait is exact). */
+static void
+wg_stage_free(Wg *w, Reg tc)
+{
+	Ptx *p = w->p;
+	int skip = ptx_label(p);
+	Reg q = ptx_reg(p, RC_PRED), par = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B32);
+	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(q), R(tc));
+	ptx_emit(p, "@%s bra $L%d;", R(q), skip);
+	ptx_emit(p, "sub.u32 %s, %s, 1;", R(par), R(tc));
+	ptx_emit(p, "and.b32 %s, %s, 1;", R(par), R(par));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w->base), bar_off(w, BAR_FREE));
+	bar_wait(w, a, par);
+	ptx_place(p, skip);
+}
+
 /* ok = the source tile is TMA's this call: its input 16-byte aligned, as
  * the launcher encodes the map only then (PtxTmap.optional). */
 static void
@@ -607,22 +625,16 @@ static void
 wg_src_load(Wg *w, Reg kt, Reg pc, Reg m0, Reg n0, Reg ok, Reg tms)
 {
 	Ptx *p = w->p;
-	int skip = ptx_label(p), fresh = ptx_label(p);
+	int skip = ptx_label(p);
 	int64_t at = w->nkt - 1 < WG_SRC_AT ? w->nkt - 1 : WG_SRC_AT;
-	Reg q = ptx_reg(p, RC_PRED), par = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B32), dst = ptx_reg(p, RC_B32);
+	Reg q = ptx_reg(p, RC_PRED), a = ptx_reg(p, RC_B32), dst = ptx_reg(p, RC_B32);
 	Reg c = ptx_reg(p, RC_B32), st = ptx_reg(p, RC_B64), pol = ptx_reg(p, RC_B64);
 	bool hint = wg_l2_first(w->s, PTX_L2_SRC); /* read once */
 
 	ptx_emit(p, "@!%s bra $L%d;", R(ok), skip);
 	ptx_emit(p, "setp.ne.u32 %s, %s, %lld;", R(q), R(kt), (long long)(at > 0 ? at : 0));
 	ptx_emit(p, "@%s bra $L%d;", R(q), skip);
-	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(q), R(pc));
-	ptx_emit(p, "@%s bra $L%d;", R(q), fresh);
-	ptx_emit(p, "sub.u32 %s, %s, 1;", R(par), R(pc));
-	ptx_emit(p, "and.b32 %s, %s, 1;", R(par), R(par));
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w->base), bar_off(w, BAR_FREE));
-	bar_wait(w, a, par);
-	ptx_place(p, fresh);
+	wg_stage_free(w, pc); /* entries and parts are one (wg_src_plan) */
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w->base), src_bar_off(w));
 	ptx_emit(p, "mbarrier.arrive.expect_tx.shared::cta.b64 %s, [%s], %d;", R(st), R(a), w->cbm * w->t->bn * 2);
 	if (hint)
@@ -985,24 +997,6 @@ wg_stage_addrs(Wg *w, Reg *xo, Reg r0, Reg c0, Reg t)
 		ptx_emit(p, "shl.b32 %s, %s, 4;", R(x), R(x));
 		ptx_emit(p, "add.u32 %s, %s, %s;", R(xo[j]), R(row), R(x));
 	}
-}
-
-/* Before part tc of the CTA's tiles is written to the staging buffer: TMA
- * has read part tc - 1 (the storer's tc - 1st arrival on `free`; it is at
- * most one phase behind, so a parity wait is exact). */
-static void
-wg_stage_free(Wg *w, Reg tc)
-{
-	Ptx *p = w->p;
-	int skip = ptx_label(p);
-	Reg q = ptx_reg(p, RC_PRED), par = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B32);
-	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(q), R(tc));
-	ptx_emit(p, "@%s bra $L%d;", R(q), skip);
-	ptx_emit(p, "sub.u32 %s, %s, 1;", R(par), R(tc));
-	ptx_emit(p, "and.b32 %s, %s, 1;", R(par), R(par));
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w->base), bar_off(w, BAR_FREE));
-	bar_wait(w, a, par);
-	ptx_place(p, skip);
 }
 
 /* A consumer warp frees a stage (empty: its barrier's address): one
