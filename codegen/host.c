@@ -543,7 +543,8 @@ tmap_encode(Buf *o, const LKernel *kn, int k, int m)
 		           k, m, kn->name, t->role, t->route - 1, t->route - 1, t->tensor, cdtype[t->dt]);
 		return;
 	}
-	buf_printf(o, "\t\t\tif (t%d != st->tm_at[%d][%d]) {\n", t->tensor, k, m);
+	/* the address is forgotten first: a failed encode leaves no map kept under it */
+	buf_printf(o, "\t\t\tif (t%d != st->tm_at[%d][%d]) {\n\t\t\t\tst->tm_at[%d][%d] = 0;\n", t->tensor, k, m, k, m);
 	if (t->optional) /* the kernel reads the tensor by TMA only at this alignment (PtxTmap) */
 		buf_printf(o, "\t\t\t\tmemset(&st->tm[%d][%d], 0, sizeof st->tm[%d][%d]);\n"
 		              "\t\t\t\tif (t%d %% 16 == 0 && (r = syn_tmap_encode(ctx, &st->tm[%d][%d], \"%s operand %c\", t%d, %s, dim, stride, box)))\n"

@@ -61,7 +61,9 @@ enum {
 	WG_SK_PIECES = 4,      /* stream-K: the most pieces an entry is cut into (its finisher reads every piece's sums) */
 	WG_SK_SLOTS = 2048,    /* stream-K: workspace offset of the partial sums, after the counters */
 	WG_SRC_MAP = 3,        /* the source tile's tensor map: after A, B and C (it has no routes) */
-	WG_SRC_AT = 4,         /* the k tile after whose stage the producer loads the source tile */
+	WG_SRC_AT = 1,         /* the producer loads the source tile after k tile stages + this: the
+	                          consumers have then freed this entry's first k tiles, so they are
+	                          past the last entry's epilogue and its store is (nearly) read */
 	WG_L2_DEFAULT = PTX_L2_SRC, /* PtxMatmulSpec.l2_first's default */
 };
 
@@ -614,19 +616,21 @@ wg_src_ok(Wg *w, Reg ok)
 }
 
 /* The producer, after issuing k tile kt of entry pc (at (m0, n0) of batch
- * z): at k tile WG_SRC_AT (or the last) the entry's source tile into the
- * staging buffer, a TMA load per 64-column box completing on the source
- * barrier -- once TMA has read the last entry's output tile there (the
- * storer's arrival on `free`, for which the consumers wait too; by then
- * they are a few k tiles into this entry, so the wait is rarely a wait).
- * After the entry's flag wait, so a tile another rank writes is read
- * only once it is there. */
+ * z): at k tile stages + WG_SRC_AT (or the last) the entry's source tile
+ * into the staging buffer, a TMA load per 64-column box completing on the
+ * source barrier -- once TMA has read the last entry's output tile there
+ * (the storer's arrival on `free`, for which the consumers wait too; a
+ * ring of S stages lets k tile S + 1 be issued only once the consumers
+ * have freed this entry's k tile 1, so they have finished the last
+ * entry's epilogue and the wait is at most its store's reading).  After
+ * the entry's flag wait, so a tile another rank writes is read only once
+ * it is there. */
 static void
 wg_src_load(Wg *w, Reg kt, Reg pc, Reg m0, Reg n0, Reg ok, Reg tms)
 {
 	Ptx *p = w->p;
 	int skip = ptx_label(p);
-	int64_t at = w->nkt - 1 < WG_SRC_AT ? w->nkt - 1 : WG_SRC_AT;
+	int64_t at = w->nkt - 1 < w->t->stages + WG_SRC_AT ? w->nkt - 1 : w->t->stages + WG_SRC_AT;
 	Reg q = ptx_reg(p, RC_PRED), a = ptx_reg(p, RC_B32), dst = ptx_reg(p, RC_B32);
 	Reg c = ptx_reg(p, RC_B32), st = ptx_reg(p, RC_B64), pol = ptx_reg(p, RC_B64);
 	bool hint = wg_l2_first(w->s, PTX_L2_SRC); /* read once */

@@ -179,8 +179,9 @@ int syn_barrier(syn_ctx *c);                                  /* host only; neve
 int syn_upload(syn_ctx *c, void *dst, const void *src, size_t bytes);
 int syn_download(syn_ctx *c, void *dst, const void *src, size_t bytes);
 /* A zeroed host block of `bytes` this context keeps for a generated
- * launcher, found again by `key`; returns 1 the first time, 0 after (or a
- * negative syn_status).  Freed by syn_finalize. */
+ * launcher, found again by `key`, 64-byte aligned (it holds syn_tmaps);
+ * returns 1 the first time, 0 after (or a negative syn_status).  Freed by
+ * syn_finalize. */
 int syn_state(syn_ctx *c, const char *key, size_t bytes, void **p);
 
 /* ---- what kernels get as parameters ---- */
@@ -201,8 +202,10 @@ int syn_grid_persistent(syn_ctx *c, syn_kernel *k, unsigned block, unsigned smem
  * `cluster`, at least one cluster. */
 int syn_grid_cluster(syn_ctx *c, syn_kernel *k, unsigned block, unsigned smem, unsigned cluster, unsigned *grid);
 
-/* A TMA tensor map (a CUtensorMap) a generated launcher encodes for every
- * call and passes as a 128-byte kernel parameter. */
+/* A TMA tensor map (a CUtensorMap) a generated launcher encodes from a
+ * tensor's address and passes as a 128-byte kernel parameter; it keeps
+ * each in the op's state (syn_state) with that address, and encodes it
+ * again only when the address changes. */
 #ifdef __cplusplus
 #define SYN_ALIGNAS(n) alignas(n)
 #else

@@ -784,12 +784,30 @@ case_mm_epi(void)
 		}
 }
 
+/* Whether the kernel of spec s reads its residual from the staged tile
+ * (the source tile's header line in its PTX), as the case expects: a case
+ * that silently took the global path would pass as well. */
+static void
+src_path_check(const char *name, const PtxMatmulSpec *s, bool want)
+{
+	Buf b = {0};
+	PtxKernel k;
+	bool got;
+	ptx_emit_matmul(&b, s, &k);
+	got = strstr(b.s, "read from the staged tile") != NULL;
+	printf("CASE %s/path: %s (%s)\n", name, got == want ? "PASS" : "FAIL", got ? "staged tile" : "global loads");
+	failures += got != want;
+	buf_free(&b);
+}
+
 /* A residual the epilogue reads from the staged tile, where TMA loaded it
  * during the tile's k loop (codegen/wgmma.c wg_src_plan): every tile that
  * stages, after a bias (the residual is input 1), batches with their own
  * residual, a view with rows wider than n, an f16 residual beside a bf16
  * output, one k tile (the load at k tile 0) and two, few CTAs (many entries
- * each: the barriers' phases), two calls bit for bit; then the same
+ * each: the barriers' phases), one batch, two calls bit for bit, each
+ * case checking which path its kernel takes (the 4-stage tile, staged in
+ * halves, and the stream-K one read global memory); then the same
  * residual a view two elements off 16-byte alignment (this call reads it
  * from global memory, a pair at a time: the map left zeroed), and forced
  * to global memory. */
@@ -801,10 +819,11 @@ case_mm_src(void)
 	static const struct {
 		int64_t m, k, ld;
 		DType rdt;
-		int grid, shift, force_global;
-	} v[] = {{1000, 520, 1024, DT_BF16, 11, 0, 0}, {1000, 520, 1024, DT_BF16, 3, 0, 0},
-	         {777, 64, 1088, DT_F16, 5, 0, 0},    {520, 128, 1024, DT_BF16, 132, 0, 0},
-	         {1000, 520, 1024, DT_BF16, 11, 2, 0}, {1000, 520, 1024, DT_BF16, 11, 0, 1}};
+		int grid, shift, force_global, single;
+	} v[] = {{1000, 520, 1024, DT_BF16, 11, 0, 0, 0}, {1000, 520, 1024, DT_BF16, 3, 0, 0, 0},
+	         {777, 64, 1088, DT_F16, 5, 0, 0, 0},    {520, 128, 1024, DT_BF16, 132, 0, 0, 0},
+	         {1000, 520, 1088, DT_BF16, 7, 0, 0, 1}, {1000, 520, 1024, DT_BF16, 11, 2, 0, 0},
+	         {1000, 520, 1024, DT_BF16, 11, 0, 1, 0}};
 	int saved = mm_calls;
 	mm_calls = 2;
 	for (size_t t = 0; t < NELEM(tiles); t++)
@@ -822,9 +841,14 @@ case_mm_src(void)
 			s.nin = 2;
 			s.src_smem = v[i].force_global ? -1 : 0;
 			prog_or_die(&s.epi, "add(add(mul(acc,0.5),in0),in1)");
-			snprintf(name, sizeof name, "mm_src_%s_%lldx1024x%lld_ld%lld%s_grid%d%s%s", tiles[t], (long long)v[i].m,
+			if (v[i].single) { /* one batch: the map's batch stride is the whole residual */
+				s.batch = 1;
+				s.batch_a = s.batch_b = s.out[0].stride[0] = s.in[1].stride[0] = 0;
+			}
+			snprintf(name, sizeof name, "mm_src_%s_%lldx1024x%lld_ld%lld%s_grid%d%s%s%s", tiles[t], (long long)v[i].m,
 			         (long long)v[i].k, (long long)v[i].ld, v[i].rdt == DT_F16 ? "_f16" : "", v[i].grid,
-			         v[i].shift ? "_shifted" : "", v[i].force_global ? "_global" : "");
+			         v[i].shift ? "_shifted" : "", v[i].force_global ? "_global" : "", v[i].single ? "_batch1" : "");
+			src_path_check(name, &s, !v[i].force_global && t < 4);
 			mm_run_shifted(name, s, v[i].grid, v[i].shift);
 		}
 	mm_calls = saved;
@@ -2366,10 +2390,10 @@ perf_ab(void)
 			qsort(&t[v * rounds], (size_t)rounds, sizeof *t, cmp_float);
 			double med = t[v * rounds + rounds / 2];
 			base = v ? base : med;
-			printf("PERFAB m=%lld n=%lld k=%lld tile=%s%s%s l2_first=%d group=%d b2b=%d rounds=%d median_ms=%.4f q1_ms=%.4f "
-			       "q3_ms=%.4f tflops=%.1f speed_vs_first=%.3f\n",
+			printf("PERFAB m=%lld n=%lld k=%lld tile=%s%s%s%s l2_first=%d group=%d b2b=%d rounds=%d median_ms=%.4f "
+			       "q1_ms=%.4f q3_ms=%.4f tflops=%.1f speed_vs_first=%.3f\n",
 			       (long long)m, (long long)n, (long long)k, names[v], epi[v] ? "+" : "", epi[v] ? epi_names[epi[v]] : "",
-			       hint[v], groups[v], b2b, rounds, med,
+			       kr[v].k.ntmaps > 3 ? "(staged)" : "", hint[v], groups[v], b2b, rounds, med,
 			       t[v * rounds + rounds / 4], t[v * rounds + 3 * rounds / 4], 2.0 * m * n * k / (med * 1e-3) / 1e12,
 			       base / med);
 			CU(cuMemFree(l[v].blocks));
