@@ -618,6 +618,9 @@ typedef struct Lowered {
 } Lowered;
 
 bool ptx_lower(const Plan *p, Lowered *lo);
+/* Whether every name of a comma list is a lowering tests may break on
+ * purpose (Plan.lower_break, syncc --break); else the first unknown one in bad. */
+bool ptx_lower_break_known(const char *names, char *bad, size_t n);
 void ptx_lowered_free(Lowered *lo);
 
 /* codegen/module.c: the file's PTX module, each distinct kernel once; an

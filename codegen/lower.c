@@ -1623,6 +1623,82 @@ check_pushed(Low *L)
 	return ok && check_pushed_rows(L);
 }
 
+/* ---- lowerings made wrong on purpose (tests: syncc --break) ----
+ * Each breaks what one of the compile-time checks above guards, after the
+ * lowering and before the checks, so a test can see the check refuse it
+ * by name rather than trust it unseen. */
+static const char *const lower_breaks[] = {
+	"push-count",  /* a pushed chunk waits for one raise more than its owners get (check_pushed) */
+	"push-route",  /* a routed entry names a route past the ranks (check_pushed) */
+	"push-rows",   /* a pushed chunk adds the next chunk's rows (check_pushed_rows) */
+	"push-stride", /* a pushed chunk's slots lie a byte apart from the entries' (check_pushed_rows) */
+};
+
+/* Whether name (a comma list's item of length n) is one of lower_breaks. */
+static int
+lower_break_index(const char *name, size_t n)
+{
+	for (size_t i = 0; i < NELEM(lower_breaks); i++)
+		if (strlen(lower_breaks[i]) == n && !strncmp(lower_breaks[i], name, n))
+			return (int)i;
+	return -1;
+}
+
+bool
+ptx_lower_break_known(const char *names, char *bad, size_t n)
+{
+	while (names && *names) {
+		size_t k = strcspn(names, ",");
+		if (lower_break_index(names, k) < 0) {
+			snprintf(bad, n, "%.*s", (int)(k < 64 ? k : 64), names);
+			return false;
+		}
+		names += k + (names[k] == ',');
+	}
+	return true;
+}
+
+static bool
+lower_broken(const Low *L, const char *which)
+{
+	const char *s = L->p->lower_break;
+	size_t w = strlen(which);
+	while (s && *s) {
+		size_t k = strcspn(s, ",");
+		if (k == w && !strncmp(s, which, k))
+			return true;
+		s += k + (s[k] == ',');
+	}
+	return false;
+}
+
+/* The first pushed chunk, or routed entry, made wrong as asked. */
+static void
+lower_break(Low *L)
+{
+	for (int k = 0; k < L->lo->nkern && lower_broken(L, "push-route"); k++)
+		for (int e = 0; L->lo->kern[k].k.route && e < L->lo->kern[k].nblocks; e++) {
+			PtxBlock *b = &L->lo->kern[k].blocks[0][e];
+			if (b->out_op >> PTX_ROUTE_SHIFT && b->out_flag != PTX_NO_FLAG) {
+				b->out_op = (uint32_t)(L->P + 1) << PTX_ROUTE_SHIFT | PTX_RAISE_ADD;
+				k = L->lo->nkern;
+				break;
+			}
+		}
+	for (int i = 0; i < L->lo->nstep; i++) {
+		LStep *s = &L->lo->step[i];
+		if (!s->ch.push)
+			continue;
+		if (lower_broken(L, "push-count") && s->nwait > 0)
+			s->wait_mult[0]++;
+		if (lower_broken(L, "push-rows"))
+			s->send.off += (int64_t)s->ch.count;
+		if (lower_broken(L, "push-stride"))
+			s->ch.send_stride++;
+		return;
+	}
+}
+
 /* ---- the whole plan ---- */
 
 static bool
@@ -1675,6 +1751,8 @@ ptx_lower(const Plan *p, Lowered *lo)
 	}
 	for (int k = 0; k < p->norder[LANE_COMM] && !L.failed; k++)
 		lower_step(&L, p->order[LANE_COMM][k]);
+	if (!L.failed && p->lower_break)
+		lower_break(&L);
 	if (!L.failed)
 		check_pushed(&L);
 	free(bl);

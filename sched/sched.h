@@ -170,6 +170,8 @@ typedef struct SchedOpts {
 	                        wherever it can (the copy engine cannot reduce or
 	                        cross nodes: nccl there) -- --comm-backend */
 	bool push;           /* p2p reduce_scatters may be pushed by their matmul (--push) */
+	const char *lower_break; /* tests: lowerings made wrong on purpose, which codegen's own
+	                            checks must refuse (syncc --break, ptx_lower_break_known) */
 } SchedOpts;
 
 typedef struct Plan Plan;
@@ -201,6 +203,7 @@ struct Plan {
 	                        candidate its own range, so no epoch meets another's) */
 	Topo topo;           /* what it was planned for: an all_reduce's phases
 	                        run on the levels of its nodes x gpus */
+	const char *lower_break; /* SchedOpts.lower_break */
 };
 
 /* sched/list.c: critical path and list scheduling on the cost model */

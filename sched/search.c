@@ -310,6 +310,7 @@ finish_plan(Plan *p, const Func *f, const SchedOpts *o, NodeChoice *ch, bool ser
 	p->g = blk_build(f, ch, &o->topo);
 	p->g->push = o->push;
 	p->topo = o->topo;
+	p->lower_break = o->lower_break;
 	if (p->g->inexact) /* the search scores such a choice INFINITY: never one of its plans */
 		die("a plan of %s writes a region it cannot list exactly", sym_str(f->name));
 	blk_cost(o->prof, p->g, &o->topo);

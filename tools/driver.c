@@ -222,6 +222,7 @@ static int
 take(Driver *d, OptId id, const char *flag, const char *val)
 {
 	long long n;
+	char bad[80];
 	switch (id) {
 	case OPT_OUT:
 		d->output = strcmp(val, "-") ? val : NULL;
@@ -292,8 +293,12 @@ take(Driver *d, OptId id, const char *flag, const char *val)
 	case OPT_F64:
 		d->f64 = true;
 		return -1;
-	case OPT_BREAK:
+	case OPT_BREAK: /* tests: syncrun --sim's wrong lowerings, syncc's (codegen/lower.c lower_breaks) */
 		d->breaks = val;
+		if (!strcmp(d->tool, "syncc") && !ptx_lower_break_known(val, bad, sizeof bad)) {
+			diag_usage("--break %s: unknown lowering '%s'", val, bad);
+			return EXIT_USAGE;
+		}
 		return -1;
 	case OPT_TIMEOUT:
 		if (!parse_int(val, 1, 3600 * 1000, &n)) {
@@ -745,7 +750,7 @@ typedef struct Variant {
 static Variant
 variant(Driver *d, Func *f, int after)
 {
-	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, NULL, NULL, NULL, d->backend, d->push};
+	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, NULL, NULL, NULL, d->backend, d->push, NULL};
 	Variant v = {INFINITY, 0, 0};
 	Plan *p;
 	for (int i = after + 1; i < ir_npasses; i++)
@@ -822,7 +827,8 @@ static int
 plan_all(Driver *d, Unit *u, FILE *mem)
 {
 	char err[600];
-	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, d->drop_edge, NULL, NULL, d->backend, d->push};
+	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, d->drop_edge, NULL, NULL, d->backend, d->push,
+	               d->breaks};
 	int n = 0;
 	if (!prof_find(&d->prof, profile_name(d), err, sizeof err)) {
 		diag_usage("%s", err);

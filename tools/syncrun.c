@@ -98,7 +98,7 @@ keep_candidate(void *ctx, const NodeChoice *ch)
 static bool
 run_all_plans(Driver *d, Func *f)
 {
-	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, false, NULL, keep_candidate, NULL, d->backend, d->push};
+	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, false, NULL, keep_candidate, NULL, d->backend, d->push, NULL};
 	SimOpts so = {SIM_GPU, d->seed, d->timeout_ms, d->breaks};
 	Cands c = {NULL, 0, f->nins, 0};
 	SimOracle or;

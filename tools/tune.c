@@ -259,7 +259,7 @@ tune_begin(Driver *d, Func *f, const char *device, bool codegen, TuneSet *s)
 	char dir[4096];
 	TunePick cached;
 	TuneCand *c;
-	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, NULL, NULL, NULL, d->backend, d->push};
+	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, NULL, NULL, NULL, d->backend, d->push, NULL};
 	Buf *keys = NULL;
 	int n;
 	*s = (TuneSet){0};
@@ -297,7 +297,7 @@ tune_begin(Driver *d, Func *f, const char *device, bool codegen, TuneSet *s)
 Plan *
 tune_plan(Driver *d, Func *f, const TunePick *k)
 {
-	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, NULL, NULL, NULL, d->backend, d->push};
+	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, NULL, NULL, NULL, d->backend, d->push, NULL};
 	Plan *p = k->ch ? sched_plan_for(f, &o, k->ch) : sched_plan(f, &o);
 	p->tile = k->tile;
 	p->grid_sms = k->sms;
@@ -431,7 +431,7 @@ Plan *
 tune_picked_plan(Driver *d, Func *f)
 {
 	FILE *in = fopen(d->tune_picks, "r");
-	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, NULL, NULL, NULL, d->backend, d->push};
+	SchedOpts o = {&d->prof, d->topo, d->mem_budget, d->mem_pct, d->serial, NULL, NULL, NULL, d->backend, d->push, NULL};
 	char op[256], path[4200];
 	Plan *p = NULL;
 	TunePick k;

@@ -80,7 +80,7 @@ simulate(const Func *f, const Plan *p, int gpus, uint64_t seed)
 static void
 back(Func *f, const Profile *prof, Topo topo, bool serial, uint64_t seed)
 {
-	SchedOpts o = {prof, topo, -1, 0, serial, NULL, NULL, NULL, 0, (seed & 2) != 0}; /* --push on half the inputs */
+	SchedOpts o = {prof, topo, -1, 0, serial, NULL, NULL, NULL, 0, (seed & 2) != 0, NULL}; /* --push on half the inputs */
 	Plan *p;
 	if (f->nins > MAX_VALUES)
 		return;
