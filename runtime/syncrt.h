@@ -179,7 +179,7 @@ int syn_barrier(syn_ctx *c);                                  /* host only; neve
 int syn_upload(syn_ctx *c, void *dst, const void *src, size_t bytes);
 int syn_download(syn_ctx *c, void *dst, const void *src, size_t bytes);
 /* A zeroed host block of `bytes` this context keeps for a generated
- * launcher, found again by `key`, 64-byte aligned (it holds syn_tmaps);
+ * launcher, found again by `key`, 64-byte aligned (it holds syn_tmap);
  * returns 1 the first time, 0 after (or a negative syn_status).  Freed by
  * syn_finalize. */
 int syn_state(syn_ctx *c, const char *key, size_t bytes, void **p);
