@@ -1634,49 +1634,43 @@ static const char *const lower_breaks[] = {
 	"push-stride", /* a pushed chunk's slots lie a byte apart from the entries' (check_pushed_rows) */
 };
 
-/* Whether name (a comma list's item of length n) is one of lower_breaks. */
+enum { LB_PUSH_COUNT, LB_PUSH_ROUTE, LB_PUSH_ROWS, LB_PUSH_STRIDE }; /* lower_breaks' order */
+
+/* The lowerings a comma list names, one bit each (1 << LB_*); -1 with the
+ * first unknown name in bad. */
 static int
-lower_break_index(const char *name, size_t n)
+lower_break_bits(const char *names, char *bad, size_t n)
 {
-	for (size_t i = 0; i < NELEM(lower_breaks); i++)
-		if (strlen(lower_breaks[i]) == n && !strncmp(lower_breaks[i], name, n))
-			return (int)i;
-	return -1;
+	int bits = 0;
+	while (names && *names) {
+		size_t k = strcspn(names, ","), i = 0;
+		while (i < NELEM(lower_breaks) && (strlen(lower_breaks[i]) != k || strncmp(lower_breaks[i], names, k)))
+			i++;
+		if (i == NELEM(lower_breaks)) {
+			snprintf(bad, n, "%.*s", (int)(k < 64 ? k : 64), names);
+			return -1;
+		}
+		bits |= 1 << i;
+		names += k + (names[k] == ',');
+	}
+	return bits;
 }
 
 bool
 ptx_lower_break_known(const char *names, char *bad, size_t n)
 {
-	while (names && *names) {
-		size_t k = strcspn(names, ",");
-		if (lower_break_index(names, k) < 0) {
-			snprintf(bad, n, "%.*s", (int)(k < 64 ? k : 64), names);
-			return false;
-		}
-		names += k + (names[k] == ',');
-	}
-	return true;
-}
-
-static bool
-lower_broken(const Low *L, const char *which)
-{
-	const char *s = L->p->lower_break;
-	size_t w = strlen(which);
-	while (s && *s) {
-		size_t k = strcspn(s, ",");
-		if (k == w && !strncmp(s, which, k))
-			return true;
-		s += k + (s[k] == ',');
-	}
-	return false;
+	return lower_break_bits(names, bad, n) >= 0;
 }
 
 /* The first pushed chunk, or routed entry, made wrong as asked. */
 static void
 lower_break(Low *L)
 {
-	for (int k = 0; k < L->lo->nkern && lower_broken(L, "push-route"); k++)
+	char bad[80];
+	int bits = lower_break_bits(L->p->lower_break, bad, sizeof bad);
+	if (bits <= 0) /* none, or names syncc --break refused already */
+		return;
+	for (int k = 0; k < L->lo->nkern && bits & 1 << LB_PUSH_ROUTE; k++)
 		for (int e = 0; L->lo->kern[k].k.route && e < L->lo->kern[k].nblocks; e++) {
 			PtxBlock *b = &L->lo->kern[k].blocks[0][e];
 			if (b->out_op >> PTX_ROUTE_SHIFT && b->out_flag != PTX_NO_FLAG) {
@@ -1689,11 +1683,11 @@ lower_break(Low *L)
 		LStep *s = &L->lo->step[i];
 		if (!s->ch.push)
 			continue;
-		if (lower_broken(L, "push-count") && s->nwait > 0)
+		if (bits & 1 << LB_PUSH_COUNT && s->nwait > 0)
 			s->wait_mult[0]++;
-		if (lower_broken(L, "push-rows"))
+		if (bits & 1 << LB_PUSH_ROWS)
 			s->send.off += (int64_t)s->ch.count;
-		if (lower_broken(L, "push-stride"))
+		if (bits & 1 << LB_PUSH_STRIDE)
 			s->ch.send_stride++;
 		return;
 	}
