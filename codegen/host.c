@@ -488,6 +488,23 @@ blk_roundtrip(const LKernel *kn, int r, const unsigned char *s, size_t n)
 	free(back);
 }
 
+/* The owners a routed kernel's rank pushes to, in the order its entries
+ * reach them (one name per run of entries): read back from the block
+ * list, so a test sees the order the kernel will walk. */
+static void
+emit_route_order(Buf *o, const LKernel *kn, int r)
+{
+	uint32_t last = 0;
+	buf_printf(o, "/* rank %d pushes to owners", r);
+	for (int i = 0; i < kn->nblocks; i++) {
+		uint32_t q = kn->blocks[r][i].out_op >> PTX_ROUTE_SHIFT;
+		if (q != last)
+			buf_printf(o, q ? " %u" : " (none)", q - 1);
+		last = q;
+	}
+	buf_printf(o, " in turn */\n");
+}
+
 static void
 emit_blocks(Buf *o, const Lowered *lo, const char *op, int k)
 {
@@ -501,6 +518,9 @@ emit_blocks(Buf *o, const Lowered *lo, const char *op, int k)
 	}
 	at[lo->f->nranks] = enc.len;
 	buf_printf(o, "/* %s: %d entries a rank, %zu bytes encoded */\n", kn->name, kn->nblocks, enc.len);
+	if (kn->route_rows > 0)
+		for (int r = 0; r < lo->f->nranks; r++)
+			emit_route_order(o, kn, r);
 	buf_printf(o, "static const unsigned char %s_k%d_enc[] =\n", op, k);
 	c_bytes(o, (const unsigned char *)enc.s, enc.len);
 	buf_printf(o, ";\nstatic const uint32_t %s_k%d_at[%d] = {", op, k, lo->f->nranks + 1);

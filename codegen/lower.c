@@ -353,6 +353,44 @@ push_target(Low *L, Val a)
 	return -1;
 }
 
+/* A band box's tiles, for box_tiles: tile rows x0..x1 and columns
+ * y0..y1 of batch z; rows_q > 0 routes each tile to the owner of its first
+ * row, an owner holding rows_q rows. */
+typedef struct TileBox {
+	const PtxBlock *proto;
+	int bm, bn;
+	int64_t x0, x1, y0, y1, z, rows_q;
+} TileBox;
+
+/* The first tile (of bm rows or columns) that starts at or past `at`. */
+static int64_t
+first_tile(int64_t at, int bm)
+{
+	return (at + bm - 1) / bm;
+}
+
+/* The box's tiles of tile rows lo..hi, in grouped order: TILE_GROUP tile
+ * rows at a time, column by column, so a wave of CTAs shares its A rows
+ * and B columns in L2.  owned[q] counts the tiles routed to owner q. */
+static void
+box_tiles(LKernel *k, int r, int *n, const TileBox *b, int64_t lo, int64_t hi, int *owned)
+{
+	lo = lo > b->x0 ? lo : b->x0;
+	hi = hi < b->x1 ? hi : b->x1;
+	for (int64_t gx = lo; gx < hi; gx += TILE_GROUP)
+		for (int64_t y = b->y0; y < b->y1; y++)
+			for (int64_t x = gx; x < gx + TILE_GROUP && x < hi; x++) {
+				PtxBlock e = *b->proto;
+				e.x = (uint32_t)x, e.y = (uint32_t)y, e.z = (uint32_t)b->z;
+				if (b->rows_q > 0) { /* to the owner of its rows */
+					int64_t q = x * b->bm / b->rows_q;
+					e.out_op |= (uint32_t)(q + 1) << PTX_ROUTE_SHIFT;
+					owned[q]++;
+				}
+				append(k, r, n, &e);
+			}
+}
+
 static bool
 lower_matmul(Low *L, Val a, const int *bl, int nb)
 {
@@ -469,21 +507,23 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 					free(n);
 					return refuse(L, "a band of matmul %%%d is not made of whole %dx%d tiles", a, t->bm, t->bn);
 				}
-				/* grouped order: TILE_GROUP tile rows at a time, column by
-				 * column, so a wave of CTAs shares its A rows and B columns in L2 */
-				for (int64_t z = R == 3 ? abs[q].lo[0] : 0; z < (R == 3 ? abs[q].hi[0] : 1); z++)
-					for (int64_t gx = m0 / t->bm; gx * t->bm < m1; gx += TILE_GROUP)
-						for (int64_t y = n0 / t->bn; y * t->bn < n1; y++)
-							for (int64_t x = gx; x < gx + TILE_GROUP && x * t->bm < m1; x++) {
-								PtxBlock e = proto;
-								e.x = (uint32_t)x, e.y = (uint32_t)y, e.z = (uint32_t)z;
-								if (pv >= 0) { /* to the owner of its rows */
-									int64_t q = x * t->bm / rows_q;
-									e.out_op |= (uint32_t)(q + 1) << PTX_ROUTE_SHIFT;
-									owned[q]++;
-								}
-								append(k, r, n, &e);
-							}
+			}
+			/* pushed: rotated by rank, rank r computing owner r + 1's
+			 * tiles first and its own last, so at every moment the ranks
+			 * push to different owners (each link busy both ways, no
+			 * owner's inbound link shared by every sender) and the
+			 * kernel's last tiles are local stores */
+			for (int j = 1; j <= (pv >= 0 ? L->P : 1); j++) {
+				int64_t o = (r + j) % L->P;
+				for (int q = 0; q < nbox; q++) {
+					TileBox tb = {&proto, t->bm, t->bn, abs[q].lo[R - 2] / t->bm, first_tile(abs[q].hi[R - 2], t->bm),
+					              abs[q].lo[R - 1] / t->bn, first_tile(abs[q].hi[R - 1], t->bn), 0,
+					              pv >= 0 ? rows_q : 0};
+					int64_t lo = pv >= 0 ? first_tile(o * rows_q, t->bm) : tb.x0;
+					int64_t hi = pv >= 0 ? first_tile((o + 1) * rows_q, t->bm) : tb.x1;
+					for (tb.z = R == 3 ? abs[q].lo[0] : 0; tb.z < (R == 3 ? abs[q].hi[0] : 1); tb.z++)
+						box_tiles(k, r, n, &tb, lo, hi, owned);
+				}
 			}
 		}
 		L->entries[bl[i]] = n[0] - before;
