@@ -537,6 +537,31 @@ check_devices(syn_ctx *c, int n, const int *dev, int have)
 	return SYN_OK;
 }
 
+/* Ranks of this process on one GPU share its context, and so its hardware
+ * work queues (CUDA_DEVICE_MAX_CONNECTIONS): streams past the queues'
+ * number share them in creation order, and a rank's stream waiting for a
+ * peer's flag then stalls the peer's kernel queued behind it in the same
+ * queue, which would have raised the flag -- a hang (with one queue, five
+ * of five pushed gemm_rs runs of two ranks on one H100 hung so,
+ * 2026-12-06: tests/gpu/conn-check).  Each rank has RT_STREAMS streams,
+ * and the legacy stream (uploads) takes one more. */
+enum { RT_STREAMS = 4 };
+static int
+check_queues(syn_ctx *c)
+{
+	const char *v = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+	long q = v && *v ? strtol(v, NULL, 10) : 8; /* the driver's default */
+	long need = (long)RT_STREAMS * c->share + 1;
+	if (c->share < 2 || q >= need)
+		return SYN_OK;
+	return rt_seterr(c, SYN_EUNSUPPORTED,
+	                 "rank %d: %d ranks share GPU %d in this process, whose %d streams need %ld hardware queues, but "
+	                 "CUDA_DEVICE_MAX_CONNECTIONS=%s gives %ld: a stream waiting for a peer's flag would stall "
+	                 "the peer's kernel queued behind it (a hang); set it to %ld or more (at most 32), or fewer "
+	                 "ranks a GPU",
+	                 c->rank, c->share, (int)c->dev, c->share * RT_STREAMS, need, v ? v : "(unset)", q, need);
+}
+
 /* Ranks on one GPU: each gets its share of the SMs, and a persistent
  * kernel one CTA per SM of it, so every rank's kernels are resident at
  * once (a CTA never takes more than an SM, and R shares fit the device):
@@ -564,6 +589,7 @@ int
 syn_device_count(int *n)
 {
 	*n = 0;
+	process_defaults(); /* its cuInit may be the process's first */
 	if (cuInit(0) != CUDA_SUCCESS || cuDeviceGetCount(n) != CUDA_SUCCESS)
 		return SYN_ECUDA;
 	return SYN_OK;
@@ -575,7 +601,7 @@ syn_init_local(int n, syn_ctx **cs, const syn_opts *o)
 	RtEnv env;
 	char err[RT_ERRLEN];
 	RtWorld *w;
-	int r, have = 0;
+	int r, have = 0, shared;
 	for (int i = 0; i < n; i++)
 		cs[i] = NULL;
 	if (n < 1 || !(w = calloc(1, sizeof *w)) || !(w->ctx = calloc((size_t)n, sizeof *w->ctx)))
@@ -615,7 +641,11 @@ syn_init_local(int n, syn_ctx **cs, const syn_opts *o)
 	}
 	if ((r = world_peer_access(cs, n)) || (r = world_flags(cs, n)))
 		return r;
-	if (!share_device(cs, n) && ((r = world_comms(cs, n)) || (r = split_levels(cs, n)) || (r = nccl_warmup(cs, n))))
+	shared = share_device(cs, n);
+	for (int i = 0; i < n && shared; i++)
+		if ((r = check_queues(cs[i])))
+			return r;
+	if (!shared && ((r = world_comms(cs, n)) || (r = split_levels(cs, n)) || (r = nccl_warmup(cs, n))))
 		return r;
 	for (int i = 0; i < n; i++) {
 		cuCtxSetCurrent(cs[i]->cu);
