@@ -456,7 +456,12 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 	if (s.epi.nout == 1 && s.epi.nins == 1) /* only the accumulator: no program */
 		s.epi.nins = s.epi.nout = 0;
 	/* --tune may ask for another tile; one the matmul cannot use is refused */
-	s.tile = L->p->tile > 0 && L->p->tile <= ptx_ntiles ? L->p->tile - 1 : ptx_matmul_shape_tile(&s, L->p->compute_sms);
+	{ /* a pushed matmul's tile is chosen as the routed kernel it will be */
+		PtxMatmulSpec shape = s;
+		shape.route = push_target(L, a) >= 0 ? L->P : 0;
+		s.tile = L->p->tile > 0 && L->p->tile <= ptx_ntiles ? L->p->tile - 1
+		                                                    : ptx_matmul_shape_tile(&shape, L->p->compute_sms);
+	}
 	{
 		const char *why = ptx_matmul_check(&s);
 		if (why)

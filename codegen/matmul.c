@@ -125,10 +125,39 @@ static const struct {
 	{"wg128x64x64s8", 0.40},
 };
 
+#define ONE_WAVE_TILE "wg128x256x64s4"
+enum { ONE_WAVE_MIN_KT = 16 }; /* k tiles: a short loop gains nothing from a deeper ring */
+
 static int64_t
 tiles_of(const PtxMatmulSpec *s, const PtxTile *t)
 {
 	return ceil_div(s->m, t->bm) * ceil_div(s->n, t->bn) * (s->batch > 0 ? s->batch : 1);
+}
+
+/* The wide tile with a 4-deep ring where its grid is one wave: each CTA
+ * runs one entry, so nothing overlaps its epilogue anyway and only the
+ * main loop's depth counts (512x8192x4096 on an H100, perf-ab interleaved:
+ * 0.0477 ms against the 3-stage tile's 0.0486, quartiles apart; at 1024
+ * rows and up, two waves or more, 0.994-0.975 of it,
+ * bench/results/2026-12-06-ring-h100.md).  Its ring leaves room for half
+ * the output tile only, so not where an input of the output's shape would
+ * be read through the staged tile (wg_src_plan), nor on a short k, nor
+ * for a routed (pushed) matmul, whose stores through the owners' maps were
+ * checked on the 3-stage tile only. */
+static int
+one_wave_tile(const PtxMatmulSpec *s, int tile, int sms)
+{
+	PtxMatmulSpec w = *s;
+	if (s->route || tiles_of(s, &ptx_tiles[tile]) > sms || ceil_div(s->k, ptx_tiles[tile].bk) < ONE_WAVE_MIN_KT)
+		return tile;
+	for (int i = 0; i < s->nin; i++)
+		if (s->in[i].stride[1] != 0) /* rows that differ: a residual's */
+			return tile;
+	w.tile = ptx_tile_byname(ONE_WAVE_TILE);
+	return w.tile >= 0 && ptx_tiles[w.tile].bm == ptx_tiles[tile].bm && ptx_tiles[w.tile].bn == ptx_tiles[tile].bn &&
+	               !ptx_matmul_check(&w)
+	           ? w.tile
+	           : tile;
 }
 
 /* The default tile, or a narrower wgmma tile where the wide tile leaves
@@ -136,7 +165,8 @@ tiles_of(const PtxMatmulSpec *s, const PtxTile *t)
  * wide one on a tie).  Small M is the case: 128x8192x4096 is 32 wide tiles
  * on 132 SMs (0.0472 ms on an H100), 64 of 128 x 128 (0.0312) and 128 of
  * 128 x 64 (0.0285); at 512x8192x4096 the wide tile's one wave wins
- * (0.0487 against 0.0510 and 0.0631).  sms <= 0: the default alone. */
+ * (0.0487 against 0.0510 and 0.0631), on its 4-deep ring (one_wave_tile).
+ * sms <= 0: the default alone. */
 int
 ptx_matmul_shape_tile(const PtxMatmulSpec *s, int sms)
 {
@@ -155,7 +185,7 @@ ptx_matmul_shape_tile(const PtxMatmulSpec *s, int sms)
 		if (c < best_cost)
 			best = w.tile, best_cost = c;
 	}
-	return best;
+	return best == def ? one_wave_tile(s, def, sms) : best;
 }
 
 /* The stream-K form of s->tile (PtxTile.streamk: the same tile, its last
