@@ -126,7 +126,10 @@ static const struct {
 };
 
 #define ONE_WAVE_TILE "wg128x256x64s4"
-enum { ONE_WAVE_MIN_KT = 16 }; /* k tiles: a short loop gains nothing from a deeper ring */
+enum {
+	ONE_WAVE_MIN_KT = 16, /* k tiles: a short loop gains nothing from a deeper ring */
+	ONE_WAVE_FULL = 7,    /* eighths of the SMs the wave must hold */
+};
 
 static int64_t
 tiles_of(const PtxMatmulSpec *s, const PtxTile *t)
@@ -134,21 +137,26 @@ tiles_of(const PtxMatmulSpec *s, const PtxTile *t)
 	return ceil_div(s->m, t->bm) * ceil_div(s->n, t->bn) * (s->batch > 0 ? s->batch : 1);
 }
 
-/* The wide tile with a 4-deep ring where its grid is one wave: each CTA
- * runs one entry, so nothing overlaps its epilogue anyway and only the
- * main loop's depth counts (512x8192x4096 on an H100, perf-ab interleaved:
- * 0.0477 ms against the 3-stage tile's 0.0486, quartiles apart; at 1024
- * rows and up, two waves or more, 0.994-0.975 of it,
- * bench/results/2026-12-06-ring-h100.md).  Its ring leaves room for half
- * the output tile only, so not where an input of the output's shape would
- * be read through the staged tile (wg_src_plan), nor on a short k, nor
- * for a routed (pushed) matmul, whose stores through the owners' maps were
- * checked on the 3-stage tile only. */
+/* The wide tile with a 4-deep ring where its grid is one full wave: each
+ * CTA runs one entry, and with every SM loading at once a deeper ring
+ * hides the longer waits for L2 and HBM.  Its ring leaves room for half the
+ * output tile, whose two-part epilogue, exposed once a CTA, costs more
+ * than the ring gains where fewer CTAs share the bandwidth.  perf-ab
+ * interleaved on one H100 (bench/results/2026-12-06-ring-h100.md), 4
+ * stages against 3: 512x8192x4096 (128 tiles on 132 SMs) 1.015-1.018x,
+ * with a bias 1.008x; 384x16384x4096 (96 tiles) 1.004x; 512x4096x8192 (64
+ * tiles) 0.983x; 1024 rows and up (two waves or more) 0.975-0.994x.  So a
+ * wave at least ONE_WAVE_FULL eighths full; not where an input of the
+ * output's shape would be read through the staged tile (wg_src_plan), nor
+ * on a short k, nor for a routed (pushed) matmul, whose stores through the
+ * owners' maps were checked on the 3-stage tile only. */
 static int
 one_wave_tile(const PtxMatmulSpec *s, int tile, int sms)
 {
 	PtxMatmulSpec w = *s;
-	if (s->route || tiles_of(s, &ptx_tiles[tile]) > sms || ceil_div(s->k, ptx_tiles[tile].bk) < ONE_WAVE_MIN_KT)
+	int64_t n = tiles_of(s, &ptx_tiles[tile]);
+	if (s->route || n > sms || n * 8 < (int64_t)sms * ONE_WAVE_FULL ||
+	    ceil_div(s->k, ptx_tiles[tile].bk) < ONE_WAVE_MIN_KT)
 		return tile;
 	for (int i = 0; i < s->nin; i++)
 		if (s->in[i].stride[1] != 0) /* rows that differ: a residual's */
