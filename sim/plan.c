@@ -9,6 +9,13 @@
  * their chunk through the `sim` backend.  A wait that passes its deadline
  * is an error naming the rank, the block and the flag.
  *
+ * A reduce_scatter its matmul pushes (sched_push) runs as libsyncrt's
+ * pushed form does: after each band, rank s copies the band's rows of
+ * owner q's block into q's copy of the partial at slot s (rows s M/P + i
+ * for q's row q M/P + i) and adds 1 to q's count of that band's flag; the
+ * owner's chunk waits for P raises a call of each band it reads, then adds
+ * the P slots of its rows in rank order -- no collective is called.
+ *
  * Before running, a race check recomputes every dependency from the
  * blocks' regions (not from the scheduler's edges) and proves each writer
  * happens before each reader through lane order and waits, so a plan with
@@ -30,6 +37,9 @@ typedef struct PRank {
 	uint64_t *flags;
 	uint64_t epoch;
 	double **staging;          /* per block: the data between phases of a chunk */
+	struct PRank *all;         /* every rank: a pushed band writes into its owners' */
+	Tensor *land;              /* per value: a pushed reduce_scatter's input as the owners fill it */
+	uint64_t *pushed;          /* per flag: the bands pushed here from every rank, all calls */
 	bool failed;
 	pthread_mutex_t mu;
 } PRank;
@@ -220,6 +230,69 @@ exec_attn(PRank *k, Val mm2, const Box *band)
 	return true;
 }
 
+/* The pushed reduce_scatter that reads value x, or -1. */
+static Val
+pushed_of(const PRank *k, Val x)
+{
+	const Func *f = k->c.f;
+	for (Val v = 0; v < f->nins; v++)
+		if (f->ins[v].op == OP_REDUCE_SCATTER && f->ins[v].arg[0] == x && sched_push(k->p, v))
+			return v;
+	return -1;
+}
+
+/* Rows lo..hi of this rank's x into owner q's copy, at this rank's slot:
+ * row q M/P + i lands at row r M/P + i. */
+static void
+push_rows(PRank *k, Val x, int q, int64_t lo, int64_t hi)
+{
+	const Tensor *src = &k->val[x];
+	Tensor *dst = &k->all[q].land[x];
+	int64_t rows = src->dim[0] / k->c.P, row = src->n / src->dim[0];
+	int slot = k->c.brk->on[BR_PUSH_SLOT] && k->c.r == 0 ? 1 % k->c.P : k->c.r;
+	for (int64_t i = lo; i < hi; i++)
+		memcpy(dst->v + (size_t)((slot * rows + i - q * rows) * row), src->v + (size_t)(i * row),
+		       (size_t)row * sizeof *dst->v);
+}
+
+/* After a band of a pushed reduce_scatter's matmul: its rows of each
+ * owner's block copied into the owner's copy, then one raise of the band's
+ * flag at each owner it served (release: the rows before the count). */
+static bool
+push_band(PRank *k, const BlockGraph *g, const Blk *b)
+{
+	const Func *f = k->c.f;
+	for (int o = 0; o < b->nout; o++) {
+		Val x = b->out[o].v, v = pushed_of(k, x);
+		Box abs[2 * MAXBOX];
+		int n, P = k->c.P;
+		int64_t rows;
+		bool *served;
+		if (v < 0)
+			continue;
+		if (b->flag < 0 || f->ins[v].axis != 0 || f->ins[x].ty.rank != 2)
+			return fail(k, "rank %d: a pushed reduce_scatter's band %s%s has no flag or is not 2-D rows", "", "");
+		rows = k->val[x].dim[0] / P;
+		served = xcalloc((size_t)P, sizeof *served);
+		n = blk_abs_boxes(f, &b->out[o], k->c.r, abs);
+		for (int i = 0; i < n; i++)
+			for (int q = 0; q < P; q++) {
+				int64_t lo = abs[i].lo[0] > q * rows ? abs[i].lo[0] : q * rows;
+				int64_t hi = abs[i].hi[0] < (q + 1) * rows ? abs[i].hi[0] : (q + 1) * rows;
+				if (lo < hi) {
+					push_rows(k, x, q, lo, hi);
+					served[q] = true;
+				}
+			}
+		for (int q = 0; q < P; q++)
+			if (served[q] && !(k->c.brk->on[BR_PUSH_RAISE] && k->c.r == 0))
+				__atomic_add_fetch(&k->all[q].pushed[b->flag], 1, __ATOMIC_RELEASE);
+		free(served);
+	}
+	(void)g;
+	return true;
+}
+
 static bool
 exec_compute(PRank *k, const BlockGraph *g, const Blk *b)
 {
@@ -254,8 +327,7 @@ exec_compute(PRank *k, const BlockGraph *g, const Blk *b)
 					return false;
 			}
 	}
-	(void)g;
-	return true;
+	return push_band(k, g, b);
 }
 
 /* ---- comm blocks ---- */
@@ -315,6 +387,28 @@ exec_allgather(PRank *k, const BlockGraph *g, const Blk *b, Val v, const Ins *in
 	free(recv);
 	sim_free(&s);
 	return ok;
+}
+
+/* A pushed chunk: every rank's slot of this rank's rows, from its own
+ * copy of the partial, added in rank order as the collective would. */
+static bool
+exec_pushed(PRank *k, const Blk *b, Val v, const Ins *in)
+{
+	const Tensor *land = &k->land[in->arg[0]];
+	Tensor *y = &k->val[v];
+	Box by = one_box(k, &b->out[0]);
+	Tensor out = sim_sub(y, by.lo, by.hi);
+	int64_t rows = y->dim[0], row = y->n / y->dim[0];
+	for (int64_t i = by.lo[0]; i < by.hi[0]; i++)
+		for (int64_t j = by.lo[1]; j < by.hi[1]; j++) {
+			double acc = land->v[(size_t)(i * row + j)];
+			for (int s = 1; s < k->c.P; s++)
+				acc = sim_round(in->ty.dt, acc + land->v[(size_t)((s * rows + i) * row + j)]);
+			out.v[(size_t)((i - by.lo[0]) * (by.hi[1] - by.lo[1]) + j - by.lo[1])] = acc;
+		}
+	sim_put(y, by.lo, &out);
+	sim_free(&out);
+	return true;
 }
 
 static bool
@@ -474,7 +568,7 @@ exec_comm(PRank *k, const BlockGraph *g, int bi, int gpus)
 	case OP_ALL_GATHER:
 		return exec_allgather(k, g, b, v, in);
 	case OP_REDUCE_SCATTER:
-		return exec_reduce_scatter(k, g, b, v, in);
+		return sched_push(k->p, v) ? exec_pushed(k, b, v, in) : exec_reduce_scatter(k, g, b, v, in);
 	case OP_ALL_TO_ALL:
 		return exec_all_to_all(k, g, b, v, in);
 	case OP_ALL_REDUCE:
@@ -508,14 +602,22 @@ lane_main(void *arg)
 		int bi = p->order[a->lane][back ? p->norder[a->lane] - 1 - pos : pos];
 		const Blk *b = &g->b[bi];
 		bool ok;
+		bool pushed = b->kind == BK_COMM && g->f->ins[b->node].op == OP_REDUCE_SCATTER && sched_push(p, b->node);
 		for (int j = 0; j < b->npred; j++) {
 			const Blk *q = &g->b[b->pred[j]];
+			/* a pushed chunk counts its bands' raises from every rank */
+			bool from_all = pushed && pushed_of(k, g->f->ins[b->node].arg[0]) == b->node && q->kind == BK_COMPUTE &&
+			                blk_region_overlap(&q->out[0], &b->in[0]);
+			volatile uint64_t *fl = from_all ? &k->pushed[q->flag] : &k->flags[q->flag];
 			if (q->lane == b->lane)
 				continue;
-			if (k->c.comm->wait_flag(k->c.comm, NULL, &k->flags[q->flag], k->epoch, q->flag) != 0) {
+			if (k->c.comm->wait_flag(k->c.comm, NULL, fl, from_all ? k->epoch * (uint64_t)k->c.P : k->epoch, q->flag) !=
+			    0) {
 				char why[600];
-				snprintf(why, sizeof why, "%%s waiting for flag f%d of %s: %s", q->flag,
-				         blk_name(g, b->pred[j], other, sizeof other), k->c.comm->error(k->c.comm));
+				snprintf(why, sizeof why, "waiting for flag f%d of %s%s: %s", q->flag,
+				         blk_name(g, b->pred[j], other, sizeof other),
+				         from_all ? " (the pushed band from every rank: P raises a call)" : "",
+				         k->c.comm->error(k->c.comm));
 				fail(k, "rank %d: block %s, %s", blk_name(g, bi, name, sizeof name), why);
 				return NULL;
 			}
@@ -639,6 +741,9 @@ sim_plan_run(const Plan *p, const Tensor *in, const SimOpts *o, int gpus, int ca
 		k->val = xcalloc((size_t)f->nins + 1, sizeof *k->val);
 		k->flags = xcalloc((size_t)p->nflags + 1, sizeof *k->flags);
 		k->staging = xcalloc((size_t)p->g->n + 1, sizeof *k->staging);
+		k->all = ranks;
+		k->land = xcalloc((size_t)f->nins + 1, sizeof *k->land);
+		k->pushed = xcalloc((size_t)p->nflags + 1, sizeof *k->pushed);
 		pthread_mutex_init(&k->mu, NULL);
 		vals[r] = k->val;
 	}
@@ -656,6 +761,9 @@ sim_plan_run(const Plan *p, const Tensor *in, const SimOpts *o, int gpus, int ca
 					sim_copy_flat(&shard[r][i->a], &k->val[v]);
 				else if (i->op == OP_CONST)
 					k->val[v].v[0] = sim_round(i->ty.dt, i->c);
+				sim_free(&k->land[v]);
+				if (pushed_of(k, v) >= 0) /* poisoned: a slot nobody pushed shows */
+					k->land[v] = sim_tensor_of(&i->ty, true, P);
 			}
 		}
 		for (int t = 0; t < P * NLANES; t++) {
@@ -680,8 +788,12 @@ sim_plan_run(const Plan *p, const Tensor *in, const SimOpts *o, int gpus, int ca
 	}
 	for (int r = 0; r < P; r++) {
 		PRank *k = &ranks[r];
-		for (Val v = 0; v < f->nins; v++)
+		for (Val v = 0; v < f->nins; v++) {
 			sim_free(&k->val[v]);
+			sim_free(&k->land[v]);
+		}
+		free(k->land);
+		free(k->pushed);
 		for (int i = 0; i < p->g->n; i++)
 			free(k->staging[i]);
 		free(k->staging);

@@ -37,6 +37,8 @@ static const char *const break_names[SIM_NBREAK] = {
 	"p2p-flag",       /* rank 0 raises no arrival flag at its first p2p chunk (plans only) */
 	"attn-norescale", /* an attention region's online softmax keeps sums made against an older max */
 	"matmul-bt",      /* a matmul reading transpose(w) in place (trans_b) reads w as B itself */
+	"push-raise",     /* rank 0's bands push their rows but raise no owner's flag (plans only) */
+	"push-slot",      /* rank 0's bands push their rows into rank 1's slot (plans only) */
 };
 
 bool

@@ -93,7 +93,8 @@ int sim_world_first(SimWorld *w);                /* the rank that failed first, 
 /* sim/run.c: the oracle and SPMD execution */
 /* Deliberately wrong lowerings, for tests (names in sim/run.c). */
 enum { BR_MM_NOSLICE, BR_EW_NOSLICE, BR_AR_LOCAL, BR_RS_BLOCK, BR_AG_ORDER, BR_A2A_ORDER, BR_SHIFT_BACK,
-       BR_MEAN_LOCAL, BR_SCATTER_BLOCK, BR_COMM_ORDER, BR_P2P_FLAG, BR_ATTN_NORESCALE, BR_MM_BT_IGNORED, SIM_NBREAK };
+       BR_MEAN_LOCAL, BR_SCATTER_BLOCK, BR_COMM_ORDER, BR_P2P_FLAG, BR_ATTN_NORESCALE, BR_MM_BT_IGNORED,
+       BR_PUSH_RAISE, BR_PUSH_SLOT, SIM_NBREAK };
 typedef struct SimBreak {
 	bool on[SIM_NBREAK];
 } SimBreak;

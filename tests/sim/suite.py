@@ -59,6 +59,38 @@ def tests(root, run, Fail):
                 expect(rc == 0 and "FAILED" not in out and "MISMATCH" not in out and re.search(r"candidate plans? run.*all ok", out),
                        "%s at P = %s on p2p: every candidate plan matches the oracle" % (os.path.basename(f), P), out, err)
 
+    def t_p2p_pushed():
+        # a reduce_scatter pushed by its matmul (gemm_rs; row_linear's
+        # all_reduce, where a candidate splits it) at P = 2, 4, 8, every candidate plan
+        # (chunked ones among them): the bands copy their rows into the
+        # owners' copies and count at the owners' flags, the owners add the
+        # P slots -- against the oracle
+        for f in ("gemm_rs", "row_linear"):
+            for P in (2, 4, 8):
+                args = [syncrun, "--sim", "examples/%s.syn" % f, "--ranks", str(P), "--comm-backend", "p2p",
+                        "-D", "M=%d" % (256 * P), "-D", "N=512", "-D", "K=256", "--profile", "sim"]
+                rc, out, err = run(args + ["--explain"])
+                expect(rc == 0 and "FAILED" not in out and (f != "gemm_rs" or "pushed by its matmul's epilogue" in out + err),
+                       "%s at P = %d: the plan (gemm_rs's pushed) matches the oracle" % (f, P), out, err)
+                rc, out, err = run(args + ["--all-plans"])
+                expect(rc == 0 and re.search(r"candidate plans? run.*all ok", out),
+                       "%s at P = %d: every pushed candidate plan matches the oracle" % (f, P), out, err)
+
+    def t_p2p_pushed_broken():
+        # a rank that pushes its rows but raises no owner's flag: the owners'
+        # waits end in a named timeout; one that pushes into the wrong slot:
+        # the oracle sees it (the slot left unwritten is poisoned)
+        t0 = time.time()
+        args = [syncrun, "--sim", "examples/gemm_rs.syn", "--ranks", "4", "--comm-backend", "p2p", "-D", "M=1024",
+                "-D", "N=512", "-D", "K=256", "--timeout-ms", "1500"]
+        rc, out, err = run(args + ["--break", "push-raise"])
+        took = time.time() - t0
+        expect(rc == 1 and "FAILED" in out and "the pushed band from every rank" in out and took < 15,
+               "a pushed band's raise never made is a named timeout (%.1f s)" % took, out, err)
+        rc, out, err = run(args + ["--break", "push-slot"])
+        expect(rc == 1 and "MISMATCH" in out and "timeout" not in out,
+               "a pushed band in the wrong slot is caught by the oracle", out, err)
+
     def t_p2p_dropped_flag():
         # rank 0 never raises its arrival flag for its first p2p chunk: every
         # reader's wait ends in a timeout that names the chunk and the flag
