@@ -120,7 +120,7 @@ static const char *const taken[] = {
 	"syn_launch", "syn_launch_group", "syn_mark", "syn_mark_ms", "syn_nranks", "syn_opts", "syn_peer_ptr", "syn_raise", "syn_rank",
 	"syn_ref_matmul", "syn_run_local", "syn_op_flags", "syn_epoch", "syn_sms", "syn_state", "syn_status", "syn_status_name", "syn_stream",
 	"syn_stream_enter", "syn_stream_leave", "syn_sync", "syn_begin_local", "syn_trace_exposed", "syn_device_info", "syn_tensor", "syn_tensor_check", "syn_timeout_ns",
-	"syn_check_topo",
+	"syn_check_topo", "syn_abi_check", "syn_abi_match",
 	"syn_tmap", "syn_tmap_encode", "syn_tmap_encode_at", "syn_routes", "syn_trace_slots", "syn_trace_write", "syn_upload", "syn_wait",
 	/* the launcher's own */
 	"syn_blk", "syn_blk_varint", "syn_blk_run", "syn_blk_dec", "syn_blk_apply", "syn_blk_upload", "syn_ptx_of_file", "syn_cubin_of_file", "syn_image_of_file",
@@ -692,6 +692,8 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 	buf_printf(o, "} %s_state;\n\n", id);
 	/* set-up, on the first call on a context */
 	buf_printf(o, "static int\n%s_setup(syn_ctx *ctx, %s_state *st, int rank)\n{\n\tint r;\n\t(void)rank;\n\t(void)r;\n\t(void)syn_image_of_file;\n", id, id);
+	/* first: a libsyncrt of another contract would misread the state below */
+	buf_printf(o, "\tif ((r = syn_abi_check(ctx, SYN_ABI, \"%s\")))\n\t\treturn r;\n", op);
 	for (int k = 0; k < lo->nkern; k++) {
 		const LKernel *kn = &lo->kern[k];
 		buf_printf(o, "\tif ((r = syn_kernel_get(ctx, &syn_image_of_file, \"%s\", &st->k[%d])) ||\n",

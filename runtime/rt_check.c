@@ -244,3 +244,15 @@ rt_range_in(uint64_t base, size_t size, uint64_t p, size_t bytes)
 		return p == base && !bytes;
 	return p >= base && p - base < size && bytes <= size - (p - base);
 }
+
+int
+syn_abi_match(int launcher_abi, const char *op, char *msg, size_t len)
+{
+	if (launcher_abi == SYN_ABI)
+		return SYN_OK;
+	snprintf(msg, len,
+	         "%s: its launcher was compiled against syncrt.h ABI %d, but this libsyncrt is ABI %d: compile the "
+	         "op again with the syncc of this libsyncrt (or link the libsyncrt it was built with)",
+	         op ? op : "?", launcher_abi, SYN_ABI);
+	return SYN_EUNSUPPORTED;
+}

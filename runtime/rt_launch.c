@@ -174,6 +174,18 @@ rt_be_new(syn_ctx *c, CommBackendKind kind)
 /* ================= one operator call ================= */
 
 int
+syn_abi_check(syn_ctx *c, int launcher_abi, const char *op)
+{
+	char msg[RT_ERRLEN];
+	int r;
+	if ((r = rt_entry(c)))
+		return r;
+	if ((r = syn_abi_match(launcher_abi, op, msg, sizeof msg)))
+		return rt_seterr(c, r, "rank %d: %s", c->rank, msg);
+	return SYN_OK;
+}
+
+int
 syn_check_args(syn_ctx *c, const char *op, int n, const syn_tensor *t, const syn_argspec *s)
 {
 	char msg[RT_ERRLEN];

@@ -234,6 +234,15 @@ int syn_tmap_encode_at(syn_ctx *c, syn_tmap *m, const char *what, int rank, uint
 int syn_routes(syn_ctx *c, const char *what, void *table, int flag, int64_t rows);
 
 /* ---- one operator call ---- */
+/* The contract between generated launchers and this library: a launcher
+ * passes the SYN_ABI of the syncrt.h it was compiled with at its op's
+ * first call; it is raised whenever a launcher built against one would
+ * misread the other (2: syn_state's 64-byte alignment, which the op
+ * state's syn_tmap needs).  SYN_EUNSUPPORTED, naming the op and both
+ * numbers, where they differ; a library older than the check has no such
+ * symbol, and the launcher does not load. */
+#define SYN_ABI 2
+int syn_abi_check(syn_ctx *c, int launcher_abi, const char *op);
 int syn_check_args(syn_ctx *c, const char *op, int n, const syn_tensor *t, const syn_argspec *s);
 /* An op compiled for --topo NODESxGPUS whose all_reduce runs in phases
  * over the node and cross-node communicators: SYN_EARG, naming both, when
@@ -326,6 +335,7 @@ int syn_ref_matmul(syn_ctx *c, const float *a, const float *b, float *out, int64
 
 /* ---- checks usable without a context (and without a GPU) ---- */
 int syn_tensor_check(const char *op, int index, const syn_tensor *t, const syn_argspec *s, char *msg, size_t len);
+int syn_abi_match(int launcher_abi, const char *op, char *msg, size_t len); /* syn_abi_check's test */
 
 #ifdef __cplusplus
 }

@@ -527,6 +527,20 @@ t_ranges(void)
 	printf("check: half-open buffer lookups\n");
 }
 
+/* A launcher of another contract is refused by name, before it reads its
+ * state (syn_abi_check). */
+static void
+t_abi(void)
+{
+	char msg[512] = "", want[160];
+	EXPECT(syn_abi_match(SYN_ABI, "row_linear", msg, sizeof msg) == SYN_OK, "this header's ABI: %s", msg);
+	snprintf(want, sizeof want, "row_linear: its launcher was compiled against syncrt.h ABI %d, but this libsyncrt is ABI %d",
+	         SYN_ABI - 1, SYN_ABI);
+	EXPECT(syn_abi_match(SYN_ABI - 1, "row_linear", msg, sizeof msg) == SYN_EUNSUPPORTED && strstr(msg, want),
+	       "an older launcher: %s", msg);
+	printf("check: the launcher's ABI\n");
+}
+
 static void
 t_check(void)
 {
@@ -1150,6 +1164,7 @@ main(int argc, char **argv)
 	else if (!strcmp(what, "check")) {
 		t_check();
 		t_ranges();
+		t_abi();
 	}
 	else if (!strcmp(what, "plan")) {
 		t_plan();
