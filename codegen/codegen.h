@@ -325,6 +325,10 @@ int ptx_matmul_streamk(const PtxMatmulSpec *s, int sms); /* the stream-K form of
 #define PTX_F32_TILE_WIDE "ffma128x128x8s4" /* with epilogue inputs (1 CTA per SM, no spills) */
 int ptx_matmul_default_tile(const PtxMatmulSpec *s); /* the tile to use when none is asked for */
 int ptx_matmul_shape_tile(const PtxMatmulSpec *s, int sms); /* ... or a narrower one where it fills `sms` better */
+/* The output's terms for a tile staged through shared memory and stored
+ * by TMA: one 16-bit output, unit column stride, 16-byte rows (the room
+ * beside the stages is the tile's own question, codegen/wgmma.c). */
+bool ptx_matmul_out_stageable(const PtxMatmulSpec *s);
 /* Fills all tiles (when out is not NULL) in grouped order: `group` tile rows
  * at a time, column by column, for L2 reuse; returns the number of tiles. */
 int64_t ptx_matmul_blocks(const PtxMatmulSpec *s, int group, PtxBlock *out);

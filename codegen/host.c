@@ -684,7 +684,7 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 		if (b.work[k] >= 0)
 			buf_printf(o, "%lluu, ", (unsigned long long)lo->kern[k].k.work);
 	buf_printf(o, "%s};\n\n", b.nscratch ? "" : "0");
-	buf_printf(o, "typedef struct {\n\tuint64_t calls;\n\tsyn_kernel *k[%d];\n\tvoid *blocks[%d];\n\tvoid *scratch[%d];\n",
+	buf_printf(o, "typedef struct {\n\tuint64_t calls;\n\tint ready; /* 1: set up; < 0: its set-up failed so */\n\tsyn_kernel *k[%d];\n\tvoid *blocks[%d];\n\tvoid *scratch[%d];\n",
 	           lo->nkern ? lo->nkern : 1, lo->nkern ? lo->nkern : 1, b.nscratch ? b.nscratch : 1);
 	if (max_tmaps(lo)) /* each kernel's tensor maps and the addresses they were encoded for (tmap_encode) */
 		buf_printf(o, "\tsyn_tmap tm[%d][%d];\n\tuint64_t tm_at[%d][%d];\n", lo->nkern, max_tmaps(lo), lo->nkern,
@@ -734,7 +734,15 @@ emit_op(Buf *o, Buf *h, const Lowered *lo, int base)
 	buf_printf(o, "\tif ((r = syn_check_args(ctx, \"%s\", %d, arg, %s_specs)))\n\t\treturn r;\n", op, nargs, id);
 	buf_printf(o, "\trank = syn_rank(ctx);\n");
 	buf_printf(o, "\tif ((r = syn_state(ctx, \"syncc:%s\", sizeof *st, (void **)&st)) < 0)\n\t\treturn r;\n", op);
-	buf_printf(o, "\tif (r == 1 && (r = %s_setup(ctx, st, rank)))\n\t\treturn r;\n", id);
+	/* not on syn_state's first answer alone: a set-up that failed (a
+	 * libsyncrt of another ABI, an allocation) leaves a state a second
+	 * call would launch from; it fails every call the same way instead
+	 * (running it again would repeat collective allocations the other
+	 * ranks made once) */
+	buf_printf(o, "\tif (st->ready < 0)\n\t\treturn st->ready; /* its set-up failed */\n");
+	buf_printf(o, "\tif (!st->ready) {\n\t\tif ((r = %s_setup(ctx, st, rank)))\n\t\t\treturn st->ready = r;\n"
+	              "\t\tst->ready = 1;\n\t}\n",
+	           id);
 	/* an op with no comm steps runs on the caller's stream (syncrt.h) */
 	/* its flags, cleared at its start under CUDA graph capture (syncrt.h) */
 	buf_printf(o, "\tsyn_op_flags(ctx, %d, %d);\n", base, lo->nflags);

@@ -146,17 +146,18 @@ tiles_of(const PtxMatmulSpec *s, const PtxTile *t)
  * stages against 3: 512x8192x4096 (128 tiles on 132 SMs) 1.015-1.018x,
  * with a bias 1.008x; 384x16384x4096 (96 tiles) 1.004x; 512x4096x8192 (64
  * tiles) 0.983x; 1024 rows and up (two waves or more) 0.975-0.994x.  So a
- * wave at least ONE_WAVE_FULL eighths full; not where an input of the
- * output's shape would be read through the staged tile (wg_src_plan), nor
- * on a short k, nor for a routed (pushed) matmul, whose stores through the
- * owners' maps were checked on the 3-stage tile only. */
+ * wave at least ONE_WAVE_FULL eighths full and an output it stages (stored
+ * from registers the 4-stage tile was 10-20% slower); not where an input
+ * of the output's shape would be read through the staged tile
+ * (wg_src_plan), nor on a short k, nor for a routed (pushed) matmul, whose
+ * stores through the owners' maps were checked on the 3-stage tile only. */
 static int
 one_wave_tile(const PtxMatmulSpec *s, int tile, int sms)
 {
 	PtxMatmulSpec w = *s;
 	int64_t n = tiles_of(s, &ptx_tiles[tile]);
 	if (s->route || n > sms || n * 8 < (int64_t)sms * ONE_WAVE_FULL ||
-	    ceil_div(s->k, ptx_tiles[tile].bk) < ONE_WAVE_MIN_KT)
+	    ceil_div(s->k, ptx_tiles[tile].bk) < ONE_WAVE_MIN_KT || !ptx_matmul_out_stageable(s))
 		return tile;
 	for (int i = 0; i < s->nin; i++)
 		if (s->in[i].stride[1] != 0) /* rows that differ: a residual's */

@@ -159,16 +159,22 @@ wg_storer(const Wg *w)
  * tile (1 part) or else for half of it (2 parts: the consumers write the
  * first half, wait until TMA has read it, then write the second -- what a
  * fourth stage of 128x256 costs). */
+bool
+ptx_matmul_out_stageable(const PtxMatmulSpec *s)
+{
+	const PtxTensor *o = &s->out[0];
+	int64_t lim = (int64_t)1 << 38;
+	if (s->nout != 1 || (s->epi.nins && s->epi.nout != 1) || !ptx_dtypes[o->dt].pack2 || o->stride[2] != 1)
+		return false;
+	return !(o->stride[1] % 8 || o->stride[1] >= lim ||
+	         (s->batch > 1 && (o->stride[0] % 8 || !o->stride[0] || o->stride[0] >= lim)));
+}
+
 static int
 wg_stageable(const Wg *w)
 {
-	const PtxMatmulSpec *s = w->s;
-	const PtxTensor *o = &s->out[0];
-	int64_t lim = (int64_t)1 << 38;
 	int tile = w->cbm * w->t->bn * 2;
-	if (s->nout != 1 || (s->epi.nins && s->epi.nout != 1) || !ptx_dtypes[o->dt].pack2 || o->stride[2] != 1)
-		return 0;
-	if (o->stride[1] % 8 || o->stride[1] >= lim || (s->batch > 1 && (o->stride[0] % 8 || !o->stride[0] || o->stride[0] >= lim)))
+	if (!ptx_matmul_out_stageable(w->s))
 		return 0;
 	if (wg_fits(w, wg_smem_at(w, w->bars + tile)))
 		return 1;

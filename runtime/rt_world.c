@@ -544,8 +544,11 @@ check_devices(syn_ctx *c, int n, const int *dev, int have)
  * queue, which would have raised the flag -- a hang (with one queue, five
  * of five pushed gemm_rs runs of two ranks on one H100 hung so,
  * 2026-12-06: tests/gpu/conn-check).  Each rank has RT_STREAMS streams,
- * and the legacy stream (uploads) takes one more. */
-enum { RT_STREAMS = 4 };
+ * and the legacy stream (uploads) takes one more.  The variable is read
+ * as the process has it now (libsyncrt's default set): where CUDA was
+ * initialised before libsyncrt with fewer queues, this check cannot see
+ * it. */
+enum { RT_STREAMS = 4, RT_MAX_QUEUES = 32 /* CUDA_DEVICE_MAX_CONNECTIONS' ceiling */ };
 static int
 check_queues(syn_ctx *c)
 {
@@ -554,6 +557,13 @@ check_queues(syn_ctx *c)
 	long need = (long)RT_STREAMS * c->share + 1;
 	if (c->share < 2 || q >= need)
 		return SYN_OK;
+	if (need > RT_MAX_QUEUES)
+		return rt_seterr(c, SYN_EUNSUPPORTED,
+		                 "rank %d: %d ranks share GPU %d in this process, whose %d streams need %ld hardware queues, "
+		                 "more than the driver's %d: a stream waiting for a peer's flag could stall the peer's kernel "
+		                 "queued behind it (a hang); at most %d ranks of one process can share a GPU",
+		                 c->rank, c->share, (int)c->dev, c->share * RT_STREAMS, need, RT_MAX_QUEUES,
+		                 (RT_MAX_QUEUES - 1) / RT_STREAMS);
 	return rt_seterr(c, SYN_EUNSUPPORTED,
 	                 "rank %d: %d ranks share GPU %d in this process, whose %d streams need %ld hardware queues, but "
 	                 "CUDA_DEVICE_MAX_CONNECTIONS=%s gives %ld: a stream waiting for a peer's flag would stall "

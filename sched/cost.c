@@ -383,6 +383,41 @@ push_tma_rows(const Func *f, Val a)
 	return true;
 }
 
+/* Whether every band of x's matmul holds as many rows of each owner's
+ * block as of every other's: each owner's flag then counts the same raises
+ * from every band, which is what its chunk waits for.  Bands cut by an
+ * all_gather's chunks, say, hold one owner's rows each; lowering refused
+ * such a push ("unequal tile counts"), and a plan must not promise it. */
+static bool
+push_bands_even(const BlockGraph *g, Val x)
+{
+	const Func *f = g->f;
+	int P = f->nranks;
+	int64_t rows = ty_local_dim(&f->ins[x].ty, 0, P) / P;
+	for (int i = 0; i < g->n; i++) {
+		const Blk *b = &g->b[i];
+		Box abs[2 * MAXBOX];
+		int64_t first = -1;
+		int n;
+		if (b->kind != BK_COMPUTE || b->node != f->ins[x].group || !b->nout)
+			continue;
+		n = blk_abs_boxes(f, &b->out[0], 0, abs);
+		for (int q = 0; q < P; q++) {
+			int64_t have = 0;
+			for (int j = 0; j < n; j++) {
+				int64_t lo = abs[j].lo[0] > q * rows ? abs[j].lo[0] : q * rows;
+				int64_t hi = abs[j].hi[0] < (q + 1) * rows ? abs[j].hi[0] : (q + 1) * rows;
+				have += hi > lo ? hi - lo : 0;
+			}
+			if (first < 0)
+				first = have;
+			else if (have != first)
+				return false;
+		}
+	}
+	return true;
+}
+
 const char *
 sched_push_why(const BlockGraph *g, const Topo *topo, Val v)
 {
@@ -407,6 +442,9 @@ sched_push_why(const BlockGraph *g, const Topo *topo, Val v)
 		return "its input is not a matmul's only stored value read by it alone";
 	if (!push_tma_rows(f, f->ins[x].group))
 		return "the matmul's operands are not rows of whole 16-byte runs on a rank (no TMA kernel to route the tiles)";
+	if (!push_bands_even(g, x))
+		return "the matmul's bands do not hold every owner's rows alike (each owner's chunk would wait for raises "
+		       "some bands never make)";
 	return NULL;
 }
 

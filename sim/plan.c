@@ -241,18 +241,18 @@ pushed_of(const PRank *k, Val x)
 	return -1;
 }
 
-/* Rows lo..hi of this rank's x into owner q's copy, at this rank's slot:
- * row q M/P + i lands at row r M/P + i. */
+/* Rows lo..hi, columns c0..c1 (the band's) of this rank's x into owner
+ * q's copy, at this rank's slot: row q M/P + i lands at row r M/P + i. */
 static void
-push_rows(PRank *k, Val x, int q, int64_t lo, int64_t hi)
+push_rows(PRank *k, Val x, int q, int64_t lo, int64_t hi, int64_t c0, int64_t c1)
 {
 	const Tensor *src = &k->val[x];
 	Tensor *dst = &k->all[q].land[x];
 	int64_t rows = src->dim[0] / k->c.P, row = src->n / src->dim[0];
 	int slot = k->c.brk->on[BR_PUSH_SLOT] && k->c.r == 0 ? 1 % k->c.P : k->c.r;
 	for (int64_t i = lo; i < hi; i++)
-		memcpy(dst->v + (size_t)((slot * rows + i - q * rows) * row), src->v + (size_t)(i * row),
-		       (size_t)row * sizeof *dst->v);
+		memcpy(dst->v + (size_t)((slot * rows + i - q * rows) * row + c0), src->v + (size_t)(i * row + c0),
+		       (size_t)(c1 - c0) * sizeof *dst->v);
 }
 
 /* After a band of a pushed reduce_scatter's matmul: its rows of each
@@ -280,12 +280,17 @@ push_band(PRank *k, const BlockGraph *g, const Blk *b)
 				int64_t lo = abs[i].lo[0] > q * rows ? abs[i].lo[0] : q * rows;
 				int64_t hi = abs[i].hi[0] < (q + 1) * rows ? abs[i].hi[0] : (q + 1) * rows;
 				if (lo < hi) {
-					push_rows(k, x, q, lo, hi);
+					push_rows(k, x, q, lo, hi, abs[i].lo[1], abs[i].hi[1]);
 					served[q] = true;
 				}
 			}
 		for (int q = 0; q < P; q++)
-			if (served[q] && !(k->c.brk->on[BR_PUSH_RAISE] && k->c.r == 0))
+			if (!served[q]) { /* sched_push_why refuses such bands: its owners would wait forever */
+				free(served);
+				return fail(k, "rank %d: pushed band %s%s holds no rows of an owner's block", "", "");
+			}
+		for (int q = 0; q < P; q++)
+			if (!(k->c.brk->on[BR_PUSH_RAISE] && k->c.r == 0))
 				__atomic_add_fetch(&k->all[q].pushed[b->flag], 1, __ATOMIC_RELEASE);
 		free(served);
 	}

@@ -76,6 +76,16 @@ def tests(root, run, Fail):
                 expect(rc == 0 and re.search(r"candidate plans? run.*all ok", out),
                        "%s at P = %d: every pushed candidate plan matches the oracle" % (f, P), out, err)
 
+    def t_p2p_pushed_gathered():
+        # bands cut by an all_gather's chunks hold one owner's rows each: not
+        # pushed (push_bands_even); interleaved ones are -- every candidate
+        for P in ("2", "4", "8"):
+            rc, out, err = run([syncrun, "--sim", "tests/sim/push_gathered.syn", "--ranks", P, "--comm-backend", "p2p",
+                                "--profile", "sim", "--timeout-ms", "5000", "--all-plans"])
+            expect(rc == 0 and re.search(r"candidate plans? run.*all ok", out),
+                   "push_gathered at P = %s: every candidate plan (pushed where its bands allow) matches the oracle" % P,
+                   out, err)
+
     def t_p2p_pushed_broken():
         # a rank that pushes its rows but raises no owner's flag: the owners'
         # waits end in a named timeout; one that pushes into the wrong slot:
