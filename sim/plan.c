@@ -618,11 +618,12 @@ lane_main(void *arg)
 				continue;
 			if (k->c.comm->wait_flag(k->c.comm, NULL, fl, from_all ? k->epoch * (uint64_t)k->c.P : k->epoch, q->flag) !=
 			    0) {
-				char why[600];
+				char why[700], count[120] = "";
+				if (from_all) /* the backend's message says "epoch" of what is a count here */
+					snprintf(count, sizeof count, " (the pushed band from every rank: %d raises a call, %llu by call %llu)",
+					         k->c.P, (unsigned long long)(k->epoch * (uint64_t)k->c.P), (unsigned long long)k->epoch);
 				snprintf(why, sizeof why, "waiting for flag f%d of %s%s: %s", q->flag,
-				         blk_name(g, b->pred[j], other, sizeof other),
-				         from_all ? " (the pushed band from every rank: P raises a call)" : "",
-				         k->c.comm->error(k->c.comm));
+				         blk_name(g, b->pred[j], other, sizeof other), count, k->c.comm->error(k->c.comm));
 				fail(k, "rank %d: block %s, %s", blk_name(g, bi, name, sizeof name), why);
 				return NULL;
 			}
