@@ -118,6 +118,11 @@ int rt_chunk_check(const CommChunk *ch, int rank, int nranks, int gpus, char *er
  * reservations were adjacent, 2026-12-06).  A buffer of 0 bytes holds
  * its own address, for 0 bytes. */
 int rt_range_in(uint64_t base, size_t size, uint64_t p, size_t bytes);
+/* Whether `share` ranks of one process on GPU `dev` have a hardware queue
+ * for each of their streams under CUDA_DEVICE_MAX_CONNECTIONS = conns
+ * (NULL or empty: the driver's 8); SYN_EUNSUPPORTED and why in err when
+ * not (rt_world.c check_queues). */
+int rt_queue_check(int rank, int share, int dev, const char *conns, char *err, size_t n);
 /* What a context knows of its levels, for syn_check_topo. */
 typedef struct RtLevels {
 	int nranks;

@@ -4,6 +4,7 @@
 #include "rt.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static size_t
@@ -254,5 +255,37 @@ syn_abi_match(int launcher_abi, const char *op, char *msg, size_t len)
 	         "%s: its launcher was compiled against syncrt.h ABI %d, but this libsyncrt is ABI %d: compile the "
 	         "op again with the syncc of this libsyncrt (or link the libsyncrt it was built with)",
 	         op ? op : "?", launcher_abi, SYN_ABI);
+	return SYN_EUNSUPPORTED;
+}
+
+/* Ranks of one process on one GPU share its context, and so its hardware
+ * work queues (CUDA_DEVICE_MAX_CONNECTIONS): streams past the queues'
+ * number share them in creation order, and a rank's stream waiting for a
+ * peer's flag then stalls the peer's kernel queued behind it in the same
+ * queue, which would have raised the flag -- a hang (with one queue, five
+ * of five pushed gemm_rs runs of two ranks on one H100 hung so,
+ * 2026-12-06: tests/gpu/conn-check).  Each rank has RT_STREAMS streams,
+ * and the legacy stream (uploads) takes one more. */
+enum { RT_STREAMS = 4, RT_MAX_QUEUES = 32 /* CUDA_DEVICE_MAX_CONNECTIONS' ceiling */ };
+int
+rt_queue_check(int rank, int share, int dev, const char *conns, char *err, size_t n)
+{
+	long q = conns && *conns ? strtol(conns, NULL, 10) : 8; /* the driver's default */
+	long need = (long)RT_STREAMS * share + 1;
+	if (share < 2 || q >= need)
+		return SYN_OK;
+	if (need > RT_MAX_QUEUES)
+		snprintf(err, n,
+		         "rank %d: %d ranks share GPU %d in this process, whose %d streams need %ld hardware queues, more than "
+		         "the driver's %d: a stream waiting for a peer's flag could stall the peer's kernel queued behind it "
+		         "(a hang); at most %d ranks of one process can share a GPU",
+		         rank, share, dev, share * RT_STREAMS, need, RT_MAX_QUEUES, (RT_MAX_QUEUES - 1) / RT_STREAMS);
+	else
+		snprintf(err, n,
+		         "rank %d: %d ranks share GPU %d in this process, whose %d streams need %ld hardware queues, but "
+		         "CUDA_DEVICE_MAX_CONNECTIONS=%s gives %ld: a stream waiting for a peer's flag would stall the peer's "
+		         "kernel queued behind it (a hang); set it to %ld or more (at most %d), or fewer ranks a GPU",
+		         rank, share, dev, share * RT_STREAMS, need, conns && *conns ? conns : "(unset)", q, need,
+		         RT_MAX_QUEUES);
 	return SYN_EUNSUPPORTED;
 }

@@ -537,39 +537,15 @@ check_devices(syn_ctx *c, int n, const int *dev, int have)
 	return SYN_OK;
 }
 
-/* Ranks of this process on one GPU share its context, and so its hardware
- * work queues (CUDA_DEVICE_MAX_CONNECTIONS): streams past the queues'
- * number share them in creation order, and a rank's stream waiting for a
- * peer's flag then stalls the peer's kernel queued behind it in the same
- * queue, which would have raised the flag -- a hang (with one queue, five
- * of five pushed gemm_rs runs of two ranks on one H100 hung so,
- * 2026-12-06: tests/gpu/conn-check).  Each rank has RT_STREAMS streams,
- * and the legacy stream (uploads) takes one more.  The variable is read
- * as the process has it now (libsyncrt's default set): where CUDA was
- * initialised before libsyncrt with fewer queues, this check cannot see
- * it. */
-enum { RT_STREAMS = 4, RT_MAX_QUEUES = 32 /* CUDA_DEVICE_MAX_CONNECTIONS' ceiling */ };
+/* rt_queue_check (rt_check.c) for a rank sharing its GPU.  The variable is
+ * read as the process has it now (libsyncrt's default set): where CUDA was
+ * initialised before libsyncrt with fewer queues, this cannot see it. */
 static int
 check_queues(syn_ctx *c)
 {
-	const char *v = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
-	long q = v && *v ? strtol(v, NULL, 10) : 8; /* the driver's default */
-	long need = (long)RT_STREAMS * c->share + 1;
-	if (c->share < 2 || q >= need)
-		return SYN_OK;
-	if (need > RT_MAX_QUEUES)
-		return rt_seterr(c, SYN_EUNSUPPORTED,
-		                 "rank %d: %d ranks share GPU %d in this process, whose %d streams need %ld hardware queues, "
-		                 "more than the driver's %d: a stream waiting for a peer's flag could stall the peer's kernel "
-		                 "queued behind it (a hang); at most %d ranks of one process can share a GPU",
-		                 c->rank, c->share, (int)c->dev, c->share * RT_STREAMS, need, RT_MAX_QUEUES,
-		                 (RT_MAX_QUEUES - 1) / RT_STREAMS);
-	return rt_seterr(c, SYN_EUNSUPPORTED,
-	                 "rank %d: %d ranks share GPU %d in this process, whose %d streams need %ld hardware queues, but "
-	                 "CUDA_DEVICE_MAX_CONNECTIONS=%s gives %ld: a stream waiting for a peer's flag would stall "
-	                 "the peer's kernel queued behind it (a hang); set it to %ld or more (at most 32), or fewer "
-	                 "ranks a GPU",
-	                 c->rank, c->share, (int)c->dev, c->share * RT_STREAMS, need, v ? v : "(unset)", q, need);
+	char err[RT_ERRLEN];
+	int r = rt_queue_check(c->rank, c->share, (int)c->dev, getenv("CUDA_DEVICE_MAX_CONNECTIONS"), err, sizeof err);
+	return r ? rt_seterr(c, r, "%s", err) : SYN_OK;
 }
 
 /* Ranks on one GPU: each gets its share of the SMs, and a persistent

@@ -541,6 +541,29 @@ t_abi(void)
 	printf("check: the launcher's ABI\n");
 }
 
+/* Ranks sharing a GPU need a hardware queue a stream (rt_queue_check). */
+static void
+t_queues(void)
+{
+	char msg[512] = "";
+	EXPECT(rt_queue_check(0, 1, 0, "1", msg, sizeof msg) == SYN_OK, "one rank a GPU: any queues");
+	EXPECT(rt_queue_check(0, 2, 0, "32", msg, sizeof msg) == SYN_OK && rt_queue_check(0, 7, 0, "32", msg, sizeof msg) == SYN_OK,
+	       "2 and 7 ranks at 32 queues: %s", msg);
+	EXPECT(rt_queue_check(1, 2, 0, "1", msg, sizeof msg) == SYN_EUNSUPPORTED &&
+	           strstr(msg, "rank 1: 2 ranks share GPU 0 in this process, whose 8 streams need 9 hardware queues, but "
+	                       "CUDA_DEVICE_MAX_CONNECTIONS=1 gives 1") && strstr(msg, "set it to 9 or more"),
+	       "2 ranks at 1 queue: %s", msg);
+	EXPECT(rt_queue_check(0, 2, 3, NULL, msg, sizeof msg) == SYN_EUNSUPPORTED &&
+	           strstr(msg, "CUDA_DEVICE_MAX_CONNECTIONS=(unset) gives 8"),
+	       "unset: the driver's 8: %s", msg);
+	EXPECT(rt_queue_check(0, 4, 0, "16", msg, sizeof msg) == SYN_EUNSUPPORTED && strstr(msg, "need 17"),
+	       "4 ranks at 16: %s", msg);
+	EXPECT(rt_queue_check(0, 8, 0, "32", msg, sizeof msg) == SYN_EUNSUPPORTED &&
+	           strstr(msg, "more than the driver's 32") && strstr(msg, "at most 7 ranks") && !strstr(msg, "set it to"),
+	       "8 ranks: never enough queues: %s", msg);
+	printf("check: hardware queues for ranks sharing a GPU\n");
+}
+
 static void
 t_check(void)
 {
@@ -1165,6 +1188,7 @@ main(int argc, char **argv)
 		t_check();
 		t_ranges();
 		t_abi();
+		t_queues();
 	}
 	else if (!strcmp(what, "plan")) {
 		t_plan();
