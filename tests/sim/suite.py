@@ -75,6 +75,17 @@ def tests(root, run, Fail):
                 rc, out, err = run(args + ["--all-plans"])
                 expect(rc == 0 and re.search(r"candidate plans? run.*all ok", out),
                        "%s at P = %d: every pushed candidate plan matches the oracle" % (f, P), out, err)
+        # sequence-parallel MLP: all_gather -> matmul -> GELU -> matmul ->
+        # reduce_scatter, pushed in 2-4 chunks by the second matmul's bands
+        for P in (2, 4):
+            args = [syncrun, "--sim", "examples/sp_mlp.syn", "--ranks", str(P), "--comm-backend", "p2p",
+                    "-D", "S=%d" % (256 * P), "-D", "H=256", "-D", "F=512", "--profile", "sim"]
+            rc, out, err = run(args + ["--explain"])
+            expect(rc == 0 and "pushed by its matmul's epilogue" in out + err and "FAILED" not in out,
+                   "sp_mlp at P = %d: its reduce_scatter pushed, the plan matches the oracle" % P, out, err)
+            rc, out, err = run(args + ["--all-plans"])
+            expect(rc == 0 and re.search(r"candidate plans? run.*all ok", out),
+                   "sp_mlp at P = %d: every candidate plan matches the oracle" % P, out, err)
 
     def t_p2p_pushed_gathered():
         # bands cut by an all_gather's chunks hold one owner's rows each: not
