@@ -456,9 +456,10 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 	if (s.epi.nout == 1 && s.epi.nins == 1) /* only the accumulator: no program */
 		s.epi.nins = s.epi.nout = 0;
 	/* --tune may ask for another tile; one the matmul cannot use is refused */
+	pv = push_target(L, a);
 	{ /* a pushed matmul's tile is chosen as the routed kernel it will be */
 		PtxMatmulSpec shape = s;
-		shape.route = push_target(L, a) >= 0 ? L->P : 0;
+		shape.route = pv >= 0 ? L->P : 0;
 		s.tile = L->p->tile > 0 && L->p->tile <= ptx_ntiles ? L->p->tile - 1
 		                                                    : ptx_matmul_shape_tile(&shape, L->p->compute_sms);
 	}
@@ -467,7 +468,7 @@ lower_matmul(Low *L, Val a, const int *bl, int nb)
 		if (why)
 			return refuse(L, "matmul %%%d: %s", a, why);
 	}
-	if ((pv = push_target(L, a)) >= 0) { /* the plan says pushed: a tile that cannot route is refused */
+	if (pv >= 0) { /* the plan says pushed: a tile that cannot route is refused */
 		const char *why;
 		s.route = L->P;
 		if ((why = ptx_matmul_check(&s)))

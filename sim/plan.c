@@ -38,6 +38,7 @@ typedef struct PRank {
 	uint64_t epoch;
 	double **staging;          /* per block: the data between phases of a chunk */
 	struct PRank *all;         /* every rank: a pushed band writes into its owners' */
+	const Val *push_of;        /* per value: the pushed reduce_scatter reading it, or -1 (push_table) */
 	Tensor *land;              /* per value: a pushed reduce_scatter's input as the owners fill it */
 	uint64_t *pushed;          /* per flag: the bands pushed here from every rank, all calls */
 	bool failed;
@@ -230,15 +231,27 @@ exec_attn(PRank *k, Val mm2, const Box *band)
 	return true;
 }
 
-/* The pushed reduce_scatter that reads value x, or -1. */
-static Val
-pushed_of(const PRank *k, Val x)
+/* Per value, the pushed reduce_scatter that reads it, or -1: the plan's
+ * decision, made once for the run (sched_push walks the bands). */
+static Val *
+push_table(const Plan *p)
 {
-	const Func *f = k->c.f;
+	const Func *f = p->f;
+	Val *t = xmalloc(((size_t)f->nins + 1) * sizeof *t);
 	for (Val v = 0; v < f->nins; v++)
-		if (f->ins[v].op == OP_REDUCE_SCATTER && f->ins[v].arg[0] == x && sched_push(k->p, v))
-			return v;
-	return -1;
+		t[v] = -1;
+	for (Val v = 0; v < f->nins; v++)
+		if (f->ins[v].op == OP_REDUCE_SCATTER && sched_push(p, v))
+			t[f->ins[v].arg[0]] = v;
+	return t;
+}
+
+/* Whether reduce_scatter v is pushed by its matmul. */
+static bool
+is_pushed(const PRank *k, Val v)
+{
+	const Ins *in = &k->c.f->ins[v];
+	return in->op == OP_REDUCE_SCATTER && k->push_of[in->arg[0]] == v;
 }
 
 /* Rows lo..hi, columns c0..c1 (the band's) of this rank's x into owner
@@ -259,11 +272,11 @@ push_rows(PRank *k, Val x, int q, int64_t lo, int64_t hi, int64_t c0, int64_t c1
  * owner's block copied into the owner's copy, then one raise of the band's
  * flag at each owner it served (release: the rows before the count). */
 static bool
-push_band(PRank *k, const BlockGraph *g, const Blk *b)
+push_band(PRank *k, const Blk *b)
 {
 	const Func *f = k->c.f;
 	for (int o = 0; o < b->nout; o++) {
-		Val x = b->out[o].v, v = pushed_of(k, x);
+		Val x = b->out[o].v, v = k->push_of[x];
 		Box abs[2 * MAXBOX];
 		int n, P = k->c.P;
 		int64_t rows;
@@ -294,7 +307,6 @@ push_band(PRank *k, const BlockGraph *g, const Blk *b)
 				__atomic_add_fetch(&k->all[q].pushed[b->flag], 1, __ATOMIC_RELEASE);
 		free(served);
 	}
-	(void)g;
 	return true;
 }
 
@@ -332,7 +344,8 @@ exec_compute(PRank *k, const BlockGraph *g, const Blk *b)
 					return false;
 			}
 	}
-	return push_band(k, g, b);
+	(void)g;
+	return push_band(k, b);
 }
 
 /* ---- comm blocks ---- */
@@ -573,7 +586,7 @@ exec_comm(PRank *k, const BlockGraph *g, int bi, int gpus)
 	case OP_ALL_GATHER:
 		return exec_allgather(k, g, b, v, in);
 	case OP_REDUCE_SCATTER:
-		return sched_push(k->p, v) ? exec_pushed(k, b, v, in) : exec_reduce_scatter(k, g, b, v, in);
+		return is_pushed(k, v) ? exec_pushed(k, b, v, in) : exec_reduce_scatter(k, g, b, v, in);
 	case OP_ALL_TO_ALL:
 		return exec_all_to_all(k, g, b, v, in);
 	case OP_ALL_REDUCE:
@@ -607,12 +620,11 @@ lane_main(void *arg)
 		int bi = p->order[a->lane][back ? p->norder[a->lane] - 1 - pos : pos];
 		const Blk *b = &g->b[bi];
 		bool ok;
-		bool pushed = b->kind == BK_COMM && g->f->ins[b->node].op == OP_REDUCE_SCATTER && sched_push(p, b->node);
+		bool pushed = b->kind == BK_COMM && is_pushed(k, b->node);
 		for (int j = 0; j < b->npred; j++) {
 			const Blk *q = &g->b[b->pred[j]];
 			/* a pushed chunk counts its bands' raises from every rank */
-			bool from_all = pushed && pushed_of(k, g->f->ins[b->node].arg[0]) == b->node && q->kind == BK_COMPUTE &&
-			                blk_region_overlap(&q->out[0], &b->in[0]);
+			bool from_all = pushed && q->kind == BK_COMPUTE && blk_region_overlap(&q->out[0], &b->in[0]);
 			volatile uint64_t *fl = from_all ? &k->pushed[q->flag] : &k->flags[q->flag];
 			if (q->lane == b->lane)
 				continue;
@@ -730,6 +742,7 @@ sim_plan_run(const Plan *p, const Tensor *in, const SimOpts *o, int gpus, int ca
 	SimBreak brk;
 	uint64_t rng = o->seed ^ 0x5851f42d4c957f2dull;
 	bool ok = sim_race_check(p, err, n);
+	Val *push_of = push_table(p);
 	char bad[80];
 	if (!sim_parse_breaks(o->breaks, &brk, bad, sizeof bad))
 		die("unknown break %s", bad);
@@ -748,6 +761,7 @@ sim_plan_run(const Plan *p, const Tensor *in, const SimOpts *o, int gpus, int ca
 		k->flags = xcalloc((size_t)p->nflags + 1, sizeof *k->flags);
 		k->staging = xcalloc((size_t)p->g->n + 1, sizeof *k->staging);
 		k->all = ranks;
+		k->push_of = push_of;
 		k->land = xcalloc((size_t)f->nins + 1, sizeof *k->land);
 		k->pushed = xcalloc((size_t)p->nflags + 1, sizeof *k->pushed);
 		pthread_mutex_init(&k->mu, NULL);
@@ -768,7 +782,7 @@ sim_plan_run(const Plan *p, const Tensor *in, const SimOpts *o, int gpus, int ca
 				else if (i->op == OP_CONST)
 					k->val[v].v[0] = sim_round(i->ty.dt, i->c);
 				sim_free(&k->land[v]);
-				if (pushed_of(k, v) >= 0) /* poisoned: a slot nobody pushed shows */
+				if (k->push_of[v] >= 0) /* poisoned: a slot nobody pushed shows */
 					k->land[v] = sim_tensor_of(&i->ty, true, P);
 			}
 		}
@@ -813,6 +827,7 @@ sim_plan_run(const Plan *p, const Tensor *in, const SimOpts *o, int gpus, int ca
 	free(shard);
 	free(vals);
 	free(ranks);
+	free(push_of);
 	free(th);
 	free(args);
 	sim_world_free(w);
