@@ -154,6 +154,10 @@ typedef struct PtxMatmulSpec {
 	                                  the staged tile, which TMA fills during the tile's k loop
 	                                  where the kernel can (wgmma.c wg_src_plan); -1: from global
 	                                  memory, a load per pair */
+	int pre_in;                    /* 0: epilogue inputs constant along rows (a bias) are loaded
+	                                  for the whole tile while its last k tile's MMAs run (wgmma,
+	                                  ptx_mm_epi_prefetch); -1: in the epilogue, a group of
+	                                  fragments at a time */
 	int l2_first;                  /* the TMA streams marked evict-first in L2, which each touch
 	                                  their bytes once (PTX_L2_SRC: the source tile's loads,
 	                                  PTX_L2_OUT: C's stores); 0: the default (wgmma.c
@@ -532,8 +536,23 @@ typedef struct PtxMmFrag {
 	 * TMA put its tile in the output's layout: each value at the address
 	 * the output's value of that place is then written to. */
 	int stage_in;
+	/* Inputs loaded ahead by ptx_mm_epi_prefetch (NULL: none). */
+	const struct PtxMmPre *pre;
 } PtxMmFrag;
+/* Epilogue inputs constant along rows (a bias: row stride 0), 16-bit,
+ * contiguous along n, loaded for the thread's whole fragment set before
+ * the epilogue, where their latency hides behind the last MMAs: v[i][j]
+ * is input i's pair at column fragment j (two values in a b32).  At most
+ * PTX_PRE_REGS registers; tiles that cross n load in the epilogue. */
+enum { PTX_PRE_REGS = 32 };
+typedef struct PtxMmPre {
+	bool on[PTX_MAX_TENSORS];
+	Reg v[PTX_MAX_TENSORS][PTX_PRE_REGS];
+} PtxMmPre;
 void ptx_mm_epilogue(Ptx *p, const PtxMatmulSpec *s, const PtxMmFrag *f);
+/* Fills pre (nothing on where the spec or the tile rules it out); f's
+ * r0, c0 and nj as the epilogue will get them.  True if any input is on. */
+bool ptx_mm_epi_prefetch(Ptx *p, const PtxMatmulSpec *s, const PtxMmFrag *f, PtxMmPre *pre);
 /* The m16n8 fragment layout's first row and column of this thread (warp
  * (wm, wn) of tile t, lane), for the mma.sync and FFMA kernels. */
 void ptx_mm_frag_origin(Ptx *p, const PtxTile *t, Reg wm, Reg wn, Reg lane, Reg *r0, Reg *c0);

@@ -753,6 +753,7 @@ typedef struct Epi {
 	int box;
 	int dc0;                    /* the staged part's first column (PtxMmFrag.j0 * 8) */
 	int src;                    /* PtxMmFrag.stage_in: input src - 1 read from the staged tile */
+	const PtxMmPre *pre;        /* PtxMmFrag.pre: inputs loaded ahead, or NULL */
 } Epi;
 
 /* ptr = base + (z*sb + r*sr + c*sc) * size */
@@ -778,7 +779,7 @@ epi_setup(Epi *e, Reg r0, Reg c0)
 	ptx_emit(p, "sub.s32 %s, %lld, %s;", R(e->rowrem), (long long)s->m, R(r0));
 	ptx_emit(p, "sub.s32 %s, %lld, %s;", R(e->colrem), (long long)s->n, R(c0));
 	for (int i = 0; i < s->nin; i++)
-		if (ptx_prog_uses(&e->prog, OP_PARAM, i) && e->src != i + 1)
+		if (ptx_prog_uses(&e->prog, OP_PARAM, i) && e->src != i + 1 && !(e->pre && e->pre->on[i]))
 			e->inp[i] = tensor_ptr(p, &s->in[i], p->tensor[2 + i], p->z, r0, c0);
 	for (int j = 0; j < s->nout && !e->xo; j++) {
 		const PtxTensor *o = &s->out[j];
@@ -825,7 +826,11 @@ epi_loads(Epi *e, int dr, int dc, int n, Reg in[2][PTX_MAX_TENSORS])
 			continue;
 		for (int h = 0; h < n; h++)
 			in[h][i] = ptx_reg(p, d->st);
-		if (e->src == i + 1) { /* wg_src_plan: 16-bit, pairs (no tile crosses n) */
+		if (e->pre && e->pre->on[i]) { /* ptx_mm_epi_prefetch: pairs (no tile crosses n) */
+			if (n != 2 || dc % 8)
+				die("epi_loads: a prefetched input read %d elements at column %d", n, dc);
+			ptx_emit(p, "mov.b32 {%s, %s}, %s;", R(in[0][i]), R(in[1][i]), R(e->pre->v[i][dc / 8]));
+		} else if (e->src == i + 1) { /* wg_src_plan: 16-bit, pairs (no tile crosses n) */
 			Reg w = ptx_reg(p, RC_B32);
 			if (n != 2 || d->size != 2)
 				die("epi_loads: a staged input read %d elements of %d bytes at a time", n, d->size);
@@ -958,18 +963,65 @@ epi_pair(Epi *e, int dr, int dc, Reg c0, Reg c1)
 	ptx_place(p, done);
 }
 
+/* Whether the tiles of s may cross n.  The mma.sync kernel copies B
+ * element by element when ldb is odd: its tiles then guard columns even
+ * where n is a multiple of bn. */
+static bool
+epi_edge_n(const PtxMatmulSpec *s)
+{
+	const PtxTile *t = &ptx_tiles[s->tile];
+	int64_t ldb = s->ldb ? s->ldb : s->n;
+	return s->n % t->bn != 0 || (t->kind == PTX_MMA_SYNC && (ldb % 8 || s->batch_b % 8));
+}
+
+/* An input the epilogue can have loaded ahead (PtxMmPre): constant along
+ * rows, 16-bit, contiguous pairs along n, read by the program. */
+static bool
+pre_able(const PtxMatmulSpec *s, const PtxEwProg *g, int i)
+{
+	const PtxTensor *t = &s->in[i];
+	return t->stride[1] == 0 && t->stride[2] == 1 && t->stride[0] % 2 == 0 && ptx_dtypes[t->dt].size == 2 &&
+	       ptx_prog_uses(g, OP_PARAM, i);
+}
+
+/* Where the inputs wait in the epilogue, a group of 16 fragments at a
+ * time, a bias held the tensor cores for a memory round trip per group
+ * and row half: four a tile on the 128 x 256 tile. */
+bool
+ptx_mm_epi_prefetch(Ptx *p, const PtxMatmulSpec *s, const PtxMmFrag *f, PtxMmPre *pre)
+{
+	int used = 0;
+	bool any = false;
+
+	memset(pre, 0, sizeof *pre);
+	if (s->pre_in < 0 || !s->epi.nins || epi_edge_n(s))
+		return false;
+	for (int i = 0; i < s->nin; i++) {
+		const PtxTensor *t = &s->in[i];
+		Reg base;
+		if (!pre_able(s, &s->epi, i) || used + f->nj > PTX_PRE_REGS)
+			continue;
+		base = tensor_ptr(p, t, p->tensor[2 + i], p->z, f->r0, f->c0);
+		for (int j = 0; j < f->nj; j++) {
+			pre->v[i][j] = ptx_reg(p, RC_B32);
+			ptx_emit(p, "ld.global.b32 %s, [%s+%lld];", R(pre->v[i][j]), R(base), eoff(t, 0, 8 * j));
+		}
+		pre->on[i] = any = true;
+		used += f->nj;
+		buf_printf(&p->head, "// the epilogue's in%d, constant along rows, loaded while the last MMAs run\n", i);
+	}
+	return any;
+}
+
 void
 ptx_mm_epilogue(Ptx *p, const PtxMatmulSpec *s, const PtxMmFrag *f)
 {
 	const PtxTile *t = &ptx_tiles[s->tile];
 	Epi e = {.p = p, .s = s, .edge_m = s->m % t->bm != 0, .xo = f->stage_xo, .box = f->stage_box, .dc0 = f->j0 * 8,
-	         .src = f->stage_in};
-	int64_t ldb = s->ldb ? s->ldb : s->n;
+	         .src = f->stage_in, .pre = f->pre};
 	int jlo = f->j0, jhi = f->j1 ? f->j1 : f->nj;
 
-	/* the mma.sync kernel copies B element by element when ldb is odd: its
-	 * tiles then guard columns even where n is a multiple of bn */
-	e.edge_n = s->n % t->bn != 0 || (t->kind == PTX_MMA_SYNC && (ldb % 8 || s->batch_b % 8));
+	e.edge_n = epi_edge_n(s);
 	if (s->epi.nins) {
 		e.prog = s->epi;
 	} else {

@@ -1174,6 +1174,7 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	Reg xo[8];
 	PtxMmFrag f = {.r0 = rr, .c0 = cc, .mi = 1, .nj = w->t->bn / 8, .acc = w->acc,
 	               .stage_xo = w->staged ? xo : NULL, .stage_box = w->cbm * 128};
+	PtxMmPre pre;
 
 	ptx_emit(p, "sub.u32 %s, %s, %d;", R(ct), R(p->tid), WG_THREADS);
 	ptx_emit(p, "shr.u32 %s, %s, 7;", R(g), R(ct));
@@ -1246,18 +1247,21 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(kt), R(kt));
 	wg_k_more(w, q, kt);
 	ptx_emit(p, "@%s bra $L%d;", R(q), kloop);
+	/* the epilogue's absolute row and column of this thread's fragment,
+	 * and its inputs constant along rows, while the last MMAs run */
+	ptx_emit(p, "ld.global.nc.v2.u32 {%s, %s}, [%s];", R(p->x), R(p->y), R(p->entry));
+	ptx_emit(p, "ld.global.nc.u32 %s, [%s+8];", R(p->z), R(p->entry));
+	wg_row0(w, rr, p->x);
+	ptx_emit(p, "add.u32 %s, %s, %s;", R(rr), R(rr), R(r0));
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(cc), R(p->y), w->t->bn, R(c0));
+	if (ptx_mm_epi_prefetch(p, w->s, &f, &pre))
+		f.pre = &pre;
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;");
 	bar_addr(w, empty, BAR_EMPTY, prev);
 	wg_release(w, empty, lane0, st);
 	if (w->sk)
 		sk_fixup(w, ct, raiser, keep);
 
-	/* epilogue: absolute row and column of this thread's fragment */
-	ptx_emit(p, "ld.global.nc.v2.u32 {%s, %s}, [%s];", R(p->x), R(p->y), R(p->entry));
-	ptx_emit(p, "ld.global.nc.u32 %s, [%s+8];", R(p->z), R(p->entry));
-	wg_row0(w, rr, p->x);
-	ptx_emit(p, "add.u32 %s, %s, %s;", R(rr), R(rr), R(r0));
-	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(cc), R(p->y), w->t->bn, R(c0));
 	for (int part = 0; part < w->parts; part++) { /* tc counts parts */
 		f.j0 = part * f.nj / w->parts;
 		f.j1 = (part + 1) * f.nj / w->parts;

@@ -752,7 +752,40 @@ epi_spec(const char *name, const char *tile)
 	return s;
 }
 
-/* bias (row stride 0) + residual, tanh, two outputs of different types. */
+/* Whether the kernel of spec s says `text` (a header line of its PTX) as
+ * the case expects: a case that silently took the other path would pass
+ * its comparison as well.  what names the two paths. */
+static void
+path_check(const char *name, const PtxMatmulSpec *s, const char *text, bool want, const char *yes, const char *no)
+{
+	Buf b = {0};
+	PtxKernel k;
+	bool got;
+	ptx_emit_matmul(&b, s, &k);
+	got = strstr(b.s, text) != NULL;
+	printf("CASE %s/path: %s (%s)\n", name, got == want ? "PASS" : "FAIL", got ? yes : no);
+	failures += got != want;
+	buf_free(&b);
+}
+
+/* Whether the kernel of spec s reads its residual from the staged tile. */
+static void
+src_path_check(const char *name, const PtxMatmulSpec *s, bool want)
+{
+	path_check(name, s, "read from the staged tile", want, "staged tile", "global loads");
+}
+
+/* Whether the wgmma kernel of s loads its bias ahead (ptx_mm_epi_prefetch). */
+static void
+pre_path_check(const char *name, const PtxMatmulSpec *s, bool want)
+{
+	path_check(name, s, "constant along rows, loaded while the last MMAs run", want, "bias ahead",
+	           "bias in the epilogue");
+}
+
+/* bias (row stride 0) + residual, tanh, two outputs of different types;
+ * a bias on every wgmma tile, loaded ahead (ptx_mm_epi_prefetch) and in
+ * the epilogue. */
 static void
 case_mm_epi(void)
 {
@@ -779,25 +812,17 @@ case_mm_epi(void)
 			s.in[0] = (PtxTensor){DT_BF16, {1024, 0, 1}};
 			s.nin = 1;
 			prog_or_die(&s.epi, "add(mul(tanh(add(acc,in0)),0.5),acc)");
-			snprintf(name, sizeof name, "mm_epi_bias_%s%s", tiles[t], f32 ? "_f32" : "");
-			mm_run(name, s, 11);
+			for (int late = 0; late < 2; late++) {
+				s.pre_in = late ? -1 : 0;
+				snprintf(name, sizeof name, "mm_epi_bias_%s%s%s", tiles[t], f32 ? "_f32" : "", late ? "_late" : "");
+				pre_path_check(name, &s, !late);
+				mm_run(name, s, 11);
+			}
 		}
-}
-
-/* Whether the kernel of spec s reads its residual from the staged tile
- * (the source tile's header line in its PTX), as the case expects: a case
- * that silently took the global path would pass as well. */
-static void
-src_path_check(const char *name, const PtxMatmulSpec *s, bool want)
-{
-	Buf b = {0};
-	PtxKernel k;
-	bool got;
-	ptx_emit_matmul(&b, s, &k);
-	got = strstr(b.s, "read from the staged tile") != NULL;
-	printf("CASE %s/path: %s (%s)\n", name, got == want ? "PASS" : "FAIL", got ? "staged tile" : "global loads");
-	failures += got != want;
-	buf_free(&b);
+	/* a tile that crosses n loads its bias in the epilogue, under guards */
+	s = epi_spec("mm_epi_ragged", "wg128x256x64s3");
+	pre_path_check("mm_epi_ragged_wg128x256x64s3", &s, false);
+	mm_run("mm_epi_ragged_wg128x256x64s3", s, 7);
 }
 
 /* A residual the epilogue reads from the staged tile, where TMA loaded it
@@ -2266,14 +2291,16 @@ perf(const char *only)
  * PERF_EPI=EPI the variants' epilogue where they name none: plain, bias,
  * gelu (the bias and the stdlib's GELU), resid (a residual of C's shape,
  * read from the staged tile where it can), residg (from global memory),
+ * biase and gelue (bias and gelu with the bias loaded in the epilogue),
+ * geluf (the same GELU as x * sigmoid(x * (c + d x^2)): fewer multiplies),
  * PERF_ROUNDS (default 21), PERF_B2B (launches a timing, default 5).  Per
  * variant: the median ms over rounds, and its speed against the first. */
 enum { AB_MAX = 8 };
 
 /* perf-ab's epilogues: a variant's suffix (tile/EPI) or PERF_EPI names
  * one; each reads its inputs as bench/p1.py's ops do. */
-enum { EPI_PLAIN, EPI_BIAS, EPI_GELU, EPI_RESID, EPI_RESIDG, EPI_NKINDS };
-static const char *const epi_names[EPI_NKINDS] = {"plain", "bias", "gelu", "resid", "residg"};
+enum { EPI_PLAIN, EPI_BIAS, EPI_GELU, EPI_RESID, EPI_RESIDG, EPI_BIASE, EPI_GELUE, EPI_GELUF, EPI_NKINDS };
+static const char *const epi_names[EPI_NKINDS] = {"plain", "bias", "gelu", "resid", "residg", "biase", "gelue", "geluf"};
 
 static int
 epi_byname(const char *n)
@@ -2281,13 +2308,14 @@ epi_byname(const char *n)
 	for (int i = 0; i < EPI_NKINDS; i++)
 		if (!strcmp(n, epi_names[i]))
 			return i;
-	fprintf(stderr, "perf-ab: no epilogue '%s' (plain, bias, gelu, resid, residg)\n", n);
+	fprintf(stderr, "perf-ab: no epilogue '%s' (plain, bias, gelu, resid, residg, biase, gelue, geluf)\n", n);
 	exit(2);
 }
 
 /* The spec of epilogue kind epi: bias (row stride 0) and x @ w + b through
- * the stdlib's GELU, or a residual of the output's shape (residg: read
- * from global memory, not the staged tile). */
+ * the stdlib's GELU (biase, gelue: the bias loaded in the epilogue, not
+ * ahead: PtxMatmulSpec.pre_in), or a residual of the output's shape
+ * (residg: read from global memory, not the staged tile). */
 static void
 epi_apply(PtxMatmulSpec *sp, int epi, int64_t m, int64_t n)
 {
@@ -2295,10 +2323,16 @@ epi_apply(PtxMatmulSpec *sp, int epi, int64_t m, int64_t n)
 	if (epi == EPI_PLAIN)
 		return;
 	sp->src_smem = epi == EPI_RESIDG ? -1 : 0;
+	sp->pre_in = epi == EPI_BIASE || epi == EPI_GELUE ? -1 : 0;
 	sp->in[0] = res ? (PtxTensor){DT_BF16, {m * n, n, 1}} : (PtxTensor){DT_BF16, {0, 0, 1}};
 	sp->nin = 1;
 	sp->out[0] = (PtxTensor){DT_BF16, {m * n, n, 1}};
-	prog_or_die(&sp->epi, epi == EPI_GELU ? "mul(add(acc,in0),sigmoid(mul(1.5957691216057308,add(add(acc,in0),"
+	if (epi == EPI_GELUF) {
+		prog_or_die(&sp->epi, "mul(add(acc,in0),sigmoid(mul(add(acc,in0),add(1.5957691216057308,"
+		                      "mul(0.071354816272737,mul(add(acc,in0),add(acc,in0)))))))");
+		return;
+	}
+	prog_or_die(&sp->epi, epi == EPI_GELU || epi == EPI_GELUE ? "mul(add(acc,in0),sigmoid(mul(1.5957691216057308,add(add(acc,in0),"
 	                                        "mul(0.044715,mul(add(acc,in0),mul(add(acc,in0),add(acc,in0))))))))"
 	                                      : "add(acc,in0)");
 }
