@@ -754,6 +754,7 @@ typedef struct Epi {
 	int dc0;                    /* the staged part's first column (PtxMmFrag.j0 * 8) */
 	int src;                    /* PtxMmFrag.stage_in: input src - 1 read from the staged tile */
 	const PtxMmPre *pre;        /* PtxMmFrag.pre: inputs loaded ahead, or NULL */
+	bool no_loads;              /* every input the program reads was loaded ahead */
 } Epi;
 
 /* ptr = base + (z*sb + r*sr + c*sc) * size */
@@ -986,7 +987,10 @@ pre_able(const PtxMatmulSpec *s, const PtxEwProg *g, int i)
 
 /* Where the inputs wait in the epilogue, a group of 16 fragments at a
  * time, a bias held the tensor cores for a memory round trip per group
- * and row half: four a tile on the 128 x 256 tile. */
+ * and row half: four a tile on the 128 x 256 tile.  Only where the
+ * output is staged, and not beside tanh: with 32 registers held, tanh's
+ * temporaries, or the addresses of stores from registers (an f32 output
+ * beside exp), made ptxas spill 16-40 bytes on the wide tiles. */
 bool
 ptx_mm_epi_prefetch(Ptx *p, const PtxMatmulSpec *s, const PtxMmFrag *f, PtxMmPre *pre)
 {
@@ -994,7 +998,7 @@ ptx_mm_epi_prefetch(Ptx *p, const PtxMatmulSpec *s, const PtxMmFrag *f, PtxMmPre
 	bool any = false;
 
 	memset(pre, 0, sizeof *pre);
-	if (s->pre_in < 0 || !s->epi.nins || epi_edge_n(s))
+	if (s->pre_in < 0 || !s->epi.nins || !f->stage_xo || epi_edge_n(s) || ptx_prog_uses(&s->epi, OP_TANH, -1))
 		return false;
 	for (int i = 0; i < s->nin; i++) {
 		const PtxTensor *t = &s->in[i];
@@ -1013,6 +1017,45 @@ ptx_mm_epi_prefetch(Ptx *p, const PtxMatmulSpec *s, const PtxMmFrag *f, PtxMmPre
 	return any;
 }
 
+/* Fragments j0 <= j < j1 of row half h of row block i: groups of
+ * EPI_GROUP pairs, each group's loads before any of its stores, which
+ * ptxas may not move loads above (an output could alias an input): one
+ * memory round trip a group, not one a pair.  Rows beyond m are skipped. */
+static void
+epi_rows(Epi *e, const PtxMmFrag *f, int i, int h, int jlo, int jhi)
+{
+	Ptx *p = e->p;
+	int skip = ptx_label(p), dr = i * 16 + h * 8;
+	if (e->edge_m) { /* rows i*16 + h*8 of this thread beyond m */
+		Reg q = ptx_reg(p, RC_PRED);
+		ptx_emit(p, "setp.le.s32 %s, %s, %d;", R(q), R(e->rowrem), dr);
+		ptx_emit(p, "@%s bra $L%d;", R(q), skip);
+	}
+	for (int j0 = jlo; j0 < jhi; j0 += EPI_GROUP) {
+		int j1 = j0 + EPI_GROUP < jhi ? j0 + EPI_GROUP : jhi;
+		Reg in[EPI_GROUP][2][PTX_MAX_TENSORS];
+		if (e->edge_n) { /* guarded pairs, one at a time */
+			for (int j = j0; j < j1; j++) {
+				const Reg *a = &f->acc[(i * f->nj + j) * 4 + 2 * h];
+				epi_pair(e, dr, j * 8, a[0], a[1]);
+			}
+			continue;
+		}
+		if (e->no_loads) { /* nothing to wait for: each pair's inputs unpacked where it is finished */
+			for (int j = j0; j < j1; j++) {
+				epi_loads(e, dr, j * 8, 2, in[0]);
+				epi_finish(e, dr, j * 8, &f->acc[(i * f->nj + j) * 4 + 2 * h], 2, in[0]);
+			}
+			continue;
+		}
+		for (int j = j0; j < j1; j++)
+			epi_loads(e, dr, j * 8, 2, in[j - j0]);
+		for (int j = j0; j < j1; j++)
+			epi_finish(e, dr, j * 8, &f->acc[(i * f->nj + j) * 4 + 2 * h], 2, in[j - j0]);
+	}
+	ptx_place(p, skip);
+}
+
 void
 ptx_mm_epilogue(Ptx *p, const PtxMatmulSpec *s, const PtxMmFrag *f)
 {
@@ -1022,6 +1065,10 @@ ptx_mm_epilogue(Ptx *p, const PtxMatmulSpec *s, const PtxMmFrag *f)
 	int jlo = f->j0, jhi = f->j1 ? f->j1 : f->nj;
 
 	e.edge_n = epi_edge_n(s);
+	e.no_loads = e.pre != NULL;
+	for (int i = 0; i < s->nin && e.pre; i++)
+		if (ptx_prog_uses(&s->epi, OP_PARAM, i) && !e.pre->on[i])
+			e.no_loads = false;
 	if (s->epi.nins) {
 		e.prog = s->epi;
 	} else {
@@ -1031,34 +1078,16 @@ ptx_mm_epilogue(Ptx *p, const PtxMatmulSpec *s, const PtxMmFrag *f)
 		e.prog.nout = 1;
 	}
 	epi_setup(&e, f->r0, f->c0);
+	if (e.pre) { /* a loaded-ahead input dies with its fragments: both row halves of a group, then the next */
+		for (int i = 0; i < f->mi; i++)
+			for (int j0 = jlo; j0 < jhi; j0 += EPI_GROUP)
+				for (int h = 0; h < 2; h++)
+					epi_rows(&e, f, i, h, j0, j0 + EPI_GROUP < jhi ? j0 + EPI_GROUP : jhi);
+		return;
+	}
 	for (int i = 0; i < f->mi; i++)
-		for (int h = 0; h < 2; h++) {
-			int skip = ptx_label(p);
-			if (e.edge_m) { /* rows i*16 + h*8 of this thread beyond m */
-				Reg q = ptx_reg(p, RC_PRED);
-				ptx_emit(p, "setp.le.s32 %s, %s, %d;", R(q), R(e.rowrem), i * 16 + h * 8);
-				ptx_emit(p, "@%s bra $L%d;", R(q), skip);
-			}
-			for (int j0 = jlo; j0 < jhi; j0 += EPI_GROUP) {
-				int j1 = j0 + EPI_GROUP < jhi ? j0 + EPI_GROUP : jhi;
-				Reg in[EPI_GROUP][2][PTX_MAX_TENSORS];
-				if (e.edge_n) { /* guarded pairs, one at a time */
-					for (int j = j0; j < j1; j++) {
-						const Reg *a = &f->acc[(i * f->nj + j) * 4 + 2 * h];
-						epi_pair(&e, i * 16 + h * 8, j * 8, a[0], a[1]);
-					}
-					continue;
-				}
-				/* a group's loads before any of its stores, which ptxas may not
-				 * move loads above (an output could alias an input): one memory
-				 * round trip a group, not one a pair */
-				for (int j = j0; j < j1; j++)
-					epi_loads(&e, i * 16 + h * 8, j * 8, 2, in[j - j0]);
-				for (int j = j0; j < j1; j++)
-					epi_finish(&e, i * 16 + h * 8, j * 8, &f->acc[(i * f->nj + j) * 4 + 2 * h], 2, in[j - j0]);
-			}
-			ptx_place(p, skip);
-		}
+		for (int h = 0; h < 2; h++)
+			epi_rows(&e, f, i, h, jlo, jhi);
 }
 
 void

@@ -811,7 +811,7 @@ case_mm_epi(void)
 			s.out[0].stride[0] = 1000 * 1024;
 			s.in[0] = (PtxTensor){DT_BF16, {1024, 0, 1}};
 			s.nin = 1;
-			prog_or_die(&s.epi, "add(mul(tanh(add(acc,in0)),0.5),acc)");
+			prog_or_die(&s.epi, "add(mul(sigmoid(add(acc,in0)),0.5),acc)");
 			for (int late = 0; late < 2; late++) {
 				s.pre_in = late ? -1 : 0;
 				snprintf(name, sizeof name, "mm_epi_bias_%s%s%s", tiles[t], f32 ? "_f32" : "", late ? "_late" : "");
@@ -819,10 +819,17 @@ case_mm_epi(void)
 				mm_run(name, s, 11);
 			}
 		}
-	/* a tile that crosses n loads its bias in the epilogue, under guards */
+	/* a tile that crosses n loads its bias in the epilogue, under guards,
+	 * and so does a program with tanh (ptx_mm_epi_prefetch) */
 	s = epi_spec("mm_epi_ragged", "wg128x256x64s3");
 	pre_path_check("mm_epi_ragged_wg128x256x64s3", &s, false);
 	mm_run("mm_epi_ragged_wg128x256x64s3", s, 7);
+	s = mm_spec("mm_epi_tanh", DT_BF16, 1000, 1024, 520, "wg128x256x64s3", DT_BF16);
+	s.in[0] = (PtxTensor){DT_BF16, {0, 0, 1}};
+	s.nin = 1;
+	prog_or_die(&s.epi, "add(mul(tanh(add(acc,in0)),0.5),acc)");
+	pre_path_check("mm_epi_tanh_wg128x256x64s3", &s, false);
+	mm_run("mm_epi_tanh_wg128x256x64s3", s, 11);
 }
 
 /* A residual the epilogue reads from the staged tile, where TMA loaded it
