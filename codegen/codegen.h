@@ -547,6 +547,7 @@ typedef struct PtxMmFrag {
 enum { PTX_PRE_REGS = 32 };
 typedef struct PtxMmPre {
 	bool on[PTX_MAX_TENSORS];
+	bool all;  /* every input the program reads is on: the epilogue loads nothing */
 	Reg v[PTX_MAX_TENSORS][PTX_PRE_REGS];
 } PtxMmPre;
 void ptx_mm_epilogue(Ptx *p, const PtxMatmulSpec *s, const PtxMmFrag *f);

@@ -754,7 +754,6 @@ typedef struct Epi {
 	int dc0;                    /* the staged part's first column (PtxMmFrag.j0 * 8) */
 	int src;                    /* PtxMmFrag.stage_in: input src - 1 read from the staged tile */
 	const PtxMmPre *pre;        /* PtxMmFrag.pre: inputs loaded ahead, or NULL */
-	bool no_loads;              /* every input the program reads was loaded ahead */
 } Epi;
 
 /* ptr = base + (z*sb + r*sr + c*sc) * size */
@@ -1014,6 +1013,10 @@ ptx_mm_epi_prefetch(Ptx *p, const PtxMatmulSpec *s, const PtxMmFrag *f, PtxMmPre
 		used += f->nj;
 		buf_printf(&p->head, "// the epilogue's in%d, constant along rows, loaded while the last MMAs run\n", i);
 	}
+	pre->all = any;
+	for (int i = 0; i < s->nin; i++)
+		if (ptx_prog_uses(&s->epi, OP_PARAM, i) && !pre->on[i])
+			pre->all = false;
 	return any;
 }
 
@@ -1041,7 +1044,7 @@ epi_rows(Epi *e, const PtxMmFrag *f, int i, int h, int jlo, int jhi)
 			}
 			continue;
 		}
-		if (e->no_loads) { /* nothing to wait for: each pair's inputs unpacked where it is finished */
+		if (e->pre && e->pre->all) { /* nothing to wait for: each pair's inputs unpacked where it is finished */
 			for (int j = j0; j < j1; j++) {
 				epi_loads(e, dr, j * 8, 2, in[0]);
 				epi_finish(e, dr, j * 8, &f->acc[(i * f->nj + j) * 4 + 2 * h], 2, in[0]);
@@ -1065,10 +1068,6 @@ ptx_mm_epilogue(Ptx *p, const PtxMatmulSpec *s, const PtxMmFrag *f)
 	int jlo = f->j0, jhi = f->j1 ? f->j1 : f->nj;
 
 	e.edge_n = epi_edge_n(s);
-	e.no_loads = e.pre != NULL;
-	for (int i = 0; i < s->nin && e.pre; i++)
-		if (ptx_prog_uses(&s->epi, OP_PARAM, i) && !e.pre->on[i])
-			e.no_loads = false;
 	if (s->epi.nins) {
 		e.prog = s->epi;
 	} else {
