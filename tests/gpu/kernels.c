@@ -3060,14 +3060,26 @@ perf_grid(void)
 	                                   "weights via L1", "weights in smem forced"};
 	const char *only = getenv("PERF_GRID_ONLY");
 	int vs[8], nv = env_ints("PERF_GRID_V", "0,1,2,3,4,5", vs, 8);
-	for (size_t i = 0; i < NELEM(sz); i++)
+	RowShape one[1];
+	const RowShape *list = sz;
+	size_t nlist = NELEM(sz);
+	char opname[16];
+	long long R, L;
+	/* any "op RxL" of row_op_spec's ops, not only the table's (an aligned
+	 * twin of a peeled length, say) */
+	if (only && sscanf(only, "%15s %lldx%lld", opname, &R, &L) == 3) {
+		one[0] = (RowShape){!strcmp(opname, "rmsnorm") ? "rmsnorm" : !strcmp(opname, "layernorm") ? "layernorm" : "softmax", R, L};
+		list = one;
+		nlist = 1;
+	}
+	for (size_t i = 0; i < nlist; i++)
 		for (int round = 0; round < (only ? 1 : 3); round++)
 			for (int k = 0; k < nv; k++) {
 				int v = vs[k];
-				bool wide = sz[i].len > 8192, weights = strcmp(sz[i].op, "softmax") != 0;
-				PtxRowsSpec s = row_op_spec(sz[i].op, sz[i].rows, sz[i].len);
+				bool wide = list[i].len > 8192, weights = strcmp(list[i].op, "softmax") != 0;
+				PtxRowsSpec s = row_op_spec(list[i].op, list[i].rows, list[i].len);
 				char shape[64];
-				snprintf(shape, sizeof shape, "%s %lldx%lld", sz[i].op, (long long)sz[i].rows, (long long)sz[i].len);
+				snprintf(shape, sizeof shape, "%s %lldx%lld", list[i].op, (long long)list[i].rows, (long long)list[i].len);
 				if ((only && strcmp(only, shape)) || v < 0 || v > 5 || ((v == 2 || v == 3) && wide) ||
 				    (v == 4 && (!wide || !weights)) || (v == 5 && (wide || !weights)))
 					continue; /* a vocabulary row takes 1024 threads, which copy weights anyway */
@@ -3077,7 +3089,7 @@ perf_grid(void)
 				s.cta_min = v == 2 || v == 3 ? 4 : 0;
 				s.weights_smem = v == 4 ? -1 : v == 5 ? 1 : 0;
 				perf_full_grid = v == 1 || v == 3;
-				perf_row_kernel(sz[i].op, name[v], &s);
+				perf_row_kernel(list[i].op, name[v], &s);
 				perf_full_grid = false;
 			}
 }
