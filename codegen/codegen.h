@@ -241,11 +241,8 @@ typedef struct PtxRowsSpec {
 	                                   keeps L1): 0 = where CTAs share an SM (fewer than 1024
 	                                   threads: rows.c), 1 = always, -1 = never */
 	int cache_ends;                 /* CTA mode, peeled rows: the head and tail elements' streamed
-	                                   inputs loaded with the vectors and held in registers (rows.c
-	                                   peel_cache), or their lines prefetched into L1 with the
-	                                   vectors (xline_prefetch): 0 = registers where they fit, else
-	                                   the prefetch; 1 = registers, 2 = the prefetch; -1 = neither
-	                                   (loaded in each stage and the map) */
+	                                   inputs held in registers with the vectors (rows.c peel_cache):
+	                                   0 = where they fit, -1 = never */
 	int prefetch;                   /* CTA mode: the next row of in0 copied into shared memory by
 	                                   one bulk copy while this row is reduced and stored (rows.c
 	                                   cta_prefetch): 1 = where it fits (flagless kernels), 0 = never

@@ -151,7 +151,6 @@ typedef struct Rows {
 	bool peel;        /* CTA mode: vectors after the row's unaligned head (peel_vec) */
 	Reg xcol[2], xin[2]; /* peeled: the thread's head and tail element, and whether it has each */
 	bool xcache;      /* peeled, cached: the head and tail elements held too (peel_cache) */
-	bool xpf;         /* peeled, cached, not xcache: the head and tail elements' lines prefetched into L1 */
 	Reg xval[PTX_MAX_TENSORS][2]; /* xcache: the streamed inputs at those, loaded with the vectors
 	                                 (16-bit ones both in xval[i][0], head in the low half: a register less) */
 	Reg mis;          /* peeled: this row's pointers are misaligned unlike in0's (peel_guard) */
@@ -2200,25 +2199,6 @@ l1_stream(const Rows *r)
 	return r->s->l1_stream > 0 || (r->s->l1_stream == 0 && r->T < 1024);
 }
 
-/* Where a peeled row's head and tail elements cannot stay in registers
- * (peel_cache: a layernorm's two weights at 1024 threads), each thread
- * that has one prefetches its line into L1 with the row's vectors: each
- * stage and the map then load it from L1.  The vectors' own loads bring
- * those lines only where the head shares a 32-byte sector with the first
- * vector (and the tail with the last), so otherwise the first stage's load
- * went to L2 and held the whole CTA at the reduction's barrier.  Kept in
- * shared memory instead, ptxas hoisted the reads and spilled 36-44 bytes. */
-static void
-xline_prefetch(Rows *r, int i)
-{
-	Ptx *p = r->p;
-	for (int x = 0; x < 2; x++) {
-		Reg a = col_addr(p, &r->s->in[i], r->inrow[i], r->xcol[x]);
-		ptx_emit(p, "@%s prefetch.global.L1 [%s];", R(r->xin[x]), R(a));
-	}
-}
-
-
 /* The streamed inputs of this row into registers. */
 static void
 cta_load(Rows *r)
@@ -2255,16 +2235,12 @@ cta_load(Rows *r)
 	/* peeled: the head and tail elements too, their loads in flight with
 	 * the vectors' (one after another in each stage and the map, a
 	 * dependent load each, they cost a 50257-wide softmax 16%) */
-	for (int i = 0; i < s->nin && (r->xcache || r->xpf); i++) {
+	for (int i = 0; i < s->nin && r->xcache; i++) {
 		const PtxDType *d = &ptx_dtypes[s->in[i].dt];
 		Reg v[2];
 		r->xval[i][0] = r->xval[i][1] = -1;
 		if (!streamed(&s->in[i]) || !used_anywhere(r, i))
 			continue;
-		if (r->xpf) {
-			xline_prefetch(r, i);
-			continue;
-		}
 		for (int x = 0; x < 2; x++) {
 			Reg a = col_addr(p, &s->in[i], r->inrow[i], r->xcol[x]);
 			v[x] = ptx_reg(p, d->st);
@@ -2983,9 +2959,7 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	r.cta = !r.cols && cta_shape(s, r.vec, &r.T, &r.U, &r.cached);
 	r.pf = cta_prefetch(&r);
 	wsm_plan(&r);
-	r.xcache = r.cta && r.peel && r.cached &&
-	           (s->cache_ends == 1 || (s->cache_ends == 0 && peel_cache(s, r.T, r.U, r.vec)));
-	r.xpf = r.cta && r.peel && r.cached && (s->cache_ends == 2 || (s->cache_ends == 0 && !r.xcache));
+	r.xcache = r.cta && r.peel && r.cached && s->cache_ends >= 0 && peel_cache(s, r.T, r.U, r.vec);
 	if (r.cols) {
 		col_setup(&r);
 		rb = r.rb;
@@ -3015,10 +2989,9 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 			buf_printf(&p->head, "// the block's streamed inputs in shared memory, %d KiB a CTA%s\n", r.cbytes / 1024,
 			           r.ccache == 2 ? ", twice: the next entry's copied in meanwhile" : ", copied in at each entry");
 	} else if (r.cta && r.cached)
-		buf_printf(&p->head, "// rows %lld x %lld, %d stages, a CTA of %d threads per row, %d x %d elements each%s%s%s\n",
+		buf_printf(&p->head, "// rows %lld x %lld, %d stages, a CTA of %d threads per row, %d x %d elements each%s%s\n",
 		           (long long)s->rows, (long long)s->len, s->nstage, r.T, r.U, r.vec,
 		           r.peel ? ", after the row's unaligned head (a head and a tail element by element)" : "",
-		           r.xcache ? ", held in registers" : r.xpf ? ", their lines prefetched into L1" : "",
 		           r.pf ? "; in0's next row by bulk copy into shared memory meanwhile" : "");
 	else if (r.cta)
 		buf_printf(&p->head, "// rows %lld x %lld, %d stages, a CTA of %d threads per row, %d per step, reread from L2%s\n",

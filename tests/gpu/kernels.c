@@ -2996,36 +2996,6 @@ perf_pf(void)
 			}
 }
 
-/* A peeled row's head and tail elements: loaded in each stage and the
- * map (cache_ends -1), held in registers (1: peel_cache, forced past its
- * register budget), their lines prefetched into L1 with the vectors (2),
- * and rows.c's choice (0), flagless and a row an entry as lower.c makes
- * them, at 50257-wide rows (PERF_ENDS_ONLY: one "op RxL"); three rounds
- * of the variants one after another (compare the medians). */
-static void
-perf_ends(void)
-{
-	static const RowShape sz[] = {{"layernorm", 1024, 50257}, {"rmsnorm", 1024, 50257}, {"softmax", 1024, 50257},
-	                              {"layernorm", 4096, 50257}};
-	static const int ends[] = {-1, 1, 2, 0};
-	static const char *const name[] = {"ends loaded each time", "ends in registers", "ends prefetched", "default"};
-	const char *only = getenv("PERF_ENDS_ONLY");
-	for (size_t i = 0; i < NELEM(sz); i++) {
-		char shape[64];
-		snprintf(shape, sizeof shape, "%s %lldx%lld", sz[i].op, (long long)sz[i].rows, (long long)sz[i].len);
-		if (only && strcmp(only, shape))
-			continue;
-		for (int round = 0; round < 3; round++)
-			for (size_t v = 0; v < NELEM(ends); v++) {
-				PtxRowsSpec s = row_op_spec(sz[i].op, sz[i].rows, sz[i].len);
-				s.rows_per_block = 1;
-				s.flagless = true;
-				s.cache_ends = ends[v];
-				perf_row_kernel(sz[i].op, name[v], &s);
-			}
-	}
-}
-
 /* CTA mode's shape: threads per row and CTAs an SM (.minnctapersm, which
  * makes ptxas fit the registers), and the barriers between entries
  * (flagless: none, as lower.c's kernels without flags have) with and
@@ -3327,10 +3297,6 @@ main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "perf-pf")) {
 		perf_pf();
-		return 0;
-	}
-	if (!strcmp(argv[1], "perf-ends")) {
-		perf_ends();
 		return 0;
 	}
 	if (!strcmp(argv[1], "perf-grid")) {
