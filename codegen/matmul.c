@@ -38,7 +38,6 @@ const PtxTile ptx_tiles[] = {
 	{"wg128x256x64s3",  128, 256, 64, 2, 1, 3, 1, PTX_WGMMA, false, 0, false},
 	{"wg128x128x64s6",  128, 128, 64, 2, 1, 6, 1, PTX_WGMMA, false, 0, false},
 	{"wg128x64x64s8",   128,  64, 64, 2, 1, 8, 1, PTX_WGMMA, false, 0, false},
-	{"wg64x128x64s6",    64, 128, 64, 1, 1, 6, 1, PTX_WGMMA, false, 0, false},
 	/* two CTAs of 128 x 256 on one entry of 256 rows, B multicast */
 	{"wg256x256x64s3c2", 256, 256, 64, 2, 1, 3, 1, PTX_WGMMA, false, 2, false},
 	{"wg256x256x64s4c2", 256, 256, 64, 2, 1, 4, 1, PTX_WGMMA, false, 2, false},
