@@ -3068,7 +3068,15 @@ perf_grid(void)
 	/* any "op RxL" of row_op_spec's ops, not only the table's (an aligned
 	 * twin of a peeled length, say) */
 	if (only && sscanf(only, "%15s %lldx%lld", opname, &R, &L) == 3) {
-		one[0] = (RowShape){!strcmp(opname, "rmsnorm") ? "rmsnorm" : !strcmp(opname, "layernorm") ? "layernorm" : "softmax", R, L};
+		static const char *const ops[] = {"rmsnorm", "layernorm", "softmax"};
+		size_t o = 0;
+		while (o < NELEM(ops) && strcmp(opname, ops[o]))
+			o++;
+		if (o == NELEM(ops)) {
+			fprintf(stderr, "PERF_GRID_ONLY: no row op '%s' (rmsnorm, layernorm, softmax)\n", opname);
+			exit(2);
+		}
+		one[0] = (RowShape){ops[o], R, L};
 		list = one;
 		nlist = 1;
 	}
