@@ -162,6 +162,10 @@ typedef struct PtxMatmulSpec {
 	                                  their bytes once (PTX_L2_SRC: the source tile's loads,
 	                                  PTX_L2_OUT: C's stores); 0: the default (wgmma.c
 	                                  WG_L2_DEFAULT), -1: none */
+	int out_bufs;                  /* a staged output tile too big for shared memory beside the
+	                                  stages: 0, in 64-column parts alternating between two
+	                                  buffers (TMA reads one while the consumers write the next);
+	                                  -1, in halves through one buffer (wgmma.c wg_stageable) */
 } PtxMatmulSpec;
 enum { PTX_L2_SRC = 1, PTX_L2_OUT = 2 };
 
@@ -243,6 +247,10 @@ typedef struct PtxRowsSpec {
 	int cache_ends;                 /* CTA mode, peeled rows: the head and tail elements' streamed
 	                                   inputs held in registers with the vectors (rows.c peel_cache):
 	                                   0 = where they fit, -1 = never */
+	int split_heads;                /* CTA mode, peeled rows: the map's vectors made once per head
+	                                   (0 .. 7), so a 16-bit weight held in shared memory is read
+	                                   at a shift known when it is made (rows.c cta_each_split):
+	                                   0 = where the map reads such a weight, -1 = never */
 	int prefetch;                   /* CTA mode: the next row of in0 copied into shared memory by
 	                                   one bulk copy while this row is reduced and stored (rows.c
 	                                   cta_prefetch): 1 = where it fits (flagless kernels), 0 = never
@@ -529,9 +537,10 @@ typedef struct PtxMmFrag {
 	const Reg *stage_xo;
 	int stage_box;
 	/* Only column fragments j0 <= j < j1 (j1 = 0: all nj), staged at box
-	 * (column - 8 j0) / 64: an epilogue in parts, through a staging
-	 * buffer smaller than the tile (j0 a multiple of 8). */
-	int j0, j1;
+	 * (column - 8 j0) / 64 from stage_off bytes past stage_xo's: an
+	 * epilogue in parts, through staging buffers smaller than the tile
+	 * (j0 a multiple of 8). */
+	int j0, j1, stage_off;
 	/* Input stage_in - 1 (0: none) is read from the staging buffer, where
 	 * TMA put its tile in the output's layout: each value at the address
 	 * the output's value of that place is then written to. */

@@ -154,6 +154,10 @@ typedef struct Rows {
 	Reg xval[PTX_MAX_TENSORS][2]; /* xcache: the streamed inputs at those, loaded with the vectors
 	                                 (16-bit ones both in xval[i][0], head in the low half: a register less) */
 	Reg mis;          /* peeled: this row's pointers are misaligned unlike in0's (peel_guard) */
+	Reg head;         /* peeled: this row's head, elements before its first whole vector (peel_head) */
+	int wshift;       /* peeled: the head for which the code at hand is made (cta_each_split), -1: any */
+	bool wsplit;      /* peeled: cta_each makes the vectors' code once per head (cta_each_split) */
+	Reg walign;       /* wsplit: the weights read from global memory are 16-byte aligned (-1: none read there) */
 	bool pf;          /* CTA mode: in0's rows come into shared memory by bulk copy, the next during this one (cta_prefetch) */
 	Reg pfbar, pfbuf; /* pf: the copy's mbarrier and the buffer (shared addresses) */
 	Reg pflo;         /* pf: this row's in0 address rounded down to 16 bytes, the buffer's first byte */
@@ -2053,6 +2057,16 @@ peel_vec(const PtxRowsSpec *s)
 	return 16 / size > 8 ? 8 : 16 / size;
 }
 
+/* Whether input i is a 16-bit vector every row shares (a norm's weight),
+ * which a peeled row reads at its shifted columns. */
+static bool
+shifted16(const Rows *r, int i)
+{
+	const PtxTensor *t = &r->s->in[i];
+	return r->peel && r->vec == 8 && t->stride[0] == 0 && t->stride[1] == 1 && ptx_dtypes[t->dt].size == 2 &&
+	       ptx_dtypes[t->dt].load;
+}
+
 /* Threads and vectors per thread of CTA mode for this spec, or false;
  * *cached when the streamed inputs fit in registers.  Rows too long for
  * that (or of odd length, one element a vector) take 1024 threads and
@@ -2144,6 +2158,7 @@ peel_head(Rows *r, Reg base)
 	ptx_emit(p, "neg.s32 %s, %s;", R(h), R(h));
 	ptx_emit(p, "and.b32 %s, %s, %d;", R(h), R(h), V - 1);
 	ptx_emit(p, "add.u32 %s, %s, %s;", R(base), R(base), R(h));
+	r->head = h;
 	/* the tail starts at h + ((len - h) / V) V */
 	ptx_emit(p, "mov.u32 %s, %lld;", R(t0), (long long)r->s->len);
 	ptx_emit(p, "sub.u32 %s, %s, %s;", R(t0), R(t0), R(h));
@@ -2351,6 +2366,85 @@ load_shifted16(Ptx *p, DType dt, Reg addr, Reg lo, int64_t bytes, Reg *val)
 	ptx_place(p, done);
 }
 
+/* Words s / 2 on of the eight in w (two 16-byte vectors) as eight 16-bit
+ * elements into val: for odd s, the half-words between by prmt. */
+static void
+pick_fixed16(Ptx *p, DType dt, const Reg *w, int s, Reg *val)
+{
+	int q = s / 2;
+	for (int k = 0; k < 4; k++) {
+		Reg o = w[q + k], v[2];
+		if (s % 2) {
+			o = ptx_reg(p, RC_B32);
+			ptx_emit(p, "prmt.b32 %s, %s, %s, 0x5432;", R(o), R(w[q + k]), R(w[q + k + 1]));
+		}
+		ptx_unpack_word(p, dt, o, v);
+		val[2 * k] = v[0];
+		val[2 * k + 1] = v[1];
+	}
+}
+
+/* Eight adjacent 16-bit elements at the shared address a, s elements past
+ * a 16-byte boundary with s known here (cta_each_split): the two vectors
+ * around them (one for s = 0) and pick_fixed16 -- what load_shifted16
+ * selects at run time, there 15 selp and the shift's decoding for each
+ * vector.  A copy in shared memory has 16 bytes of slack after it. */
+static void
+load_fixed16(Ptx *p, DType dt, Reg a, int s, Reg *val)
+{
+	Reg w[8];
+	for (int j = 0; j < 8; j++)
+		w[j] = ptx_reg(p, RC_B32);
+	ptx_emit(p, "ld.shared.v4.b32 {%s, %s, %s, %s}, [%s+%d];", R(w[0]), R(w[1]), R(w[2]), R(w[3]), R(a), -2 * s);
+	if (s)
+		ptx_emit(p, "ld.shared.v4.b32 {%s, %s, %s, %s}, [%s+%d];", R(w[4]), R(w[5]), R(w[6]), R(w[7]), R(a), 16 - 2 * s);
+	pick_fixed16(p, dt, w, s, val);
+}
+
+/* The same from global memory at addr, whose input [lo, lo + bytes) is
+ * 16-byte aligned (r->walign): where the second vector would leave it
+ * (the input's last columns; compute-sanitizer checks), element by
+ * element.  Not .nc: the input may be written by an earlier step this
+ * kernel waits for. */
+static void
+load_fixed16_global(Ptx *p, DType dt, Reg addr, int s, Reg lo, int64_t bytes, Reg *val)
+{
+	Reg w[8];
+	int slow = ptx_label(p), done = ptx_label(p);
+	for (int j = 0; j < 8; j++) {
+		w[j] = ptx_reg(p, RC_B32);
+		val[j] = ptx_reg(p, RC_F32);
+	}
+	if (s) {
+		Reg end = ptx_reg(p, RC_B64), top = ptx_reg(p, RC_B64), out = ptx_reg(p, RC_PRED);
+		ptx_emit(p, "add.u64 %s, %s, %lld;", R(end), R(lo), (long long)bytes);
+		ptx_emit(p, "add.u64 %s, %s, %d;", R(top), R(addr), 32 - 2 * s);
+		ptx_emit(p, "setp.gt.u64 %s, %s, %s;", R(out), R(top), R(end));
+		ptx_emit(p, "@%s bra $L%d;", R(out), slow);
+	}
+	ptx_emit(p, "ld.global.v4.b32 {%s, %s, %s, %s}, [%s+%d];", R(w[0]), R(w[1]), R(w[2]), R(w[3]), R(addr), -2 * s);
+	if (s)
+		ptx_emit(p, "ld.global.v4.b32 {%s, %s, %s, %s}, [%s+%d];", R(w[4]), R(w[5]), R(w[6]), R(w[7]), R(addr),
+		         16 - 2 * s);
+	{
+		Reg v[8];
+		pick_fixed16(p, dt, w, s, v);
+		for (int j = 0; j < 8; j++)
+			ptx_emit(p, "mov.f32 %s, %s;", R(val[j]), R(v[j]));
+	}
+	if (!s)
+		return;
+	ptx_emit(p, "bra $L%d;", done);
+	ptx_place(p, slow);
+	for (int j = 0; j < 8; j++) {
+		Reg a = ptx_reg(p, RC_B64), v;
+		ptx_emit(p, "add.u64 %s, %s, %d;", R(a), R(addr), 2 * j);
+		v = ptx_load_val(p, dt, a, "global");
+		ptx_emit(p, "mov.f32 %s, %s;", R(val[j]), R(v));
+	}
+	ptx_place(p, done);
+}
+
 /* ---- CTA mode: the inputs every row shares, in shared memory ----
  * A CTA of 1024 threads holding a vocabulary-wide row in registers has
  * its SM to itself, and so its shared memory, idle but for the stages'
@@ -2460,6 +2554,8 @@ wsm_load(Rows *r, int i, Reg col, Reg *val)
 	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(a), R(col), d->size, R(a));
 	if (r->vec == 1) {
 		val[0] = ptx_load_val(p, dt, a, "shared");
+	} else if (r->peel && r->vec == 8 && d->size == 2 && d->load && r->wshift >= 0) {
+		load_fixed16(p, dt, a, r->wshift, val);
 	} else if (r->peel && r->vec == 8 && d->size == 2 && d->load) {
 		load_shifted16(p, dt, a, -1, 0, val);
 	} else if (r->peel) { /* f32 at a peeled row's columns: 4-byte aligned, element by element */
@@ -2510,7 +2606,9 @@ cta_inputs(Rows *r, const PtxEwProg *g, int u, Reg col, Reg in[][8])
 			Reg a = col_addr(p, &s->in[i], r->inrow[i], col);
 			const PtxDType *d = &ptx_dtypes[s->in[i].dt];
 			if (r->peel && r->vec > 1 && !streamed(&s->in[i]) && s->in[i].stride[1] == 1) { /* not shifted with the row */
-				if (r->vec == 8 && d->size == 2 && d->load)
+				if (r->wshift >= 0 && shifted16(r, i))
+					load_fixed16_global(p, s->in[i].dt, a, r->wshift, r->inrow[i], s->len * 2, in[i]);
+				else if (r->vec == 8 && d->size == 2 && d->load)
 					load_shifted16(p, s->in[i].dt, a, r->inrow[i], s->len * 2, in[i]);
 				else
 					load_elems(p, s->in[i].dt, a, r->vec, in[i]);
@@ -2563,6 +2661,74 @@ cta_each_vector(Rows *r, VecBody body, void *arg)
 
 /* The vectors, then (peeled) the head and tail elements, one each, their
  * inputs loaded (from L1: the vectors' loads brought their lines). */
+/* A peeled row's vectors, where r->wsplit: their code once for each head
+ * h (0 .. 7), the row taking the one for its own (a branch the whole CTA
+ * takes alike), so a 16-bit input every row shares, held in shared memory
+ * 16-byte aligned, is read at h elements past a boundary known here
+ * (load_fixed16) and not decoded from its address vector by vector: those
+ * selects took 23% of the warps' samples of a 50257-wide layernorm, which
+ * ran 0.1155 ms against 0.0844 at the aligned 50304 (H100,
+ * bench/results/2026-12-06-stall-h100.md). */
+static void
+cta_each_split(Rows *r, VecBody body, void *arg)
+{
+	Ptx *p = r->p;
+	int at[8], join = ptx_label(p), any = ptx_label(p);
+	Reg q = ptx_reg(p, RC_PRED);
+	if (!r->wsplit) {
+		cta_each_vector(r, body, arg);
+		return;
+	}
+	if (r->walign >= 0)
+		ptx_emit(p, "@!%s bra.uni $L%d;", R(r->walign), any);
+	for (int h = 1; h < r->vec; h++) {
+		at[h] = ptx_label(p);
+		ptx_emit(p, "setp.eq.u32 %s, %s, %d;", R(q), R(r->head), h);
+		ptx_emit(p, "@%s bra.uni $L%d;", R(q), at[h]);
+	}
+	for (int h = 0; h < r->vec; h++) {
+		if (h)
+			ptx_place(p, at[h]);
+		r->wshift = h;
+		cta_each_vector(r, body, arg);
+		if (h < r->vec - 1 || r->walign >= 0)
+			ptx_emit(p, "bra.uni $L%d;", join);
+	}
+	r->wshift = -1;
+	if (r->walign >= 0) {
+		ptx_place(p, any);
+		cta_each_vector(r, body, arg);
+	}
+	ptx_place(p, join);
+}
+
+/* Whether cta_each_split pays for program g: it reads such an input.  Sets
+ * r->walign to whether those read from global memory (not copied into
+ * shared memory) are 16-byte aligned, which the code made for a head
+ * assumes (a view off that alignment takes the code for any head). */
+static bool
+split_heads(Rows *r, const PtxEwProg *g)
+{
+	Ptx *p = r->p;
+	bool any = false;
+	r->walign = -1;
+	for (int i = 0; i < r->s->nin && r->s->split_heads >= 0; i++) {
+		if (!shifted16(r, i) || !ptx_prog_uses(g, OP_PARAM, i))
+			continue;
+		any = true;
+		if (r->woff[i] >= 0)
+			continue;
+		Reg t = ptx_reg(p, RC_B64);
+		ptx_emit(p, "and.b64 %s, %s, 15;", R(t), R(p->tensor[i]));
+		if (r->walign < 0) {
+			r->walign = ptx_reg(p, RC_PRED);
+			ptx_emit(p, "setp.eq.u64 %s, %s, 0;", R(r->walign), R(t));
+		} else
+			ptx_emit(p, "setp.eq.and.u64 %s, %s, 0, %s;", R(r->walign), R(t), R(r->walign));
+	}
+	return any;
+}
+
 static void
 cta_each(Rows *r, VecBody body, void *arg)
 {
@@ -2576,7 +2742,7 @@ cta_each(Rows *r, VecBody body, void *arg)
 	scalar = ptx_label(p);
 	join = ptx_label(p);
 	ptx_emit(p, "@%s bra $L%d;", R(r->mis), scalar);
-	cta_each_vector(r, body, arg);
+	cta_each_split(r, body, arg);
 	r->vec = 1;
 	for (int x = 0; x < 2; x++) {
 		int skip = ptx_label(p);
@@ -2905,8 +3071,11 @@ rows_cta_body(Rows *r)
 	cta_load(r);
 	for (int k = 0; k < s->nstage; k++)
 		cta_stage(r, k);
-	if (s->map.nout)
+	if (s->map.nout) {
+		r->wsplit = split_heads(r, &s->map);
 		cta_each(r, map_vec, NULL);
+		r->wsplit = false;
+	}
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(r->seq), R(r->seq));
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(r->row), R(r->row));
 	ptx_emit(p, "bra $L%d;", loop);
@@ -2943,7 +3112,7 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 {
 	const char *why = ptx_rows_check(s);
 	Ptx px, *p = &px;
-	Rows r = {.p = p, .s = s, .ncl = 1, .grp = 1};
+	Rows r = {.p = p, .s = s, .ncl = 1, .grp = 1, .wshift = -1};
 	int rb = s->rows_per_block ? s->rows_per_block : ROW_DEFAULT_BLOCK, threads, slots = 0;
 	int64_t nblocks;
 

@@ -2293,8 +2293,9 @@ perf(const char *only)
 
 /* perf-ab: matmul variants on one shape, interleaved round by round so a
  * power-capped GPU's drifting clock falls on every variant alike.
- * PERF_TILES="tile[:group][/EPI][/hMASK] ..." (default wg128x256x64s3; hMASK:
- * PtxMatmulSpec.l2_first, h-1 none), PERF_SHAPES,
+ * PERF_TILES="tile[:group][/EPI][/hMASK][/o1] ..." (default wg128x256x64s3; hMASK:
+ * PtxMatmulSpec.l2_first, h-1 none; o1: out_bufs -1, an output tile too
+ * big to stage whole in halves through one buffer), PERF_SHAPES,
  * PERF_EPI=EPI the variants' epilogue where they name none: plain, bias,
  * gelu (the bias and the stdlib's GELU), resid (a residual of C's shape,
  * read from the staged tile where it can), residg (from global memory),
@@ -2356,6 +2357,7 @@ perf_ab(void)
 	int tiles[AB_MAX], groups[AB_MAX], nv = 0;
 	int epi[AB_MAX]; /* EPI_*: PERF_EPI, or the variant's /suffix */
 	int hint[AB_MAX]; /* l2_first: the variant's /hMASK (h-1: none), else 0 */
+	int obufs[AB_MAX]; /* out_bufs: the variant's /o1 gives -1, else 0 */
 	int epi0 = getenv("PERF_EPI") && *getenv("PERF_EPI") ? epi_byname(getenv("PERF_EPI")) : EPI_PLAIN;
 
 	while (*e && nv < AB_MAX) {
@@ -2366,6 +2368,11 @@ perf_ab(void)
 		e += used;
 		epi[nv] = epi0;
 		hint[nv] = 0;
+		obufs[nv] = 0;
+		if ((slash = strrchr(names[nv], '/')) && !strcmp(slash, "/o1")) { /* .../o1: PtxMatmulSpec.out_bufs -1 */
+			obufs[nv] = -1;
+			*slash = 0;
+		}
 		if ((slash = strrchr(names[nv], '/')) && slash[1] == 'h') { /* .../hMASK: PtxMatmulSpec.l2_first */
 			hint[nv] = atoi(slash + 2);
 			*slash = 0;
@@ -2407,6 +2414,7 @@ perf_ab(void)
 			PtxMatmulSpec sp = mm_spec("perf_ab", DT_BF16, m, n, k, ptx_tiles[tiles[v]].name, DT_BF16);
 			epi_apply(&sp, epi[v], m, n);
 			sp.l2_first = hint[v];
+			sp.out_bufs = obufs[v];
 			kr[v] = perf_kernel(&sp, groups[v], false, &bu[v], &l[v]);
 			l[v].t[0] = a.d;
 			l[v].t[1] = b.d;
@@ -2431,10 +2439,10 @@ perf_ab(void)
 			qsort(&t[v * rounds], (size_t)rounds, sizeof *t, cmp_float);
 			double med = t[v * rounds + rounds / 2];
 			base = v ? base : med;
-			printf("PERFAB m=%lld n=%lld k=%lld tile=%s%s%s%s l2_first=%d group=%d b2b=%d rounds=%d median_ms=%.4f "
-			       "q1_ms=%.4f q3_ms=%.4f tflops=%.1f speed_vs_first=%.3f\n",
+			printf("PERFAB m=%lld n=%lld k=%lld tile=%s%s%s%s l2_first=%d out_bufs=%d group=%d b2b=%d rounds=%d "
+			       "median_ms=%.4f q1_ms=%.4f q3_ms=%.4f tflops=%.1f speed_vs_first=%.3f\n",
 			       (long long)m, (long long)n, (long long)k, names[v], epi[v] ? "+" : "", epi[v] ? epi_names[epi[v]] : "",
-			       kr[v].k.ntmaps > 3 ? "(staged)" : "", hint[v], groups[v], b2b, rounds, med,
+			       kr[v].k.ntmaps > 3 ? "(staged)" : "", hint[v], obufs[v], groups[v], b2b, rounds, med,
 			       t[v * rounds + rounds / 4], t[v * rounds + 3 * rounds / 4], 2.0 * m * n * k / (med * 1e-3) / 1e12,
 			       base / med);
 			CU(cuMemFree(l[v].blocks));
@@ -3045,10 +3053,12 @@ static int env_ints(const char *name, const char *dflt, int *v, int max);
  * with 512 threads at four CTAs an SM (Inductor's shape at 8192 x 8192);
  * a norm's weights read through L1 each row (weights_smem -1) against the
  * copy in shared memory, which rows.c makes where a CTA has its SM, and
- * that copy forced on smaller CTAs.  Three rounds of the variants one
- * after another (compare medians); PERF_GRID_ONLY ("layernorm
- * 1024x50257") one shape, one round; PERF_GRID_V the variants (default
- * all: 0-5 as `name` lists them). */
+ * that copy forced on smaller CTAs; a peeled row's map made for any head
+ * (split_heads -1) against once per head, and the copy forced at
+ * vocabulary width (a layernorm's two weights exceed its default bound).
+ * Three rounds of the variants one after another (compare medians);
+ * PERF_GRID_ONLY ("layernorm 1024x50257") one shape, one round;
+ * PERF_GRID_V the variants (default all: 0-7 as `name` lists them). */
 static void
 perf_grid(void)
 {
@@ -3057,9 +3067,10 @@ perf_grid(void)
 	          {"rmsnorm", 4096, 50304},   {"layernorm", 4096, 50304}, {"softmax", 4096, 50304},
 	          {"rmsnorm", 1024, 50257},   {"layernorm", 1024, 50257}, {"softmax", 1024, 50257}};
 	static const char *const name[] = {"persistent", "cta-a-row", "T512 persistent", "T512 cta-a-row",
-	                                   "weights via L1", "weights in smem forced"};
+	                                   "weights via L1", "weights in smem forced", "heads not split",
+	                                   "wide, weights in smem forced"};
 	const char *only = getenv("PERF_GRID_ONLY");
-	int vs[8], nv = env_ints("PERF_GRID_V", "0,1,2,3,4,5", vs, 8);
+	int vs[8], nv = env_ints("PERF_GRID_V", "0,1,2,3,4,5,6,7", vs, 8);
 	RowShape one[1];
 	const RowShape *list = sz;
 	size_t nlist = NELEM(sz);
@@ -3088,14 +3099,17 @@ perf_grid(void)
 				PtxRowsSpec s = row_op_spec(list[i].op, list[i].rows, list[i].len);
 				char shape[64];
 				snprintf(shape, sizeof shape, "%s %lldx%lld", list[i].op, (long long)list[i].rows, (long long)list[i].len);
-				if ((only && strcmp(only, shape)) || v < 0 || v > 5 || ((v == 2 || v == 3) && wide) ||
-				    (v == 4 && (!wide || !weights)) || (v == 5 && (wide || !weights)))
+				bool peeled = list[i].len % 8 != 0;
+				if ((only && strcmp(only, shape)) || v < 0 || v > 7 || ((v == 2 || v == 3) && wide) ||
+				    (v == 4 && (!wide || !weights)) || (v == 5 && (wide || !weights)) ||
+				    (v == 6 && (!peeled || !weights)) || (v == 7 && (!wide || !weights)))
 					continue; /* a vocabulary row takes 1024 threads, which copy weights anyway */
 				s.rows_per_block = 1;
 				s.flagless = true;
 				s.cta_threads = v == 2 || v == 3 ? 512 : 0;
 				s.cta_min = v == 2 || v == 3 ? 4 : 0;
-				s.weights_smem = v == 4 ? -1 : v == 5 ? 1 : 0;
+				s.weights_smem = v == 4 ? -1 : v == 5 || v == 7 ? 1 : 0;
+				s.split_heads = v == 6 ? -1 : 0;
 				perf_full_grid = v == 1 || v == 3;
 				perf_row_kernel(list[i].op, name[v], &s);
 				perf_full_grid = false;
