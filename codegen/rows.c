@@ -2291,6 +2291,19 @@ load_elems(Ptx *p, DType dt, Reg addr, int v, Reg *val)
 	}
 }
 
+/* The eight 16-bit elements at addr in global memory one by one, into
+ * val's registers: the slow path of a load whose fast path set them. */
+static void
+load_elems_into(Ptx *p, DType dt, Reg addr, const Reg *val)
+{
+	for (int j = 0; j < 8; j++) {
+		Reg a = ptx_reg(p, RC_B64), v;
+		ptx_emit(p, "add.u64 %s, %s, %d;", R(a), R(addr), 2 * j);
+		v = ptx_load_val(p, dt, a, "global");
+		ptx_emit(p, "mov.f32 %s, %s;", R(val[j]), R(v));
+	}
+}
+
 /* Eight adjacent 16-bit elements at addr, which is only 2-byte aligned (a
  * norm's weight at a peeled row's columns, shifted by the row's head):
  * the two 16-byte vectors around them, and the eight picked out by the
@@ -2357,12 +2370,7 @@ load_shifted16(Ptx *p, DType dt, Reg addr, Reg lo, int64_t bytes, Reg *val)
 		return;
 	ptx_emit(p, "bra $L%d;", done);
 	ptx_place(p, slow);
-	for (int j = 0; j < 8; j++) {
-		Reg a = ptx_reg(p, RC_B64), v;
-		ptx_emit(p, "add.u64 %s, %s, %d;", R(a), R(addr), 2 * j);
-		v = ptx_load_val(p, dt, a, "global");
-		ptx_emit(p, "mov.f32 %s, %s;", R(val[j]), R(v));
-	}
+	load_elems_into(p, dt, addr, val);
 	ptx_place(p, done);
 }
 
@@ -2436,12 +2444,7 @@ load_fixed16_global(Ptx *p, DType dt, Reg addr, int s, Reg lo, int64_t bytes, Re
 		return;
 	ptx_emit(p, "bra $L%d;", done);
 	ptx_place(p, slow);
-	for (int j = 0; j < 8; j++) {
-		Reg a = ptx_reg(p, RC_B64), v;
-		ptx_emit(p, "add.u64 %s, %s, %d;", R(a), R(addr), 2 * j);
-		v = ptx_load_val(p, dt, a, "global");
-		ptx_emit(p, "mov.f32 %s, %s;", R(val[j]), R(v));
-	}
+	load_elems_into(p, dt, addr, val);
 	ptx_place(p, done);
 }
 
