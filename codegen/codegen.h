@@ -163,9 +163,10 @@ typedef struct PtxMatmulSpec {
 	                                  PTX_L2_OUT: C's stores); 0: the default (wgmma.c
 	                                  WG_L2_DEFAULT), -1: none */
 	int out_bufs;                  /* a staged output tile too big for shared memory beside the
-	                                  stages: 0, in 64-column parts alternating between two
+	                                  stages: 2, in 64-column parts alternating between two
 	                                  buffers (TMA reads one while the consumers write the next);
-	                                  -1, in halves through one buffer (wgmma.c wg_stageable) */
+	                                  1, in halves through one buffer; 0, the default
+	                                  (wgmma.c WG_OUT_BUFS) */
 } PtxMatmulSpec;
 enum { PTX_L2_SRC = 1, PTX_L2_OUT = 2 };
 
@@ -248,9 +249,10 @@ typedef struct PtxRowsSpec {
 	                                   inputs held in registers with the vectors (rows.c peel_cache):
 	                                   0 = where they fit, -1 = never */
 	int split_heads;                /* CTA mode, peeled rows: the map's vectors made once per head
-	                                   (0 .. 7), so a 16-bit weight held in shared memory is read
-	                                   at a shift known when it is made (rows.c cta_each_split):
-	                                   0 = where the map reads such a weight, -1 = never */
+	                                   (0 .. 7), so a 16-bit weight every row shares is read at a
+	                                   shift known when it is made (rows.c cta_each_split): 1 =
+	                                   where the map reads such a weight, -1 = never, 0 = the
+	                                   default (rows.c SPLIT_HEADS) */
 	int prefetch;                   /* CTA mode: the next row of in0 copied into shared memory by
 	                                   one bulk copy while this row is reduced and stored (rows.c
 	                                   cta_prefetch): 1 = where it fits (flagless kernels), 0 = never

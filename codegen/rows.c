@@ -96,8 +96,10 @@ ptx_rows_check(const PtxRowsSpec *s)
 	    (s->group > 1 && (!rows_colmode(s) || s->nstage < 1 || s->cluster > 1)))
 		return "rows: a group of a power of two CTAs up to 256, more than 1 only for strided rows with a stage and no cluster";
 	if ((s->cta_threads && (s->cta_threads < 128 || s->cta_threads > 1024 || (s->cta_threads & (s->cta_threads - 1)))) ||
-	    s->cta_min < -1 || s->cta_min > 32 || s->online < -1 || s->online > 1 || s->col_cache < -1 || s->col_cache > 2)
-		return "rows: a CTA of 128 to 1024 threads (a power of two), -1 to 32 CTAs an SM, online -1 to 1, col_cache -1 to 2";
+	    s->cta_min < -1 || s->cta_min > 32 || s->online < -1 || s->online > 1 || s->col_cache < -1 || s->col_cache > 2 ||
+	    s->split_heads < -1 || s->split_heads > 1)
+		return "rows: a CTA of 128 to 1024 threads (a power of two), -1 to 32 CTAs an SM, online and split_heads -1 to 1, "
+		       "col_cache -1 to 2";
 	for (int i = 0; i < s->nin + s->nout; i++) {
 		const PtxTensor *t = i < s->nin ? &s->in[i] : &s->out[i - s->nin];
 		if ((int)t->dt < 0 || t->dt >= DT_COUNT || t->stride[0] < 0 || t->stride[1] < 0 ||
@@ -2705,6 +2707,9 @@ cta_each_split(Rows *r, VecBody body, void *arg)
 	ptx_place(p, join);
 }
 
+/* PtxRowsSpec.split_heads's default: -1 until the split is run on a GPU. */
+enum { SPLIT_HEADS = -1 };
+
 /* Whether cta_each_split pays for program g: it reads such an input.  Sets
  * r->walign to whether those read from global memory (not copied into
  * shared memory) are 16-byte aligned, which the code made for a head
@@ -2715,7 +2720,7 @@ split_heads(Rows *r, const PtxEwProg *g)
 	Ptx *p = r->p;
 	bool any = false;
 	r->walign = -1;
-	for (int i = 0; i < r->s->nin && r->s->split_heads >= 0; i++) {
+	for (int i = 0; i < r->s->nin && (r->s->split_heads ? r->s->split_heads : SPLIT_HEADS) > 0; i++) {
 		if (!shifted16(r, i) || !ptx_prog_uses(g, OP_PARAM, i))
 			continue;
 		any = true;

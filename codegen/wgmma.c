@@ -65,6 +65,7 @@ enum {
 	                          consumers have then freed this entry's first k tiles, so they are
 	                          past the last entry's epilogue and its store is (nearly) read */
 	WG_L2_DEFAULT = PTX_L2_SRC, /* PtxMatmulSpec.l2_first's default */
+	WG_OUT_BUFS = 1,       /* PtxMatmulSpec.out_bufs's default: two buffers are not yet run on a GPU */
 };
 
 typedef struct Wg {
@@ -160,13 +161,13 @@ wg_storer(const Wg *w)
  * shared memory and go on to the next tile while the storer thread's TMA
  * writes global memory.  One 16-bit output with unit column stride and
  * 16-byte rows (a tensor map's terms), and room beside the stages for the
- * tile (1 part) or else -- what a fourth stage of 128x256 costs -- for two
- * 64-column boxes that the tile's boxes take in turn (an even number of
- * parts, *nbuf 2: the consumers write the next box while TMA reads the
- * last; the ring's 4-stage tile starved less than the 3-stage one,
- * bench/results/2026-12-06-stall-h100.md), or with spec.out_bufs -1 for
+ * tile (1 part) or else -- what a fourth stage of 128x256 costs -- for
  * half the tile (2 parts, one buffer: the consumers write the first half,
- * wait until TMA has read it, then write the second). */
+ * wait until TMA has read it, then write the second), or with
+ * spec.out_bufs 2 for two 64-column boxes that the tile's boxes take in
+ * turn (an even number of parts, *nbuf 2: the consumers write the next box
+ * while TMA reads the last, and never wait for a store while the ring's
+ * loads for the next tile could use the time). */
 bool
 ptx_matmul_out_stageable(const PtxMatmulSpec *s)
 {
@@ -190,7 +191,8 @@ wg_stageable(Wg *w)
 	if (boxes % 2)
 		return 0;
 	w->nbuf = 2;
-	if (w->s->out_bufs >= 0 && boxes > 2 && wg_fits(w, wg_smem_at(w, w->bars + 2 * w->cbm * 128)))
+	if ((w->s->out_bufs ? w->s->out_bufs : WG_OUT_BUFS) == 2 && boxes > 2 &&
+	    wg_fits(w, wg_smem_at(w, w->bars + 2 * w->cbm * 128)))
 		return boxes;
 	w->nbuf = 1;
 	return wg_fits(w, wg_smem_at(w, w->bars + tile / 2)) ? 2 : 0;
@@ -326,6 +328,8 @@ ptx_wgmma_check(const PtxMatmulSpec *s)
 		return "wgmma stream-K tile: no cluster, routes or raiser warp, and k below 2^28";
 	if (!wg_fits(&w, wg_smem(&w)))
 		return "wgmma tile: stages do not fit in shared memory";
+	if (s->out_bufs < 0 || s->out_bufs > 2)
+		return "wgmma: out_bufs is 0 (the default), 1 or 2";
 	if (s->route < 0 || s->route > PTX_MAX_ROUTES)
 		return "wgmma: a routed matmul has 1 to 8 routes";
 	if (s->route && !w.staged)

@@ -8,13 +8,14 @@
  *                 [--route N]  (entries may store through N routes: codegen.h PtxRoute)
  *                 [--src-smem -1|0]  (-1: a residual read from global memory, not the staged tile)
  *                 [--l2-first -1|0|MASK]  (TMA streams marked evict-first: 1 the source tile, 2 C)
- *                 [--out-bufs -1|0]      (an output tile staged in parts: -1 halves through one buffer)
+ *                 [--out-bufs 0|1|2]     (an output tile staged in parts: 1 halves through one buffer,
+ *                                         2 64-column parts through two)
  *   ptxgen ew     --shape D0,D1,.. --in T:S0,S1,..  --out T:S0,.. --prog PROG [--block E]
  *                 [--causal K]  (outputs -inf past diagonal K of the last two dims)
  *   ptxgen rows   --rows R --len L --in T:Sr,Sc --out T:Sr,Sc
  *                 --stage RED[:PRE[:POST[:OUT]]]... [--map PROG] [--rows-per-block N] [--cluster N] [--group N]
  *                 [--online -1|0|1] [--flagless 0|1] [--prefetch 0|1] [--cache-ends -1|0] [--l1-stream -1|0|1]
- *                 [--col-cache -1|0|1|2] [--weights-smem -1|0|1] [--split-heads -1|0]
+ *                 [--col-cache -1|0|1|2] [--weights-smem -1|0|1] [--split-heads -1|0|1]
  *   ptxgen attn   --heads B --sq N --sk N --d 64|128 [--dtype bf16|f16] [--scale X]
  *                 [--causal K] [--unnorm 1] [--stats 1] [--tma 1]  (--tma: the wgmma + TMA form)
  *   ptxgen tiles  lists the matmul tiles
@@ -167,7 +168,7 @@ parse(Args *a, int argc, char **argv)
 		else if (!strcmp(o, "--route")) a->mm.route = (int)num(v);
 		else if (!strcmp(o, "--src-smem")) a->mm.src_smem = !strcmp(v, "-1") ? -1 : (int)num(v);
 		else if (!strcmp(o, "--l2-first")) a->mm.l2_first = !strcmp(v, "-1") ? -1 : (int)num(v);
-		else if (!strcmp(o, "--out-bufs")) a->mm.out_bufs = !strcmp(v, "-1") ? -1 : (int)num(v);
+		else if (!strcmp(o, "--out-bufs")) a->mm.out_bufs = (int)num(v);
 		else if (!strcmp(o, "--dtype")) a->mm.ab = dtype(v);
 		else if (!strcmp(o, "--out-dtype")) a->out_dt = dtype(v);
 		else if (!strcmp(o, "--tile")) {

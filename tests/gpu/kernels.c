@@ -1378,6 +1378,30 @@ case_rows_peel(void)
 	rows_run("rows_peel_layernorm_bf16", row_op_spec("layernorm", 64, 50257), 9);
 	s = row_op_spec("layernorm", 24, 8201);
 	rows_run("rows_peel_layernorm_bf16_8201", s, 5);
+	/* the map made once per head (split_heads 1, rows.c cta_each_split):
+	 * weights from global memory at every head, the weight view off
+	 * 16-byte alignment (the run-time form), the weights copied into
+	 * shared memory (flagless), one and two of them */
+	s = row_op_spec("layernorm", 64, 50257);
+	s.split_heads = 1;
+	rows_run("rows_peel_heads_layernorm_bf16", s, 9);
+	s = row_op_spec("layernorm", 24, 8201);
+	s.split_heads = 1;
+	rows_run("rows_peel_heads_layernorm_bf16_8201", s, 5);
+	s = rmsnorm_spec("peel_rms", 37, 50257, DT_BF16, "rsqrt(add(acc,1e-5))");
+	s.rows_per_block = 5;
+	s.split_heads = 1;
+	rows_run("rows_peel_heads_rmsnorm_bf16", s, 7);
+	rows_run_shifted("rows_peel_heads_rmsnorm_bf16_weight_view1", s, 7, 1);
+	s.flagless = true;
+	rows_run("rows_peel_heads_rmsnorm_bf16_smem", s, 7);
+	rows_run_shifted("rows_peel_heads_rmsnorm_bf16_smem_view3", s, 7, 3);
+	s = row_op_spec("layernorm", 1024, 50257);
+	s.flagless = true;
+	s.split_heads = 1;
+	rows_run("rows_peel_heads_layernorm_1024x50257", s, 132);
+	s.weights_smem = 1;
+	rows_run("rows_peel_heads_layernorm_1024x50257_smem", s, 132);
 }
 
 /* CTA mode's prefetch (codegen/rows.c cta_prefetch, flagless kernels):
@@ -2293,9 +2317,10 @@ perf(const char *only)
 
 /* perf-ab: matmul variants on one shape, interleaved round by round so a
  * power-capped GPU's drifting clock falls on every variant alike.
- * PERF_TILES="tile[:group][/EPI][/hMASK][/o1] ..." (default wg128x256x64s3; hMASK:
- * PtxMatmulSpec.l2_first, h-1 none; o1: out_bufs -1, an output tile too
- * big to stage whole in halves through one buffer), PERF_SHAPES,
+ * PERF_TILES="tile[:group][/EPI][/hMASK][/oN] ..." (default wg128x256x64s3; hMASK:
+ * PtxMatmulSpec.l2_first, h-1 none; oN: out_bufs N, an output tile too
+ * big to stage whole in halves through one buffer (1) or in 64-column
+ * parts through two (2)), PERF_SHAPES,
  * PERF_EPI=EPI the variants' epilogue where they name none: plain, bias,
  * gelu (the bias and the stdlib's GELU), resid (a residual of C's shape,
  * read from the staged tile where it can), residg (from global memory),
@@ -2357,7 +2382,7 @@ perf_ab(void)
 	int tiles[AB_MAX], groups[AB_MAX], nv = 0;
 	int epi[AB_MAX]; /* EPI_*: PERF_EPI, or the variant's /suffix */
 	int hint[AB_MAX]; /* l2_first: the variant's /hMASK (h-1: none), else 0 */
-	int obufs[AB_MAX]; /* out_bufs: the variant's /o1 gives -1, else 0 */
+	int obufs[AB_MAX]; /* out_bufs: the variant's /oN, else 0 */
 	int epi0 = getenv("PERF_EPI") && *getenv("PERF_EPI") ? epi_byname(getenv("PERF_EPI")) : EPI_PLAIN;
 
 	while (*e && nv < AB_MAX) {
@@ -2369,8 +2394,8 @@ perf_ab(void)
 		epi[nv] = epi0;
 		hint[nv] = 0;
 		obufs[nv] = 0;
-		if ((slash = strrchr(names[nv], '/')) && !strcmp(slash, "/o1")) { /* .../o1: PtxMatmulSpec.out_bufs -1 */
-			obufs[nv] = -1;
+		if ((slash = strrchr(names[nv], '/')) && slash[1] == 'o' && slash[2] >= '1' && slash[2] <= '2' && !slash[3]) {
+			obufs[nv] = slash[2] - '0'; /* .../oN: PtxMatmulSpec.out_bufs */
 			*slash = 0;
 		}
 		if ((slash = strrchr(names[nv], '/')) && slash[1] == 'h') { /* .../hMASK: PtxMatmulSpec.l2_first */
@@ -2535,6 +2560,41 @@ case_mm_cluster(void)
 	mm_run("wg_c2_1x8x8", mm_spec("wg_c2_tiny", DT_BF16, 1, 8, 8, t, DT_BF16), 2);
 	mm_run("wg_c2_batch_f16", wg_batch_spec("wg_c2_batch", t), 4);
 	mm_run("wg_c2_epi_bias_res_tanh", epi_spec("wg_c2_epi", t), 8);
+}
+
+/* The output tile staged in 64-column parts through two buffers in turn
+ * (PtxMatmulSpec.out_bufs 2, codegen/wgmma.c wg_stageable) on the 4-stage
+ * tiles, plain and the 2-CTA cluster: a full grid, few CTAs with many
+ * entries each (every buffer's `free` phase wraps many times), ragged
+ * edges, batches of f16, a fused epilogue with inputs, the 1x8x8 corner,
+ * each twice (a barrier phase left behind would show in the second
+ * call); then the same through one buffer (out_bufs 1) for comparison. */
+static void
+bufs_run(const char *tag, PtxMatmulSpec s, int nb, int grid)
+{
+	char name[96];
+	s.out_bufs = nb;
+	snprintf(name, sizeof name, "bufs%d_%s_%s", nb, tag, ptx_tiles[s.tile].name);
+	mm_run(name, s, grid);
+}
+
+static void
+case_mm_bufs(void)
+{
+	static const char *const tiles[] = {"wg128x256x64s4", "wg256x256x64s4c2"};
+	int saved = mm_calls;
+	mm_calls = 2;
+	for (size_t i = 0; i < NELEM(tiles); i++)
+		for (int nb = 2; nb >= 1; nb--) {
+			const char *t = tiles[i];
+			bufs_run("2048x1536x4096", mm_spec("bufs", DT_BF16, 2048, 1536, 4096, t, DT_BF16), nb, nsm);
+			bufs_run("1000_g3", mm_spec("bufs_1000", DT_BF16, 1000, 1000, 1000, t, DT_BF16), nb, 3);
+			bufs_run("520x776x392_g5", mm_spec("bufs_520", DT_BF16, 520, 776, 392, t, DT_BF16), nb, 5);
+			bufs_run("1x8x8", mm_spec("bufs_tiny", DT_BF16, 1, 8, 8, t, DT_BF16), nb, 2);
+			bufs_run("batch_f16", wg_batch_spec("bufs_batch", t), nb, 4);
+			bufs_run("epi", epi_spec("bufs_epi", t), nb, 7);
+		}
+	mm_calls = saved;
 }
 
 /* The stream-K tile (codegen/wgmma.c wg_sk_setup) on grids whose last wave
@@ -3053,8 +3113,8 @@ static int env_ints(const char *name, const char *dflt, int *v, int max);
  * with 512 threads at four CTAs an SM (Inductor's shape at 8192 x 8192);
  * a norm's weights read through L1 each row (weights_smem -1) against the
  * copy in shared memory, which rows.c makes where a CTA has its SM, and
- * that copy forced on smaller CTAs; a peeled row's map made for any head
- * (split_heads -1) against once per head, and the copy forced at
+ * that copy forced on smaller CTAs; a peeled row's map made once per head
+ * (split_heads 1) against the default, and that with the copy forced at
  * vocabulary width (a layernorm's two weights exceed its default bound).
  * Three rounds of the variants one after another (compare medians);
  * PERF_GRID_ONLY ("layernorm 1024x50257") one shape, one round;
@@ -3067,8 +3127,8 @@ perf_grid(void)
 	          {"rmsnorm", 4096, 50304},   {"layernorm", 4096, 50304}, {"softmax", 4096, 50304},
 	          {"rmsnorm", 1024, 50257},   {"layernorm", 1024, 50257}, {"softmax", 1024, 50257}};
 	static const char *const name[] = {"persistent", "cta-a-row", "T512 persistent", "T512 cta-a-row",
-	                                   "weights via L1", "weights in smem forced", "heads not split",
-	                                   "wide, weights in smem forced"};
+	                                   "weights via L1", "weights in smem forced", "heads split",
+	                                   "wide, weights in smem forced, heads split"};
 	const char *only = getenv("PERF_GRID_ONLY");
 	int vs[8], nv = env_ints("PERF_GRID_V", "0,1,2,3,4,5,6,7", vs, 8);
 	RowShape one[1];
@@ -3109,7 +3169,7 @@ perf_grid(void)
 				s.cta_threads = v == 2 || v == 3 ? 512 : 0;
 				s.cta_min = v == 2 || v == 3 ? 4 : 0;
 				s.weights_smem = v == 4 ? -1 : v == 5 || v == 7 ? 1 : 0;
-				s.split_heads = v == 6 ? -1 : 0;
+				s.split_heads = v == 6 || v == 7 ? 1 : 0;
 				perf_full_grid = v == 1 || v == 3;
 				perf_row_kernel(list[i].op, name[v], &s);
 				perf_full_grid = false;
@@ -3286,7 +3346,7 @@ static const struct {
 	{"mm_wgmma", case_mm_wgmma},       {"mm_wgmma_small", case_mm_wgmma_small},
 	{"mm_1000", case_mm_1000},         {"mm_ragged", case_mm_ragged},
 	{"mm_batch", case_mm_batch},       {"mm_epi", case_mm_epi}, {"mm_src", case_mm_src},
-	{"mm_tiles", case_mm_tiles},       {"mm_cluster", case_mm_cluster}, {"mm_streamk", case_mm_streamk}, {"rows_prefetch", case_rows_prefetch},
+	{"mm_tiles", case_mm_tiles},       {"mm_cluster", case_mm_cluster}, {"mm_bufs", case_mm_bufs}, {"mm_streamk", case_mm_streamk}, {"rows_prefetch", case_rows_prefetch},
 	{"mm_streamk_big", case_mm_streamk_big}, {"ew_bcast", case_ew_bcast},
 	{"ew_ops", case_ew_ops},           {"ew_int", case_ew_int},
 	{"ew_strided", case_ew_strided},   {"rows_softmax", case_rows_softmax},
