@@ -333,6 +333,8 @@ ptx_matmul_check(const PtxMatmulSpec *s)
 		return "matmul: routed stores (an epilogue push) need a wgmma tile";
 	if (s->bt && ptx_tiles[s->tile].kind != PTX_WGMMA)
 		return "matmul: B read K-major (a transpose folded into the matmul) needs a wgmma tile";
+	if (s->out_bufs < 0 || s->out_bufs > 2)
+		return "matmul: out_bufs is 0 (the default), 1 or 2";
 	if ((why = tensor_check(s->in, s->nin, "input")) || (why = tensor_check(s->out, s->nout, "output")))
 		return why;
 	if (s->epi.nins && (why = ptx_prog_check(&s->epi, s->nin, s->nout, true, 0)))

@@ -159,6 +159,7 @@ typedef struct Rows {
 	Reg head;         /* peeled: this row's head, elements before its first whole vector (peel_head) */
 	int wshift;       /* peeled: the head for which the code at hand is made (cta_each_split), -1: any */
 	bool wsplit;      /* peeled: cta_each makes the vectors' code once per head (cta_each_split) */
+	bool msplit;      /* peeled: the map's vectors are made so (split_heads, once a kernel) */
 	Reg walign;       /* wsplit: the weights read from global memory are 16-byte aligned (-1: none read there) */
 	bool pf;          /* CTA mode: in0's rows come into shared memory by bulk copy, the next during this one (cta_prefetch) */
 	Reg pfbar, pfbuf; /* pf: the copy's mbarrier and the buffer (shared addresses) */
@@ -2664,13 +2665,11 @@ cta_each_vector(Rows *r, VecBody body, void *arg)
 	ptx_place(p, done);
 }
 
-/* The vectors, then (peeled) the head and tail elements, one each, their
- * inputs loaded (from L1: the vectors' loads brought their lines). */
 /* A peeled row's vectors, where r->wsplit: their code once for each head
  * h (0 .. 7), the row taking the one for its own (a branch the whole CTA
- * takes alike), so a 16-bit input every row shares, held in shared memory
- * 16-byte aligned, is read at h elements past a boundary known here
- * (load_fixed16) and not decoded from its address vector by vector: those
+ * takes alike), so a 16-bit input every row shares, 16-byte aligned in
+ * shared or global memory, is read at h elements past a boundary known
+ * here (load_fixed16*) and not decoded from its address vector by vector: those
  * selects took 23% of the warps' samples of a 50257-wide layernorm, which
  * ran 0.1155 ms against 0.0844 at the aligned 50304 (H100,
  * bench/results/2026-12-06-stall-h100.md). */
@@ -2678,12 +2677,15 @@ static void
 cta_each_split(Rows *r, VecBody body, void *arg)
 {
 	Ptx *p = r->p;
-	int at[8], join = ptx_label(p), any = ptx_label(p);
-	Reg q = ptx_reg(p, RC_PRED);
+	int at[8], join, any;
+	Reg q;
 	if (!r->wsplit) {
 		cta_each_vector(r, body, arg);
 		return;
 	}
+	join = ptx_label(p);
+	any = ptx_label(p);
+	q = ptx_reg(p, RC_PRED);
 	if (r->walign >= 0)
 		ptx_emit(p, "@!%s bra.uni $L%d;", R(r->walign), any);
 	for (int h = 1; h < r->vec; h++) {
@@ -2737,6 +2739,8 @@ split_heads(Rows *r, const PtxEwProg *g)
 	return any;
 }
 
+/* The vectors, then (peeled) the head and tail elements, one each, their
+ * inputs loaded (from L1: the vectors' loads brought their lines). */
 static void
 cta_each(Rows *r, VecBody body, void *arg)
 {
@@ -3080,7 +3084,7 @@ rows_cta_body(Rows *r)
 	for (int k = 0; k < s->nstage; k++)
 		cta_stage(r, k);
 	if (s->map.nout) {
-		r->wsplit = split_heads(r, &s->map);
+		r->wsplit = r->msplit;
 		cta_each(r, map_vec, NULL);
 		r->wsplit = false;
 	}
@@ -3197,6 +3201,7 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	if (r.pf)
 		pf_init(&r);
 	wsm_init(&r);
+	r.msplit = r.cta && s->map.nout && split_heads(&r, &s->map);
 	if (r.ccache == 2) {
 		r.cseq = ptx_reg(p, RC_B32);
 		ptx_emit(p, "mov.u32 %s, 0;", R(r.cseq));

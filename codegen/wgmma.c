@@ -328,8 +328,6 @@ ptx_wgmma_check(const PtxMatmulSpec *s)
 		return "wgmma stream-K tile: no cluster, routes or raiser warp, and k below 2^28";
 	if (!wg_fits(&w, wg_smem(&w)))
 		return "wgmma tile: stages do not fit in shared memory";
-	if (s->out_bufs < 0 || s->out_bufs > 2)
-		return "wgmma: out_bufs is 0 (the default), 1 or 2";
 	if (s->route < 0 || s->route > PTX_MAX_ROUTES)
 		return "wgmma: a routed matmul has 1 to 8 routes";
 	if (s->route && !w.staged)
@@ -637,7 +635,10 @@ wg_stage_free(Wg *w, Reg tc, int b)
 	Ptx *p = w->p;
 	int skip = ptx_label(p);
 	Reg q = ptx_reg(p, RC_PRED), par = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B32);
-	ptx_emit(p, "setp.lt.u32 %s, %s, %d;", R(q), R(tc), w->nbuf);
+	if (w->nbuf > 1)
+		ptx_emit(p, "setp.lt.u32 %s, %s, %d;", R(q), R(tc), w->nbuf);
+	else
+		ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(q), R(tc));
 	ptx_emit(p, "@%s bra $L%d;", R(q), skip);
 	if (w->nbuf > 1)
 		ptx_emit(p, "shr.u32 %s, %s, 1;", R(par), R(tc));
