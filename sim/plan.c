@@ -740,7 +740,7 @@ sim_plan_run(const Plan *p, const Tensor *in, const SimOpts *o, int gpus, int ca
 	LaneArg *args = xcalloc((size_t)P * NLANES, sizeof *args);
 	SimWorld *w = sim_world_new(P, o->timeout_ms);
 	SimBreak brk;
-	uint64_t rng = o->seed ^ 0x5851f42d4c957f2dull;
+	uint64_t rng = sim_shard_rng(o->seed);
 	bool ok = sim_race_check(p, err, n);
 	Val *push_of = push_table(p);
 	char bad[80];

@@ -115,6 +115,7 @@ typedef struct SimResult {
 } SimResult;
 
 Tensor *sim_inputs(const Func *f, uint64_t seed);            /* global, random */
+uint64_t sim_shard_rng(uint64_t seed);                      /* sim_make_shards's generator for a run's seed */
 bool sim_room(const Func *ref, const Func *run, char *why, size_t n); /* false: too large to simulate here */
 bool sim_oracle(const Func *f, const Tensor *in, SimMode m, Tensor *out, char *err, size_t n);
 /* The oracle with every matmul through `h` (SIM_GPU only; NULL: on the CPU). */

@@ -558,7 +558,7 @@ run_func(Driver *d, Func *f, const Plan *plan, const Ranks *rk, const char *dir,
 {
 	int P = rk->P;
 	Job j = {d, f, plan, NULL, NULL, NULL, d->bench, check, NULL, NULL, NULL, NULL, NULL};
-	uint64_t rng = d->seed ^ 0x5851f42d4c957f2dull;
+	uint64_t rng = sim_shard_rng(d->seed);
 	double fl = flops_of(f), ms = 0;
 	bool ok = true;
 	char gl[512];
