@@ -2560,10 +2560,11 @@ wsm_load(Rows *r, int i, Reg col, Reg *val)
 	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(a), R(col), d->size, R(a));
 	if (r->vec == 1) {
 		val[0] = ptx_load_val(p, dt, a, "shared");
-	} else if (r->peel && r->vec == 8 && d->size == 2 && d->load && r->wshift >= 0) {
-		load_fixed16(p, dt, a, r->wshift, val);
 	} else if (r->peel && r->vec == 8 && d->size == 2 && d->load) {
-		load_shifted16(p, dt, a, -1, 0, val);
+		if (r->wshift >= 0)
+			load_fixed16(p, dt, a, r->wshift, val);
+		else
+			load_shifted16(p, dt, a, -1, 0, val);
 	} else if (r->peel) { /* f32 at a peeled row's columns: 4-byte aligned, element by element */
 		for (int j = 0; j < r->vec; j++) {
 			Reg e = ptx_reg(p, RC_B32);
@@ -2612,7 +2613,7 @@ cta_inputs(Rows *r, const PtxEwProg *g, int u, Reg col, Reg in[][8])
 			Reg a = col_addr(p, &s->in[i], r->inrow[i], col);
 			const PtxDType *d = &ptx_dtypes[s->in[i].dt];
 			if (r->peel && r->vec > 1 && !streamed(&s->in[i]) && s->in[i].stride[1] == 1) { /* not shifted with the row */
-				if (r->wshift >= 0 && shifted16(r, i))
+				if (r->vec == 8 && d->size == 2 && d->load && r->wshift >= 0) /* the head known (cta_each_split) */
 					load_fixed16_global(p, s->in[i].dt, a, r->wshift, r->inrow[i], s->len * 2, in[i]);
 				else if (r->vec == 8 && d->size == 2 && d->load)
 					load_shifted16(p, s->in[i].dt, a, r->inrow[i], s->len * 2, in[i]);
@@ -2722,7 +2723,9 @@ split_heads(Rows *r, const PtxEwProg *g)
 	Ptx *p = r->p;
 	bool any = false;
 	r->walign = -1;
-	for (int i = 0; i < r->s->nin && (r->s->split_heads ? r->s->split_heads : SPLIT_HEADS) > 0; i++) {
+	if ((r->s->split_heads ? r->s->split_heads : SPLIT_HEADS) <= 0)
+		return false;
+	for (int i = 0; i < r->s->nin; i++) {
 		if (!shifted16(r, i) || !ptx_prog_uses(g, OP_PARAM, i))
 			continue;
 		any = true;

@@ -230,6 +230,13 @@ wg_src_plan(const Wg *w)
 	return 0;
 }
 
+/* Bytes of one staged part's buffer. */
+static int
+part_bytes(const Wg *w)
+{
+	return w->cbm * w->t->bn * 2 / w->parts;
+}
+
 static void
 wg_setup(Wg *w, Ptx *p, const PtxMatmulSpec *s)
 {
@@ -248,7 +255,7 @@ wg_setup(Wg *w, Ptx *p, const PtxMatmulSpec *s)
 	w->coff = w->bars;
 	w->parts = wg_stageable(w);
 	if ((w->staged = w->parts > 0))
-		w->bars += w->nbuf * w->cbm * w->t->bn * 2 / w->parts;
+		w->bars += w->nbuf * part_bytes(w);
 	else
 		w->parts = 1;
 	if ((w->src = wg_src_plan(w)) && !wg_fits(w, wg_smem(w)))
@@ -272,13 +279,6 @@ static int
 free_off(const Wg *w, int b)
 {
 	return b ? w->bars + 16 * w->t->stages + 48 + (w->sk ? 32 : 0) + (w->src ? 8 : 0) : bar_off(w, BAR_FREE);
-}
-
-/* Bytes of one staged part's buffer. */
-static int
-part_bytes(const Wg *w)
-{
-	return w->cbm * w->t->bn * 2 / w->parts;
 }
 
 /* The source tile's barrier (wg_src_plan: never with stream-K's words). */
@@ -635,14 +635,16 @@ wg_stage_free(Wg *w, Reg tc, int b)
 	Ptx *p = w->p;
 	int skip = ptx_label(p);
 	Reg q = ptx_reg(p, RC_PRED), par = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B32);
-	if (w->nbuf > 1)
-		ptx_emit(p, "setp.lt.u32 %s, %s, %d;", R(q), R(tc), w->nbuf);
-	else
-		ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(q), R(tc));
-	ptx_emit(p, "@%s bra $L%d;", R(q), skip);
-	if (w->nbuf > 1)
+	if (w->nbuf > 1) { /* the buffer's use number, tc / 2 */
+		ptx_emit(p, "setp.lt.u32 %s, %s, 2;", R(q), R(tc));
+		ptx_emit(p, "@%s bra $L%d;", R(q), skip);
 		ptx_emit(p, "shr.u32 %s, %s, 1;", R(par), R(tc));
-	ptx_emit(p, "sub.u32 %s, %s, 1;", R(par), R(w->nbuf > 1 ? par : tc));
+		ptx_emit(p, "sub.u32 %s, %s, 1;", R(par), R(par));
+	} else {
+		ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(q), R(tc));
+		ptx_emit(p, "@%s bra $L%d;", R(q), skip);
+		ptx_emit(p, "sub.u32 %s, %s, 1;", R(par), R(tc));
+	}
 	ptx_emit(p, "and.b32 %s, %s, 1;", R(par), R(par));
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w->base), free_off(w, b));
 	bar_wait(w, a, par);

@@ -83,8 +83,7 @@ sim_shard_rng(uint64_t seed)
  * half an ulp of the last piece's magnitude, and a reduction that cancels
  * afterwards magnified that into a mismatch (gensyn seed 1796614057:
  * mean then sum of an all_reduce of bf16 partials, 4.4% off at P = 4,
- * 2e-7 in f32; 2.6% with this, the rest the all_reduce's own roundings,
- * which the tolerance does not yet model under cancellation). */
+ * 2e-7 in f32; the all_reduce's own roundings are widen's). */
 static void
 partial_sums_exact(const Func *f, Tensor *in, uint64_t seed)
 {
@@ -810,15 +809,6 @@ sim_result_free(SimResult *r)
 	free(r->what);
 }
 
-/* The rounded oracle rounds after every op, as the language's meaning
- * does; fused code keeps f32 inside a kernel and rounds less, so where the
- * program cancels (x - 1.25 after a bf16 sqrt) it can be closer to exact
- * math and still far from the rounded oracle.  Before a mismatch is
- * declared, the output is allowed to differ from the rounded oracle by the
- * rounded oracle's own error against the f64 oracle and by how far its
- * output moves when its inputs do by a rounding per rank (sensitivity),
- * twice over: a result that is off by more than roundings can explain
- * still fails. */
 /* How far the rounded oracle's output i moves when every float input
  * element moves by one rounding of its dtype per rank (eps sqrt(P)
  * relative, random signs): the most of SENS_DRAWS draws.  The ranks round
@@ -862,6 +852,15 @@ sensitivity(const Func *ref_ir, const Tensor *in, const Tensor *ref, int i)
 	return most;
 }
 
+/* The rounded oracle rounds after every op, as the language's meaning
+ * does; fused code keeps f32 inside a kernel and rounds less, so where the
+ * program cancels (x - 1.25 after a bf16 sqrt) it can be closer to exact
+ * math and still far from the rounded oracle.  Before a mismatch is
+ * declared, the output is allowed to differ from the rounded oracle by the
+ * rounded oracle's own error against the f64 oracle and by how far its
+ * output moves when its inputs do by a rounding per rank (sensitivity),
+ * twice over: a result that is off by more than roundings can explain
+ * still fails. */
 static void
 widen(const Func *ref_ir, const Tensor *in, Tensor **exact, const Tensor *got, const Tensor *ref, int i, SimResult *r)
 {

@@ -2562,13 +2562,6 @@ case_mm_cluster(void)
 	mm_run("wg_c2_epi_bias_res_tanh", epi_spec("wg_c2_epi", t), 8);
 }
 
-/* The output tile staged in 64-column parts through two buffers in turn
- * (PtxMatmulSpec.out_bufs 2, codegen/wgmma.c wg_stageable) on the 4-stage
- * tiles, plain and the 2-CTA cluster: a full grid, few CTAs with many
- * entries each (every buffer's `free` phase wraps many times), ragged
- * edges, batches of f16, a fused epilogue with inputs, the 1x8x8 corner,
- * each twice (a barrier phase left behind would show in the second
- * call); then the same through one buffer (out_bufs 1) for comparison. */
 static void
 bufs_run(const char *tag, PtxMatmulSpec s, int nb, int grid)
 {
@@ -2578,6 +2571,13 @@ bufs_run(const char *tag, PtxMatmulSpec s, int nb, int grid)
 	mm_run(name, s, grid);
 }
 
+/* The output tile staged in 64-column parts through two buffers in turn
+ * (PtxMatmulSpec.out_bufs 2, codegen/wgmma.c wg_stageable) on the 4-stage
+ * tiles, plain and the 2-CTA cluster: a full grid, few CTAs with many
+ * entries each (every buffer's `free` phase wraps many times), ragged
+ * edges, batches of f16, a fused epilogue with inputs, the 1x8x8 corner,
+ * each twice (a barrier phase left behind would show in the second
+ * call); then the same through one buffer (out_bufs 1) for comparison. */
 static void
 case_mm_bufs(void)
 {
