@@ -47,6 +47,8 @@ ptx_attn_check(const PtxAttnSpec *s)
 		return "attn: batch, sq and sk must be >= 1 and their products below 2^31 rows";
 	if (!(s->scale > 0) || !isfinite(s->scale))
 		return "attn: the scale must be positive and finite";
+	if (s->softmax < 0 || s->softmax > 2)
+		return "attn: the softmax form must be 0, 1 or 2";
 	if (s->causal && (s->diag <= -((int64_t)1 << 30) || s->diag >= (int64_t)1 << 30))
 		return "attn: the causal diagonal is out of range";
 	return NULL;
@@ -300,7 +302,94 @@ quad_reduce(Ptx *p, Reg x, const char *op)
  * the factor alpha[h] by which what was summed before shrinks, the
  * exponentials and their sum; at_rescale multiplies the output
  * accumulators by alpha (once nothing is adding into them); at_pack makes
- * the probabilities A fragments. */
+ * the probabilities A fragments.  Two forms of the first step
+ * (PtxAttnSpec.softmax): scale every score, then the max and the sum each
+ * one chain through the row's 2 nj elements; or, since the scale is
+ * positive (max(x) * c = max(x * c), rounding included), the max of the
+ * raw scores, scaled once, and each exponent one fma of the raw score
+ * (x * c - m), the max and the sum over AT_PARTS independent partials: a
+ * multiply less an element and chains AT_PARTS times shorter, which the
+ * two consumer warps an SM sub-partition holds cannot otherwise hide. */
+enum { AT_PARTS = 4 };
+
+static bool
+at_folded(const At *a)
+{
+	return (a->s->softmax ? a->s->softmax : PTX_ATTN_SOFTMAX) == 2;
+}
+
+/* acc[0] op= acc[1] ... acc[parts - 1], pairwise */
+static void
+at_parts_fold(Ptx *p, const char *op, const Reg *acc, int parts)
+{
+	for (int w = 1; w < parts; w *= 2)
+		for (int k = 0; k + w < parts; k += 2 * w)
+			ptx_emit(p, "%s.f32 %s, %s, %s;", op, R(acc[k]), R(acc[k]), R(acc[k + w]));
+}
+
+/* partials acc[1 ..] from v; acc[0] is the caller's */
+static int
+at_parts(At *a, Reg *acc, const char *v)
+{
+	Ptx *p = a->p;
+	int parts = at_folded(a) ? AT_PARTS : 1;
+	for (int k = 1; k < parts; k++) {
+		acc[k] = ptx_reg(p, RC_F32);
+		ptx_emit(p, "mov.f32 %s, %s;", R(acc[k]), v);
+	}
+	return parts;
+}
+
+/* the row half h's new running max (log2 units) into mt */
+static void
+at_row_max(At *a, int h, Reg sc, Reg mt)
+{
+	Ptx *p = a->p;
+	Reg acc[AT_PARTS] = {mt};
+	bool fold = at_folded(a);
+	int parts = at_parts(a, acc, "0fFF800000"), n = 0;
+	ptx_emit(p, fold ? "mov.f32 %s, 0fFF800000;" : "mov.f32 %s, %s;", R(mt), R(a->mrow[h]));
+	for (int j = 0; j < a->nj; j++)
+		for (int e = 0; e < 2; e++, n++) {
+			Reg *x = &a->sacc[j][2 * h + e];
+			if (!fold)
+				ptx_emit(p, "mul.f32 %s, %s, %s;", R(*x), R(*x), R(sc));
+			ptx_emit(p, "max.f32 %s, %s, %s;", R(acc[n % parts]), R(acc[n % parts]), R(*x));
+		}
+	at_parts_fold(p, "max", acc, parts);
+	if (fold) {
+		ptx_emit(p, "mul.f32 %s, %s, %s;", R(mt), R(mt), R(sc));
+		ptx_emit(p, "max.f32 %s, %s, %s;", R(mt), R(mt), R(a->mrow[h]));
+	}
+}
+
+/* the row half h's exponentials, exp2(x - mu) of the scaled scores, and
+ * their sum into sum */
+static void
+at_row_exp(At *a, int h, Reg sc, Reg mu, Reg sum)
+{
+	Ptx *p = a->p;
+	Reg acc[AT_PARTS] = {sum}, nmu = 0;
+	bool fold = at_folded(a);
+	int parts = at_parts(a, acc, "0f00000000"), n = 0;
+	ptx_emit(p, "mov.f32 %s, 0f00000000;", R(sum));
+	if (fold) {
+		nmu = ptx_reg(p, RC_F32);
+		ptx_emit(p, "neg.f32 %s, %s;", R(nmu), R(mu));
+	}
+	for (int j = 0; j < a->nj; j++)
+		for (int e = 0; e < 2; e++, n++) {
+			Reg *x = &a->sacc[j][2 * h + e];
+			if (fold)
+				ptx_emit(p, "fma.rn.f32 %s, %s, %s, %s;", R(*x), R(*x), R(sc), R(nmu));
+			else
+				ptx_emit(p, "sub.f32 %s, %s, %s;", R(*x), R(*x), R(mu));
+			ptx_emit(p, "ex2.approx.ftz.f32 %s, %s;", R(*x), R(*x));
+			ptx_emit(p, "add.f32 %s, %s, %s;", R(acc[n % parts]), R(acc[n % parts]), R(*x));
+		}
+	at_parts_fold(p, "add", acc, parts);
+}
+
 static void
 at_softmax_rows(At *a, Reg *alpha)
 {
@@ -309,13 +398,7 @@ at_softmax_rows(At *a, Reg *alpha)
 	for (int h = 0; h < 2; h++) {
 		Reg mt = ptx_reg(p, RC_F32), mu = ptx_reg(p, RC_F32), al = alpha[h], q = ptx_reg(p, RC_PRED);
 		Reg sum = ptx_reg(p, RC_F32);
-		ptx_emit(p, "mov.f32 %s, %s;", R(mt), R(a->mrow[h]));
-		for (int j = 0; j < a->nj; j++)
-			for (int e = 0; e < 2; e++) {
-				Reg *x = &a->sacc[j][2 * h + e];
-				ptx_emit(p, "mul.f32 %s, %s, %s;", R(*x), R(*x), R(sc));
-				ptx_emit(p, "max.f32 %s, %s, %s;", R(mt), R(mt), R(*x));
-			}
+		at_row_max(a, h, sc, mt);
 		quad_reduce(p, mt, "max");
 		/* a row that has seen only masked keys keeps -inf: subtract 0 */
 		ptx_emit(p, "setp.eq.f32 %s, %s, 0fFF800000;", R(q), R(mt));
@@ -324,14 +407,7 @@ at_softmax_rows(At *a, Reg *alpha)
 		ptx_emit(p, "ex2.approx.ftz.f32 %s, %s;", R(al), R(al));
 		ptx_emit(p, "mov.f32 %s, %s;", R(a->mrow[h]), R(mt));
 		ptx_emit(p, "mul.f32 %s, %s, %s;", R(a->lrow[h]), R(a->lrow[h]), R(al));
-		ptx_emit(p, "mov.f32 %s, 0f00000000;", R(sum));
-		for (int j = 0; j < a->nj; j++)
-			for (int e = 0; e < 2; e++) {
-				Reg *x = &a->sacc[j][2 * h + e];
-				ptx_emit(p, "sub.f32 %s, %s, %s;", R(*x), R(*x), R(mu));
-				ptx_emit(p, "ex2.approx.ftz.f32 %s, %s;", R(*x), R(*x));
-				ptx_emit(p, "add.f32 %s, %s, %s;", R(sum), R(sum), R(*x));
-			}
+		at_row_exp(a, h, sc, mu, sum);
 		ptx_emit(p, "add.f32 %s, %s, %s;", R(a->lrow[h]), R(a->lrow[h]), R(sum));
 	}
 }

@@ -2886,8 +2886,9 @@ at_run1(const char *name, PtxAttnSpec s, int grid)
 	CU(cuModuleUnload(kr.mod));
 }
 
-/* Both forms of the kernel: mma.sync (64-row entries) and wgmma + TMA
- * (128-row entries, what the compiler emits). */
+/* The forms of the kernel: mma.sync (64-row entries), wgmma + TMA
+ * (128-row entries, what the compiler emits) and that with the folded
+ * softmax (PtxAttnSpec.softmax 2). */
 static void
 at_run(const char *name, PtxAttnSpec s, int grid)
 {
@@ -2896,6 +2897,9 @@ at_run(const char *name, PtxAttnSpec s, int grid)
 	at_run1(name, s, grid);
 	s.tma = true;
 	snprintf(n, sizeof n, "%s/tma", name);
+	at_run1(n, s, grid);
+	s.softmax = 2; /* the folded softmax (perf-attn's tma2) */
+	snprintf(n, sizeof n, "%s/tma2", name);
 	at_run1(n, s, grid);
 }
 
@@ -2944,8 +2948,6 @@ case_attn_small(void)
 	at_run("attn_san", s, 3);
 }
 
-/* Kernel time at FlashAttention's sizes (F.scaled_dot_product_attention:
- * bench/attn.py times it beside this kernel from PyTorch). */
 /* ms per launch of l over `reps` back-to-back launches (events), after 3
  * to warm up. */
 static double
@@ -3290,6 +3292,39 @@ perf_cols(void)
 	}
 }
 
+/* The forms perf-attn times: mma.sync, wgmma + TMA, and that with the
+ * folded softmax (PtxAttnSpec.softmax 2). */
+static const struct {
+	const char *name;
+	bool tma;
+	int softmax;
+} at_forms[] = {{"sync", false, 0}, {"tma", true, 0}, {"tma2", true, 2}};
+
+typedef struct AtPerf {
+	Kern kr;
+	Launch l;
+	Buf b;
+	float ms[64];
+	int n; /* timings + 1; 0: the form is not asked for */
+} AtPerf;
+
+/* name is one of the comma-separated list's items */
+static bool
+at_form_named(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *c = list; *c; c += strcspn(c, ",") + (c[strcspn(c, ",")] == ','))
+		if (strcspn(c, ",") == n && !strncmp(c, name, n))
+			return true;
+	return false;
+}
+
+/* Kernel time at FlashAttention's sizes (F.scaled_dot_product_attention:
+ * bench/p1.py times it beside the op from PyTorch), the forms of
+ * PERF_ATTN_FORMS (default all of at_forms) interleaved: PERF_ROUNDS
+ * rounds (default 5) of each in turn on the same tensors, 20 back-to-back
+ * launches a timing; the median per form.  PERF_ATTN_ONLY=I: size I only
+ * (for a profiler's single launch). */
 static void
 perf_attn(void)
 {
@@ -3297,45 +3332,66 @@ perf_attn(void)
 		int64_t heads, s, d;
 		bool causal;
 	} sz[] = {{32, 2048, 128, false}, {16, 4096, 64, false}, {32, 8192, 128, true}};
-	for (size_t i = 0; i < 2 * NELEM(sz); i++) { /* each size in both forms: mma.sync, then wgmma + TMA */
-		PtxAttnSpec s = at_spec(DT_BF16, sz[i / 2].heads, sz[i / 2].s, sz[i / 2].s, sz[i / 2].d, sz[i / 2].causal, 0);
-		s.tma = i % 2;
-		Buf b = {0};
-		PtxKernel k;
-		Launch l = {0};
-		Tens q = tens_new(DT_BF16, s.batch * s.sq * s.d), kk = tens_new(DT_BF16, s.batch * s.sq * s.d);
-		Tens v = tens_new(DT_BF16, s.batch * s.sq * s.d), o = tens_new(DT_BF16, s.batch * s.sq * s.d);
-		double ms;
-		s.name = "syn_attn";
-		ptx_emit_attn(&b, &s, &k);
-		Kern kr = kern_load(&b, &k);
+	const char *forms = getenv("PERF_ATTN_FORMS") ? getenv("PERF_ATTN_FORMS") : "sync,tma,tma2";
+	const char *only = getenv("PERF_ATTN_ONLY");
+	int rounds = getenv("PERF_ROUNDS") && atoi(getenv("PERF_ROUNDS")) > 0 ? atoi(getenv("PERF_ROUNDS")) : 5;
+	if (rounds > 64)
+		rounds = 64;
+	for (size_t i = 0; i < NELEM(sz); i++) {
+		if (only && *only && atoi(only) != (int)i)
+			continue;
+		AtPerf v[NELEM(at_forms)] = {0};
+		PtxAttnSpec s0 = at_spec(DT_BF16, sz[i].heads, sz[i].s, sz[i].s, sz[i].d, sz[i].causal, 0);
+		Tens q = tens_new(DT_BF16, s0.batch * s0.sq * s0.d), kk = tens_new(DT_BF16, s0.batch * s0.sq * s0.d);
+		Tens vv = tens_new(DT_BF16, s0.batch * s0.sq * s0.d), o = tens_new(DT_BF16, s0.batch * s0.sq * s0.d);
 		tens_random(&q, 1.5);
 		tens_random(&kk, 1.5);
-		tens_random(&v, 1.0);
-		PtxBlock *bl = calloc((size_t)k.nblocks, sizeof *bl);
-		ptx_attn_blocks(&s, bl);
-		l.blocks = upload_blocks(bl, k.nblocks);
-		l.nblocks = (uint32_t)k.nblocks;
-		l.grid = (int)(k.nblocks < (int64_t)nsm * kr.per_sm ? k.nblocks : (int64_t)nsm * kr.per_sm);
-		l.s = stream[0];
-		l.t[0] = q.d;
-		l.t[1] = kk.d;
-		l.t[2] = v.d;
-		l.t[3] = o.d;
-		ms = launches_ms(&kr, &l, 20);
-		double flop = 4.0 * (double)s.batch * (double)s.sq * (double)s.sk * (double)s.d * (s.causal ? 0.5 : 1);
-		printf("PERF attn%s %lldx%lldx%lld%s: %.4f ms %.1f TFLOP/s (grid %d, %d CTAs/SM, %d regs)\n",
-		       s.tma ? "/tma" : "", (long long)s.batch, (long long)s.sq, (long long)s.d, s.causal ? " causal" : "", ms,
-		       flop / (ms * 1e-3) / 1e12, l.grid, kr.per_sm, kr.regs);
+		tens_random(&vv, 1.0);
+		for (size_t f = 0; f < NELEM(at_forms); f++) {
+			PtxAttnSpec s = s0;
+			PtxKernel k;
+			if (!at_form_named(forms, at_forms[f].name))
+				continue;
+			s.tma = at_forms[f].tma;
+			s.softmax = at_forms[f].softmax;
+			s.name = "syn_attn";
+			ptx_emit_attn(&v[f].b, &s, &k);
+			v[f].kr = kern_load(&v[f].b, &k);
+			PtxBlock *bl = calloc((size_t)k.nblocks, sizeof *bl);
+			ptx_attn_blocks(&s, bl);
+			v[f].l.blocks = upload_blocks(bl, k.nblocks);
+			free(bl);
+			v[f].l.nblocks = (uint32_t)k.nblocks;
+			v[f].l.grid = (int)(k.nblocks < (int64_t)nsm * v[f].kr.per_sm ? k.nblocks : (int64_t)nsm * v[f].kr.per_sm);
+			v[f].l.s = stream[0];
+			v[f].l.t[0] = q.d;
+			v[f].l.t[1] = kk.d;
+			v[f].l.t[2] = vv.d;
+			v[f].l.t[3] = o.d;
+			v[f].n = 1;
+		}
+		for (int r = 0; r < rounds; r++)
+			for (size_t f = 0; f < NELEM(at_forms); f++)
+				if (v[f].n)
+					v[f].ms[v[f].n++ - 1] = (float)launches_ms(&v[f].kr, &v[f].l, 20);
+		double flop = 4.0 * (double)s0.batch * (double)s0.sq * (double)s0.sk * (double)s0.d * (s0.causal ? 0.5 : 1);
+		for (size_t f = 0; f < NELEM(at_forms); f++) {
+			if (!v[f].n)
+				continue;
+			qsort(v[f].ms, (size_t)(v[f].n - 1), sizeof v[f].ms[0], cmp_float);
+			double ms = v[f].ms[(v[f].n - 1) / 2];
+			printf("PERF attn/%s %lldx%lldx%lld%s: %.4f ms %.1f TFLOP/s (median of %d, grid %d, %d CTAs/SM, %d regs)\n",
+			       at_forms[f].name, (long long)s0.batch, (long long)s0.sq, (long long)s0.d, s0.causal ? " causal" : "",
+			       ms, flop / (ms * 1e-3) / 1e12, v[f].n - 1, v[f].l.grid, v[f].kr.per_sm, v[f].kr.regs);
+			CU(cuMemFree(v[f].l.blocks));
+			buf_free(&v[f].b);
+			CU(cuModuleUnload(v[f].kr.mod));
+		}
 		fflush(stdout);
-		CU(cuMemFree(l.blocks));
-		free(bl);
 		tens_free(&q);
 		tens_free(&kk);
-		tens_free(&v);
+		tens_free(&vv);
 		tens_free(&o);
-		buf_free(&b);
-		CU(cuModuleUnload(kr.mod));
 	}
 }
 
