@@ -47,8 +47,8 @@ ptx_attn_check(const PtxAttnSpec *s)
 		return "attn: batch, sq and sk must be >= 1 and their products below 2^31 rows";
 	if (!(s->scale > 0) || !isfinite(s->scale))
 		return "attn: the scale must be positive and finite";
-	if (s->softmax < 0 || s->softmax > 2)
-		return "attn: the softmax form must be 0, 1 or 2";
+	if (s->softmax < 0 || s->softmax > 3)
+		return "attn: the softmax form must be 0, 1, 2 or 3";
 	if (s->causal && (s->diag <= -((int64_t)1 << 30) || s->diag >= (int64_t)1 << 30))
 		return "attn: the causal diagonal is out of range";
 	return NULL;
@@ -312,10 +312,16 @@ quad_reduce(Ptx *p, Reg x, const char *op)
  * two consumer warps an SM sub-partition holds cannot otherwise hide. */
 enum { AT_PARTS = 4 };
 
+static int
+at_form(const At *a)
+{
+	return a->s->softmax ? a->s->softmax : PTX_ATTN_SOFTMAX;
+}
+
 static bool
 at_folded(const At *a)
 {
-	return (a->s->softmax ? a->s->softmax : PTX_ATTN_SOFTMAX) == 2;
+	return at_form(a) >= 2;
 }
 
 /* acc[0] op= acc[1] ... acc[parts - 1], pairwise */
@@ -412,14 +418,28 @@ at_softmax_rows(At *a, Reg *alpha)
 	}
 }
 
+/* Form 3 skips the multiplies where no row of the warp has a new max:
+ * alpha is then exactly ex2(0) = 1 for all of them, so the skip changes
+ * no bit (FlashAttention-4's conditional rescale, without its threshold). */
 static void
 at_rescale(At *a, const Reg *alpha)
 {
 	Ptx *p = a->p;
+	int skip = -1;
+	if (at_form(a) == 3) {
+		Reg q0 = ptx_reg(p, RC_PRED), q1 = ptx_reg(p, RC_PRED);
+		ptx_emit(p, "setp.neu.f32 %s, %s, 0f3F800000;", R(q0), R(alpha[0]));
+		ptx_emit(p, "setp.neu.or.f32 %s, %s, 0f3F800000, %s;", R(q1), R(alpha[1]), R(q0));
+		ptx_emit(p, "vote.sync.any.pred %s, %s, 0xffffffff;", R(q1), R(q1));
+		skip = ptx_label(p);
+		ptx_emit(p, "@!%s bra.uni $L%d;", R(q1), skip);
+	}
 	for (int h = 0; h < 2; h++)
 		for (int j = 0; j < a->D / 8; j++)
 			for (int e = 0; e < 2; e++)
 				ptx_emit(p, "mul.f32 %s, %s, %s;", R(a->oacc[j][2 * h + e]), R(a->oacc[j][2 * h + e]), R(alpha[h]));
+	if (skip >= 0)
+		ptx_place(p, skip);
 }
 
 /* k16 step k of p @ v: score blocks 2k and 2k + 1, rows r and r + 8 */

@@ -2887,8 +2887,8 @@ at_run1(const char *name, PtxAttnSpec s, int grid)
 }
 
 /* The forms of the kernel: mma.sync (64-row entries), wgmma + TMA
- * (128-row entries, what the compiler emits) and that with the folded
- * softmax (PtxAttnSpec.softmax 2). */
+ * (128-row entries, what the compiler emits) and that with the softmax's
+ * other forms (PtxAttnSpec.softmax 2 and 3). */
 static void
 at_run(const char *name, PtxAttnSpec s, int grid)
 {
@@ -2898,9 +2898,10 @@ at_run(const char *name, PtxAttnSpec s, int grid)
 	s.tma = true;
 	snprintf(n, sizeof n, "%s/tma", name);
 	at_run1(n, s, grid);
-	s.softmax = 2; /* the folded softmax (perf-attn's tma2) */
-	snprintf(n, sizeof n, "%s/tma2", name);
-	at_run1(n, s, grid);
+	for (s.softmax = 2; s.softmax <= 3; s.softmax++) { /* perf-attn's tma2 and tma3 */
+		snprintf(n, sizeof n, "%s/tma%d", name, s.softmax);
+		at_run1(n, s, grid);
+	}
 }
 
 static PtxAttnSpec
@@ -3293,12 +3294,13 @@ perf_cols(void)
 }
 
 /* The forms perf-attn times: mma.sync, wgmma + TMA, and that with the
- * folded softmax (PtxAttnSpec.softmax 2). */
+ * folded softmax (PtxAttnSpec.softmax 2), and with the rescale skipped
+ * where no max grew (3). */
 static const struct {
 	const char *name;
 	bool tma;
 	int softmax;
-} at_forms[] = {{"sync", false, 0}, {"tma", true, 0}, {"tma2", true, 2}};
+} at_forms[] = {{"sync", false, 0}, {"tma", true, 0}, {"tma2", true, 2}, {"tma3", true, 3}};
 
 typedef struct AtPerf {
 	Kern kr;
@@ -3332,7 +3334,7 @@ perf_attn(void)
 		int64_t heads, s, d;
 		bool causal;
 	} sz[] = {{32, 2048, 128, false}, {16, 4096, 64, false}, {32, 8192, 128, true}};
-	const char *forms = getenv("PERF_ATTN_FORMS") ? getenv("PERF_ATTN_FORMS") : "sync,tma,tma2";
+	const char *forms = getenv("PERF_ATTN_FORMS") ? getenv("PERF_ATTN_FORMS") : "sync,tma,tma2,tma3";
 	const char *only = getenv("PERF_ATTN_ONLY");
 	int rounds = getenv("PERF_ROUNDS") && atoi(getenv("PERF_ROUNDS")) > 0 ? atoi(getenv("PERF_ROUNDS")) : 5;
 	if (rounds > 64)
