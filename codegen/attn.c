@@ -47,8 +47,8 @@ ptx_attn_check(const PtxAttnSpec *s)
 		return "attn: batch, sq and sk must be >= 1 and their products below 2^31 rows";
 	if (!(s->scale > 0) || !isfinite(s->scale))
 		return "attn: the scale must be positive and finite";
-	if (s->softmax < 0 || s->softmax > 3)
-		return "attn: the softmax form must be 0, 1, 2 or 3";
+	if (s->softmax < 0 || s->softmax > 4)
+		return "attn: the softmax form must be 0 to 4";
 	if (s->causal && (s->diag <= -((int64_t)1 << 30) || s->diag >= (int64_t)1 << 30))
 		return "attn: the causal diagonal is out of range";
 	return NULL;
@@ -310,7 +310,7 @@ quad_reduce(Ptx *p, Reg x, const char *op)
  * (x * c - m), the max and the sum over AT_PARTS independent partials: a
  * multiply less an element and chains AT_PARTS times shorter, which the
  * two consumer warps an SM sub-partition holds cannot otherwise hide. */
-enum { AT_PARTS = 4 };
+enum { AT_PARTS = 4, AT_POLY_EVERY = 8 };
 
 static int
 at_form(const At *a)
@@ -369,8 +369,37 @@ at_row_max(At *a, int h, Reg sc, Reg mt)
 	}
 }
 
+/* x = exp2(x) for x <= 0 on the FMA and integer pipes, not the MUFU
+ * (form 4's share of the exponentials, FlashAttention-4's offload): x =
+ * n + f with n = rint(x) by the 1.5 * 2^23 shifter and f in [-1/2, 1/2],
+ * 2^f by a cubic fitted for relative error (7.5e-5 at most, far below a
+ * bf16 probability's 2^-9), then n added to its exponent field.  Below
+ * -126 the exponent would leave its field: such x (the masked -inf above
+ * all) give 0, as ex2 does; so does a NaN score, where ex2 gives NaN. */
+static void
+at_exp2_poly(At *a, Reg x)
+{
+	Ptx *p = a->p;
+	Reg t = ptx_reg(p, RC_F32), f = ptx_reg(p, RC_F32), c = ptx_reg(p, RC_F32), q = ptx_reg(p, RC_PRED);
+	Reg tb = ptx_reg(p, RC_B32), cb = ptx_reg(p, RC_B32);
+	ptx_emit(p, "setp.ge.f32 %s, %s, 0fC2FC0000;", R(q), R(x));
+	ptx_emit(p, "max.f32 %s, %s, 0fC2FC0000;", R(x), R(x));
+	ptx_emit(p, "add.rn.f32 %s, %s, 0f4B400000;", R(t), R(x));
+	ptx_emit(p, "sub.rn.f32 %s, %s, 0f4B400000;", R(f), R(t));
+	ptx_emit(p, "sub.rn.f32 %s, %s, %s;", R(f), R(x), R(f));
+	ptx_emit(p, "fma.rn.f32 %s, %s, 0f3D61FBA8, 0f3E786F0D;", R(c), R(f));
+	ptx_emit(p, "fma.rn.f32 %s, %s, %s, 0f3F31798D;", R(c), R(c), R(f));
+	ptx_emit(p, "fma.rn.f32 %s, %s, %s, 0f3F7FFB49;", R(c), R(c), R(f));
+	ptx_emit(p, "mov.b32 %s, %s;", R(tb), R(t));
+	ptx_emit(p, "mov.b32 %s, %s;", R(cb), R(c));
+	ptx_emit(p, "shl.b32 %s, %s, 23;", R(tb), R(tb));
+	ptx_emit(p, "add.s32 %s, %s, %s;", R(cb), R(cb), R(tb));
+	ptx_emit(p, "selp.b32 %s, %s, 0, %s;", R(cb), R(cb), R(q));
+	ptx_emit(p, "mov.b32 %s, %s;", R(x), R(cb));
+}
+
 /* the row half h's exponentials, exp2(x - mu) of the scaled scores, and
- * their sum into sum */
+ * their sum into sum; form 4 makes one in AT_POLY_EVERY by at_exp2_poly */
 static void
 at_row_exp(At *a, int h, Reg sc, Reg mu, Reg sum)
 {
@@ -390,7 +419,10 @@ at_row_exp(At *a, int h, Reg sc, Reg mu, Reg sum)
 				ptx_emit(p, "fma.rn.f32 %s, %s, %s, %s;", R(*x), R(*x), R(sc), R(nmu));
 			else
 				ptx_emit(p, "sub.f32 %s, %s, %s;", R(*x), R(*x), R(mu));
-			ptx_emit(p, "ex2.approx.ftz.f32 %s, %s;", R(*x), R(*x));
+			if (at_form(a) == 4 && n % AT_POLY_EVERY == AT_POLY_EVERY - 1)
+				at_exp2_poly(a, *x);
+			else
+				ptx_emit(p, "ex2.approx.ftz.f32 %s, %s;", R(*x), R(*x));
 			ptx_emit(p, "add.f32 %s, %s, %s;", R(acc[n % parts]), R(acc[n % parts]), R(*x));
 		}
 	at_parts_fold(p, "add", acc, parts);
@@ -418,7 +450,7 @@ at_softmax_rows(At *a, Reg *alpha)
 	}
 }
 
-/* Form 3 skips the multiplies where no row of the warp has a new max:
+/* Forms 3 and 4 skip the multiplies where no row of the warp has a new max:
  * alpha is then exactly ex2(0) = 1 for all of them, so the skip changes
  * no bit (FlashAttention-4's conditional rescale, without its threshold). */
 static void
@@ -426,7 +458,7 @@ at_rescale(At *a, const Reg *alpha)
 {
 	Ptx *p = a->p;
 	int skip = -1;
-	if (at_form(a) == 3) {
+	if (at_form(a) >= 3) {
 		Reg q0 = ptx_reg(p, RC_PRED), q1 = ptx_reg(p, RC_PRED);
 		ptx_emit(p, "setp.neu.f32 %s, %s, 0f3F800000;", R(q0), R(alpha[0]));
 		ptx_emit(p, "setp.neu.or.f32 %s, %s, 0f3F800000, %s;", R(q1), R(alpha[1]), R(q0));

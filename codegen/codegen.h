@@ -381,7 +381,8 @@ typedef struct PtxAttnSpec {
 	bool tma;             /* the Hopper form: wgmma fed by TMA, 128 query rows an entry (else mma.sync, 64) */
 	int softmax;          /* 0: PTX_ATTN_SOFTMAX; 1: scores scaled, then max and sum in one chain each;
 	                         2: the scale folded into the exponent's fma, max and sum over four partials;
-	                         3: that, O rescaled only where a row of the warp has a new max (attn.c) */
+	                         3: that, O rescaled only where a row of the warp has a new max;
+	                         4: that, one exponential in 8 on the FMA pipe, not the MUFU (attn.c) */
 } PtxAttnSpec;
 #define PTX_ATTN_SOFTMAX 1
 const char *ptx_attn_check(const PtxAttnSpec *s);
