@@ -302,14 +302,15 @@ quad_reduce(Ptx *p, Reg x, const char *op)
  * the factor alpha[h] by which what was summed before shrinks, the
  * exponentials and their sum; at_rescale multiplies the output
  * accumulators by alpha (once nothing is adding into them); at_pack makes
- * the probabilities A fragments.  Two forms of the first step
- * (PtxAttnSpec.softmax): scale every score, then the max and the sum each
- * one chain through the row's 2 nj elements; or, since the scale is
- * positive (max(x) * c = max(x * c), rounding included), the max of the
- * raw scores, scaled once, and each exponent one fma of the raw score
+ * the probabilities A fragments.  The forms (PtxAttnSpec.softmax): 1
+ * scales every score, then takes the max and the sum each in one chain
+ * through the row's 2 nj elements; 2, since the scale is positive
+ * (max(x) * c = max(x * c), rounding included), takes the max of the raw
+ * scores, scaled once, and each exponent as one fma of the raw score
  * (x * c - m), the max and the sum over AT_PARTS independent partials: a
  * multiply less an element and chains AT_PARTS times shorter, which the
- * two consumer warps an SM sub-partition holds cannot otherwise hide. */
+ * two consumer warps an SM sub-partition holds cannot otherwise hide; 3
+ * and 4 add at_rescale's skip and at_exp2_poly. */
 enum { AT_PARTS = 4, AT_POLY_EVERY = 8 };
 
 static int
