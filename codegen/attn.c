@@ -49,6 +49,10 @@ ptx_attn_check(const PtxAttnSpec *s)
 		return "attn: the scale must be positive and finite";
 	if (s->softmax < 0 || s->softmax > 4)
 		return "attn: the softmax form must be 0 to 4";
+	if (s->carry < 0 || s->carry > 2)
+		return "attn: carry must be 0, 1 or 2";
+	if (s->carry == 2 && !s->tma)
+		return "attn: carrying from one entry into the next is the Hopper form's (tma)";
 	if (s->causal && (s->diag <= -((int64_t)1 << 30) || s->diag >= (int64_t)1 << 30))
 		return "attn: the causal diagonal is out of range";
 	return NULL;
@@ -519,7 +523,7 @@ at_pv(At *a, Reg vb)
 
 /* rows r (h = 0) and r + 8 (h = 1) of o, and of m and l */
 static void
-at_store(At *a, Reg m0)
+at_store(At *a, Reg m0, Reg z)
 {
 	Ptx *p = a->p;
 	const PtxAttnSpec *s = a->s;
@@ -541,7 +545,7 @@ at_store(At *a, Reg m0)
 			ptx_emit(p, "rcp.approx.ftz.f32 %s, %s;", R(inv), R(a->lrow[h]));
 		else
 			ptx_emit(p, "mov.f32 %s, 0f3F800000;", R(inv));
-		ptx_emit(p, "mad.lo.u32 %s, %s, %lld, %s;", R(zrow), R(p->z), (long long)s->sq, R(r));
+		ptx_emit(p, "mad.lo.u32 %s, %s, %lld, %s;", R(zrow), R(z), (long long)s->sq, R(r));
 		ptx_mad_wide(p, ad, zrow, a->pitch, p->tensor[3]);
 		ptx_mad_wide(p, ad, c0, 2, ad);
 		for (int j = 0; j < a->D / 8; j++) {
@@ -660,7 +664,7 @@ at_block(At *a)
 	ptx_emit(p, "@%s bra $L%d;", R(q), loop);
 	ptx_place(p, done);
 	ptx_emit(p, "cp.async.wait_group 0;");
-	at_store(a, m0);
+	at_store(a, m0, p->z);
 }
 
 /* ---- the Hopper form (PtxAttnSpec.tma): FlashAttention-3's structure ----
@@ -748,12 +752,12 @@ aw_next(Ptx *p, const Aw *w, Reg stage, Reg phase)
  * one holding its last row's diagonal); the producer and the consumers
  * count alike. */
 static void
-aw_entry(Ptx *p, const PtxAttnSpec *s, Reg m0, Reg nkt)
+aw_entry_at(Ptx *p, const PtxAttnSpec *s, Reg entry, Reg x, Reg y, Reg z, Reg m0, Reg nkt)
 {
 	int64_t ntiles = (s->sk + AW_BN - 1) / AW_BN;
-	ptx_emit(p, "ld.global.nc.v2.u32 {%s, %s}, [%s];", R(p->x), R(p->y), R(p->entry));
-	ptx_emit(p, "ld.global.nc.u32 %s, [%s+8];", R(p->z), R(p->entry));
-	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(m0), R(p->x), AW_BM);
+	ptx_emit(p, "ld.global.nc.v2.u32 {%s, %s}, [%s];", R(x), R(y), R(entry));
+	ptx_emit(p, "ld.global.nc.u32 %s, [%s+8];", R(z), R(entry));
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(m0), R(x), AW_BM);
 	ptx_emit(p, "mov.u32 %s, %lld;", R(nkt), (long long)ntiles);
 	if (s->causal) {
 		Reg last = ptx_reg(p, RC_B32);
@@ -762,6 +766,13 @@ aw_entry(Ptx *p, const PtxAttnSpec *s, Reg m0, Reg nkt)
 		ptx_emit(p, "div.s32 %s, %s, %d;", R(last), R(last), AW_BN);
 		ptx_emit(p, "min.s32 %s, %s, %s;", R(nkt), R(nkt), R(last));
 	}
+}
+
+/* the current entry's (p->entry), into p->x, p->y and p->z */
+static void
+aw_entry(Ptx *p, const PtxAttnSpec *s, Reg m0, Reg nkt)
+{
+	aw_entry_at(p, s, p->entry, p->x, p->y, p->z, m0, nkt);
 }
 
 /* One tile of nbox TMA boxes {64 d, rows} of tensor map tm at row r0 of
@@ -880,9 +891,10 @@ aw_scores(At *a, Reg dq0, Reg kaddr)
 
 /* Issues O += P V for the V tile at vaddr as one wgmma group: BN / 16 k
  * steps of 16 keys (2 KiB of rows each), P's fragments from registers; V
- * N-major, its 64-d boxes kvbytes / nbox apart. */
+ * N-major, its 64-d boxes kvbytes / nbox apart.  acc: a predicate, false
+ * for O = P V (an entry carried into: aw_carry), or -1 for always +=. */
 static void
-aw_pv(At *a, Reg vaddr)
+aw_pv(At *a, Reg vaddr, Reg acc)
 {
 	Ptx *p = a->p;
 	Reg dv0 = ptx_reg(p, RC_B64), dv = ptx_reg(p, RC_B64), yes = ptx_reg(p, RC_PRED);
@@ -890,7 +902,10 @@ aw_pv(At *a, Reg vaddr)
 	for (int j = 0; j < (int)a->s->d / 8; j++)
 		for (int e = 0; e < 4; e++)
 			buf_printf(&regs, "%s%s", j || e ? ", " : "", R(a->oacc[j][e]));
-	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(yes), R(p->tid), R(p->tid));
+	if (acc >= 0)
+		yes = acc;
+	else
+		ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(yes), R(p->tid), R(p->tid));
 	ptx_wg_desc(p, dv0, vaddr, AW_BN * 128, 1024);
 	ptx_emit(p, "wgmma.fence.sync.aligned;");
 	for (int k = 0; k < AW_BN / 16; k++) {
@@ -929,6 +944,138 @@ aw_q_done(At *a, const Aw *w, Reg t, Reg nkt, Reg lane0)
 	ptx_place(p, keep);
 }
 
+/* Carrying from one entry into the next (PtxAttnSpec.carry 2): without
+ * it both consumer warpgroups finish an entry together -- the last P V,
+ * the store, the next Q, its first scores and their softmax with no P V
+ * to hide under -- and the tensor cores idle through all of it, once
+ * every entry (16 key tiles at S = 2048).  With it, at the last tile the
+ * next entry's first scores go out before the last P V, their softmax
+ * runs under that P V, the second scores go out before the old output is
+ * stored, and the loop goes on at its middle.  Only for an entry this CTA
+ * takes next that has no input flag (the producer may be waiting on one,
+ * and nothing may wait behind it), sees a key, and whose Q the producer
+ * loaded rather than gave up on; anything else takes the cold path. */
+typedef struct AwCarry {
+	const Aw *w;
+	Reg tc, stage, phase, pstage, pphase, pv, kaddr, vaddr, dq0, m0, nkt, t, lane0, raiser, acc;
+	Reg *alpha;
+	int cold, kmid; /* labels: the entry's usual end, the loop's middle */
+} AwCarry;
+
+static bool
+aw_carries(const PtxAttnSpec *s)
+{
+	return (s->carry ? s->carry : PTX_ATTN_CARRY) == 2;
+}
+
+/* the next entry into nent, nz, nm0, nnkt, or to c->cold: it needs two
+ * key tiles or more, so that its second scores go out unconditionally (a
+ * wgmma issued on one path only makes ptxas serialize them all, C7515) */
+static void
+aw_carry_next(At *a, const AwCarry *c, Reg nent, Reg nz, Reg nm0, Reg nnkt)
+{
+	Ptx *p = a->p;
+	Reg q = ptx_reg(p, RC_PRED), nblk = ptx_reg(p, RC_B32), v = ptx_reg(p, RC_B32), nx = ptx_reg(p, RC_B32);
+	Reg ny = ptx_reg(p, RC_B32), bar = ptx_reg(p, RC_B32), qa = ptx_reg(p, RC_B32);
+	ptx_next_index(p, nblk);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(nblk), R(p->param[1]));
+	ptx_emit(p, "@%s bra $L%d;", R(q), c->cold);
+	ptx_emit(p, "mad.wide.u32 %s, %s, %d, %s;", R(nent), R(nblk), (int)sizeof(PtxBlock), R(p->param[0]));
+	ptx_emit(p, "ld.global.nc.u32 %s, [%s+12];", R(v), R(nent));
+	ptx_emit(p, "setp.ne.u32 %s, %s, %u;", R(q), R(v), PTX_NO_FLAG);
+	ptx_emit(p, "@%s bra $L%d;", R(q), c->cold);
+	aw_entry_at(p, a->s, nent, nx, ny, nz, nm0, nnkt);
+	ptx_emit(p, "setp.lt.u32 %s, %s, 2;", R(q), R(nnkt));
+	ptx_emit(p, "@%s bra $L%d;", R(q), c->cold);
+	/* its Q: loaded once this entry's last scores gave Q back, or given up on */
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(v), R(c->tc));
+	ptx_emit(p, "and.b32 %s, %s, 1;", R(v), R(v));
+	aw_bar(p, c->w, bar, AWB_FULLQ, -1);
+	ptx_mbar_wait(p, bar, v);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(qa), R(c->w->base), aw_off(c->w, AWB_QUIT));
+	ptx_emit(p, "ld.shared.u32 %s, [%s];", R(v), R(qa));
+	ptx_emit(p, "sub.u32 %s, %s, 2;", R(v), R(v)); /* the entry given up on, less this one */
+	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(q), R(v), R(c->tc));
+	ptx_emit(p, "@%s bra $L%d;", R(q), c->cold);
+	ptx_emit(p, "mov.u32 %s, %s;", R(p->blk), R(nblk));
+}
+
+/* The old entry's output: stored, both warpgroups past their stores, its
+ * flag raised (at_store and the raise read the old entry's registers) */
+static void
+aw_carry_store(At *a, const AwCarry *c, Reg oent, Reg oz, Reg om0, const Reg *ol, const Reg *om)
+{
+	Ptx *p = a->p;
+	At old = *a;
+	Reg cur = p->entry;
+	old.lrow[0] = ol[0], old.lrow[1] = ol[1], old.mrow[0] = om[0], old.mrow[1] = om[1];
+	at_store(&old, om0, oz);
+	ptx_emit(p, "bar.sync 1, %d;", 2 * AW_WG);
+	p->entry = oent;
+	ptx_flag_raise(p, c->raiser);
+	p->entry = cur;
+}
+
+static void
+aw_carry(At *a, const AwCarry *c)
+{
+	Ptx *p = a->p;
+	const Aw *w = c->w;
+	Reg nent = ptx_reg(p, RC_B64), nz = ptx_reg(p, RC_B32), nm0 = ptx_reg(p, RC_B32), nnkt = ptx_reg(p, RC_B32);
+	Reg oent = ptx_reg(p, RC_B64), oz = ptx_reg(p, RC_B32), om0 = ptx_reg(p, RC_B32), bar = ptx_reg(p, RC_B32);
+	Reg ol[2] = {ptx_reg(p, RC_F32), ptx_reg(p, RC_F32)}, om[2] = {ptx_reg(p, RC_F32), ptx_reg(p, RC_F32)};
+	Reg st = ptx_reg(p, RC_B64);
+
+	aw_carry_next(a, c, nent, nz, nm0, nnkt);
+	ptx_emit(p, "mov.b64 %s, %s;", R(oent), R(p->entry));
+	ptx_emit(p, "mov.u32 %s, %s;", R(oz), R(p->z));
+	ptx_emit(p, "mov.u32 %s, %s;", R(om0), R(c->m0));
+	ptx_emit(p, "mov.b64 %s, %s;", R(p->entry), R(nent));
+	ptx_emit(p, "mov.u32 %s, %s;", R(p->z), R(nz));
+	ptx_emit(p, "mov.u32 %s, %s;", R(c->m0), R(nm0));
+	ptx_emit(p, "mov.u32 %s, %s;", R(c->nkt), R(nnkt));
+	/* the new entry's first scores, then the old one's last P V */
+	aw_addrs(p, w, c->stage, c->kaddr, c->vaddr);
+	aw_bar(p, w, bar, AWB_FULLK, c->stage);
+	ptx_mbar_wait(p, bar, c->phase);
+	aw_scores(a, c->dq0, c->kaddr);
+	aw_bar(p, w, bar, AWB_FULLV, c->pstage);
+	ptx_mbar_wait(p, bar, c->pphase);
+	aw_pv(a, c->pv, c->acc);
+	ptx_emit(p, "wgmma.wait_group.sync.aligned 1;"); /* the scores */
+	ptx_emit(p, "mov.u32 %s, 0;", R(c->t));
+	aw_q_done(a, w, c->t, c->nkt, c->lane0);
+	for (int h = 0; h < 2; h++) {
+		ptx_emit(p, "mov.f32 %s, %s;", R(ol[h]), R(a->lrow[h]));
+		ptx_emit(p, "mov.f32 %s, %s;", R(om[h]), R(a->mrow[h]));
+		ptx_emit(p, "mov.f32 %s, 0fFF800000;", R(a->mrow[h]));
+		ptx_emit(p, "mov.f32 %s, 0f00000000;", R(a->lrow[h]));
+	}
+	at_mask_tile(a, c->t, c->m0, AW_BN);
+	at_softmax_rows(a, c->alpha); /* the new O starts at 0: nothing to rescale */
+	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;"); /* the old P V: its stage is free, P may be packed */
+	aw_bar(p, w, bar, AWB_EMPTY, c->pstage);
+	ptx_emit(p, "@%s mbarrier.arrive.shared::cta.b64 %s, [%s];", R(c->lane0), R(st), R(bar));
+	at_pack(a);
+	ptx_emit(p, "mov.u32 %s, %s;", R(c->pstage), R(c->stage));
+	ptx_emit(p, "mov.u32 %s, %s;", R(c->pphase), R(c->phase));
+	ptx_emit(p, "mov.u32 %s, %s;", R(c->pv), R(c->vaddr));
+	aw_next(p, w, c->stage, c->phase);
+	ptx_emit(p, "mov.u32 %s, 1;", R(c->t));
+	/* the second scores, under which the old output is stored */
+	aw_addrs(p, w, c->stage, c->kaddr, c->vaddr);
+	aw_bar(p, w, bar, AWB_FULLK, c->stage);
+	ptx_mbar_wait(p, bar, c->phase);
+	aw_scores(a, c->dq0, c->kaddr);
+	aw_carry_store(a, c, oent, oz, om0, ol, om);
+	/* the new O is its first P V's product (zeroing it here, under the
+	 * second scores, would make ptxas serialize every wgmma) */
+	ptx_emit(p, "setp.ne.u32 %s, %s, %s;", R(c->acc), R(p->tid), R(p->tid));
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(c->tc), R(c->tc));
+	ptx_emit(p, "bra $L%d;", c->kmid);
+}
+
+
 static void
 aw_consumer(At *a, const Aw *w)
 {
@@ -941,7 +1088,8 @@ aw_consumer(At *a, const Aw *w)
 	Reg qa = ptx_reg(p, RC_B32), dq0 = ptx_reg(p, RC_B64), kaddr = ptx_reg(p, RC_B32), vaddr = ptx_reg(p, RC_B32);
 	Reg st = ptx_reg(p, RC_B64), pstage = ptx_reg(p, RC_B32), pphase = ptx_reg(p, RC_B32), pv = ptx_reg(p, RC_B32);
 	Reg alpha[2] = {ptx_reg(p, RC_F32), ptx_reg(p, RC_F32)}, x = ptx_reg(p, RC_B32);
-	int tail = ptx_label(p), tile0 = ptx_label(p);
+	int tail = ptx_label(p), tile0 = ptx_label(p), kmid = aw_carries(a->s) ? ptx_label(p) : -1;
+	Reg acc = kmid >= 0 ? ptx_reg(p, RC_PRED) : -1; /* aw_pv's: false after a carry */
 
 	ptx_emit(p, "sub.u32 %s, %s, %d;", R(ct), R(p->tid), AW_WG);
 	ptx_emit(p, "shr.u32 %s, %s, 7;", R(g), R(ct));
@@ -957,6 +1105,8 @@ aw_consumer(At *a, const Aw *w)
 	ptx_emit(p, "mov.u32 %s, 0;", R(tc));
 	ptx_emit(p, "mov.u32 %s, 0;", R(stage));
 	ptx_emit(p, "mov.u32 %s, 0;", R(phase));
+	if (acc >= 0)
+		ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(acc), R(p->tid), R(p->tid));
 
 	ptx_place(p, loop);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(p->blk), R(p->param[1]));
@@ -1009,9 +1159,13 @@ aw_consumer(At *a, const Aw *w)
 	aw_bar(p, w, bar, AWB_FULLK, stage);
 	ptx_mbar_wait(p, bar, phase);
 	aw_scores(a, dq0, kaddr);
+	if (kmid >= 0)
+		ptx_place(p, kmid);
 	aw_bar(p, w, bar, AWB_FULLV, pstage);
 	ptx_mbar_wait(p, bar, pphase);
-	aw_pv(a, pv);
+	aw_pv(a, pv, acc);
+	if (acc >= 0)
+		ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(acc), R(p->tid), R(p->tid));
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 1;"); /* the scores */
 	aw_q_done(a, w, t, nkt, lane0);
 	at_mask_tile(a, t, m0, AW_BN);
@@ -1030,15 +1184,25 @@ aw_consumer(At *a, const Aw *w)
 	ptx_emit(p, "@%s bra $L%d;", R(q), kloop);
 	/* the last tile's P V */
 	ptx_place(p, tail);
+	if (aw_carries(a->s)) {
+		AwCarry c = {.w = w, .tc = tc, .stage = stage, .phase = phase, .pstage = pstage, .pphase = pphase,
+		             .pv = pv, .kaddr = kaddr, .vaddr = vaddr, .dq0 = dq0, .m0 = m0, .nkt = nkt, .t = t,
+		             .lane0 = lane0, .raiser = raiser, .acc = acc, .alpha = alpha, .cold = ptx_label(p),
+		             .kmid = kmid};
+		aw_carry(a, &c);
+		ptx_place(p, c.cold);
+	}
 	aw_bar(p, w, bar, AWB_FULLV, pstage);
 	ptx_mbar_wait(p, bar, pphase);
-	aw_pv(a, pv);
+	aw_pv(a, pv, acc);
+	if (acc >= 0)
+		ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(acc), R(p->tid), R(p->tid));
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;");
 	aw_bar(p, w, bar, AWB_EMPTY, pstage);
 	ptx_emit(p, "@%s mbarrier.arrive.shared::cta.b64 %s, [%s];", R(lane0), R(st), R(bar));
 
 	ptx_place(p, store);
-	at_store(a, m0);
+	at_store(a, m0, p->z);
 	ptx_emit(p, "bar.sync 1, %d;", 2 * AW_WG);
 	ptx_flag_raise(p, raiser);
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(tc), R(tc));

@@ -2886,20 +2886,28 @@ at_run1(const char *name, PtxAttnSpec s, int grid)
 	CU(cuModuleUnload(kr.mod));
 }
 
-/* The forms of the kernel: mma.sync (64-row entries), wgmma + TMA
- * (128-row entries, what the compiler emits) and that with the softmax's
- * other forms (PtxAttnSpec.softmax 2 to 4). */
+/* The kernel's forms, checked (at_run) and timed (perf-attn): mma.sync,
+ * wgmma + TMA, that with the softmax's forms 2 to 4 (PtxAttnSpec.softmax:
+ * folded, the rescale skipped where no max grew, one exponential in 8 off
+ * the MUFU), and carried from entry to entry (PtxAttnSpec.carry 2). */
+static const struct {
+	const char *name;
+	bool tma;
+	int softmax, carry;
+} at_forms[] = {{"sync", false, 0, 0}, {"tma", true, 0, 0},  {"tma2", true, 2, 0}, {"tma3", true, 3, 0},
+                {"tma4", true, 4, 0},  {"tmac", true, 0, 2}, {"tma3c", true, 3, 2}};
+
+/* Every form of the kernel (at_forms): mma.sync has 64-row entries, the
+ * others 128 (what the compiler emits). */
 static void
 at_run(const char *name, PtxAttnSpec s, int grid)
 {
 	char n[96];
-	s.tma = false;
-	at_run1(name, s, grid);
-	s.tma = true;
-	snprintf(n, sizeof n, "%s/tma", name);
-	at_run1(n, s, grid);
-	for (s.softmax = 2; s.softmax <= 4; s.softmax++) { /* perf-attn's tma2 .. tma4 */
-		snprintf(n, sizeof n, "%s/tma%d", name, s.softmax);
+	for (size_t f = 0; f < NELEM(at_forms); f++) {
+		s.tma = at_forms[f].tma;
+		s.softmax = at_forms[f].softmax;
+		s.carry = at_forms[f].carry;
+		snprintf(n, sizeof n, "%s%s%s", name, f ? "/" : "", f ? at_forms[f].name : "");
 		at_run1(n, s, grid);
 	}
 }
@@ -3293,15 +3301,6 @@ perf_cols(void)
 	}
 }
 
-/* The forms perf-attn times: mma.sync, wgmma + TMA, and that with the
- * folded softmax (PtxAttnSpec.softmax 2), with the rescale skipped where
- * no max grew (3), and with one exponential in 8 off the MUFU (4). */
-static const struct {
-	const char *name;
-	bool tma;
-	int softmax;
-} at_forms[] = {{"sync", false, 0}, {"tma", true, 0}, {"tma2", true, 2}, {"tma3", true, 3}, {"tma4", true, 4}};
-
 typedef struct AtPerf {
 	Kern kr;
 	Launch l;
@@ -3334,7 +3333,7 @@ perf_attn(void)
 		int64_t heads, s, d;
 		bool causal;
 	} sz[] = {{32, 2048, 128, false}, {16, 4096, 64, false}, {32, 8192, 128, true}};
-	const char *forms = getenv("PERF_ATTN_FORMS") ? getenv("PERF_ATTN_FORMS") : "sync,tma,tma2,tma3,tma4";
+	const char *forms = getenv("PERF_ATTN_FORMS") ? getenv("PERF_ATTN_FORMS") : "sync,tma,tma2,tma3,tma4,tmac,tma3c";
 	const char *only = getenv("PERF_ATTN_ONLY");
 	int rounds = getenv("PERF_ROUNDS") && atoi(getenv("PERF_ROUNDS")) > 0 ? atoi(getenv("PERF_ROUNDS")) : 5;
 	if (rounds > 64)
@@ -3356,6 +3355,7 @@ perf_attn(void)
 				continue;
 			s.tma = at_forms[f].tma;
 			s.softmax = at_forms[f].softmax;
+			s.carry = at_forms[f].carry;
 			s.name = "syn_attn";
 			ptx_emit_attn(&v[f].b, &s, &k);
 			v[f].kr = kern_load(&v[f].b, &k);

@@ -7,6 +7,7 @@ what must hold of it.
                                    tests/checks.py)
   // CHECK-NOT: text               must not appear between the neighbouring CHECKs
   // NOSPILL                       ptxas -v must report 0 bytes of spill stores and loads
+                                   (and no kernel may have its wgmma serialized, C7515)
   // ERROR: text                   ptxgen must refuse with exit 2 and this text
 
 Each ARGS line is a test of its own.  Every kernel is assembled with
@@ -68,6 +69,11 @@ def assemble(run, ptxas, ptx, nospill, Fail):
         os.unlink(name)
     if rc != 0:
         raise Fail(" ptxas failed:\n" + err[:4000])
+    # ptxas serializes every wgmma of a kernel it cannot prove safe (C7515):
+    # a kernel that assembles at a fraction of its speed is a failure
+    m = re.search(r"\(C7515\)[^\n]*", err)
+    if m:
+        raise Fail(" ptxas serializes the wgmma: " + m.group(0))
     if nospill:
         for m in re.finditer(r"(\d+) bytes spill stores, (\d+) bytes spill loads", err):
             if m.group(1) != "0" or m.group(2) != "0":
