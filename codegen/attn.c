@@ -968,14 +968,14 @@ aw_carries(const PtxAttnSpec *s)
 	return (s->carry ? s->carry : PTX_ATTN_CARRY) == 2;
 }
 
-/* the next entry into nent, nz, nm0, nnkt, or to c->cold: it needs two
+/* the next entry into nblk, nent, nz, nm0, nnkt, or to c->cold: it needs two
  * key tiles or more, so that its second scores go out unconditionally (a
  * wgmma issued on one path only makes ptxas serialize them all, C7515) */
 static void
-aw_carry_next(At *a, const AwCarry *c, Reg nent, Reg nz, Reg nm0, Reg nnkt)
+aw_carry_next(At *a, const AwCarry *c, Reg nblk, Reg nent, Reg nz, Reg nm0, Reg nnkt)
 {
 	Ptx *p = a->p;
-	Reg q = ptx_reg(p, RC_PRED), nblk = ptx_reg(p, RC_B32), v = ptx_reg(p, RC_B32), nx = ptx_reg(p, RC_B32);
+	Reg q = ptx_reg(p, RC_PRED), v = ptx_reg(p, RC_B32), nx = ptx_reg(p, RC_B32);
 	Reg ny = ptx_reg(p, RC_B32), bar = ptx_reg(p, RC_B32), qa = ptx_reg(p, RC_B32);
 	ptx_next_index(p, nblk);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(nblk), R(p->param[1]));
@@ -997,23 +997,19 @@ aw_carry_next(At *a, const AwCarry *c, Reg nent, Reg nz, Reg nm0, Reg nnkt)
 	ptx_emit(p, "sub.u32 %s, %s, 2;", R(v), R(v)); /* the entry given up on, less this one */
 	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(q), R(v), R(c->tc));
 	ptx_emit(p, "@%s bra $L%d;", R(q), c->cold);
-	ptx_emit(p, "mov.u32 %s, %s;", R(p->blk), R(nblk));
 }
 
 /* The old entry's output: stored, both warpgroups past their stores, its
- * flag raised (at_store and the raise read the old entry's registers) */
+ * flag raised (p->entry and p->blk are still the old entry's) */
 static void
-aw_carry_store(At *a, const AwCarry *c, Reg oent, Reg oz, Reg om0, const Reg *ol, const Reg *om)
+aw_carry_store(At *a, const AwCarry *c, const Reg *ol, const Reg *om)
 {
 	Ptx *p = a->p;
 	At old = *a;
-	Reg cur = p->entry;
 	old.lrow[0] = ol[0], old.lrow[1] = ol[1], old.mrow[0] = om[0], old.mrow[1] = om[1];
-	at_store(&old, om0, oz);
+	at_store(&old, c->m0, p->z);
 	ptx_emit(p, "bar.sync 1, %d;", 2 * AW_WG);
-	p->entry = oent;
 	ptx_flag_raise(p, c->raiser);
-	p->entry = cur;
 }
 
 static void
@@ -1021,19 +1017,11 @@ aw_carry(At *a, const AwCarry *c)
 {
 	Ptx *p = a->p;
 	const Aw *w = c->w;
-	Reg nent = ptx_reg(p, RC_B64), nz = ptx_reg(p, RC_B32), nm0 = ptx_reg(p, RC_B32), nnkt = ptx_reg(p, RC_B32);
-	Reg oent = ptx_reg(p, RC_B64), oz = ptx_reg(p, RC_B32), om0 = ptx_reg(p, RC_B32), bar = ptx_reg(p, RC_B32);
+	Reg nblk = ptx_reg(p, RC_B32), nent = ptx_reg(p, RC_B64), nz = ptx_reg(p, RC_B32), nm0 = ptx_reg(p, RC_B32);
+	Reg nnkt = ptx_reg(p, RC_B32), bar = ptx_reg(p, RC_B32), st = ptx_reg(p, RC_B64);
 	Reg ol[2] = {ptx_reg(p, RC_F32), ptx_reg(p, RC_F32)}, om[2] = {ptx_reg(p, RC_F32), ptx_reg(p, RC_F32)};
-	Reg st = ptx_reg(p, RC_B64);
 
-	aw_carry_next(a, c, nent, nz, nm0, nnkt);
-	ptx_emit(p, "mov.b64 %s, %s;", R(oent), R(p->entry));
-	ptx_emit(p, "mov.u32 %s, %s;", R(oz), R(p->z));
-	ptx_emit(p, "mov.u32 %s, %s;", R(om0), R(c->m0));
-	ptx_emit(p, "mov.b64 %s, %s;", R(p->entry), R(nent));
-	ptx_emit(p, "mov.u32 %s, %s;", R(p->z), R(nz));
-	ptx_emit(p, "mov.u32 %s, %s;", R(c->m0), R(nm0));
-	ptx_emit(p, "mov.u32 %s, %s;", R(c->nkt), R(nnkt));
+	aw_carry_next(a, c, nblk, nent, nz, nm0, nnkt);
 	/* the new entry's first scores, then the old one's last P V */
 	aw_addrs(p, w, c->stage, c->kaddr, c->vaddr);
 	aw_bar(p, w, bar, AWB_FULLK, c->stage);
@@ -1044,14 +1032,14 @@ aw_carry(At *a, const AwCarry *c)
 	aw_pv(a, c->pv, c->acc);
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 1;"); /* the scores */
 	ptx_emit(p, "mov.u32 %s, 0;", R(c->t));
-	aw_q_done(a, w, c->t, c->nkt, c->lane0);
+	aw_q_done(a, w, c->t, nnkt, c->lane0);
 	for (int h = 0; h < 2; h++) {
 		ptx_emit(p, "mov.f32 %s, %s;", R(ol[h]), R(a->lrow[h]));
 		ptx_emit(p, "mov.f32 %s, %s;", R(om[h]), R(a->mrow[h]));
 		ptx_emit(p, "mov.f32 %s, 0fFF800000;", R(a->mrow[h]));
 		ptx_emit(p, "mov.f32 %s, 0f00000000;", R(a->lrow[h]));
 	}
-	at_mask_tile(a, c->t, c->m0, AW_BN);
+	at_mask_tile(a, c->t, nm0, AW_BN);
 	at_softmax_rows(a, c->alpha); /* the new O starts at 0: nothing to rescale */
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;"); /* the old P V: its stage is free, P may be packed */
 	aw_bar(p, w, bar, AWB_EMPTY, c->pstage);
@@ -1067,7 +1055,13 @@ aw_carry(At *a, const AwCarry *c)
 	aw_bar(p, w, bar, AWB_FULLK, c->stage);
 	ptx_mbar_wait(p, bar, c->phase);
 	aw_scores(a, c->dq0, c->kaddr);
-	aw_carry_store(a, c, oent, oz, om0, ol, om);
+	aw_carry_store(a, c, ol, om);
+	/* from here on the new entry is the current one */
+	ptx_emit(p, "mov.u32 %s, %s;", R(p->blk), R(nblk));
+	ptx_emit(p, "mov.b64 %s, %s;", R(p->entry), R(nent));
+	ptx_emit(p, "mov.u32 %s, %s;", R(p->z), R(nz));
+	ptx_emit(p, "mov.u32 %s, %s;", R(c->m0), R(nm0));
+	ptx_emit(p, "mov.u32 %s, %s;", R(c->nkt), R(nnkt));
 	/* the new O is its first P V's product (zeroing it here, under the
 	 * second scores, would make ptxas serialize every wgmma) */
 	ptx_emit(p, "setp.ne.u32 %s, %s, %s;", R(c->acc), R(p->tid), R(p->tid));
