@@ -897,14 +897,12 @@ static void
 aw_pv(At *a, Reg vaddr, Reg acc)
 {
 	Ptx *p = a->p;
-	Reg dv0 = ptx_reg(p, RC_B64), dv = ptx_reg(p, RC_B64), yes = ptx_reg(p, RC_PRED);
+	Reg dv0 = ptx_reg(p, RC_B64), dv = ptx_reg(p, RC_B64), yes = acc >= 0 ? acc : ptx_reg(p, RC_PRED);
 	Buf regs = {0};
 	for (int j = 0; j < (int)a->s->d / 8; j++)
 		for (int e = 0; e < 4; e++)
 			buf_printf(&regs, "%s%s", j || e ? ", " : "", R(a->oacc[j][e]));
-	if (acc >= 0)
-		yes = acc;
-	else
+	if (acc < 0)
 		ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(yes), R(p->tid), R(p->tid));
 	ptx_wg_desc(p, dv0, vaddr, AW_BN * 128, 1024);
 	ptx_emit(p, "wgmma.fence.sync.aligned;");
@@ -944,6 +942,58 @@ aw_q_done(At *a, const Aw *w, Reg t, Reg nkt, Reg lane0)
 	ptx_place(p, keep);
 }
 
+/* A consumer's place in the K/V ring: the tile whose scores come next
+ * (stage, phase; its K and V at kaddr, vaddr) and the one before it, whose
+ * P V is next (pstage, pphase, its V at pv); bar and st are scratch, acc
+ * aw_pv's (-1 unless carrying). */
+typedef struct AwRing {
+	const Aw *w;
+	Reg stage, phase, kaddr, vaddr, pstage, pphase, pv, dq0, bar, st, lane0, acc;
+} AwRing;
+
+/* the next tile's scores, once its K has landed */
+static void
+aw_ring_scores(At *a, const AwRing *r)
+{
+	Ptx *p = a->p;
+	aw_addrs(p, r->w, r->stage, r->kaddr, r->vaddr);
+	aw_bar(p, r->w, r->bar, AWB_FULLK, r->stage);
+	ptx_mbar_wait(p, r->bar, r->phase);
+	aw_scores(a, r->dq0, r->kaddr);
+}
+
+/* the tile before's P V, once its V has landed (and O += from then on) */
+static void
+aw_ring_pv(At *a, const AwRing *r)
+{
+	Ptx *p = a->p;
+	aw_bar(p, r->w, r->bar, AWB_FULLV, r->pstage);
+	ptx_mbar_wait(p, r->bar, r->pphase);
+	aw_pv(a, r->pv, r->acc);
+	if (r->acc >= 0)
+		ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(r->acc), R(p->tid), R(p->tid));
+}
+
+/* the tile before's stage back to the producer (its P V is done) */
+static void
+aw_ring_free(At *a, const AwRing *r)
+{
+	Ptx *p = a->p;
+	aw_bar(p, r->w, r->bar, AWB_EMPTY, r->pstage);
+	ptx_emit(p, "@%s mbarrier.arrive.shared::cta.b64 %s, [%s];", R(r->lane0), R(r->st), R(r->bar));
+}
+
+/* one tile on: the scored tile becomes the one whose P V is next */
+static void
+aw_ring_step(At *a, const AwRing *r)
+{
+	Ptx *p = a->p;
+	ptx_emit(p, "mov.u32 %s, %s;", R(r->pstage), R(r->stage));
+	ptx_emit(p, "mov.u32 %s, %s;", R(r->pphase), R(r->phase));
+	ptx_emit(p, "mov.u32 %s, %s;", R(r->pv), R(r->vaddr));
+	aw_next(p, r->w, r->stage, r->phase);
+}
+
 /* Carrying from one entry into the next (PtxAttnSpec.carry 2): without
  * it both consumer warpgroups finish an entry together -- the last P V,
  * the store, the next Q, its first scores and their softmax with no P V
@@ -953,11 +1003,12 @@ aw_q_done(At *a, const Aw *w, Reg t, Reg nkt, Reg lane0)
  * runs under that P V, the second scores go out before the old output is
  * stored, and the loop goes on at its middle.  Only for an entry this CTA
  * takes next that has no input flag (the producer may be waiting on one,
- * and nothing may wait behind it), sees a key, and whose Q the producer
- * loaded rather than gave up on; anything else takes the cold path. */
+ * and nothing may wait behind it), sees two key tiles or more, and whose
+ * Q the producer loaded rather than gave up on; anything else takes the
+ * cold path. */
 typedef struct AwCarry {
-	const Aw *w;
-	Reg tc, stage, phase, pstage, pphase, pv, kaddr, vaddr, dq0, m0, nkt, t, lane0, raiser, acc;
+	const AwRing *r;
+	Reg tc, m0, nkt, t, raiser;
 	Reg *alpha;
 	int cold, kmid; /* labels: the entry's usual end, the loop's middle */
 } AwCarry;
@@ -976,7 +1027,7 @@ aw_carry_next(At *a, const AwCarry *c, Reg nblk, Reg nent, Reg nz, Reg nm0, Reg 
 {
 	Ptx *p = a->p;
 	Reg q = ptx_reg(p, RC_PRED), v = ptx_reg(p, RC_B32), nx = ptx_reg(p, RC_B32);
-	Reg ny = ptx_reg(p, RC_B32), bar = ptx_reg(p, RC_B32), qa = ptx_reg(p, RC_B32);
+	Reg ny = ptx_reg(p, RC_B32), qa = ptx_reg(p, RC_B32);
 	ptx_next_index(p, nblk);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(nblk), R(p->param[1]));
 	ptx_emit(p, "@%s bra $L%d;", R(q), c->cold);
@@ -990,9 +1041,9 @@ aw_carry_next(At *a, const AwCarry *c, Reg nblk, Reg nent, Reg nz, Reg nm0, Reg 
 	/* its Q: loaded once this entry's last scores gave Q back, or given up on */
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(v), R(c->tc));
 	ptx_emit(p, "and.b32 %s, %s, 1;", R(v), R(v));
-	aw_bar(p, c->w, bar, AWB_FULLQ, -1);
-	ptx_mbar_wait(p, bar, v);
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(qa), R(c->w->base), aw_off(c->w, AWB_QUIT));
+	aw_bar(p, c->r->w, c->r->bar, AWB_FULLQ, -1);
+	ptx_mbar_wait(p, c->r->bar, v);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(qa), R(c->r->w->base), aw_off(c->r->w, AWB_QUIT));
 	ptx_emit(p, "ld.shared.u32 %s, [%s];", R(v), R(qa));
 	ptx_emit(p, "sub.u32 %s, %s, 2;", R(v), R(v)); /* the entry given up on, less this one */
 	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(q), R(v), R(c->tc));
@@ -1016,23 +1067,18 @@ static void
 aw_carry(At *a, const AwCarry *c)
 {
 	Ptx *p = a->p;
-	const Aw *w = c->w;
+	const AwRing *r = c->r;
 	Reg nblk = ptx_reg(p, RC_B32), nent = ptx_reg(p, RC_B64), nz = ptx_reg(p, RC_B32), nm0 = ptx_reg(p, RC_B32);
-	Reg nnkt = ptx_reg(p, RC_B32), bar = ptx_reg(p, RC_B32), st = ptx_reg(p, RC_B64);
+	Reg nnkt = ptx_reg(p, RC_B32);
 	Reg ol[2] = {ptx_reg(p, RC_F32), ptx_reg(p, RC_F32)}, om[2] = {ptx_reg(p, RC_F32), ptx_reg(p, RC_F32)};
 
 	aw_carry_next(a, c, nblk, nent, nz, nm0, nnkt);
 	/* the new entry's first scores, then the old one's last P V */
-	aw_addrs(p, w, c->stage, c->kaddr, c->vaddr);
-	aw_bar(p, w, bar, AWB_FULLK, c->stage);
-	ptx_mbar_wait(p, bar, c->phase);
-	aw_scores(a, c->dq0, c->kaddr);
-	aw_bar(p, w, bar, AWB_FULLV, c->pstage);
-	ptx_mbar_wait(p, bar, c->pphase);
-	aw_pv(a, c->pv, c->acc);
+	aw_ring_scores(a, r);
+	aw_ring_pv(a, r);
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 1;"); /* the scores */
 	ptx_emit(p, "mov.u32 %s, 0;", R(c->t));
-	aw_q_done(a, w, c->t, nnkt, c->lane0);
+	aw_q_done(a, r->w, c->t, nnkt, r->lane0);
 	for (int h = 0; h < 2; h++) {
 		ptx_emit(p, "mov.f32 %s, %s;", R(ol[h]), R(a->lrow[h]));
 		ptx_emit(p, "mov.f32 %s, %s;", R(om[h]), R(a->mrow[h]));
@@ -1042,19 +1088,12 @@ aw_carry(At *a, const AwCarry *c)
 	at_mask_tile(a, c->t, nm0, AW_BN);
 	at_softmax_rows(a, c->alpha); /* the new O starts at 0: nothing to rescale */
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;"); /* the old P V: its stage is free, P may be packed */
-	aw_bar(p, w, bar, AWB_EMPTY, c->pstage);
-	ptx_emit(p, "@%s mbarrier.arrive.shared::cta.b64 %s, [%s];", R(c->lane0), R(st), R(bar));
+	aw_ring_free(a, r);
 	at_pack(a);
-	ptx_emit(p, "mov.u32 %s, %s;", R(c->pstage), R(c->stage));
-	ptx_emit(p, "mov.u32 %s, %s;", R(c->pphase), R(c->phase));
-	ptx_emit(p, "mov.u32 %s, %s;", R(c->pv), R(c->vaddr));
-	aw_next(p, w, c->stage, c->phase);
+	aw_ring_step(a, r);
 	ptx_emit(p, "mov.u32 %s, 1;", R(c->t));
 	/* the second scores, under which the old output is stored */
-	aw_addrs(p, w, c->stage, c->kaddr, c->vaddr);
-	aw_bar(p, w, bar, AWB_FULLK, c->stage);
-	ptx_mbar_wait(p, bar, c->phase);
-	aw_scores(a, c->dq0, c->kaddr);
+	aw_ring_scores(a, r);
 	aw_carry_store(a, c, ol, om);
 	/* from here on the new entry is the current one */
 	ptx_emit(p, "mov.u32 %s, %s;", R(p->blk), R(nblk));
@@ -1064,7 +1103,7 @@ aw_carry(At *a, const AwCarry *c)
 	ptx_emit(p, "mov.u32 %s, %s;", R(c->nkt), R(nnkt));
 	/* the new O is its first P V's product (zeroing it here, under the
 	 * second scores, would make ptxas serialize every wgmma) */
-	ptx_emit(p, "setp.ne.u32 %s, %s, %s;", R(c->acc), R(p->tid), R(p->tid));
+	ptx_emit(p, "setp.ne.u32 %s, %s, %s;", R(r->acc), R(p->tid), R(p->tid));
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(c->tc), R(c->tc));
 	ptx_emit(p, "bra $L%d;", c->kmid);
 }
@@ -1083,7 +1122,9 @@ aw_consumer(At *a, const Aw *w)
 	Reg st = ptx_reg(p, RC_B64), pstage = ptx_reg(p, RC_B32), pphase = ptx_reg(p, RC_B32), pv = ptx_reg(p, RC_B32);
 	Reg alpha[2] = {ptx_reg(p, RC_F32), ptx_reg(p, RC_F32)}, x = ptx_reg(p, RC_B32);
 	int tail = ptx_label(p), tile0 = ptx_label(p), kmid = aw_carries(a->s) ? ptx_label(p) : -1;
-	Reg acc = kmid >= 0 ? ptx_reg(p, RC_PRED) : -1; /* aw_pv's: false after a carry */
+	AwRing r = {.w = w, .stage = stage, .phase = phase, .kaddr = kaddr, .vaddr = vaddr, .pstage = pstage,
+	            .pphase = pphase, .pv = pv, .dq0 = dq0, .bar = bar, .st = st, .lane0 = lane0,
+	            .acc = kmid >= 0 ? ptx_reg(p, RC_PRED) : -1};
 
 	ptx_emit(p, "sub.u32 %s, %s, %d;", R(ct), R(p->tid), AW_WG);
 	ptx_emit(p, "shr.u32 %s, %s, 7;", R(g), R(ct));
@@ -1099,8 +1140,8 @@ aw_consumer(At *a, const Aw *w)
 	ptx_emit(p, "mov.u32 %s, 0;", R(tc));
 	ptx_emit(p, "mov.u32 %s, 0;", R(stage));
 	ptx_emit(p, "mov.u32 %s, 0;", R(phase));
-	if (acc >= 0)
-		ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(acc), R(p->tid), R(p->tid));
+	if (r.acc >= 0)
+		ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(r.acc), R(p->tid), R(p->tid));
 
 	ptx_place(p, loop);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(p->blk), R(p->param[1]));
@@ -1130,70 +1171,46 @@ aw_consumer(At *a, const Aw *w)
 
 	/* tile 0: its scores, softmax and P */
 	ptx_place(p, tile0);
-	aw_addrs(p, w, stage, kaddr, vaddr);
-	aw_bar(p, w, bar, AWB_FULLK, stage);
-	ptx_mbar_wait(p, bar, phase);
-	aw_scores(a, dq0, kaddr);
+	aw_ring_scores(a, &r);
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;");
 	aw_q_done(a, w, t, nkt, lane0);
 	at_mask_tile(a, t, m0, AW_BN);
 	at_softmax_rows(a, alpha); /* O is 0: nothing to rescale */
 	at_pack(a);
-	ptx_emit(p, "mov.u32 %s, %s;", R(pstage), R(stage));
-	ptx_emit(p, "mov.u32 %s, %s;", R(pphase), R(phase));
-	ptx_emit(p, "mov.u32 %s, %s;", R(pv), R(vaddr));
-	aw_next(p, w, stage, phase);
+	aw_ring_step(a, &r);
 	ptx_emit(p, "mov.u32 %s, 1;", R(t));
 	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(t), R(nkt));
 	ptx_emit(p, "@%s bra $L%d;", R(q), tail);
 	/* tile t's scores in flight with tile t - 1's P V, its softmax under
 	 * that P V (FlashAttention-3's overlap inside a warpgroup) */
 	ptx_place(p, kloop);
-	aw_addrs(p, w, stage, kaddr, vaddr);
-	aw_bar(p, w, bar, AWB_FULLK, stage);
-	ptx_mbar_wait(p, bar, phase);
-	aw_scores(a, dq0, kaddr);
+	aw_ring_scores(a, &r);
 	if (kmid >= 0)
 		ptx_place(p, kmid);
-	aw_bar(p, w, bar, AWB_FULLV, pstage);
-	ptx_mbar_wait(p, bar, pphase);
-	aw_pv(a, pv, acc);
-	if (acc >= 0)
-		ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(acc), R(p->tid), R(p->tid));
+	aw_ring_pv(a, &r);
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 1;"); /* the scores */
 	aw_q_done(a, w, t, nkt, lane0);
 	at_mask_tile(a, t, m0, AW_BN);
 	at_softmax_rows(a, alpha);
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;"); /* P V: its stage is free, O may be rescaled */
-	aw_bar(p, w, bar, AWB_EMPTY, pstage);
-	ptx_emit(p, "@%s mbarrier.arrive.shared::cta.b64 %s, [%s];", R(lane0), R(st), R(bar));
+	aw_ring_free(a, &r);
 	at_rescale(a, alpha);
 	at_pack(a);
-	ptx_emit(p, "mov.u32 %s, %s;", R(pstage), R(stage));
-	ptx_emit(p, "mov.u32 %s, %s;", R(pphase), R(phase));
-	ptx_emit(p, "mov.u32 %s, %s;", R(pv), R(vaddr));
-	aw_next(p, w, stage, phase);
+	aw_ring_step(a, &r);
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(t), R(t));
 	ptx_emit(p, "setp.lt.u32 %s, %s, %s;", R(q), R(t), R(nkt));
 	ptx_emit(p, "@%s bra $L%d;", R(q), kloop);
 	/* the last tile's P V */
 	ptx_place(p, tail);
 	if (aw_carries(a->s)) {
-		AwCarry c = {.w = w, .tc = tc, .stage = stage, .phase = phase, .pstage = pstage, .pphase = pphase,
-		             .pv = pv, .kaddr = kaddr, .vaddr = vaddr, .dq0 = dq0, .m0 = m0, .nkt = nkt, .t = t,
-		             .lane0 = lane0, .raiser = raiser, .acc = acc, .alpha = alpha, .cold = ptx_label(p),
-		             .kmid = kmid};
+		AwCarry c = {.r = &r, .tc = tc, .m0 = m0, .nkt = nkt, .t = t, .raiser = raiser, .alpha = alpha,
+		             .cold = ptx_label(p), .kmid = kmid};
 		aw_carry(a, &c);
 		ptx_place(p, c.cold);
 	}
-	aw_bar(p, w, bar, AWB_FULLV, pstage);
-	ptx_mbar_wait(p, bar, pphase);
-	aw_pv(a, pv, acc);
-	if (acc >= 0)
-		ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(acc), R(p->tid), R(p->tid));
+	aw_ring_pv(a, &r);
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;");
-	aw_bar(p, w, bar, AWB_EMPTY, pstage);
-	ptx_emit(p, "@%s mbarrier.arrive.shared::cta.b64 %s, [%s];", R(lane0), R(st), R(bar));
+	aw_ring_free(a, &r);
 
 	ptx_place(p, store);
 	at_store(a, m0, p->z);

@@ -3306,7 +3306,8 @@ typedef struct AtPerf {
 	Launch l;
 	Buf b;
 	float ms[64];
-	int n; /* timings + 1; 0: the form is not asked for */
+	int n;   /* timings so far */
+	bool on; /* the form is asked for */
 } AtPerf;
 
 /* name is one of the comma-separated list's items */
@@ -3370,21 +3371,21 @@ perf_attn(void)
 			v[f].l.t[1] = kk.d;
 			v[f].l.t[2] = vv.d;
 			v[f].l.t[3] = o.d;
-			v[f].n = 1;
+			v[f].on = true;
 		}
 		for (int r = 0; r < rounds; r++)
 			for (size_t f = 0; f < NELEM(at_forms); f++)
-				if (v[f].n)
-					v[f].ms[v[f].n++ - 1] = (float)launches_ms(&v[f].kr, &v[f].l, 20);
+				if (v[f].on)
+					v[f].ms[v[f].n++] = (float)launches_ms(&v[f].kr, &v[f].l, 20);
 		double flop = 4.0 * (double)s0.batch * (double)s0.sq * (double)s0.sk * (double)s0.d * (s0.causal ? 0.5 : 1);
 		for (size_t f = 0; f < NELEM(at_forms); f++) {
-			if (!v[f].n)
+			if (!v[f].on)
 				continue;
-			qsort(v[f].ms, (size_t)(v[f].n - 1), sizeof v[f].ms[0], cmp_float);
-			double ms = v[f].ms[(v[f].n - 1) / 2];
+			qsort(v[f].ms, (size_t)v[f].n, sizeof v[f].ms[0], cmp_float);
+			double ms = v[f].ms[v[f].n / 2];
 			printf("PERF attn/%s %lldx%lldx%lld%s: %.4f ms %.1f TFLOP/s (median of %d, grid %d, %d CTAs/SM, %d regs)\n",
 			       at_forms[f].name, (long long)s0.batch, (long long)s0.sq, (long long)s0.d, s0.causal ? " causal" : "",
-			       ms, flop / (ms * 1e-3) / 1e12, v[f].n - 1, v[f].l.grid, v[f].kr.per_sm, v[f].kr.regs);
+			       ms, flop / (ms * 1e-3) / 1e12, v[f].n, v[f].l.grid, v[f].kr.per_sm, v[f].kr.regs);
 			CU(cuMemFree(v[f].l.blocks));
 			buf_free(&v[f].b);
 			CU(cuModuleUnload(v[f].kr.mod));
