@@ -47,12 +47,8 @@ ptx_attn_check(const PtxAttnSpec *s)
 		return "attn: batch, sq and sk must be >= 1 and their products below 2^31 rows";
 	if (!(s->scale > 0) || !isfinite(s->scale))
 		return "attn: the scale must be positive and finite";
-	if (s->softmax < 0 || s->softmax > 4)
-		return "attn: the softmax form must be 0 to 4";
-	if (s->carry < 0 || s->carry > 2)
-		return "attn: carry must be 0, 1 or 2";
-	if (s->carry == 2 && !s->tma)
-		return "attn: carrying from one entry into the next is the Hopper form's (tma)";
+	if (s->softmax < 0 || s->softmax > 2)
+		return "attn: the softmax form must be 0, 1 or 2";
 	if (s->causal && (s->diag <= -((int64_t)1 << 30) || s->diag >= (int64_t)1 << 30))
 		return "attn: the causal diagonal is out of range";
 	return NULL;
@@ -313,14 +309,18 @@ quad_reduce(Ptx *p, Reg x, const char *op)
  * scores, scaled once, and each exponent as one fma of the raw score
  * (x * c - m), the max and the sum over AT_PARTS independent partials: a
  * multiply less an element and chains AT_PARTS times shorter, which the
- * two consumer warps an SM sub-partition holds cannot otherwise hide; 3
- * and 4 add at_rescale's skip and at_exp2_poly. */
-enum { AT_PARTS = 4, AT_POLY_EVERY = 8 };
+ * two consumer warps an SM sub-partition holds cannot otherwise hide.
+ * The default (softmax 0) is what measured faster on an H100
+ * (bench/results/2026-12-07-softmax-h100.md): form 2 without a causal
+ * mask, form 1 with one. */
+enum { AT_PARTS = 4 };
 
 static int
 at_form(const At *a)
 {
-	return a->s->softmax ? a->s->softmax : PTX_ATTN_SOFTMAX;
+	if (a->s->softmax)
+		return a->s->softmax;
+	return a->s->causal ? 1 : 2;
 }
 
 static bool
@@ -374,37 +374,8 @@ at_row_max(At *a, int h, Reg sc, Reg mt)
 	}
 }
 
-/* x = exp2(x) for x <= 0 on the FMA and integer pipes, not the MUFU
- * (form 4's share of the exponentials, FlashAttention-4's offload): x =
- * n + f with n = rint(x) by the 1.5 * 2^23 shifter and f in [-1/2, 1/2],
- * 2^f by a cubic fitted for relative error (7.5e-5 at most, far below a
- * bf16 probability's 2^-9), then n added to its exponent field.  Below
- * -126 the exponent would leave its field: such x (the masked -inf above
- * all) give 0, as ex2 does; so does a NaN score, where ex2 gives NaN. */
-static void
-at_exp2_poly(At *a, Reg x)
-{
-	Ptx *p = a->p;
-	Reg t = ptx_reg(p, RC_F32), f = ptx_reg(p, RC_F32), c = ptx_reg(p, RC_F32), q = ptx_reg(p, RC_PRED);
-	Reg tb = ptx_reg(p, RC_B32), cb = ptx_reg(p, RC_B32);
-	ptx_emit(p, "setp.ge.f32 %s, %s, 0fC2FC0000;", R(q), R(x));
-	ptx_emit(p, "max.f32 %s, %s, 0fC2FC0000;", R(x), R(x));
-	ptx_emit(p, "add.rn.f32 %s, %s, 0f4B400000;", R(t), R(x));
-	ptx_emit(p, "sub.rn.f32 %s, %s, 0f4B400000;", R(f), R(t));
-	ptx_emit(p, "sub.rn.f32 %s, %s, %s;", R(f), R(x), R(f));
-	ptx_emit(p, "fma.rn.f32 %s, %s, 0f3D61FBA8, 0f3E786F0D;", R(c), R(f));
-	ptx_emit(p, "fma.rn.f32 %s, %s, %s, 0f3F31798D;", R(c), R(c), R(f));
-	ptx_emit(p, "fma.rn.f32 %s, %s, %s, 0f3F7FFB49;", R(c), R(c), R(f));
-	ptx_emit(p, "mov.b32 %s, %s;", R(tb), R(t));
-	ptx_emit(p, "mov.b32 %s, %s;", R(cb), R(c));
-	ptx_emit(p, "shl.b32 %s, %s, 23;", R(tb), R(tb));
-	ptx_emit(p, "add.s32 %s, %s, %s;", R(cb), R(cb), R(tb));
-	ptx_emit(p, "selp.b32 %s, %s, 0, %s;", R(cb), R(cb), R(q));
-	ptx_emit(p, "mov.b32 %s, %s;", R(x), R(cb));
-}
-
 /* the row half h's exponentials, exp2(x - mu) of the scaled scores, and
- * their sum into sum; form 4 makes one in AT_POLY_EVERY by at_exp2_poly */
+ * their sum into sum */
 static void
 at_row_exp(At *a, int h, Reg sc, Reg mu, Reg sum)
 {
@@ -424,10 +395,7 @@ at_row_exp(At *a, int h, Reg sc, Reg mu, Reg sum)
 				ptx_emit(p, "fma.rn.f32 %s, %s, %s, %s;", R(*x), R(*x), R(sc), R(nmu));
 			else
 				ptx_emit(p, "sub.f32 %s, %s, %s;", R(*x), R(*x), R(mu));
-			if (at_form(a) == 4 && n % AT_POLY_EVERY == AT_POLY_EVERY - 1)
-				at_exp2_poly(a, *x);
-			else
-				ptx_emit(p, "ex2.approx.ftz.f32 %s, %s;", R(*x), R(*x));
+			ptx_emit(p, "ex2.approx.ftz.f32 %s, %s;", R(*x), R(*x));
 			ptx_emit(p, "add.f32 %s, %s, %s;", R(acc[n % parts]), R(acc[n % parts]), R(*x));
 		}
 	at_parts_fold(p, "add", acc, parts);
@@ -455,28 +423,14 @@ at_softmax_rows(At *a, Reg *alpha)
 	}
 }
 
-/* Forms 3 and 4 skip the multiplies where no row of the warp has a new max:
- * alpha is then exactly ex2(0) = 1 for all of them, so the skip changes
- * no bit (FlashAttention-4's conditional rescale, without its threshold). */
 static void
 at_rescale(At *a, const Reg *alpha)
 {
 	Ptx *p = a->p;
-	int skip = -1;
-	if (at_form(a) >= 3) {
-		Reg q0 = ptx_reg(p, RC_PRED), q1 = ptx_reg(p, RC_PRED);
-		ptx_emit(p, "setp.neu.f32 %s, %s, 0f3F800000;", R(q0), R(alpha[0]));
-		ptx_emit(p, "setp.neu.or.f32 %s, %s, 0f3F800000, %s;", R(q1), R(alpha[1]), R(q0));
-		ptx_emit(p, "vote.sync.any.pred %s, %s, 0xffffffff;", R(q1), R(q1));
-		skip = ptx_label(p);
-		ptx_emit(p, "@!%s bra.uni $L%d;", R(q1), skip);
-	}
 	for (int h = 0; h < 2; h++)
 		for (int j = 0; j < a->D / 8; j++)
 			for (int e = 0; e < 2; e++)
 				ptx_emit(p, "mul.f32 %s, %s, %s;", R(a->oacc[j][2 * h + e]), R(a->oacc[j][2 * h + e]), R(alpha[h]));
-	if (skip >= 0)
-		ptx_place(p, skip);
 }
 
 /* k16 step k of p @ v: score blocks 2k and 2k + 1, rows r and r + 8 */
@@ -523,7 +477,7 @@ at_pv(At *a, Reg vb)
 
 /* rows r (h = 0) and r + 8 (h = 1) of o, and of m and l */
 static void
-at_store(At *a, Reg m0, Reg z)
+at_store(At *a, Reg m0)
 {
 	Ptx *p = a->p;
 	const PtxAttnSpec *s = a->s;
@@ -545,7 +499,7 @@ at_store(At *a, Reg m0, Reg z)
 			ptx_emit(p, "rcp.approx.ftz.f32 %s, %s;", R(inv), R(a->lrow[h]));
 		else
 			ptx_emit(p, "mov.f32 %s, 0f3F800000;", R(inv));
-		ptx_emit(p, "mad.lo.u32 %s, %s, %lld, %s;", R(zrow), R(z), (long long)s->sq, R(r));
+		ptx_emit(p, "mad.lo.u32 %s, %s, %lld, %s;", R(zrow), R(p->z), (long long)s->sq, R(r));
 		ptx_mad_wide(p, ad, zrow, a->pitch, p->tensor[3]);
 		ptx_mad_wide(p, ad, c0, 2, ad);
 		for (int j = 0; j < a->D / 8; j++) {
@@ -664,7 +618,7 @@ at_block(At *a)
 	ptx_emit(p, "@%s bra $L%d;", R(q), loop);
 	ptx_place(p, done);
 	ptx_emit(p, "cp.async.wait_group 0;");
-	at_store(a, m0, p->z);
+	at_store(a, m0);
 }
 
 /* ---- the Hopper form (PtxAttnSpec.tma): FlashAttention-3's structure ----
@@ -752,12 +706,12 @@ aw_next(Ptx *p, const Aw *w, Reg stage, Reg phase)
  * one holding its last row's diagonal); the producer and the consumers
  * count alike. */
 static void
-aw_entry_at(Ptx *p, const PtxAttnSpec *s, Reg entry, Reg x, Reg y, Reg z, Reg m0, Reg nkt)
+aw_entry(Ptx *p, const PtxAttnSpec *s, Reg m0, Reg nkt)
 {
 	int64_t ntiles = (s->sk + AW_BN - 1) / AW_BN;
-	ptx_emit(p, "ld.global.nc.v2.u32 {%s, %s}, [%s];", R(x), R(y), R(entry));
-	ptx_emit(p, "ld.global.nc.u32 %s, [%s+8];", R(z), R(entry));
-	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(m0), R(x), AW_BM);
+	ptx_emit(p, "ld.global.nc.v2.u32 {%s, %s}, [%s];", R(p->x), R(p->y), R(p->entry));
+	ptx_emit(p, "ld.global.nc.u32 %s, [%s+8];", R(p->z), R(p->entry));
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(m0), R(p->x), AW_BM);
 	ptx_emit(p, "mov.u32 %s, %lld;", R(nkt), (long long)ntiles);
 	if (s->causal) {
 		Reg last = ptx_reg(p, RC_B32);
@@ -766,13 +720,6 @@ aw_entry_at(Ptx *p, const PtxAttnSpec *s, Reg entry, Reg x, Reg y, Reg z, Reg m0
 		ptx_emit(p, "div.s32 %s, %s, %d;", R(last), R(last), AW_BN);
 		ptx_emit(p, "min.s32 %s, %s, %s;", R(nkt), R(nkt), R(last));
 	}
-}
-
-/* the current entry's (p->entry), into p->x, p->y and p->z */
-static void
-aw_entry(Ptx *p, const PtxAttnSpec *s, Reg m0, Reg nkt)
-{
-	aw_entry_at(p, s, p->entry, p->x, p->y, p->z, m0, nkt);
 }
 
 /* One tile of nbox TMA boxes {64 d, rows} of tensor map tm at row r0 of
@@ -891,19 +838,17 @@ aw_scores(At *a, Reg dq0, Reg kaddr)
 
 /* Issues O += P V for the V tile at vaddr as one wgmma group: BN / 16 k
  * steps of 16 keys (2 KiB of rows each), P's fragments from registers; V
- * N-major, its 64-d boxes kvbytes / nbox apart.  acc: a predicate, false
- * for O = P V (an entry carried into: aw_carry), or -1 for always +=. */
+ * N-major, its 64-d boxes kvbytes / nbox apart. */
 static void
-aw_pv(At *a, Reg vaddr, Reg acc)
+aw_pv(At *a, Reg vaddr)
 {
 	Ptx *p = a->p;
-	Reg dv0 = ptx_reg(p, RC_B64), dv = ptx_reg(p, RC_B64), yes = acc >= 0 ? acc : ptx_reg(p, RC_PRED);
+	Reg dv0 = ptx_reg(p, RC_B64), dv = ptx_reg(p, RC_B64), yes = ptx_reg(p, RC_PRED);
 	Buf regs = {0};
 	for (int j = 0; j < (int)a->s->d / 8; j++)
 		for (int e = 0; e < 4; e++)
 			buf_printf(&regs, "%s%s", j || e ? ", " : "", R(a->oacc[j][e]));
-	if (acc < 0)
-		ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(yes), R(p->tid), R(p->tid));
+	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(yes), R(p->tid), R(p->tid));
 	ptx_wg_desc(p, dv0, vaddr, AW_BN * 128, 1024);
 	ptx_emit(p, "wgmma.fence.sync.aligned;");
 	for (int k = 0; k < AW_BN / 16; k++) {
@@ -944,11 +889,10 @@ aw_q_done(At *a, const Aw *w, Reg t, Reg nkt, Reg lane0)
 
 /* A consumer's place in the K/V ring: the tile whose scores come next
  * (stage, phase; its K and V at kaddr, vaddr) and the one before it, whose
- * P V is next (pstage, pphase, its V at pv); bar and st are scratch, acc
- * aw_pv's (-1 unless carrying). */
+ * P V is next (pstage, pphase, its V at pv); bar and st are scratch. */
 typedef struct AwRing {
 	const Aw *w;
-	Reg stage, phase, kaddr, vaddr, pstage, pphase, pv, dq0, bar, st, lane0, acc;
+	Reg stage, phase, kaddr, vaddr, pstage, pphase, pv, dq0, bar, st, lane0;
 } AwRing;
 
 /* the next tile's scores, once its K has landed */
@@ -969,9 +913,7 @@ aw_ring_pv(At *a, const AwRing *r)
 	Ptx *p = a->p;
 	aw_bar(p, r->w, r->bar, AWB_FULLV, r->pstage);
 	ptx_mbar_wait(p, r->bar, r->pphase);
-	aw_pv(a, r->pv, r->acc);
-	if (r->acc >= 0)
-		ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(r->acc), R(p->tid), R(p->tid));
+	aw_pv(a, r->pv);
 }
 
 /* the tile before's stage back to the producer (its P V is done) */
@@ -994,120 +936,6 @@ aw_ring_step(At *a, const AwRing *r)
 	aw_next(p, r->w, r->stage, r->phase);
 }
 
-/* Carrying from one entry into the next (PtxAttnSpec.carry 2): without
- * it both consumer warpgroups finish an entry together -- the last P V,
- * the store, the next Q, its first scores and their softmax with no P V
- * to hide under -- and the tensor cores idle through all of it, once
- * every entry (16 key tiles at S = 2048).  With it, at the last tile the
- * next entry's first scores go out before the last P V, their softmax
- * runs under that P V, the second scores go out before the old output is
- * stored, and the loop goes on at its middle.  Only for an entry this CTA
- * takes next that has no input flag (the producer may be waiting on one,
- * and nothing may wait behind it), sees two key tiles or more, and whose
- * Q the producer loaded rather than gave up on; anything else takes the
- * cold path. */
-typedef struct AwCarry {
-	const AwRing *r;
-	Reg tc, m0, nkt, t, raiser;
-	Reg *alpha;
-	int cold, kmid; /* labels: the entry's usual end, the loop's middle */
-} AwCarry;
-
-static bool
-aw_carries(const PtxAttnSpec *s)
-{
-	return (s->carry ? s->carry : PTX_ATTN_CARRY) == 2;
-}
-
-/* the next entry into nblk, nent, nz, nm0, nnkt, or to c->cold: it needs two
- * key tiles or more, so that its second scores go out unconditionally (a
- * wgmma issued on one path only makes ptxas serialize them all, C7515) */
-static void
-aw_carry_next(At *a, const AwCarry *c, Reg nblk, Reg nent, Reg nz, Reg nm0, Reg nnkt)
-{
-	Ptx *p = a->p;
-	Reg q = ptx_reg(p, RC_PRED), v = ptx_reg(p, RC_B32), nx = ptx_reg(p, RC_B32);
-	Reg ny = ptx_reg(p, RC_B32), qa = ptx_reg(p, RC_B32);
-	ptx_next_index(p, nblk);
-	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(nblk), R(p->param[1]));
-	ptx_emit(p, "@%s bra $L%d;", R(q), c->cold);
-	ptx_emit(p, "mad.wide.u32 %s, %s, %d, %s;", R(nent), R(nblk), (int)sizeof(PtxBlock), R(p->param[0]));
-	ptx_emit(p, "ld.global.nc.u32 %s, [%s+12];", R(v), R(nent));
-	ptx_emit(p, "setp.ne.u32 %s, %s, %u;", R(q), R(v), PTX_NO_FLAG);
-	ptx_emit(p, "@%s bra $L%d;", R(q), c->cold);
-	aw_entry_at(p, a->s, nent, nx, ny, nz, nm0, nnkt);
-	ptx_emit(p, "setp.lt.u32 %s, %s, 2;", R(q), R(nnkt));
-	ptx_emit(p, "@%s bra $L%d;", R(q), c->cold);
-	/* its Q: loaded once this entry's last scores gave Q back, or given up on */
-	ptx_emit(p, "add.u32 %s, %s, 1;", R(v), R(c->tc));
-	ptx_emit(p, "and.b32 %s, %s, 1;", R(v), R(v));
-	aw_bar(p, c->r->w, c->r->bar, AWB_FULLQ, -1);
-	ptx_mbar_wait(p, c->r->bar, v);
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(qa), R(c->r->w->base), aw_off(c->r->w, AWB_QUIT));
-	ptx_emit(p, "ld.shared.u32 %s, [%s];", R(v), R(qa));
-	ptx_emit(p, "sub.u32 %s, %s, 2;", R(v), R(v)); /* the entry given up on, less this one */
-	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(q), R(v), R(c->tc));
-	ptx_emit(p, "@%s bra $L%d;", R(q), c->cold);
-}
-
-/* The old entry's output: stored, both warpgroups past their stores, its
- * flag raised (p->entry and p->blk are still the old entry's) */
-static void
-aw_carry_store(At *a, const AwCarry *c, const Reg *ol, const Reg *om)
-{
-	Ptx *p = a->p;
-	At old = *a;
-	old.lrow[0] = ol[0], old.lrow[1] = ol[1], old.mrow[0] = om[0], old.mrow[1] = om[1];
-	at_store(&old, c->m0, p->z);
-	ptx_emit(p, "bar.sync 1, %d;", 2 * AW_WG);
-	ptx_flag_raise(p, c->raiser);
-}
-
-static void
-aw_carry(At *a, const AwCarry *c)
-{
-	Ptx *p = a->p;
-	const AwRing *r = c->r;
-	Reg nblk = ptx_reg(p, RC_B32), nent = ptx_reg(p, RC_B64), nz = ptx_reg(p, RC_B32), nm0 = ptx_reg(p, RC_B32);
-	Reg nnkt = ptx_reg(p, RC_B32);
-	Reg ol[2] = {ptx_reg(p, RC_F32), ptx_reg(p, RC_F32)}, om[2] = {ptx_reg(p, RC_F32), ptx_reg(p, RC_F32)};
-
-	aw_carry_next(a, c, nblk, nent, nz, nm0, nnkt);
-	/* the new entry's first scores, then the old one's last P V */
-	aw_ring_scores(a, r);
-	aw_ring_pv(a, r);
-	ptx_emit(p, "wgmma.wait_group.sync.aligned 1;"); /* the scores */
-	ptx_emit(p, "mov.u32 %s, 0;", R(c->t));
-	aw_q_done(a, r->w, c->t, nnkt, r->lane0);
-	for (int h = 0; h < 2; h++) {
-		ptx_emit(p, "mov.f32 %s, %s;", R(ol[h]), R(a->lrow[h]));
-		ptx_emit(p, "mov.f32 %s, %s;", R(om[h]), R(a->mrow[h]));
-		ptx_emit(p, "mov.f32 %s, 0fFF800000;", R(a->mrow[h]));
-		ptx_emit(p, "mov.f32 %s, 0f00000000;", R(a->lrow[h]));
-	}
-	at_mask_tile(a, c->t, nm0, AW_BN);
-	at_softmax_rows(a, c->alpha); /* the new O starts at 0: nothing to rescale */
-	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;"); /* the old P V: its stage is free, P may be packed */
-	aw_ring_free(a, r);
-	at_pack(a);
-	aw_ring_step(a, r);
-	ptx_emit(p, "mov.u32 %s, 1;", R(c->t));
-	/* the second scores, under which the old output is stored */
-	aw_ring_scores(a, r);
-	aw_carry_store(a, c, ol, om);
-	/* from here on the new entry is the current one */
-	ptx_emit(p, "mov.u32 %s, %s;", R(p->blk), R(nblk));
-	ptx_emit(p, "mov.b64 %s, %s;", R(p->entry), R(nent));
-	ptx_emit(p, "mov.u32 %s, %s;", R(p->z), R(nz));
-	ptx_emit(p, "mov.u32 %s, %s;", R(c->m0), R(nm0));
-	ptx_emit(p, "mov.u32 %s, %s;", R(c->nkt), R(nnkt));
-	/* the new O is its first P V's product (zeroing it here, under the
-	 * second scores, would make ptxas serialize every wgmma) */
-	ptx_emit(p, "setp.ne.u32 %s, %s, %s;", R(r->acc), R(p->tid), R(p->tid));
-	ptx_emit(p, "add.u32 %s, %s, 1;", R(c->tc), R(c->tc));
-	ptx_emit(p, "bra $L%d;", c->kmid);
-}
-
 
 static void
 aw_consumer(At *a, const Aw *w)
@@ -1121,10 +949,9 @@ aw_consumer(At *a, const Aw *w)
 	Reg qa = ptx_reg(p, RC_B32), dq0 = ptx_reg(p, RC_B64), kaddr = ptx_reg(p, RC_B32), vaddr = ptx_reg(p, RC_B32);
 	Reg st = ptx_reg(p, RC_B64), pstage = ptx_reg(p, RC_B32), pphase = ptx_reg(p, RC_B32), pv = ptx_reg(p, RC_B32);
 	Reg alpha[2] = {ptx_reg(p, RC_F32), ptx_reg(p, RC_F32)}, x = ptx_reg(p, RC_B32);
-	int tail = ptx_label(p), tile0 = ptx_label(p), kmid = aw_carries(a->s) ? ptx_label(p) : -1;
+	int tail = ptx_label(p), tile0 = ptx_label(p);
 	AwRing r = {.w = w, .stage = stage, .phase = phase, .kaddr = kaddr, .vaddr = vaddr, .pstage = pstage,
-	            .pphase = pphase, .pv = pv, .dq0 = dq0, .bar = bar, .st = st, .lane0 = lane0,
-	            .acc = kmid >= 0 ? ptx_reg(p, RC_PRED) : -1};
+	            .pphase = pphase, .pv = pv, .dq0 = dq0, .bar = bar, .st = st, .lane0 = lane0};
 
 	ptx_emit(p, "sub.u32 %s, %s, %d;", R(ct), R(p->tid), AW_WG);
 	ptx_emit(p, "shr.u32 %s, %s, 7;", R(g), R(ct));
@@ -1140,8 +967,6 @@ aw_consumer(At *a, const Aw *w)
 	ptx_emit(p, "mov.u32 %s, 0;", R(tc));
 	ptx_emit(p, "mov.u32 %s, 0;", R(stage));
 	ptx_emit(p, "mov.u32 %s, 0;", R(phase));
-	if (r.acc >= 0)
-		ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(r.acc), R(p->tid), R(p->tid));
 
 	ptx_place(p, loop);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(p->blk), R(p->param[1]));
@@ -1185,8 +1010,6 @@ aw_consumer(At *a, const Aw *w)
 	 * that P V (FlashAttention-3's overlap inside a warpgroup) */
 	ptx_place(p, kloop);
 	aw_ring_scores(a, &r);
-	if (kmid >= 0)
-		ptx_place(p, kmid);
 	aw_ring_pv(a, &r);
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 1;"); /* the scores */
 	aw_q_done(a, w, t, nkt, lane0);
@@ -1202,18 +1025,12 @@ aw_consumer(At *a, const Aw *w)
 	ptx_emit(p, "@%s bra $L%d;", R(q), kloop);
 	/* the last tile's P V */
 	ptx_place(p, tail);
-	if (aw_carries(a->s)) {
-		AwCarry c = {.r = &r, .tc = tc, .m0 = m0, .nkt = nkt, .t = t, .raiser = raiser, .alpha = alpha,
-		             .cold = ptx_label(p), .kmid = kmid};
-		aw_carry(a, &c);
-		ptx_place(p, c.cold);
-	}
 	aw_ring_pv(a, &r);
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;");
 	aw_ring_free(a, &r);
 
 	ptx_place(p, store);
-	at_store(a, m0, p->z);
+	at_store(a, m0);
 	ptx_emit(p, "bar.sync 1, %d;", 2 * AW_WG);
 	ptx_flag_raise(p, raiser);
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(tc), R(tc));

@@ -379,15 +379,10 @@ typedef struct PtxAttnSpec {
 	bool normed;          /* o divided by the row sum (else the unnormalised output) */
 	bool stats;           /* m and l stored too */
 	bool tma;             /* the Hopper form: wgmma fed by TMA, 128 query rows an entry (else mma.sync, 64) */
-	int softmax;          /* 0: PTX_ATTN_SOFTMAX; 1: scores scaled, then max and sum in one chain each;
-	                         2: the scale folded into the exponent's fma, max and sum over four partials;
-	                         3: that, O rescaled only where a row of the warp has a new max;
-	                         4: that, one exponential in 8 on the FMA pipe, not the MUFU (attn.c) */
-	int carry;            /* the Hopper form: 0: PTX_ATTN_CARRY; 1: an entry's first scores after the last's output
-	                         is stored; 2: under the last's P V and its store under the second scores (attn.c) */
+	int softmax;          /* 0: the measured default (2 unless causal, then 1); 1: scores scaled, then max and
+	                         sum in one chain each; 2: the scale folded into the exponent's fma, max and sum
+	                         over four partials (attn.c) */
 } PtxAttnSpec;
-#define PTX_ATTN_SOFTMAX 1
-#define PTX_ATTN_CARRY 1
 const char *ptx_attn_check(const PtxAttnSpec *s);
 void ptx_emit_attn(Buf *b, const PtxAttnSpec *s, PtxKernel *k);
 int64_t ptx_attn_blocks(const PtxAttnSpec *s, PtxBlock *out); /* every (head, query tile); causal: longest first */
@@ -496,7 +491,6 @@ void ptx_loop_end(Ptx *p);
  * scratch register), back to label `loop`. */
 void ptx_next_entry(Ptx *p, Reg n, int loop);
 void ptx_peek_next(Ptx *p, Reg has, Reg x); /* the CTA's next entry: whether there is one, its x */
-void ptx_next_index(Ptx *p, Reg n);         /* n = the CTA's next entry's index (maybe past the list) */
 void ptx_flag_wait(Ptx *p, Reg quit);  /* thread is_t0 waits for p->entry's input flag */
 void ptx_flag_raise(Ptx *p, Reg who);  /* thread `who` raises p->entry's output flag */
 /* ... in the flags array at `flags` (a global address), out_op's route

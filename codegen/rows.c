@@ -2710,8 +2710,10 @@ cta_each_split(Rows *r, VecBody body, void *arg)
 	ptx_place(p, join);
 }
 
-/* PtxRowsSpec.split_heads's default: -1 until the split is run on a GPU. */
-enum { SPLIT_HEADS = -1 };
+/* PtxRowsSpec.split_heads's default: the split, 0.1034 ms against 0.1154
+ * for layernorm at 1024 x 50257 on an H100
+ * (bench/results/2026-12-07-softmax-h100.md). */
+enum { SPLIT_HEADS = 1 };
 
 /* Whether cta_each_split pays for program g: it reads such an input.  Sets
  * r->walign to whether those read from global memory (not copied into

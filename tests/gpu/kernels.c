@@ -1367,18 +1367,23 @@ case_rows_peel(void)
 	 * pointers misaligned unlike each other, so element by element */
 	rows_run_shifted("rows_peel_layernorm_residual_f16_shifted_view", s, 11, 1);
 	rows_run("rows_peel_long_softmax_bf16", softmax_spec("peel_long", 9, 100003, DT_BF16), 4);
-	/* the weights at a peeled row's columns: two aligned vectors and the
-	 * shift (load_shifted16), element by element at the weights' ends;
-	 * a weight view 1 and 3 elements into its buffer (not 16-byte
-	 * aligned itself), a layernorm's two weights at GPT-2's width */
+	/* the weights at a peeled row's columns, the map made once for any
+	 * head (split_heads -1): two aligned vectors and the shift
+	 * (load_shifted16), element by element at the weights' ends; a weight
+	 * view 1 and 3 elements into its buffer (not 16-byte aligned itself),
+	 * a layernorm's two weights at GPT-2's width */
 	s = rmsnorm_spec("peel_rms", 37, 50257, DT_BF16, "rsqrt(add(acc,1e-5))");
 	s.rows_per_block = 5;
+	s.split_heads = -1;
 	rows_run_shifted("rows_peel_rmsnorm_bf16_weight_view1", s, 7, 1);
 	rows_run_shifted("rows_peel_rmsnorm_bf16_weight_view3", s, 7, 3);
-	rows_run("rows_peel_layernorm_bf16", row_op_spec("layernorm", 64, 50257), 9);
+	s = row_op_spec("layernorm", 64, 50257);
+	s.split_heads = -1;
+	rows_run("rows_peel_layernorm_bf16", s, 9);
 	s = row_op_spec("layernorm", 24, 8201);
+	s.split_heads = -1;
 	rows_run("rows_peel_layernorm_bf16_8201", s, 5);
-	/* the map made once per head (split_heads 1, rows.c cta_each_split):
+	/* the map made once per head (split_heads 1, the default; rows.c cta_each_split):
 	 * weights from global memory at every head, the weight view off
 	 * 16-byte alignment (the run-time form), the weights copied into
 	 * shared memory (flagless), one and two of them */
@@ -2886,16 +2891,16 @@ at_run1(const char *name, PtxAttnSpec s, int grid)
 	CU(cuModuleUnload(kr.mod));
 }
 
-/* The kernel's forms, checked (at_run) and timed (perf-attn): mma.sync,
- * wgmma + TMA, that with the softmax's forms 2 to 4 (PtxAttnSpec.softmax:
- * folded, the rescale skipped where no max grew, one exponential in 8 off
- * the MUFU), and carried from entry to entry (PtxAttnSpec.carry 2). */
+/* The kernel's forms, checked (at_run) and timed (perf-attn): mma.sync
+ * and wgmma + TMA, each with the default softmax and with both of its
+ * forms asked for (PtxAttnSpec.softmax: 1 scaled, 2 folded), so that
+ * either form is checked whatever the default picks. */
 static const struct {
 	const char *name;
 	bool tma;
-	int softmax, carry;
-} at_forms[] = {{"sync", false, 0, 0}, {"tma", true, 0, 0},  {"tma2", true, 2, 0}, {"tma3", true, 3, 0},
-                {"tma4", true, 4, 0},  {"tmac", true, 0, 2}, {"tma3c", true, 3, 2}};
+	int softmax;
+} at_forms[] = {{"sync", false, 0}, {"sync1", false, 1}, {"sync2", false, 2},
+                {"tma", true, 0},   {"tma1", true, 1},   {"tma2", true, 2}};
 
 /* Every form of the kernel (at_forms): mma.sync has 64-row entries, the
  * others 128 (what the compiler emits). */
@@ -2906,7 +2911,6 @@ at_run(const char *name, PtxAttnSpec s, int grid)
 	for (size_t f = 0; f < NELEM(at_forms); f++) {
 		s.tma = at_forms[f].tma;
 		s.softmax = at_forms[f].softmax;
-		s.carry = at_forms[f].carry;
 		snprintf(n, sizeof n, "%s%s%s", name, f ? "/" : "", f ? at_forms[f].name : "");
 		at_run1(n, s, grid);
 	}
@@ -3124,9 +3128,9 @@ static int env_ints(const char *name, const char *dflt, int *v, int max);
  * with 512 threads at four CTAs an SM (Inductor's shape at 8192 x 8192);
  * a norm's weights read through L1 each row (weights_smem -1) against the
  * copy in shared memory, which rows.c makes where a CTA has its SM, and
- * that copy forced on smaller CTAs; a peeled row's map made once per head
- * (split_heads 1) against the default, and that with the copy forced at
- * vocabulary width (a layernorm's two weights exceed its default bound).
+ * that copy forced on smaller CTAs; a peeled row's map made once for any
+ * head (split_heads -1) against the default (once per head), and the
+ * default with the copy forced at vocabulary width (a layernorm's two weights exceed its default bound).
  * Three rounds of the variants one after another (compare medians);
  * PERF_GRID_ONLY ("layernorm 1024x50257") one shape, one round;
  * PERF_GRID_V the variants (default all: 0-7 as `name` lists them). */
@@ -3138,8 +3142,8 @@ perf_grid(void)
 	          {"rmsnorm", 4096, 50304},   {"layernorm", 4096, 50304}, {"softmax", 4096, 50304},
 	          {"rmsnorm", 1024, 50257},   {"layernorm", 1024, 50257}, {"softmax", 1024, 50257}};
 	static const char *const name[] = {"persistent", "cta-a-row", "T512 persistent", "T512 cta-a-row",
-	                                   "weights via L1", "weights in smem forced", "heads split",
-	                                   "wide, weights in smem forced, heads split"};
+	                                   "weights via L1", "weights in smem forced", "heads not split",
+	                                   "wide, weights in smem forced"};
 	const char *only = getenv("PERF_GRID_ONLY");
 	int vs[8], nv = env_ints("PERF_GRID_V", "0,1,2,3,4,5,6,7", vs, 8);
 	RowShape one[1];
@@ -3180,7 +3184,7 @@ perf_grid(void)
 				s.cta_threads = v == 2 || v == 3 ? 512 : 0;
 				s.cta_min = v == 2 || v == 3 ? 4 : 0;
 				s.weights_smem = v == 4 ? -1 : v == 5 || v == 7 ? 1 : 0;
-				s.split_heads = v == 6 || v == 7 ? 1 : 0;
+				s.split_heads = v == 6 ? -1 : 0;
 				perf_full_grid = v == 1 || v == 3;
 				perf_row_kernel(list[i].op, name[v], &s);
 				perf_full_grid = false;
@@ -3323,7 +3327,7 @@ at_form_named(const char *list, const char *name)
 
 /* Kernel time at FlashAttention's sizes (F.scaled_dot_product_attention:
  * bench/p1.py times it beside the op from PyTorch), the forms of
- * PERF_ATTN_FORMS (default all of at_forms) interleaved: PERF_ROUNDS
+ * PERF_ATTN_FORMS (default sync,tma,tma1,tma2) interleaved: PERF_ROUNDS
  * rounds (default 5) of each in turn on the same tensors, 20 back-to-back
  * launches a timing; the median per form.  PERF_ATTN_ONLY=I: size I only
  * (for a profiler's single launch). */
@@ -3334,7 +3338,7 @@ perf_attn(void)
 		int64_t heads, s, d;
 		bool causal;
 	} sz[] = {{32, 2048, 128, false}, {16, 4096, 64, false}, {32, 8192, 128, true}};
-	const char *forms = getenv("PERF_ATTN_FORMS") ? getenv("PERF_ATTN_FORMS") : "sync,tma,tma2,tma3,tma4,tmac,tma3c";
+	const char *forms = getenv("PERF_ATTN_FORMS") ? getenv("PERF_ATTN_FORMS") : "sync,tma,tma1,tma2";
 	const char *only = getenv("PERF_ATTN_ONLY");
 	int rounds = getenv("PERF_ROUNDS") && atoi(getenv("PERF_ROUNDS")) > 0 ? atoi(getenv("PERF_ROUNDS")) : 5;
 	if (rounds > 64)
@@ -3356,8 +3360,7 @@ perf_attn(void)
 				continue;
 			s.tma = at_forms[f].tma;
 			s.softmax = at_forms[f].softmax;
-			s.carry = at_forms[f].carry;
-			s.name = "syn_attn";
+				s.name = "syn_attn";
 			ptx_emit_attn(&v[f].b, &s, &k);
 			v[f].kr = kern_load(&v[f].b, &k);
 			PtxBlock *bl = calloc((size_t)k.nblocks, sizeof *bl);
