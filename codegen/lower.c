@@ -1474,7 +1474,13 @@ lower_result_copies(Low *L)
 /* ---- a fused attention region (ir/attn.c) -> the fused kernel (codegen/attn.c) ---- */
 
 /* Entries of one band box: every (head, query tile of `rows`) in it, the
- * heads flattened over the leading dims; causal: the longest tiles first. */
+ * heads flattened over the leading dims, a head's tiles together (causal:
+ * its longest first), as ptx_attn_blocks orders them.  The persistent grid
+ * takes entries strided, so a wave then runs few heads and their K and V
+ * stay in L2: the same kernel took 125 us at 32x2048x128 on an H100 with
+ * every head's first tile before any second (kernel records,
+ * bench/results/2026-12-06-src-h100-c.p1.json), 118 us in this order
+ * (gpu-kernels perf-attn, bench/results/2026-12-07-softmax-h100.md). */
 static void
 attn_entries(LKernel *k, const Box *bx, const int64_t *od, int R, int rows, bool causal, const PtxBlock *proto, int r,
              int *n)
@@ -1482,8 +1488,8 @@ attn_entries(LKernel *k, const Box *bx, const int64_t *od, int R, int rows, bool
 	int64_t idx[LIM_RANK], t0 = bx->lo[R - 2] / rows, t1 = (bx->hi[R - 2] + rows - 1) / rows, nz = 1;
 	for (int d = 0; d < R - 2; d++)
 		nz *= bx->hi[d] - bx->lo[d];
-	for (int64_t pass = 0; pass < t1 - t0; pass++)
-		for (int64_t h = 0; h < nz; h++) {
+	for (int64_t h = 0; h < nz; h++)
+		for (int64_t pass = 0; pass < t1 - t0; pass++) {
 			int64_t rest = h, z = 0;
 			PtxBlock e = *proto;
 			for (int d = R - 3; d >= 0; d--) {
