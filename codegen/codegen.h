@@ -162,11 +162,6 @@ typedef struct PtxMatmulSpec {
 	                                  their bytes once (PTX_L2_SRC: the source tile's loads,
 	                                  PTX_L2_OUT: C's stores); 0: the default (wgmma.c
 	                                  WG_L2_DEFAULT), -1: none */
-	int out_bufs;                  /* a staged output tile too big for shared memory beside the
-	                                  stages: 2, in 64-column parts alternating between two
-	                                  buffers (TMA reads one while the consumers write the next);
-	                                  1, in halves through one buffer; 0, the default
-	                                  (wgmma.c WG_OUT_BUFS) */
 } PtxMatmulSpec;
 enum { PTX_L2_SRC = 1, PTX_L2_OUT = 2 };
 
@@ -542,10 +537,9 @@ typedef struct PtxMmFrag {
 	const Reg *stage_xo;
 	int stage_box;
 	/* Only column fragments j0 <= j < j1 (j1 = 0: all nj), staged at box
-	 * (column - 8 j0) / 64 from stage_off bytes past stage_xo's: an
-	 * epilogue in parts, through staging buffers smaller than the tile
-	 * (j0 a multiple of 8). */
-	int j0, j1, stage_off;
+	 * (column - 8 j0) / 64: an epilogue in parts, through a staging
+	 * buffer smaller than the tile (j0 a multiple of 8). */
+	int j0, j1;
 	/* Input stage_in - 1 (0: none) is read from the staging buffer, where
 	 * TMA put its tile in the output's layout: each value at the address
 	 * the output's value of that place is then written to. */

@@ -333,8 +333,6 @@ ptx_matmul_check(const PtxMatmulSpec *s)
 		return "matmul: routed stores (an epilogue push) need a wgmma tile";
 	if (s->bt && ptx_tiles[s->tile].kind != PTX_WGMMA)
 		return "matmul: B read K-major (a transpose folded into the matmul) needs a wgmma tile";
-	if (s->out_bufs < 0 || s->out_bufs > 2)
-		return "matmul: out_bufs is 0 (the default), 1 or 2";
 	if ((why = tensor_check(s->in, s->nin, "input")) || (why = tensor_check(s->out, s->nout, "output")))
 		return why;
 	if (s->epi.nins && (why = ptx_prog_check(&s->epi, s->nin, s->nout, true, 0)))
@@ -754,7 +752,6 @@ typedef struct Epi {
 	const Reg *xo;              /* staged: PtxMmFrag.stage_xo, else NULL */
 	int box;
 	int dc0;                    /* the staged part's first column (PtxMmFrag.j0 * 8) */
-	int soff;                   /* the staged part's buffer (PtxMmFrag.stage_off) */
 	int src;                    /* PtxMmFrag.stage_in: input src - 1 read from the staged tile */
 	const PtxMmPre *pre;        /* PtxMmFrag.pre: inputs loaded ahead, or NULL */
 } Epi;
@@ -805,7 +802,7 @@ eoff(const PtxTensor *t, int dr, int dc)
 static Reg
 stage_at(const Epi *e, int dr, int dc, int *off)
 {
-	*off = e->soff + (dc - e->dc0) / 64 * e->box + dr * 128;
+	*off = (dc - e->dc0) / 64 * e->box + dr * 128;
 	return e->xo[(dc % 64) / 8];
 }
 
@@ -1067,7 +1064,7 @@ ptx_mm_epilogue(Ptx *p, const PtxMatmulSpec *s, const PtxMmFrag *f)
 {
 	const PtxTile *t = &ptx_tiles[s->tile];
 	Epi e = {.p = p, .s = s, .edge_m = s->m % t->bm != 0, .xo = f->stage_xo, .box = f->stage_box, .dc0 = f->j0 * 8,
-	         .soff = f->stage_off, .src = f->stage_in, .pre = f->pre};
+	         .src = f->stage_in, .pre = f->pre};
 	int jlo = f->j0, jhi = f->j1 ? f->j1 : f->nj;
 
 	e.edge_n = epi_edge_n(s);

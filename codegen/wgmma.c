@@ -65,7 +65,6 @@ enum {
 	                          consumers have then freed this entry's first k tiles, so they are
 	                          past the last entry's epilogue and its store is (nearly) read */
 	WG_L2_DEFAULT = PTX_L2_SRC, /* PtxMatmulSpec.l2_first's default */
-	WG_OUT_BUFS = 1,       /* PtxMatmulSpec.out_bufs's default: two buffers are not yet run on a GPU */
 };
 
 typedef struct Wg {
@@ -81,11 +80,8 @@ typedef struct Wg {
 	int stage;            /* bytes per stage */
 	bool staged;          /* the output tile goes through shared memory and TMA (wg_stageable) */
 	int parts;            /* staged: in this many parts of BN / parts columns, one at a time */
-	int nbuf;             /* staged: buffers the parts take in turn (2: TMA reads one while the
-	                         consumers write the other; else 1) */
-	int coff;             /* offset of the staging buffers, after the stages */
-	int bars;             /* offset of the barriers: full[S], empty[S], done[2], raised[2], quit word,
-	                         free[0] (free[1] after the other words: free_off) */
+	int coff;             /* offset of the staging buffer, after the stages */
+	int bars;             /* offset of the barriers: full[S], empty[S], done[2], raised[2], quit word, free */
 	int64_t nkt;          /* k tiles */
 	int64_t lda, ldb;
 	bool sk;              /* stream-K (PtxTile.streamk): see wg_sk_setup */
@@ -126,8 +122,7 @@ ceil_div(int64_t a, int64_t b)
 static int
 wg_smem_at(const Wg *w, int bars)
 {
-	return bars + 16 * w->t->stages + 32 + 16 + (w->sk ? 32 : 0) + (w->src ? 8 : 0) + (w->nbuf > 1 ? 8 : 0) +
-	       WG_ALIGN; /* + slack to align the base */
+	return bars + 16 * w->t->stages + 32 + 16 + (w->sk ? 32 : 0) + (w->src ? 8 : 0) + WG_ALIGN; /* + slack to align the base */
 }
 
 static int
@@ -163,11 +158,9 @@ wg_storer(const Wg *w)
  * 16-byte rows (a tensor map's terms), and room beside the stages for the
  * tile (1 part) or else -- what a fourth stage of 128x256 costs -- for
  * half the tile (2 parts, one buffer: the consumers write the first half,
- * wait until TMA has read it, then write the second), or with
- * spec.out_bufs 2 for two 64-column boxes that the tile's boxes take in
- * turn (an even number of parts, *nbuf 2: the consumers write the next box
- * while TMA reads the last, and never wait for a store while the ring's
- * loads for the next tile could use the time). */
+ * wait until TMA has read it, then write the second).  Two 64-column
+ * buffers in turn were 0.6-3.2% slower than the halves on an H100
+ * (bench/results/2026-12-07-softmax-h100.md). */
 bool
 ptx_matmul_out_stageable(const PtxMatmulSpec *s)
 {
@@ -180,22 +173,14 @@ ptx_matmul_out_stageable(const PtxMatmulSpec *s)
 }
 
 static int
-wg_stageable(Wg *w)
+wg_stageable(const Wg *w)
 {
-	int tile = w->cbm * w->t->bn * 2, boxes = w->t->bn / WG_BOXN;
-	w->nbuf = 1;
+	int tile = w->cbm * w->t->bn * 2;
 	if (!ptx_matmul_out_stageable(w->s))
 		return 0;
 	if (wg_fits(w, wg_smem_at(w, w->bars + tile)))
 		return 1;
-	if (boxes % 2)
-		return 0;
-	w->nbuf = 2;
-	if ((w->s->out_bufs ? w->s->out_bufs : WG_OUT_BUFS) == 2 && boxes > 2 &&
-	    wg_fits(w, wg_smem_at(w, w->bars + 2 * w->cbm * 128)))
-		return boxes;
-	w->nbuf = 1;
-	return wg_fits(w, wg_smem_at(w, w->bars + tile / 2)) ? 2 : 0;
+	return w->t->bn / WG_BOXN % 2 == 0 && wg_fits(w, wg_smem_at(w, w->bars + tile / 2)) ? 2 : 0;
 }
 
 /* Which epilogue input (i + 1; 0: none) TMA loads into the staging
@@ -230,13 +215,6 @@ wg_src_plan(const Wg *w)
 	return 0;
 }
 
-/* Bytes of one staged part's buffer. */
-static int
-part_bytes(const Wg *w)
-{
-	return w->cbm * w->t->bn * 2 / w->parts;
-}
-
 static void
 wg_setup(Wg *w, Ptx *p, const PtxMatmulSpec *s)
 {
@@ -255,7 +233,7 @@ wg_setup(Wg *w, Ptx *p, const PtxMatmulSpec *s)
 	w->coff = w->bars;
 	w->parts = wg_stageable(w);
 	if ((w->staged = w->parts > 0))
-		w->bars += w->nbuf * part_bytes(w);
+		w->bars += w->cbm * w->t->bn * 2 / w->parts;
 	else
 		w->parts = 1;
 	if ((w->src = wg_src_plan(w)) && !wg_fits(w, wg_smem(w)))
@@ -271,14 +249,6 @@ bar_off(const Wg *w, int kind)
 {
 	static const int per_stage[] = {0, 8, 16, 16, 16}, fixed[] = {0, 0, 0, 16, 40};
 	return w->bars + per_stage[kind] * w->t->stages + fixed[kind];
-}
-
-/* free[b]: TMA has read the staged part in buffer b (w->nbuf of them),
- * the second after every other word. */
-static int
-free_off(const Wg *w, int b)
-{
-	return b ? w->bars + 16 * w->t->stages + 48 + (w->sk ? 32 : 0) + (w->src ? 8 : 0) : bar_off(w, BAR_FREE);
 }
 
 /* The source tile's barrier (wg_src_plan: never with stream-K's words). */
@@ -624,29 +594,20 @@ ptx_wg_producer_entry(Ptx *p, Reg q, Reg quit, int done, int quit_l)
 		ptx_trace_stamp(p, 0);
 }
 
-/* Before part tc of the CTA's tiles is written to its staging buffer b
- * (tc % nbuf, which the caller knows: parts are even where nbuf is 2):
- * TMA has read part tc - nbuf, the last in that buffer (the storer's
- * tc / nbuf - 1st arrival on free[b]; it is at most one phase behind, so a
- * parity wait is exact). */
+/* Before part tc of the CTA's tiles is written to the staging buffer: TMA
+ * has read part tc - 1 (the storer's tc - 1st arrival on `free`; it is at
+ * most one phase behind, so a parity wait is exact). */
 static void
-wg_stage_free(Wg *w, Reg tc, int b)
+wg_stage_free(Wg *w, Reg tc)
 {
 	Ptx *p = w->p;
 	int skip = ptx_label(p);
 	Reg q = ptx_reg(p, RC_PRED), par = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B32);
-	if (w->nbuf > 1) { /* the buffer's use number, tc / 2 */
-		ptx_emit(p, "setp.lt.u32 %s, %s, 2;", R(q), R(tc));
-		ptx_emit(p, "@%s bra $L%d;", R(q), skip);
-		ptx_emit(p, "shr.u32 %s, %s, 1;", R(par), R(tc));
-		ptx_emit(p, "sub.u32 %s, %s, 1;", R(par), R(par));
-	} else {
-		ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(q), R(tc));
-		ptx_emit(p, "@%s bra $L%d;", R(q), skip);
-		ptx_emit(p, "sub.u32 %s, %s, 1;", R(par), R(tc));
-	}
+	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(q), R(tc));
+	ptx_emit(p, "@%s bra $L%d;", R(q), skip);
+	ptx_emit(p, "sub.u32 %s, %s, 1;", R(par), R(tc));
 	ptx_emit(p, "and.b32 %s, %s, 1;", R(par), R(par));
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w->base), free_off(w, b));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w->base), bar_off(w, BAR_FREE));
 	bar_wait(w, a, par);
 	ptx_place(p, skip);
 }
@@ -685,7 +646,7 @@ wg_src_load(Wg *w, Reg kt, Reg pc, Reg m0, Reg n0, Reg ok, Reg tms)
 	ptx_emit(p, "@!%s bra $L%d;", R(ok), skip);
 	ptx_emit(p, "setp.ne.u32 %s, %s, %lld;", R(q), R(kt), (long long)(at > 0 ? at : 0));
 	ptx_emit(p, "@%s bra $L%d;", R(q), skip);
-	wg_stage_free(w, pc, 0); /* entries and parts are one (wg_src_plan) */
+	wg_stage_free(w, pc); /* entries and parts are one (wg_src_plan) */
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w->base), src_bar_off(w));
 	ptx_emit(p, "mbarrier.arrive.expect_tx.shared::cta.b64 %s, [%s], %d;", R(st), R(a), w->cbm * w->t->bn * 2);
 	if (hint)
@@ -878,7 +839,7 @@ tile_done(Wg *w, Reg tc, Reg lane0, Reg raiser, Reg keep)
 static void
 wg_store_tile(Wg *w, Reg rt, Reg drow, Reg dcol, int q)
 {
-	int pb = w->t->bn / WG_BOXN / w->parts, buf = q % w->nbuf; /* boxes a part, its buffer */
+	int pb = w->t->bn / WG_BOXN / w->parts; /* boxes a part */
 	Ptx *p = w->p;
 	Reg tmc = ptx_reg(p, RC_B64), m0 = ptx_reg(p, RC_B32), n0 = ptx_reg(p, RC_B32), c = ptx_reg(p, RC_B32);
 	Reg src = ptx_reg(p, RC_B32), a = ptx_reg(p, RC_B32), st = ptx_reg(p, RC_B64), pol = ptx_reg(p, RC_B64);
@@ -904,15 +865,14 @@ wg_store_tile(Wg *w, Reg rt, Reg drow, Reg dcol, int q)
 	if (hint)
 		wg_policy_first(p, pol);
 	for (int b = q * pb; b < (q + 1) * pb; b++) {
-		ptx_emit(p, "add.u32 %s, %s, %d;", R(src), R(w->base),
-		         w->coff + buf * part_bytes(w) + (b - q * pb) * w->cbm * 128);
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(src), R(w->base), w->coff + (b - q * pb) * w->cbm * 128);
 		ptx_emit(p, "add.u32 %s, %s, %d;", R(c), R(n0), b * WG_BOXN);
 		ptx_emit(p, "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group%s [%s, {%s, %s, %s}], [%s]%s%s;",
 		         hint ? ".L2::cache_hint" : "", R(tmc), R(c), R(m0), R(p->z), R(src), hint ? ", " : "", hint ? R(pol) : "");
 	}
 	ptx_emit(p, "cp.async.bulk.commit_group;");
 	ptx_emit(p, "cp.async.bulk.wait_group.read 0;");
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w->base), free_off(w, buf));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w->base), bar_off(w, BAR_FREE));
 	ptx_emit(p, "mbarrier.arrive.shared::cta.b64 %s, [%s];", R(st), R(a));
 	if (q < w->parts - 1)
 		return;
@@ -1002,7 +962,7 @@ wg_raiser(Wg *w)
 			ptx_emit(p, "setp.ne.u32 %s, %s, 0;", R(q), R(v));
 			ptx_emit(p, "@!%s bra $L%d;", R(q), keep);
 			if (w->staged) { /* the consumers' next part still waits for `free` */
-				ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w->base), free_off(w, part % w->nbuf));
+				ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w->base), bar_off(w, BAR_FREE));
 				ptx_emit(p, "mbarrier.arrive.shared::cta.b64 %s, [%s];", R(st), R(a));
 			}
 			ptx_emit(p, "bra $L%d;", skipped);
@@ -1308,9 +1268,8 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 		f.j0 = part * f.nj / w->parts;
 		f.j1 = (part + 1) * f.nj / w->parts;
 		int unstored = w->sk ? ptx_label(p) : 0;
-		f.stage_off = part % w->nbuf * part_bytes(w);
 		if (w->staged)
-			wg_stage_free(w, tc, part % w->nbuf);
+			wg_stage_free(w, tc);
 		if (w->sk) /* another CTA finishes the entry */
 			ptx_emit(p, "@!%s bra $L%d;", R(keep), unstored);
 		if (w->src)
@@ -1362,8 +1321,8 @@ ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 	           ty_dtypes[s->ab].name, (long long)s->m, (long long)s->n, (long long)s->k, (long long)s->batch,
 	           w.t->name, w.nwg, w.sk ? ", stream-K" : "");
 	if (w.staged && w.parts > 1)
-		buf_printf(&p->head, "// the output tile staged in %d parts of %d columns, through %d buffer%s\n", w.parts,
-		           w.t->bn / w.parts, w.nbuf, w.nbuf > 1 ? "s in turn" : "");
+		buf_printf(&p->head, "// the output tile staged in %d parts of %d columns, through 1 buffer\n", w.parts,
+		           w.t->bn / w.parts);
 	if (w.src)
 		buf_printf(&p->head, "// the epilogue's in%d read from the staged tile, loaded there by TMA during the k loop\n",
 		           w.src - 1);
@@ -1403,8 +1362,8 @@ ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 			ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), bar_off(&w, BAR_RAISED) + 8 * i);
 			ptx_emit(p, "mbarrier.init.shared::cta.b64 [%s], 1;", R(a));
 		}
-		for (int b = 0; b < w.nbuf && w.staged; b++) {
-			ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), free_off(&w, b));
+		if (w.staged) {
+			ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), bar_off(&w, BAR_FREE));
 			ptx_emit(p, "mbarrier.init.shared::cta.b64 [%s], 1;", R(a));
 		}
 		if (w.src) {

@@ -8,8 +8,6 @@
  *                 [--route N]  (entries may store through N routes: codegen.h PtxRoute)
  *                 [--src-smem -1|0]  (-1: a residual read from global memory, not the staged tile)
  *                 [--l2-first -1|0|MASK]  (TMA streams marked evict-first: 1 the source tile, 2 C)
- *                 [--out-bufs 0|1|2]     (an output tile staged in parts: 1 halves through one buffer,
- *                                         2 64-column parts through two)
  *   ptxgen ew     --shape D0,D1,.. --in T:S0,S1,..  --out T:S0,.. --prog PROG [--block E]
  *                 [--causal K]  (outputs -inf past diagonal K of the last two dims)
  *   ptxgen rows   --rows R --len L --in T:Sr,Sc --out T:Sr,Sc
@@ -169,7 +167,6 @@ parse(Args *a, int argc, char **argv)
 		else if (!strcmp(o, "--route")) a->mm.route = (int)num(v);
 		else if (!strcmp(o, "--src-smem")) a->mm.src_smem = !strcmp(v, "-1") ? -1 : (int)num(v);
 		else if (!strcmp(o, "--l2-first")) a->mm.l2_first = !strcmp(v, "-1") ? -1 : (int)num(v);
-		else if (!strcmp(o, "--out-bufs")) a->mm.out_bufs = (int)num(v);
 		else if (!strcmp(o, "--dtype")) a->mm.ab = dtype(v);
 		else if (!strcmp(o, "--out-dtype")) a->out_dt = dtype(v);
 		else if (!strcmp(o, "--tile")) {

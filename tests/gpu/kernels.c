@@ -2322,10 +2322,8 @@ perf(const char *only)
 
 /* perf-ab: matmul variants on one shape, interleaved round by round so a
  * power-capped GPU's drifting clock falls on every variant alike.
- * PERF_TILES="tile[:group][/EPI][/hMASK][/oN] ..." (default wg128x256x64s3; hMASK:
- * PtxMatmulSpec.l2_first, h-1 none; oN: out_bufs N, an output tile too
- * big to stage whole in halves through one buffer (1) or in 64-column
- * parts through two (2)), PERF_SHAPES,
+ * PERF_TILES="tile[:group][/EPI][/hMASK] ..." (default wg128x256x64s3; hMASK:
+ * PtxMatmulSpec.l2_first, h-1 none), PERF_SHAPES,
  * PERF_EPI=EPI the variants' epilogue where they name none: plain, bias,
  * gelu (the bias and the stdlib's GELU), resid (a residual of C's shape,
  * read from the staged tile where it can), residg (from global memory),
@@ -2387,7 +2385,6 @@ perf_ab(void)
 	int tiles[AB_MAX], groups[AB_MAX], nv = 0;
 	int epi[AB_MAX]; /* EPI_*: PERF_EPI, or the variant's /suffix */
 	int hint[AB_MAX]; /* l2_first: the variant's /hMASK (h-1: none), else 0 */
-	int obufs[AB_MAX]; /* out_bufs: the variant's /oN, else 0 */
 	int epi0 = getenv("PERF_EPI") && *getenv("PERF_EPI") ? epi_byname(getenv("PERF_EPI")) : EPI_PLAIN;
 
 	while (*e && nv < AB_MAX) {
@@ -2398,11 +2395,6 @@ perf_ab(void)
 		e += used;
 		epi[nv] = epi0;
 		hint[nv] = 0;
-		obufs[nv] = 0;
-		if ((slash = strrchr(names[nv], '/')) && slash[1] == 'o' && slash[2] >= '1' && slash[2] <= '2' && !slash[3]) {
-			obufs[nv] = slash[2] - '0'; /* .../oN: PtxMatmulSpec.out_bufs */
-			*slash = 0;
-		}
 		if ((slash = strrchr(names[nv], '/')) && slash[1] == 'h') { /* .../hMASK: PtxMatmulSpec.l2_first */
 			hint[nv] = atoi(slash + 2);
 			*slash = 0;
@@ -2444,7 +2436,6 @@ perf_ab(void)
 			PtxMatmulSpec sp = mm_spec("perf_ab", DT_BF16, m, n, k, ptx_tiles[tiles[v]].name, DT_BF16);
 			epi_apply(&sp, epi[v], m, n);
 			sp.l2_first = hint[v];
-			sp.out_bufs = obufs[v];
 			kr[v] = perf_kernel(&sp, groups[v], false, &bu[v], &l[v]);
 			l[v].t[0] = a.d;
 			l[v].t[1] = b.d;
@@ -2469,10 +2460,10 @@ perf_ab(void)
 			qsort(&t[v * rounds], (size_t)rounds, sizeof *t, cmp_float);
 			double med = t[v * rounds + rounds / 2];
 			base = v ? base : med;
-			printf("PERFAB m=%lld n=%lld k=%lld tile=%s%s%s%s l2_first=%d out_bufs=%d group=%d b2b=%d rounds=%d "
+			printf("PERFAB m=%lld n=%lld k=%lld tile=%s%s%s%s l2_first=%d group=%d b2b=%d rounds=%d "
 			       "median_ms=%.4f q1_ms=%.4f q3_ms=%.4f tflops=%.1f speed_vs_first=%.3f\n",
 			       (long long)m, (long long)n, (long long)k, names[v], epi[v] ? "+" : "", epi[v] ? epi_names[epi[v]] : "",
-			       kr[v].k.ntmaps > 3 ? "(staged)" : "", hint[v], obufs[v], groups[v], b2b, rounds, med,
+			       kr[v].k.ntmaps > 3 ? "(staged)" : "", hint[v], groups[v], b2b, rounds, med,
 			       t[v * rounds + rounds / 4], t[v * rounds + 3 * rounds / 4], 2.0 * m * n * k / (med * 1e-3) / 1e12,
 			       base / med);
 			CU(cuMemFree(l[v].blocks));
@@ -2567,38 +2558,38 @@ case_mm_cluster(void)
 	mm_run("wg_c2_epi_bias_res_tanh", epi_spec("wg_c2_epi", t), 8);
 }
 
+/* The check's name: bufs1_ as in the logs from when a second buffer was
+ * asked for (bufs2_), so old and new runs compare line for line. */
 static void
-bufs_run(const char *tag, PtxMatmulSpec s, int nb, int grid)
+bufs_run(const char *tag, PtxMatmulSpec s, int grid)
 {
 	char name[96];
-	s.out_bufs = nb;
-	snprintf(name, sizeof name, "bufs%d_%s_%s", nb, tag, ptx_tiles[s.tile].name);
+	snprintf(name, sizeof name, "bufs1_%s_%s", tag, ptx_tiles[s.tile].name);
 	mm_run(name, s, grid);
 }
 
-/* The output tile staged in 64-column parts through two buffers in turn
- * (PtxMatmulSpec.out_bufs 2, codegen/wgmma.c wg_stageable) on the 4-stage
- * tiles, plain and the 2-CTA cluster: a full grid, few CTAs with many
- * entries each (every buffer's `free` phase wraps many times), ragged
+/* The output tile staged in halves through one buffer (codegen/wgmma.c
+ * wg_stageable: the tile does not fit whole beside four stages) on the
+ * 4-stage tiles, plain and the 2-CTA cluster: a full grid, few CTAs with
+ * many entries each (the buffer's `free` phase wraps many times), ragged
  * edges, batches of f16, a fused epilogue with inputs, the 1x8x8 corner,
  * each twice (a barrier phase left behind would show in the second
- * call); then the same through one buffer (out_bufs 1) for comparison. */
+ * call). */
 static void
 case_mm_bufs(void)
 {
 	static const char *const tiles[] = {"wg128x256x64s4", "wg256x256x64s4c2"};
 	int saved = mm_calls;
 	mm_calls = 2;
-	for (size_t i = 0; i < NELEM(tiles); i++)
-		for (int nb = 2; nb >= 1; nb--) {
-			const char *t = tiles[i];
-			bufs_run("2048x1536x4096", mm_spec("bufs", DT_BF16, 2048, 1536, 4096, t, DT_BF16), nb, nsm);
-			bufs_run("1000_g3", mm_spec("bufs_1000", DT_BF16, 1000, 1000, 1000, t, DT_BF16), nb, 3);
-			bufs_run("520x776x392_g5", mm_spec("bufs_520", DT_BF16, 520, 776, 392, t, DT_BF16), nb, 5);
-			bufs_run("1x8x8", mm_spec("bufs_tiny", DT_BF16, 1, 8, 8, t, DT_BF16), nb, 2);
-			bufs_run("batch_f16", wg_batch_spec("bufs_batch", t), nb, 4);
-			bufs_run("epi", epi_spec("bufs_epi", t), nb, 7);
-		}
+	for (size_t i = 0; i < NELEM(tiles); i++) {
+		const char *t = tiles[i];
+		bufs_run("2048x1536x4096", mm_spec("bufs", DT_BF16, 2048, 1536, 4096, t, DT_BF16), nsm);
+		bufs_run("1000_g3", mm_spec("bufs_1000", DT_BF16, 1000, 1000, 1000, t, DT_BF16), 3);
+		bufs_run("520x776x392_g5", mm_spec("bufs_520", DT_BF16, 520, 776, 392, t, DT_BF16), 5);
+		bufs_run("1x8x8", mm_spec("bufs_tiny", DT_BF16, 1, 8, 8, t, DT_BF16), 2);
+		bufs_run("batch_f16", wg_batch_spec("bufs_batch", t), 4);
+		bufs_run("epi", epi_spec("bufs_epi", t), 7);
+	}
 	mm_calls = saved;
 }
 
