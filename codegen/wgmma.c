@@ -159,7 +159,7 @@ wg_storer(const Wg *w)
  * tile (1 part) or else -- what a fourth stage of 128x256 costs -- for
  * half the tile (2 parts, one buffer: the consumers write the first half,
  * wait until TMA has read it, then write the second).  Two 64-column
- * buffers in turn were 0.6-3.2% slower than the halves on an H100
+ * buffers in turn were 0.6-3.3% slower than the halves on an H100
  * (bench/results/2026-12-07-softmax-h100.md). */
 bool
 ptx_matmul_out_stageable(const PtxMatmulSpec *s)
