@@ -2800,10 +2800,27 @@ at_poisoned(DType dt, int64_t n)
 	return t;
 }
 
+/* The kernel's entries as ptx_attn_blocks orders them (and lower.c: a
+ * head's query tiles together), or by_tile: every head's tile before any
+ * head's next (lower.c's order until 2026-12-07), to time the two. */
+static PtxBlock *
+at_blocks(const PtxAttnSpec *s, int64_t n, bool by_tile)
+{
+	PtxBlock *bl = calloc((size_t)n, sizeof *bl), *out = calloc((size_t)n, sizeof *out);
+	int64_t tm = n / s->batch;
+	ptx_attn_blocks(s, bl);
+	if (!by_tile)
+		return free(out), bl;
+	for (int64_t i = 0; i < n; i++)
+		out[i] = bl[i % s->batch * tm + i / s->batch];
+	free(bl);
+	return out;
+}
+
 /* Runs an attention spec on `grid` CTAs (0: as many as fit) and checks o
  * (and m, l) against the f64 reference, every output poisoned first. */
 static void
-at_run1(const char *name, PtxAttnSpec s, int grid)
+at_run1(const char *name, PtxAttnSpec s, int grid, bool by_tile)
 {
 	AtCase c = {.s = s};
 	Buf b = {0};
@@ -2830,8 +2847,7 @@ at_run1(const char *name, PtxAttnSpec s, int grid)
 		c.m = at_poisoned(DT_F32, s.batch * s.sq);
 		c.l = at_poisoned(DT_F32, s.batch * s.sq);
 	}
-	PtxBlock *bl = calloc((size_t)k.nblocks, sizeof *bl);
-	ptx_attn_blocks(&c.s, bl);
+	PtxBlock *bl = at_blocks(&c.s, k.nblocks, by_tile);
 	l.blocks = upload_blocks(bl, k.nblocks);
 	l.nblocks = (uint32_t)k.nblocks;
 	l.grid = grid ? grid : (int)(k.nblocks < (int64_t)nsm * kr.per_sm ? k.nblocks : (int64_t)nsm * kr.per_sm);
@@ -2885,13 +2901,16 @@ at_run1(const char *name, PtxAttnSpec s, int grid)
 /* The kernel's forms, checked (at_run) and timed (perf-attn): mma.sync
  * and wgmma + TMA, each with the default softmax and with both of its
  * forms asked for (PtxAttnSpec.softmax: 1 scaled, 2 folded), so that
- * either form is checked whatever the default picks. */
+ * either form is checked whatever the default picks; and the default in
+ * the entry order by tile (at_blocks). */
 static const struct {
 	const char *name;
 	bool tma;
 	int softmax;
-} at_forms[] = {{"sync", false, 0}, {"sync1", false, 1}, {"sync2", false, 2},
-                {"tma", true, 0},   {"tma1", true, 1},   {"tma2", true, 2}};
+	bool by_tile;
+} at_forms[] = {{"sync", false, 0, false}, {"sync1", false, 1, false}, {"sync2", false, 2, false},
+                {"tma", true, 0, false},   {"tma1", true, 1, false},   {"tma2", true, 2, false},
+                {"tmat", true, 0, true}};
 
 /* Every form of the kernel (at_forms): mma.sync has 64-row entries, the
  * others 128 (what the compiler emits). */
@@ -2903,7 +2922,7 @@ at_run(const char *name, PtxAttnSpec s, int grid)
 		s.tma = at_forms[f].tma;
 		s.softmax = at_forms[f].softmax;
 		snprintf(n, sizeof n, "%s%s%s", name, f ? "/" : "", f ? at_forms[f].name : "");
-		at_run1(n, s, grid);
+		at_run1(n, s, grid, at_forms[f].by_tile);
 	}
 }
 
@@ -3318,7 +3337,7 @@ at_form_named(const char *list, const char *name)
 
 /* Kernel time at FlashAttention's sizes (F.scaled_dot_product_attention:
  * bench/p1.py times it beside the op from PyTorch), the forms of
- * PERF_ATTN_FORMS (default sync,tma,tma1,tma2) interleaved: PERF_ROUNDS
+ * PERF_ATTN_FORMS (default sync,tma,tma1,tma2,tmat) interleaved: PERF_ROUNDS
  * rounds (default 5) of each in turn on the same tensors, 20 back-to-back
  * launches a timing; the median per form.  PERF_ATTN_ONLY=I: size I only
  * (for a profiler's single launch). */
@@ -3329,7 +3348,7 @@ perf_attn(void)
 		int64_t heads, s, d;
 		bool causal;
 	} sz[] = {{32, 2048, 128, false}, {16, 4096, 64, false}, {32, 8192, 128, true}};
-	const char *forms = getenv("PERF_ATTN_FORMS") ? getenv("PERF_ATTN_FORMS") : "sync,tma,tma1,tma2";
+	const char *forms = getenv("PERF_ATTN_FORMS") ? getenv("PERF_ATTN_FORMS") : "sync,tma,tma1,tma2,tmat";
 	const char *only = getenv("PERF_ATTN_ONLY");
 	int rounds = getenv("PERF_ROUNDS") && atoi(getenv("PERF_ROUNDS")) > 0 ? atoi(getenv("PERF_ROUNDS")) : 5;
 	if (rounds > 64)
@@ -3351,11 +3370,10 @@ perf_attn(void)
 				continue;
 			s.tma = at_forms[f].tma;
 			s.softmax = at_forms[f].softmax;
-				s.name = "syn_attn";
+			s.name = "syn_attn";
 			ptx_emit_attn(&v[f].b, &s, &k);
 			v[f].kr = kern_load(&v[f].b, &k);
-			PtxBlock *bl = calloc((size_t)k.nblocks, sizeof *bl);
-			ptx_attn_blocks(&s, bl);
+			PtxBlock *bl = at_blocks(&s, k.nblocks, at_forms[f].by_tile);
 			v[f].l.blocks = upload_blocks(bl, k.nblocks);
 			free(bl);
 			v[f].l.nblocks = (uint32_t)k.nblocks;
