@@ -310,17 +310,14 @@ quad_reduce(Ptx *p, Reg x, const char *op)
  * (x * c - m), the max and the sum over AT_PARTS independent partials: a
  * multiply less an element and chains AT_PARTS times shorter, which the
  * two consumer warps an SM sub-partition holds cannot otherwise hide.
- * The default (softmax 0) is what measured faster on an H100
- * (bench/results/2026-12-07-softmax-h100.md): form 2 without a causal
- * mask, form 1 with one. */
+ * The default (softmax 0) is form 2, faster on an H100 at every size
+ * timed but one run's causal one (bench/results/2026-12-07-softmax-h100.md). */
 enum { AT_PARTS = 4 };
 
 static int
 at_form(const At *a)
 {
-	if (a->s->softmax)
-		return a->s->softmax;
-	return a->s->causal ? 1 : 2;
+	return a->s->softmax ? a->s->softmax : 2;
 }
 
 static bool

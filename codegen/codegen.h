@@ -374,9 +374,9 @@ typedef struct PtxAttnSpec {
 	bool normed;          /* o divided by the row sum (else the unnormalised output) */
 	bool stats;           /* m and l stored too */
 	bool tma;             /* the Hopper form: wgmma fed by TMA, 128 query rows an entry (else mma.sync, 64) */
-	int softmax;          /* 0: the measured default (2 unless causal, then 1); 1: scores scaled, then max and
-	                         sum in one chain each; 2: the scale folded into the exponent's fma, max and sum
-	                         over four partials (attn.c) */
+	int softmax;          /* 0: the default, 2 (measured faster); 1: scores scaled, then max and sum in one
+	                         chain each; 2: the scale folded into the exponent's fma, max and sum over four
+	                         partials (attn.c) */
 } PtxAttnSpec;
 const char *ptx_attn_check(const PtxAttnSpec *s);
 void ptx_emit_attn(Buf *b, const PtxAttnSpec *s, PtxKernel *k);
