@@ -29,9 +29,9 @@
 
 enum { AT_BM = 64, AT_BN = 64, AT_WARPS = 4, AT_THREADS = 128 };
 /* the Hopper form: a producer warpgroup and two consumer warpgroups of 64
- * query rows each; key tiles of 128 (see ptx_emit_attn_tma) */
-enum { AW_BM = 128, AW_BN = 128, AW_WG = 128, AW_THREADS = 3 * AW_WG, AW_BOX = 64, AW_ALIGN = 1024,
-       AW_PRODUCER_REGS = 40, AW_CONSUMER_REGS = 232, AW_SMEM_MAX = 227 * 1024 };
+ * query rows each (three where PtxAttnSpec.bm is 192); key tiles of 128
+ * (see ptx_emit_attn_tma) */
+enum { AW_BM = 128, AW_BN = 128, AW_WG = 128, AW_BOX = 64, AW_ALIGN = 1024, AW_SMEM_MAX = 227 * 1024 };
 
 #define R(r) ptx_rn(p, r)
 
@@ -49,6 +49,10 @@ ptx_attn_check(const PtxAttnSpec *s)
 		return "attn: the scale must be positive and finite";
 	if (s->softmax < 0 || s->softmax > 2)
 		return "attn: the softmax form must be 0, 1 or 2";
+	if (s->bm && s->bm != 128 && s->bm != 192)
+		return "attn: an entry's query rows (bm) must be 128 or 192";
+	if (s->bm == 192 && (!s->tma || s->d != 64))
+		return "attn: 192-row entries are the Hopper form's (tma) at d = 64";
 	if (s->causal && (s->diag <= -((int64_t)1 << 30) || s->diag >= (int64_t)1 << 30))
 		return "attn: the causal diagonal is out of range";
 	return NULL;
@@ -57,7 +61,7 @@ ptx_attn_check(const PtxAttnSpec *s)
 int
 ptx_attn_rows(const PtxAttnSpec *s)
 {
-	return s->tma ? AW_BM : AT_BM;
+	return s->tma ? (s->bm ? s->bm : AW_BM) : AT_BM;
 }
 
 int64_t
@@ -642,9 +646,10 @@ at_block(At *a)
  * codegen/wgmma.c). */
 
 typedef struct Aw {
+	int bm, nwg;       /* an entry's query rows; consumer warpgroups, 64 rows each */
 	int nbox;          /* 64-d boxes of a row: D / 64 */
 	int stages;
-	int qbytes;        /* the Q tile: nbox boxes of 128 rows x 128 B */
+	int qbytes;        /* the Q tile: nbox boxes of bm rows x 128 B */
 	int kvbytes;       /* one K (or V) tile: nbox boxes of 128 keys x 128 B */
 	int stage;         /* K then V */
 	int bars;          /* fullQ, emptyQ, fullK[S], fullV[S], empty[S], quit word */
@@ -656,8 +661,10 @@ enum { AWB_FULLQ, AWB_EMPTYQ, AWB_FULLK, AWB_FULLV, AWB_EMPTY, AWB_QUIT };
 static void
 aw_setup(Aw *w, const PtxAttnSpec *s)
 {
+	w->bm = ptx_attn_rows(s);
+	w->nwg = w->bm / 64;
 	w->nbox = (int)s->d / AW_BOX;
-	w->qbytes = w->nbox * AW_BM * 128;
+	w->qbytes = w->nbox * w->bm * 128;
 	w->kvbytes = w->nbox * AW_BN * 128;
 	w->stage = 2 * w->kvbytes;
 	w->stages = 3; /* at d = 128: 32 KiB of Q + 3 x 64 KiB, within the 227 KiB */
@@ -670,6 +677,25 @@ aw_off(const Aw *w, int kind)
 	int S = w->stages;
 	static const int per[] = {0, 0, 0, 1, 2, 3};
 	return w->bars + (kind >= AWB_FULLK ? 16 + 8 * S * per[kind] : 8 * kind);
+}
+
+static int
+aw_threads(const Aw *w)
+{
+	return (1 + w->nwg) * AW_WG;
+}
+
+/* setmaxnreg's registers a thread: the producer's, or the consumers'.  The
+ * kernel starts with 65536 / threads each (168 or 128), and after the
+ * moves 128 x producer + 128 x nwg x consumer must fit the 64 Ki: two
+ * consumer warpgroups take 232 (40 left to the producer), three 160 (24;
+ * at d = 64 a thread's accumulators are 64 + 32 registers). */
+static int
+aw_regs(const Aw *w, bool consumer)
+{
+	if (w->nwg == 2)
+		return consumer ? 232 : 40;
+	return consumer ? 160 : 24;
 }
 
 static int
@@ -708,11 +734,11 @@ aw_entry(Ptx *p, const PtxAttnSpec *s, Reg m0, Reg nkt)
 	int64_t ntiles = (s->sk + AW_BN - 1) / AW_BN;
 	ptx_emit(p, "ld.global.nc.v2.u32 {%s, %s}, [%s];", R(p->x), R(p->y), R(p->entry));
 	ptx_emit(p, "ld.global.nc.u32 %s, [%s+8];", R(p->z), R(p->entry));
-	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(m0), R(p->x), AW_BM);
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(m0), R(p->x), ptx_attn_rows(s));
 	ptx_emit(p, "mov.u32 %s, %lld;", R(nkt), (long long)ntiles);
 	if (s->causal) {
 		Reg last = ptx_reg(p, RC_B32);
-		ptx_emit(p, "add.s32 %s, %s, %lld;", R(last), R(m0), (long long)(s->diag + AW_BM - 1 + AW_BN));
+		ptx_emit(p, "add.s32 %s, %s, %lld;", R(last), R(m0), (long long)(s->diag + ptx_attn_rows(s) - 1 + AW_BN));
 		ptx_emit(p, "max.s32 %s, %s, 0;", R(last), R(last));
 		ptx_emit(p, "div.s32 %s, %s, %d;", R(last), R(last), AW_BN);
 		ptx_emit(p, "min.s32 %s, %s, %s;", R(nkt), R(nkt), R(last));
@@ -764,7 +790,7 @@ aw_producer(At *a, const Aw *w)
 	ptx_mbar_wait(p, bar, ph);
 	aw_bar(p, w, bar, AWB_FULLQ, -1);
 	ptx_emit(p, "mbarrier.arrive.expect_tx.shared::cta.b64 %s, [%s], %d;", R(st), R(bar), w->qbytes);
-	aw_load(p, w, tm[0], w->base, m0, bar, AW_BM);
+	aw_load(p, w, tm[0], w->base, m0, bar, w->bm);
 	ptx_emit(p, "mov.u32 %s, 0;", R(t));
 	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(q), R(nkt));
 	ptx_emit(p, "@%s bra $L%d;", R(q), nokv);
@@ -824,7 +850,7 @@ aw_scores(At *a, Reg dq0, Reg kaddr)
 	ptx_emit(p, "wgmma.fence.sync.aligned;");
 	for (int k = 0; k < (int)a->s->d / 16; k++) {
 		/* box k / 4, 32 bytes a k16 step inside it (descriptor units: 16 B) */
-		ptx_emit(p, "add.u64 %s, %s, %d;", R(dq), R(dq0), (k / 4) * AW_BM * 8 + (k % 4) * 2);
+		ptx_emit(p, "add.u64 %s, %s, %d;", R(dq), R(dq0), (k / 4) * ptx_attn_rows(a->s) * 8 + (k % 4) * 2);
 		ptx_emit(p, "add.u64 %s, %s, %d;", R(dk), R(dk0), (k / 4) * AW_BN * 8 + (k % 4) * 2);
 		ptx_emit(p, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, %s, %s, %s, 1, 1, 0, 0;", AW_BN, ty(a),
 		         ty(a), regs.s, R(dq), R(dk), R(k ? yes : no));
@@ -1028,7 +1054,7 @@ aw_consumer(At *a, const Aw *w)
 
 	ptx_place(p, store);
 	at_store(a, m0);
-	ptx_emit(p, "bar.sync 1, %d;", 2 * AW_WG);
+	ptx_emit(p, "bar.sync 1, %d;", w->nwg * AW_WG);
 	ptx_flag_raise(p, raiser);
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(tc), R(tc));
 	ptx_next_entry(p, n, loop);
@@ -1045,7 +1071,7 @@ aw_tmaps(const PtxAttnSpec *s, PtxKernel *k)
 	for (int i = 0; i < 3; i++) {
 		int64_t S = i ? s->sk : s->sq;
 		k->tmap[i] = (PtxTmap){.tensor = i, .role = role[i], .dt = s->dt, .dim = {s->d, S, s->batch},
-		                       .stride = {s->d * 2, S * s->d * 2}, .box = {AW_BOX, i ? AW_BN : AW_BM, 1}};
+		                       .stride = {s->d * 2, S * s->d * 2}, .box = {AW_BOX, i ? AW_BN : ptx_attn_rows(s), 1}};
 	}
 }
 
@@ -1062,7 +1088,7 @@ ptx_emit_attn_tma(Buf *b, const PtxAttnSpec *s, PtxKernel *k)
 	ASSERT(aw_smem(&w) <= AW_SMEM_MAX);
 	*k = (PtxKernel){0};
 	aw_tmaps(s, k);
-	ptx_kernel_begin_tm(p, b, s->name, nt, k->ntmaps, AW_THREADS, 1);
+	ptx_kernel_begin_tm(p, b, s->name, nt, k->ntmaps, aw_threads(&w), 1);
 	buf_printf(&p->head, "// attention %s heads %lld sq %lld sk %lld d %lld scale %.9g%s%s%s: wgmma + TMA, %d stages\n",
 	           ty_dtypes[s->dt].name, (long long)s->batch, (long long)s->sq, (long long)s->sk, (long long)s->d,
 	           s->scale, s->causal ? " causal" : "", s->normed ? "" : " unnormalised",
@@ -1095,7 +1121,7 @@ ptx_emit_attn_tma(Buf *b, const PtxAttnSpec *s, PtxKernel *k)
 		for (int i = 0; i < (kind >= AWB_FULLK ? w.stages : 1); i++) {
 			ptx_emit(p, "add.u32 %s, %s, %d;", R(x), R(w.base), aw_off(&w, kind) + 8 * i);
 			ptx_emit(p, "mbarrier.init.shared::cta.b64 [%s], %d;", R(x),
-			         kind == AWB_EMPTYQ || kind == AWB_EMPTY ? 2 * AW_WG / 32 : 1);
+			         kind == AWB_EMPTYQ || kind == AWB_EMPTY ? w.nwg * AW_WG / 32 : 1);
 		}
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(x), R(w.base), aw_off(&w, AWB_QUIT));
 	ptx_emit(p, "st.shared.u32 [%s], 0;", R(x));
@@ -1105,7 +1131,7 @@ ptx_emit_attn_tma(Buf *b, const PtxAttnSpec *s, PtxKernel *k)
 	consumer = ptx_label(p);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %d;", R(q), R(p->tid), AW_WG);
 	ptx_emit(p, "@%s bra $L%d;", R(q), consumer);
-	ptx_emit(p, "setmaxnreg.dec.sync.aligned.u32 %d;", AW_PRODUCER_REGS);
+	ptx_emit(p, "setmaxnreg.dec.sync.aligned.u32 %d;", aw_regs(&w, false));
 	{
 		int out = ptx_label(p);
 		ptx_emit(p, "@!%s bra $L%d;", R(p->is_t0), out);
@@ -1114,11 +1140,11 @@ ptx_emit_attn_tma(Buf *b, const PtxAttnSpec *s, PtxKernel *k)
 		ptx_emit(p, "ret;");
 	}
 	ptx_place(p, consumer);
-	ptx_emit(p, "setmaxnreg.inc.sync.aligned.u32 %d;", AW_CONSUMER_REGS);
+	ptx_emit(p, "setmaxnreg.inc.sync.aligned.u32 %d;", aw_regs(&w, true));
 	aw_consumer(&a, &w);
 	ptx_kernel_end(p);
 	snprintf(k->name, sizeof k->name, "%s", s->name);
-	k->threads = AW_THREADS;
+	k->threads = aw_threads(&w);
 	k->smem = aw_smem(&w);
 	k->ntensors = nt;
 	k->nblocks = ptx_attn_blocks(s, NULL);

@@ -2901,16 +2901,25 @@ at_run1(const char *name, PtxAttnSpec s, int grid, bool by_tile)
 /* The kernel's forms, checked (at_run) and timed (perf-attn): mma.sync
  * and wgmma + TMA, each with the default softmax and with both of its
  * forms asked for (PtxAttnSpec.softmax: 1 scaled, 2 folded), so that
- * either form is checked whatever the default picks; and the default in
- * the entry order by tile (at_blocks). */
+ * either form is checked whatever the default picks; the default in the
+ * entry order by tile (at_blocks); and at d = 64 192-row entries
+ * (PtxAttnSpec.bm: three consumer warpgroups). */
 static const struct {
 	const char *name;
 	bool tma;
 	int softmax;
 	bool by_tile;
-} at_forms[] = {{"sync", false, 0, false}, {"sync1", false, 1, false}, {"sync2", false, 2, false},
-                {"tma", true, 0, false},   {"tma1", true, 1, false},   {"tma2", true, 2, false},
-                {"tmat", true, 0, true}};
+	int bm;
+} at_forms[] = {{"sync", false, 0, false, 0}, {"sync1", false, 1, false, 0}, {"sync2", false, 2, false, 0},
+                {"tma", true, 0, false, 0},   {"tma1", true, 1, false, 0},   {"tma2", true, 2, false, 0},
+                {"tmat", true, 0, true, 0},   {"tma192", true, 0, false, 192}};
+
+/* Whether form f applies to spec s (192-row entries only at d = 64). */
+static bool
+at_form_fits(size_t f, const PtxAttnSpec *s)
+{
+	return !at_forms[f].bm || s->d == 64;
+}
 
 /* Every form of the kernel (at_forms): mma.sync has 64-row entries, the
  * others 128 (what the compiler emits). */
@@ -2919,8 +2928,11 @@ at_run(const char *name, PtxAttnSpec s, int grid)
 {
 	char n[96];
 	for (size_t f = 0; f < NELEM(at_forms); f++) {
+		if (!at_form_fits(f, &s))
+			continue;
 		s.tma = at_forms[f].tma;
 		s.softmax = at_forms[f].softmax;
+		s.bm = at_forms[f].bm;
 		snprintf(n, sizeof n, "%s%s%s", name, f ? "/" : "", f ? at_forms[f].name : "");
 		at_run1(n, s, grid, at_forms[f].by_tile);
 	}
@@ -3337,7 +3349,7 @@ at_form_named(const char *list, const char *name)
 
 /* Kernel time at FlashAttention's sizes (F.scaled_dot_product_attention:
  * bench/p1.py times it beside the op from PyTorch), the forms of
- * PERF_ATTN_FORMS (default sync,tma,tma1,tma2,tmat) interleaved: PERF_ROUNDS
+ * PERF_ATTN_FORMS (default sync,tma,tma1,tma2,tmat,tma192) interleaved: PERF_ROUNDS
  * rounds (default 5) of each in turn on the same tensors, 20 back-to-back
  * launches a timing; the median per form.  PERF_ATTN_ONLY=I: size I only
  * (for a profiler's single launch). */
@@ -3348,7 +3360,7 @@ perf_attn(void)
 		int64_t heads, s, d;
 		bool causal;
 	} sz[] = {{32, 2048, 128, false}, {16, 4096, 64, false}, {32, 8192, 128, true}};
-	const char *forms = getenv("PERF_ATTN_FORMS") ? getenv("PERF_ATTN_FORMS") : "sync,tma,tma1,tma2,tmat";
+	const char *forms = getenv("PERF_ATTN_FORMS") ? getenv("PERF_ATTN_FORMS") : "sync,tma,tma1,tma2,tmat,tma192";
 	const char *only = getenv("PERF_ATTN_ONLY");
 	int rounds = getenv("PERF_ROUNDS") && atoi(getenv("PERF_ROUNDS")) > 0 ? atoi(getenv("PERF_ROUNDS")) : 5;
 	if (rounds > 64)
@@ -3366,10 +3378,11 @@ perf_attn(void)
 		for (size_t f = 0; f < NELEM(at_forms); f++) {
 			PtxAttnSpec s = s0;
 			PtxKernel k;
-			if (!at_form_named(forms, at_forms[f].name))
+			if (!at_form_named(forms, at_forms[f].name) || !at_form_fits(f, &s))
 				continue;
 			s.tma = at_forms[f].tma;
 			s.softmax = at_forms[f].softmax;
+			s.bm = at_forms[f].bm;
 			s.name = "syn_attn";
 			ptx_emit_attn(&v[f].b, &s, &k);
 			v[f].kr = kern_load(&v[f].b, &k);
