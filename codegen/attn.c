@@ -318,16 +318,10 @@ quad_reduce(Ptx *p, Reg x, const char *op)
  * timed but one run's causal one (bench/results/2026-12-07-softmax-h100.md). */
 enum { AT_PARTS = 4 };
 
-static int
-at_form(const At *a)
-{
-	return a->s->softmax ? a->s->softmax : 2;
-}
-
 static bool
 at_folded(const At *a)
 {
-	return at_form(a) >= 2;
+	return a->s->softmax != 1;
 }
 
 /* acc[0] op= acc[1] ... acc[parts - 1], pairwise */
@@ -958,7 +952,6 @@ aw_ring_step(At *a, const AwRing *r)
 	ptx_emit(p, "mov.u32 %s, %s;", R(r->pv), R(r->vaddr));
 	aw_next(p, r->w, r->stage, r->phase);
 }
-
 
 static void
 aw_consumer(At *a, const Aw *w)

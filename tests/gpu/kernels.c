@@ -2806,11 +2806,12 @@ at_poisoned(DType dt, int64_t n)
 static PtxBlock *
 at_blocks(const PtxAttnSpec *s, int64_t n, bool by_tile)
 {
-	PtxBlock *bl = calloc((size_t)n, sizeof *bl), *out = calloc((size_t)n, sizeof *out);
+	PtxBlock *bl = calloc((size_t)n, sizeof *bl), *out;
 	int64_t tm = n / s->batch;
 	ptx_attn_blocks(s, bl);
 	if (!by_tile)
-		return free(out), bl;
+		return bl;
+	out = calloc((size_t)n, sizeof *out);
 	for (int64_t i = 0; i < n; i++)
 		out[i] = bl[i % s->batch * tm + i / s->batch];
 	free(bl);
@@ -2921,8 +2922,8 @@ at_form_fits(size_t f, const PtxAttnSpec *s)
 	return !at_forms[f].bm || s->d == 64;
 }
 
-/* Every form of the kernel (at_forms): mma.sync has 64-row entries, the
- * others 128 (what the compiler emits). */
+/* Every form of the kernel (at_forms) that fits the spec: mma.sync has
+ * 64-row entries, the others 128 (what the compiler emits) or 192. */
 static void
 at_run(const char *name, PtxAttnSpec s, int grid)
 {
@@ -3152,7 +3153,8 @@ static int env_ints(const char *name, const char *dflt, int *v, int max);
  * copy in shared memory, which rows.c makes where a CTA has its SM, and
  * that copy forced on smaller CTAs; a peeled row's map made once for any
  * head (split_heads -1) against the default (once per head), and the
- * default with the copy forced at vocabulary width (a layernorm's two weights exceed its default bound).
+ * default with the copy forced at vocabulary width (a layernorm's two
+ * weights exceed its default bound).
  * Three rounds of the variants one after another (compare medians);
  * PERF_GRID_ONLY ("layernorm 1024x50257") one shape, one round;
  * PERF_GRID_V the variants (default all: 0-7 as `name` lists them). */
