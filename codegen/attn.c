@@ -53,6 +53,8 @@ ptx_attn_check(const PtxAttnSpec *s)
 		return "attn: an entry's query rows (bm) must be 128 or 192";
 	if (s->bm == 192 && (!s->tma || s->d != 64))
 		return "attn: 192-row entries are the Hopper form's (tma) at d = 64";
+	if (s->pingpong < -1 || s->pingpong > 1 || (s->pingpong > 0 && !s->tma))
+		return "attn: pingpong is -1, 0 or 1, and 1 only in the Hopper form (tma)";
 	if (s->causal && (s->diag <= -((int64_t)1 << 30) || s->diag >= (int64_t)1 << 30))
 		return "attn: the causal diagonal is out of range";
 	return NULL;
@@ -647,6 +649,7 @@ typedef struct Aw {
 	int kvbytes;       /* one K (or V) tile: nbox boxes of 128 keys x 128 B */
 	int stage;         /* K then V */
 	int bars;          /* fullQ, emptyQ, fullK[S], fullV[S], empty[S], quit word */
+	bool pingpong;     /* the consumers' wgmma in turns (aw_turn_wait) */
 	Reg base;
 } Aw;
 
@@ -662,6 +665,7 @@ aw_setup(Aw *w, const PtxAttnSpec *s)
 	w->kvbytes = w->nbox * AW_BN * 128;
 	w->stage = 2 * w->kvbytes;
 	w->stages = 3; /* at d = 128: 32 KiB of Q + 3 x 64 KiB, within the 227 KiB */
+	w->pingpong = s->pingpong > 0;
 	w->bars = w->qbytes + w->stages * w->stage;
 }
 
@@ -910,27 +914,51 @@ aw_q_done(At *a, const Aw *w, Reg t, Reg nkt, Reg lane0)
 typedef struct AwRing {
 	const Aw *w;
 	Reg stage, phase, kaddr, vaddr, pstage, pphase, pv, dq0, bar, st, lane0;
+	Reg mine, next; /* ping-pong: this warpgroup's turn barrier and the next one's (-1: no turns) */
 } AwRing;
 
-/* the next tile's scores, once its K has landed */
+/* until the next tile's K has landed */
 static void
-aw_ring_scores(At *a, const AwRing *r)
+aw_ring_kwait(At *a, const AwRing *r)
 {
 	Ptx *p = a->p;
 	aw_addrs(p, r->w, r->stage, r->kaddr, r->vaddr);
 	aw_bar(p, r->w, r->bar, AWB_FULLK, r->stage);
 	ptx_mbar_wait(p, r->bar, r->phase);
-	aw_scores(a, r->dq0, r->kaddr);
 }
 
-/* the tile before's P V, once its V has landed (and O += from then on) */
+/* until the tile before's V has landed */
 static void
-aw_ring_pv(At *a, const AwRing *r)
+aw_ring_vwait(At *a, const AwRing *r)
 {
 	Ptx *p = a->p;
 	aw_bar(p, r->w, r->bar, AWB_FULLV, r->pstage);
 	ptx_mbar_wait(p, r->bar, r->pphase);
-	aw_pv(a, r->pv);
+}
+
+/* Ping-pong (PtxAttnSpec.pingpong, FlashAttention-3's inter-warpgroup
+ * schedule): the consumer warpgroups issue their wgmma groups in turns,
+ * g after g - 1, so one's softmax runs while the next one's matmuls hold
+ * the tensor cores.  Warpgroup g waits on named barrier AW_TURN + g, which
+ * the one before it arrives at once it has issued; the last one arrives
+ * at the first's before the first entry.  Every warpgroup takes nkt + 1
+ * turns an entry (tile 0's scores, nkt - 1 steps, the last P V), so the
+ * turns stay in step across entries; one arrival is left over when the
+ * CTA ends. */
+enum { AW_TURN = 2 };
+
+static void
+aw_turn_wait(Ptx *p, const AwRing *r)
+{
+	if (r->mine >= 0)
+		ptx_emit(p, "bar.sync %s, %d;", R(r->mine), 2 * AW_WG);
+}
+
+static void
+aw_turn_pass(Ptx *p, const AwRing *r)
+{
+	if (r->mine >= 0)
+		ptx_emit(p, "bar.arrive %s, %d;", R(r->next), 2 * AW_WG);
 }
 
 /* the tile before's stage back to the producer (its P V is done) */
@@ -953,6 +981,22 @@ aw_ring_step(At *a, const AwRing *r)
 	aw_next(p, r->w, r->stage, r->phase);
 }
 
+/* Ping-pong's barriers for warpgroup g (a register): its own, the next
+ * one's; the last warpgroup gives the first its first turn. */
+static void
+aw_turns(At *a, const Aw *w, AwRing *r, Reg g)
+{
+	Ptx *p = a->p;
+	Reg q = ptx_reg(p, RC_PRED);
+	r->mine = ptx_reg(p, RC_B32);
+	r->next = ptx_reg(p, RC_B32);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(r->mine), R(g), AW_TURN);
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(r->next), R(r->mine));
+	ptx_emit(p, "setp.eq.u32 %s, %s, %d;", R(q), R(g), w->nwg - 1);
+	ptx_emit(p, "@%s mov.u32 %s, %d;", R(q), R(r->next), AW_TURN);
+	ptx_emit(p, "@%s bar.arrive %s, %d;", R(q), R(r->next), 2 * AW_WG);
+}
+
 static void
 aw_consumer(At *a, const Aw *w)
 {
@@ -967,7 +1011,7 @@ aw_consumer(At *a, const Aw *w)
 	Reg alpha[2] = {ptx_reg(p, RC_F32), ptx_reg(p, RC_F32)}, x = ptx_reg(p, RC_B32);
 	int tail = ptx_label(p), tile0 = ptx_label(p);
 	AwRing r = {.w = w, .stage = stage, .phase = phase, .kaddr = kaddr, .vaddr = vaddr, .pstage = pstage,
-	            .pphase = pphase, .pv = pv, .dq0 = dq0, .bar = bar, .st = st, .lane0 = lane0};
+	            .pphase = pphase, .pv = pv, .dq0 = dq0, .bar = bar, .st = st, .lane0 = lane0, .mine = -1, .next = -1};
 
 	ptx_emit(p, "sub.u32 %s, %s, %d;", R(ct), R(p->tid), AW_WG);
 	ptx_emit(p, "shr.u32 %s, %s, 7;", R(g), R(ct));
@@ -983,6 +1027,8 @@ aw_consumer(At *a, const Aw *w)
 	ptx_emit(p, "mov.u32 %s, 0;", R(tc));
 	ptx_emit(p, "mov.u32 %s, 0;", R(stage));
 	ptx_emit(p, "mov.u32 %s, 0;", R(phase));
+	if (w->pingpong)
+		aw_turns(a, w, &r, g);
 
 	ptx_place(p, loop);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(p->blk), R(p->param[1]));
@@ -1012,7 +1058,10 @@ aw_consumer(At *a, const Aw *w)
 
 	/* tile 0: its scores, softmax and P */
 	ptx_place(p, tile0);
-	aw_ring_scores(a, &r);
+	aw_ring_kwait(a, &r);
+	aw_turn_wait(p, &r);
+	aw_scores(a, dq0, kaddr);
+	aw_turn_pass(p, &r);
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;");
 	aw_q_done(a, w, t, nkt, lane0);
 	at_mask_tile(a, t, m0, AW_BN);
@@ -1025,8 +1074,15 @@ aw_consumer(At *a, const Aw *w)
 	/* tile t's scores in flight with tile t - 1's P V, its softmax under
 	 * that P V (FlashAttention-3's overlap inside a warpgroup) */
 	ptx_place(p, kloop);
-	aw_ring_scores(a, &r);
-	aw_ring_pv(a, &r);
+	aw_ring_kwait(a, &r);
+	if (w->pingpong) /* both operands in before the turn is taken */
+		aw_ring_vwait(a, &r);
+	aw_turn_wait(p, &r);
+	aw_scores(a, dq0, kaddr);
+	if (!w->pingpong)
+		aw_ring_vwait(a, &r);
+	aw_pv(a, pv); /* O += from then on */
+	aw_turn_pass(p, &r);
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 1;"); /* the scores */
 	aw_q_done(a, w, t, nkt, lane0);
 	at_mask_tile(a, t, m0, AW_BN);
@@ -1041,7 +1097,10 @@ aw_consumer(At *a, const Aw *w)
 	ptx_emit(p, "@%s bra $L%d;", R(q), kloop);
 	/* the last tile's P V */
 	ptx_place(p, tail);
-	aw_ring_pv(a, &r);
+	aw_ring_vwait(a, &r);
+	aw_turn_wait(p, &r);
+	aw_pv(a, pv);
+	aw_turn_pass(p, &r);
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;");
 	aw_ring_free(a, &r);
 
