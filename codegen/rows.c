@@ -2415,10 +2415,11 @@ load_fixed16(Ptx *p, DType dt, Reg a, int s, Reg *val)
 /* The same from global memory at addr, whose input [lo, lo + bytes) is
  * 16-byte aligned (r->walign): where the second vector would leave it
  * (the input's last columns; compute-sanitizer checks), element by
- * element.  Not .nc: the input may be written by an earlier step this
- * kernel waits for. */
+ * element -- unless the caller knows it stays inside (`inside`: no test).
+ * Not .nc: the input may be written by an earlier step this kernel waits
+ * for. */
 static void
-load_fixed16_global(Ptx *p, DType dt, Reg addr, int s, Reg lo, int64_t bytes, Reg *val)
+load_fixed16_global(Ptx *p, DType dt, Reg addr, int s, bool inside, Reg lo, int64_t bytes, Reg *val)
 {
 	Reg w[8];
 	int slow = ptx_label(p), done = ptx_label(p);
@@ -2426,7 +2427,7 @@ load_fixed16_global(Ptx *p, DType dt, Reg addr, int s, Reg lo, int64_t bytes, Re
 		w[j] = ptx_reg(p, RC_B32);
 		val[j] = ptx_reg(p, RC_F32);
 	}
-	if (s) {
+	if (s && !inside) {
 		Reg end = ptx_reg(p, RC_B64), top = ptx_reg(p, RC_B64), out = ptx_reg(p, RC_PRED);
 		ptx_emit(p, "add.u64 %s, %s, %lld;", R(end), R(lo), (long long)bytes);
 		ptx_emit(p, "add.u64 %s, %s, %d;", R(top), R(addr), 32 - 2 * s);
@@ -2443,7 +2444,7 @@ load_fixed16_global(Ptx *p, DType dt, Reg addr, int s, Reg lo, int64_t bytes, Re
 		for (int j = 0; j < 8; j++)
 			ptx_emit(p, "mov.f32 %s, %s;", R(val[j]), R(v[j]));
 	}
-	if (!s)
+	if (!s || inside)
 		return;
 	ptx_emit(p, "bra $L%d;", done);
 	ptx_place(p, slow);
@@ -2584,6 +2585,18 @@ wsm_load(Rows *r, int i, Reg col, Reg *val)
  * loaded, from L1 or L2.  u = -1: a vector or element whose inputs are all
  * loaded; -2, -3: a peeled row's head or tail element, its streamed
  * inputs in registers (cta_load). */
+/* Whether held vector u (u >= 0; -1: the loop's, at a column not known
+ * here) reads a shared 16-bit input's two vectors inside it: they end at
+ * most (u + 1) T V + V elements in, the vector's start rounded down to V
+ * plus 16, whatever the head.  All but the row's last held vector, so
+ * only that one pays load_fixed16_global's test (a 64-bit add, compare
+ * and branch an input a vector). */
+static bool
+cta_inside(const Rows *r, int u)
+{
+	return u >= 0 && r->cached && (int64_t)(u + 1) * r->T * r->vec + r->vec <= r->s->len;
+}
+
 static void
 cta_inputs(Rows *r, const PtxEwProg *g, int u, Reg col, Reg in[][8])
 {
@@ -2614,7 +2627,8 @@ cta_inputs(Rows *r, const PtxEwProg *g, int u, Reg col, Reg in[][8])
 			const PtxDType *d = &ptx_dtypes[s->in[i].dt];
 			if (r->peel && r->vec > 1 && !streamed(&s->in[i]) && s->in[i].stride[1] == 1) { /* not shifted with the row */
 				if (r->vec == 8 && d->size == 2 && d->load && r->wshift >= 0) /* the head known (cta_each_split) */
-					load_fixed16_global(p, s->in[i].dt, a, r->wshift, r->inrow[i], s->len * 2, in[i]);
+					load_fixed16_global(p, s->in[i].dt, a, r->wshift, cta_inside(r, u), r->inrow[i], s->len * 2,
+					                    in[i]);
 				else if (r->vec == 8 && d->size == 2 && d->load)
 					load_shifted16(p, s->in[i].dt, a, r->inrow[i], s->len * 2, in[i]);
 				else
