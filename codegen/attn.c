@@ -32,6 +32,8 @@ enum { AT_BM = 64, AT_BN = 64, AT_WARPS = 4, AT_THREADS = 128 };
  * query rows each (three where PtxAttnSpec.bm is 192); key tiles of 128
  * (see ptx_emit_attn_tma) */
 enum { AW_BM = 128, AW_BN = 128, AW_WG = 128, AW_BOX = 64, AW_ALIGN = 1024, AW_SMEM_MAX = 227 * 1024 };
+/* PtxAttnSpec.pingpong's default (aw_turn_wait): off until measured */
+enum { AW_PINGPONG = 0 };
 
 #define R(r) ptx_rn(p, r)
 
@@ -665,7 +667,7 @@ aw_setup(Aw *w, const PtxAttnSpec *s)
 	w->kvbytes = w->nbox * AW_BN * 128;
 	w->stage = 2 * w->kvbytes;
 	w->stages = 3; /* at d = 128: 32 KiB of Q + 3 x 64 KiB, within the 227 KiB */
-	w->pingpong = s->pingpong > 0;
+	w->pingpong = s->pingpong ? s->pingpong > 0 : AW_PINGPONG;
 	w->bars = w->qbytes + w->stages * w->stage;
 }
 

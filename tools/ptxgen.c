@@ -199,7 +199,7 @@ parse(Args *a, int argc, char **argv)
 		else if (!strcmp(o, "--tma")) a->at.tma = num(v) != 0;
 		else if (!strcmp(o, "--softmax")) a->at.softmax = (int)num(v);
 		else if (!strcmp(o, "--bm")) a->at.bm = (int)num(v);
-		else if (!strcmp(o, "--pingpong")) a->at.pingpong = (int)num(v);
+		else if (!strcmp(o, "--pingpong")) a->at.pingpong = !strcmp(v, "-1") ? -1 : (int)num(v);
 		else if (!strcmp(o, "--rows")) a->rows.rows = num(v);
 		else if (!strcmp(o, "--len")) a->rows.len = num(v);
 		else if (!strcmp(o, "--rows-per-block")) a->rows.rows_per_block = (int)num(v);

@@ -2905,7 +2905,7 @@ at_run1(const char *name, PtxAttnSpec s, int grid, bool by_tile)
  * either form is checked whatever the default picks; the default in the
  * entry order by tile (at_blocks); at d = 64 192-row entries
  * (PtxAttnSpec.bm: three consumer warpgroups); and both entry sizes with
- * the consumers' wgmma in turns (PtxAttnSpec.pingpong). */
+ * the consumers' wgmma in turns (PtxAttnSpec.pingpong 1). */
 static const struct {
 	const char *name;
 	bool tma;
