@@ -2580,15 +2580,10 @@ wsm_load(Rows *r, int i, Reg col, Reg *val)
 	}
 }
 
-/* The inputs program g reads at the thread's vector u: streamed ones from
- * registers, the others (a row's scalar, a vector shared by every row)
- * loaded, from L1 or L2.  u = -1: a vector or element whose inputs are all
- * loaded; -2, -3: a peeled row's head or tail element, its streamed
- * inputs in registers (cta_load). */
 /* Whether held vector u (u >= 0; -1: the loop's, at a column not known
  * here) reads a shared 16-bit input's two vectors inside it: they end at
- * most (u + 1) T V + V elements in, the vector's start rounded down to V
- * plus 16, whatever the head.  All but the row's last held vector, so
+ * most (u + 1) T V + V elements in (the vector's start rounded down to V,
+ * plus 2 V), whatever the head.  All but the row's last held vector, so
  * only that one pays load_fixed16_global's test (a 64-bit add, compare
  * and branch an input a vector). */
 static bool
@@ -2597,6 +2592,11 @@ cta_inside(const Rows *r, int u)
 	return u >= 0 && r->cached && (int64_t)(u + 1) * r->T * r->vec + r->vec <= r->s->len;
 }
 
+/* The inputs program g reads at the thread's vector u: streamed ones from
+ * registers, the others (a row's scalar, a vector shared by every row)
+ * loaded, from L1 or L2.  u = -1: a vector or element whose inputs are all
+ * loaded; -2, -3: a peeled row's head or tail element, its streamed
+ * inputs in registers (cta_load). */
 static void
 cta_inputs(Rows *r, const PtxEwProg *g, int u, Reg col, Reg in[][8])
 {
