@@ -1505,27 +1505,6 @@ attn_entries(LKernel *k, const Box *bx, const int64_t *od, int R, int rows, bool
 		}
 }
 
-/* Whether every band box of attention mm2 is whole query tiles of `rows`
- * (a box may end at the last, partial tile): what an entry size needs
- * before the kernel is made with it. */
-static bool
-attn_bands_whole(Low *L, Val mm2, const int *bl, int nb, int rows, int64_t sq)
-{
-	int R = L->f->ins[mm2].ty.rank;
-	for (int i = 0; i < nb; i++) {
-		const Blk *b = &L->g->b[bl[i]];
-		for (int j = 0; j < b->nout; j++)
-			for (int r = 0; r < L->P && b->out[j].v == mm2; r++) {
-				Box abs[2 * MAXBOX];
-				int nbox = blk_abs_boxes(L->f, &b->out[j], r, abs);
-				for (int q = 0; q < nbox; q++)
-					if (abs[q].lo[R - 2] % rows || (abs[q].hi[R - 2] % rows && abs[q].hi[R - 2] != sq))
-						return false;
-			}
-	}
-	return true;
-}
-
 static bool
 lower_attn(Low *L, Val a, Val mm2, const int *bl, int nb)
 {
@@ -1563,9 +1542,6 @@ lower_attn(Low *L, Val a, Val mm2, const int *bl, int nb)
 	s.tma = true; /* the Hopper form; the mma.sync one stays for the kernel harness */
 	if ((why = ptx_attn_check(&s)))
 		return refuse(L, "attention %%%d: %s", mm2, why);
-	rows = ptx_attn_rows(&s);
-	if (!attn_bands_whole(L, mm2, bl, nb, rows, s.sq))
-		return refuse(L, "a band of attention %%%d is not made of whole %d-row query tiles", mm2, rows);
 	k->arg[k->narg++] = arg(at.q, 0, 0);
 	k->arg[k->narg++] = arg(at.k, 0, 0);
 	k->arg[k->narg++] = arg(at.v, 0, 0);
@@ -1575,6 +1551,7 @@ lower_attn(Low *L, Val a, Val mm2, const int *bl, int nb)
 		k->arg[k->narg++] = arg(at.sum, 0, 0);
 	}
 	n = xcalloc((size_t)L->P, sizeof(int));
+	rows = ptx_attn_rows(&s);
 	for (int i = 0; i < nb; i++) {
 		const Blk *b = &L->g->b[bl[i]];
 		const Region *ro = NULL;
@@ -1587,8 +1564,14 @@ lower_attn(Low *L, Val a, Val mm2, const int *bl, int nb)
 		for (int r = 0; r < L->P && ro; r++) {
 			Box abs[2 * MAXBOX];
 			int nbox = blk_abs_boxes(f, ro, r, abs);
-			for (int q = 0; q < nbox; q++)
+			for (int q = 0; q < nbox; q++) {
+				if (abs[q].lo[R - 2] % rows || (abs[q].hi[R - 2] % rows && abs[q].hi[R - 2] != s.sq)) {
+					free(n);
+					return refuse(L, "a band of attention %%%d is not made of whole %d-row query tiles", mm2,
+					              rows);
+				}
 				attn_entries(k, &abs[q], od, R, rows, s.causal, &proto, r, n);
+			}
 		}
 		L->entries[bl[i]] = n[0] - before;
 	}
