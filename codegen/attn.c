@@ -32,8 +32,11 @@ enum { AT_BM = 64, AT_BN = 64, AT_WARPS = 4, AT_THREADS = 128 };
  * query rows each (three where PtxAttnSpec.bm is 192); key tiles of 128
  * (see ptx_emit_attn_tma) */
 enum { AW_BM = 128, AW_BN = 128, AW_WG = 128, AW_BOX = 64, AW_ALIGN = 1024, AW_SMEM_MAX = 227 * 1024 };
-/* PtxAttnSpec.pingpong's default (aw_turn_wait): off until measured */
-enum { AW_PINGPONG = 0 };
+/* PtxAttnSpec.pingpong's default (aw_turn_wait): on with three consumer
+ * warpgroups, off with two, as measured on one H100 (2026-12-07,
+ * bench/results/2026-12-07-pingpong-h100.md): in turns, 192-row entries
+ * at 16x4096x64 ran 1.6 % faster, 128-row ones 3-8 % slower */
+enum { AW_PINGPONG_NWG = 3 };
 
 #define R(r) ptx_rn(p, r)
 
@@ -667,7 +670,7 @@ aw_setup(Aw *w, const PtxAttnSpec *s)
 	w->kvbytes = w->nbox * AW_BN * 128;
 	w->stage = 2 * w->kvbytes;
 	w->stages = 3; /* at d = 128: 32 KiB of Q + 3 x 64 KiB, within the 227 KiB */
-	w->pingpong = s->pingpong ? s->pingpong > 0 : AW_PINGPONG;
+	w->pingpong = s->pingpong ? s->pingpong > 0 : w->nwg == AW_PINGPONG_NWG;
 	w->bars = w->qbytes + w->stages * w->stage;
 }
 

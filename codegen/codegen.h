@@ -380,7 +380,8 @@ typedef struct PtxAttnSpec {
 	                         chain each; 2: the scale folded into the exponent's fma, max and sum over four
 	                         partials (attn.c) */
 	int pingpong;         /* the Hopper form's consumers issue their wgmma in turns (attn.c aw_turn_wait):
-	                         0 the default (AW_PINGPONG: off), 1 on, -1 off */
+	                         0 the default (on with 192-row entries' three
+	                         warpgroups, off with two), 1 on, -1 off */
 } PtxAttnSpec;
 const char *ptx_attn_check(const PtxAttnSpec *s);
 void ptx_emit_attn(Buf *b, const PtxAttnSpec *s, PtxKernel *k);

@@ -1505,6 +1505,43 @@ attn_entries(LKernel *k, const Box *bx, const int64_t *od, int R, int rows, bool
 		}
 }
 
+/* Whether every box of attention mm2's blocks on every rank is made of
+ * whole rows-row query tiles (the last may end at sq): an entry is one
+ * tile, so a band that cut one would leave rows no entry computes. */
+static bool
+attn_bands_fit(Low *L, Val mm2, const int *bl, int nb, int rows, int64_t sq)
+{
+	int R = L->f->ins[mm2].ty.rank;
+	for (int i = 0; i < nb; i++) {
+		const Blk *b = &L->g->b[bl[i]];
+		for (int j = 0; j < b->nout; j++) {
+			if (b->out[j].v != mm2)
+				continue;
+			for (int r = 0; r < L->P; r++) {
+				Box abs[2 * MAXBOX];
+				int nbox = blk_abs_boxes(L->f, &b->out[j], r, abs);
+				for (int q = 0; q < nbox; q++)
+					if (abs[q].lo[R - 2] % rows || (abs[q].hi[R - 2] % rows && abs[q].hi[R - 2] != sq))
+						return false;
+			}
+		}
+	}
+	return true;
+}
+
+/* Whether attention mm2 takes FlashAttention-3's 192-row entries at
+ * d = 64 (three consumer warpgroups, in turns): 3 % faster than 128 rows
+ * at 16x4096x64 on one H100 (bench/results/2026-12-07-pingpong-h100.md),
+ * where the last tile's padding costs 3 % of the rows.  So only where the
+ * rows computed grow by at most 1/16 over 128-row tiles', and the bands
+ * are whole 192-row tiles. */
+static bool
+attn_wide(Low *L, Val mm2, const int *bl, int nb, const PtxAttnSpec *s)
+{
+	int64_t rows128 = (s->sq + 127) / 128 * 128, rows192 = (s->sq + 191) / 192 * 192;
+	return s->d == 64 && s->tma && 16 * rows192 <= 17 * rows128 && attn_bands_fit(L, mm2, bl, nb, 192, s->sq);
+}
+
 static bool
 lower_attn(Low *L, Val a, Val mm2, const int *bl, int nb)
 {
@@ -1540,8 +1577,12 @@ lower_attn(Low *L, Val a, Val mm2, const int *bl, int nb)
 	s.normed = at.normed;
 	s.stats = !f->ins[at.max].internal;
 	s.tma = true; /* the Hopper form; the mma.sync one stays for the kernel harness */
+	s.bm = attn_wide(L, mm2, bl, nb, &s) ? 192 : 0;
 	if ((why = ptx_attn_check(&s)))
 		return refuse(L, "attention %%%d: %s", mm2, why);
+	rows = ptx_attn_rows(&s);
+	if (!attn_bands_fit(L, mm2, bl, nb, rows, s.sq))
+		return refuse(L, "a band of attention %%%d is not made of whole %d-row query tiles", mm2, rows);
 	k->arg[k->narg++] = arg(at.q, 0, 0);
 	k->arg[k->narg++] = arg(at.k, 0, 0);
 	k->arg[k->narg++] = arg(at.v, 0, 0);
@@ -1551,7 +1592,6 @@ lower_attn(Low *L, Val a, Val mm2, const int *bl, int nb)
 		k->arg[k->narg++] = arg(at.sum, 0, 0);
 	}
 	n = xcalloc((size_t)L->P, sizeof(int));
-	rows = ptx_attn_rows(&s);
 	for (int i = 0; i < nb; i++) {
 		const Blk *b = &L->g->b[bl[i]];
 		const Region *ro = NULL;
@@ -1564,14 +1604,8 @@ lower_attn(Low *L, Val a, Val mm2, const int *bl, int nb)
 		for (int r = 0; r < L->P && ro; r++) {
 			Box abs[2 * MAXBOX];
 			int nbox = blk_abs_boxes(f, ro, r, abs);
-			for (int q = 0; q < nbox; q++) {
-				if (abs[q].lo[R - 2] % rows || (abs[q].hi[R - 2] % rows && abs[q].hi[R - 2] != s.sq)) {
-					free(n);
-					return refuse(L, "a band of attention %%%d is not made of whole %d-row query tiles", mm2,
-					              rows);
-				}
+			for (int q = 0; q < nbox; q++)
 				attn_entries(k, &abs[q], od, R, rows, s.causal, &proto, r, n);
-			}
 		}
 		L->entries[bl[i]] = n[0] - before;
 	}

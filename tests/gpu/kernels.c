@@ -2904,8 +2904,9 @@ at_run1(const char *name, PtxAttnSpec s, int grid, bool by_tile)
  * forms asked for (PtxAttnSpec.softmax: 1 scaled, 2 folded), so that
  * either form is checked whatever the default picks; the default in the
  * entry order by tile (at_blocks); at d = 64 192-row entries
- * (PtxAttnSpec.bm: three consumer warpgroups); and both entry sizes with
- * the consumers' wgmma in turns (PtxAttnSpec.pingpong 1). */
+ * (PtxAttnSpec.bm: three consumer warpgroups) without turns
+ * (PtxAttnSpec.pingpong -1; their default has them); and both entry sizes
+ * with the consumers' wgmma in turns (pingpong 1). */
 static const struct {
 	const char *name;
 	bool tma;
@@ -2916,7 +2917,7 @@ static const struct {
 } at_forms[] = {{"sync", false, 0, false, 0, 0},      {"sync1", false, 1, false, 0, 0},
                 {"sync2", false, 2, false, 0, 0},     {"tma", true, 0, false, 0, 0},
                 {"tma1", true, 1, false, 0, 0},       {"tma2", true, 2, false, 0, 0},
-                {"tmat", true, 0, true, 0, 0},        {"tma192", true, 0, false, 192, 0},
+                {"tmat", true, 0, true, 0, 0},        {"tma192", true, 0, false, 192, -1},
                 {"tmap", true, 0, false, 0, 1},       {"tma192p", true, 0, false, 192, 1}};
 
 /* Whether form f applies to spec s (192-row entries only at d = 64). */
@@ -3355,7 +3356,8 @@ at_form_named(const char *list, const char *name)
 }
 
 /* Kernel time at FlashAttention's sizes (F.scaled_dot_product_attention:
- * bench/p1.py times it beside the op from PyTorch), the forms of
+ * bench/p1.py times it beside the op from PyTorch; and causal at d = 64),
+ * the forms of
  * PERF_ATTN_FORMS (default sync,tma,tmap,tma192,tma192p) interleaved: PERF_ROUNDS
  * rounds (default 5) of each in turn on the same tensors, 20 back-to-back
  * launches a timing; the median per form.  PERF_ATTN_ONLY=I: size I only
@@ -3366,7 +3368,7 @@ perf_attn(void)
 	static const struct {
 		int64_t heads, s, d;
 		bool causal;
-	} sz[] = {{32, 2048, 128, false}, {16, 4096, 64, false}, {32, 8192, 128, true}};
+	} sz[] = {{32, 2048, 128, false}, {16, 4096, 64, false}, {32, 8192, 128, true}, {16, 8192, 64, true}};
 	const char *forms = getenv("PERF_ATTN_FORMS") ? getenv("PERF_ATTN_FORMS") : "sync,tma,tmap,tma192,tma192p";
 	const char *only = getenv("PERF_ATTN_ONLY");
 	int rounds = getenv("PERF_ROUNDS") && atoi(getenv("PERF_ROUNDS")) > 0 ? atoi(getenv("PERF_ROUNDS")) : 5;
