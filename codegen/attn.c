@@ -58,6 +58,10 @@ ptx_attn_check(const PtxAttnSpec *s)
 		return "attn: an entry's query rows (bm) must be 128 or 192";
 	if (s->bm == 192 && (!s->tma || s->d != 64))
 		return "attn: 192-row entries are the Hopper form's (tma) at d = 64";
+	if (s->bn && s->bn != 128 && s->bn != 176)
+		return "attn: a key tile (bn) must be 128 or 176 keys";
+	if (s->bn == 176 && (!s->tma || s->bm == 192))
+		return "attn: 176-key tiles are the Hopper form's (tma) with 128-row entries";
 	if (s->pingpong < -1 || s->pingpong > 1 || (s->pingpong > 0 && !s->tma))
 		return "attn: pingpong is -1, 0 or 1, and 1 only in the Hopper form (tma)";
 	if (s->causal && (s->diag <= -((int64_t)1 << 30) || s->diag >= (int64_t)1 << 30))
@@ -69,6 +73,13 @@ int
 ptx_attn_rows(const PtxAttnSpec *s)
 {
 	return s->tma ? (s->bm ? s->bm : AW_BM) : AT_BM;
+}
+
+/* the Hopper form's keys a tile */
+static int
+aw_keys(const PtxAttnSpec *s)
+{
+	return s->bn ? s->bn : AW_BN;
 }
 
 int64_t
@@ -97,9 +108,9 @@ typedef struct At {
 	Reg lane, warp;
 	int nj;               /* n8 blocks of scores a row group holds: the key tile / 8 */
 	Reg qf[8][4];         /* Q A fragments, per k16 step of D */
-	Reg sacc[16][4];      /* scores: nj n8 blocks of a key tile */
+	Reg sacc[22][4];      /* scores: nj n8 blocks of a key tile (up to 176 keys) */
 	Reg oacc[16][4];      /* output: D/8 n8 blocks */
-	Reg pf[8][4];         /* probabilities as A fragments, per k16 step of the key tile */
+	Reg pf[11][4];        /* probabilities as A fragments, per k16 step of the key tile */
 	Reg mrow[2], lrow[2]; /* running max (log2 units) and partial sum, rows lane/4 and lane/4 + 8 */
 } At;
 
@@ -648,10 +659,11 @@ at_block(At *a)
 
 typedef struct Aw {
 	int bm, nwg;       /* an entry's query rows; consumer warpgroups, 64 rows each */
+	int bn;            /* keys a K or V tile */
 	int nbox;          /* 64-d boxes of a row: D / 64 */
 	int stages;
 	int qbytes;        /* the Q tile: nbox boxes of bm rows x 128 B */
-	int kvbytes;       /* one K (or V) tile: nbox boxes of 128 keys x 128 B */
+	int kvbytes;       /* one K (or V) tile: nbox boxes of bn keys x 128 B */
 	int stage;         /* K then V */
 	int bars;          /* fullQ, emptyQ, fullK[S], fullV[S], empty[S], quit word */
 	bool pingpong;     /* the consumers' wgmma in turns (aw_turn_wait) */
@@ -660,6 +672,8 @@ typedef struct Aw {
 
 enum { AWB_FULLQ, AWB_EMPTYQ, AWB_FULLK, AWB_FULLV, AWB_EMPTY, AWB_QUIT };
 
+static int aw_smem(const Aw *w);
+
 static void
 aw_setup(Aw *w, const PtxAttnSpec *s)
 {
@@ -667,11 +681,17 @@ aw_setup(Aw *w, const PtxAttnSpec *s)
 	w->nwg = w->bm / 64;
 	w->nbox = (int)s->d / AW_BOX;
 	w->qbytes = w->nbox * w->bm * 128;
-	w->kvbytes = w->nbox * AW_BN * 128;
+	w->bn = aw_keys(s);
+	w->kvbytes = w->nbox * w->bn * 128;
 	w->stage = 2 * w->kvbytes;
-	w->stages = 3; /* at d = 128: 32 KiB of Q + 3 x 64 KiB, within the 227 KiB */
 	w->pingpong = s->pingpong ? s->pingpong > 0 : w->nwg == AW_PINGPONG_NWG;
-	w->bars = w->qbytes + w->stages * w->stage;
+	/* three stages where they fit (at d = 128: 32 KiB of Q + 3 x 64 KiB
+	 * of 128-key tiles), else two (176 keys: 32 + 2 x 88) */
+	for (w->stages = 3;; w->stages--) {
+		w->bars = w->qbytes + w->stages * w->stage;
+		if (w->stages == 2 || aw_smem(w) <= AW_SMEM_MAX)
+			break;
+	}
 }
 
 static int
@@ -734,16 +754,17 @@ aw_next(Ptx *p, const Aw *w, Reg stage, Reg phase)
 static void
 aw_entry(Ptx *p, const PtxAttnSpec *s, Reg m0, Reg nkt)
 {
-	int64_t ntiles = (s->sk + AW_BN - 1) / AW_BN;
+	int bn = aw_keys(s);
+	int64_t ntiles = (s->sk + bn - 1) / bn;
 	ptx_emit(p, "ld.global.nc.v2.u32 {%s, %s}, [%s];", R(p->x), R(p->y), R(p->entry));
 	ptx_emit(p, "ld.global.nc.u32 %s, [%s+8];", R(p->z), R(p->entry));
 	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(m0), R(p->x), ptx_attn_rows(s));
 	ptx_emit(p, "mov.u32 %s, %lld;", R(nkt), (long long)ntiles);
 	if (s->causal) {
 		Reg last = ptx_reg(p, RC_B32);
-		ptx_emit(p, "add.s32 %s, %s, %lld;", R(last), R(m0), (long long)(s->diag + ptx_attn_rows(s) - 1 + AW_BN));
+		ptx_emit(p, "add.s32 %s, %s, %lld;", R(last), R(m0), (long long)(s->diag + ptx_attn_rows(s) - 1 + bn));
 		ptx_emit(p, "max.s32 %s, %s, 0;", R(last), R(last));
-		ptx_emit(p, "div.s32 %s, %s, %d;", R(last), R(last), AW_BN);
+		ptx_emit(p, "div.s32 %s, %s, %d;", R(last), R(last), bn);
 		ptx_emit(p, "min.s32 %s, %s, %s;", R(nkt), R(nkt), R(last));
 	}
 }
@@ -803,14 +824,14 @@ aw_producer(At *a, const Aw *w)
 	ptx_mbar_wait(p, bar, ph);
 	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(dst), R(stage), w->stage, R(w->base));
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(dst), R(dst), w->qbytes);
-	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(r0), R(t), AW_BN);
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(r0), R(t), w->bn);
 	aw_bar(p, w, bar, AWB_FULLK, stage);
 	ptx_emit(p, "mbarrier.arrive.expect_tx.shared::cta.b64 %s, [%s], %d;", R(st), R(bar), w->kvbytes);
-	aw_load(p, w, tm[1], dst, r0, bar, AW_BN);
+	aw_load(p, w, tm[1], dst, r0, bar, w->bn);
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(dst), R(dst), w->kvbytes);
 	aw_bar(p, w, bar, AWB_FULLV, stage);
 	ptx_emit(p, "mbarrier.arrive.expect_tx.shared::cta.b64 %s, [%s], %d;", R(st), R(bar), w->kvbytes);
-	aw_load(p, w, tm[2], dst, r0, bar, AW_BN);
+	aw_load(p, w, tm[2], dst, r0, bar, w->bn);
 	aw_next(p, w, stage, phase);
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(t), R(t));
 	ptx_emit(p, "setp.lt.u32 %s, %s, %s;", R(q), R(t), R(nkt));
@@ -854,8 +875,8 @@ aw_scores(At *a, Reg dq0, Reg kaddr)
 	for (int k = 0; k < (int)a->s->d / 16; k++) {
 		/* box k / 4, 32 bytes a k16 step inside it (descriptor units: 16 B) */
 		ptx_emit(p, "add.u64 %s, %s, %d;", R(dq), R(dq0), (k / 4) * ptx_attn_rows(a->s) * 8 + (k % 4) * 2);
-		ptx_emit(p, "add.u64 %s, %s, %d;", R(dk), R(dk0), (k / 4) * AW_BN * 8 + (k % 4) * 2);
-		ptx_emit(p, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, %s, %s, %s, 1, 1, 0, 0;", AW_BN, ty(a),
+		ptx_emit(p, "add.u64 %s, %s, %d;", R(dk), R(dk0), (k / 4) * a->nj * 64 + (k % 4) * 2);
+		ptx_emit(p, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, %s, %s, %s, 1, 1, 0, 0;", a->nj * 8, ty(a),
 		         ty(a), regs.s, R(dq), R(dk), R(k ? yes : no));
 	}
 	ptx_emit(p, "wgmma.commit_group.sync.aligned;");
@@ -875,9 +896,9 @@ aw_pv(At *a, Reg vaddr)
 		for (int e = 0; e < 4; e++)
 			buf_printf(&regs, "%s%s", j || e ? ", " : "", R(a->oacc[j][e]));
 	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(yes), R(p->tid), R(p->tid));
-	ptx_wg_desc(p, dv0, vaddr, AW_BN * 128, 1024);
+	ptx_wg_desc(p, dv0, vaddr, a->nj * 8 * 128, 1024);
 	ptx_emit(p, "wgmma.fence.sync.aligned;");
-	for (int k = 0; k < AW_BN / 16; k++) {
+	for (int k = 0; k < a->nj / 2; k++) {
 		ptx_emit(p, "add.u64 %s, %s, %d;", R(dv), R(dv0), k * 16 * 128 / 16);
 		ptx_emit(p, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, {%s, %s, %s, %s}, %s, %s, 1, 1, 1;",
 		         (int)a->s->d, ty(a), ty(a), regs.s, R(a->pf[k][0]), R(a->pf[k][1]), R(a->pf[k][2]),
@@ -1069,7 +1090,7 @@ aw_consumer(At *a, const Aw *w)
 	aw_turn_pass(p, &r);
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;");
 	aw_q_done(a, w, t, nkt, lane0);
-	at_mask_tile(a, t, m0, AW_BN);
+	at_mask_tile(a, t, m0, w->bn);
 	at_softmax_rows(a, alpha); /* O is 0: nothing to rescale */
 	at_pack(a);
 	aw_ring_step(a, &r);
@@ -1090,7 +1111,7 @@ aw_consumer(At *a, const Aw *w)
 	aw_turn_pass(p, &r);
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 1;"); /* the scores */
 	aw_q_done(a, w, t, nkt, lane0);
-	at_mask_tile(a, t, m0, AW_BN);
+	at_mask_tile(a, t, m0, w->bn);
 	at_softmax_rows(a, alpha);
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;"); /* P V: its stage is free, O may be rescaled */
 	aw_ring_free(a, &r);
@@ -1128,7 +1149,7 @@ aw_tmaps(const PtxAttnSpec *s, PtxKernel *k)
 	for (int i = 0; i < 3; i++) {
 		int64_t S = i ? s->sk : s->sq;
 		k->tmap[i] = (PtxTmap){.tensor = i, .role = role[i], .dt = s->dt, .dim = {s->d, S, s->batch},
-		                       .stride = {s->d * 2, S * s->d * 2}, .box = {AW_BOX, i ? AW_BN : ptx_attn_rows(s), 1}};
+		                       .stride = {s->d * 2, S * s->d * 2}, .box = {AW_BOX, i ? aw_keys(s) : ptx_attn_rows(s), 1}};
 	}
 }
 
@@ -1136,7 +1157,7 @@ static void
 ptx_emit_attn_tma(Buf *b, const PtxAttnSpec *s, PtxKernel *k)
 {
 	Ptx px, *p = &px;
-	At a = {.p = p, .s = s, .nj = AW_BN / 8, .D = (int)s->d, .pitch = (int)s->d * 2}; /* what at_softmax and at_store read */
+	At a = {.p = p, .s = s, .nj = aw_keys(s) / 8, .D = (int)s->d, .pitch = (int)s->d * 2}; /* what at_softmax and at_store read */
 	Aw w;
 	int nt = 4 + 2 * s->stats, consumer, skip;
 	Reg x = -1, q = -1;

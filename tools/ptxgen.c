@@ -15,9 +15,9 @@
  *                 [--online -1|0|1] [--flagless 0|1] [--prefetch 0|1] [--cache-ends -1|0] [--l1-stream -1|0|1]
  *                 [--col-cache -1|0|1|2] [--weights-smem -1|0|1] [--split-heads -1|0|1]
  *   ptxgen attn   --heads B --sq N --sk N --d 64|128 [--dtype bf16|f16] [--scale X]
- *                 [--causal K] [--unnorm 1] [--stats 1] [--tma 1] [--softmax 0|1|2] [--bm 128|192]
+ *                 [--causal K] [--unnorm 1] [--stats 1] [--tma 1] [--softmax 0|1|2] [--bm 128|192] [--bn 128|176]
  *                 [--pingpong -1|0|1]
- *                 (--tma: the wgmma + TMA form; --softmax, --bm, --pingpong: PtxAttnSpec's)
+ *                 (--tma: the wgmma + TMA form; --softmax, --bm, --bn, --pingpong: PtxAttnSpec's)
  *   ptxgen tiles  lists the matmul tiles
  * Common: --name NAME.  PROG is codegen/prog.c's text form, e.g.
  * 'out0=add(acc,in0); out1=tanh(acc)'.  The PTX module goes to stdout,
@@ -199,6 +199,7 @@ parse(Args *a, int argc, char **argv)
 		else if (!strcmp(o, "--tma")) a->at.tma = num(v) != 0;
 		else if (!strcmp(o, "--softmax")) a->at.softmax = (int)num(v);
 		else if (!strcmp(o, "--bm")) a->at.bm = (int)num(v);
+		else if (!strcmp(o, "--bn")) a->at.bn = (int)num(v);
 		else if (!strcmp(o, "--pingpong")) a->at.pingpong = !strcmp(v, "-1") ? -1 : (int)num(v);
 		else if (!strcmp(o, "--rows")) a->rows.rows = num(v);
 		else if (!strcmp(o, "--len")) a->rows.len = num(v);

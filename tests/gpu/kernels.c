@@ -2906,19 +2906,21 @@ at_run1(const char *name, PtxAttnSpec s, int grid, bool by_tile)
  * entry order by tile (at_blocks); at d = 64 192-row entries
  * (PtxAttnSpec.bm: three consumer warpgroups) without turns
  * (PtxAttnSpec.pingpong -1; their default has them); and both entry sizes
- * with the consumers' wgmma in turns (pingpong 1). */
+ * with the consumers' wgmma in turns (pingpong 1); key tiles of 176
+ * (PtxAttnSpec.bn, two stages at d = 128). */
 static const struct {
 	const char *name;
 	bool tma;
 	int softmax;
 	bool by_tile;
-	int bm;
+	int bm, bn;
 	int pingpong;
-} at_forms[] = {{"sync", false, 0, false, 0, 0},      {"sync1", false, 1, false, 0, 0},
-                {"sync2", false, 2, false, 0, 0},     {"tma", true, 0, false, 0, 0},
-                {"tma1", true, 1, false, 0, 0},       {"tma2", true, 2, false, 0, 0},
-                {"tmat", true, 0, true, 0, 0},        {"tma192", true, 0, false, 192, -1},
-                {"tmap", true, 0, false, 0, 1},       {"tma192p", true, 0, false, 192, 1}};
+} at_forms[] = {{"sync", false, 0, false, 0, 0, 0},      {"sync1", false, 1, false, 0, 0, 0},
+                {"sync2", false, 2, false, 0, 0, 0},     {"tma", true, 0, false, 0, 0, 0},
+                {"tma1", true, 1, false, 0, 0, 0},       {"tma2", true, 2, false, 0, 0, 0},
+                {"tmat", true, 0, true, 0, 0, 0},        {"tma192", true, 0, false, 192, 0, -1},
+                {"tmap", true, 0, false, 0, 0, 1},       {"tma192p", true, 0, false, 192, 0, 1},
+                {"tma176", true, 0, false, 0, 176, 0}};
 
 /* Whether form f applies to spec s (192-row entries only at d = 64). */
 static bool
@@ -2939,6 +2941,7 @@ at_run(const char *name, PtxAttnSpec s, int grid)
 		s.tma = at_forms[f].tma;
 		s.softmax = at_forms[f].softmax;
 		s.bm = at_forms[f].bm;
+		s.bn = at_forms[f].bn;
 		s.pingpong = at_forms[f].pingpong;
 		snprintf(n, sizeof n, "%s%s%s", name, f ? "/" : "", f ? at_forms[f].name : "");
 		at_run1(n, s, grid, at_forms[f].by_tile);
@@ -3358,7 +3361,7 @@ at_form_named(const char *list, const char *name)
 /* Kernel time at FlashAttention's sizes (F.scaled_dot_product_attention:
  * bench/p1.py times it beside the op from PyTorch; and causal at d = 64),
  * the forms of
- * PERF_ATTN_FORMS (default sync,tma,tmap,tma192,tma192p) interleaved: PERF_ROUNDS
+ * PERF_ATTN_FORMS (default sync,tma,tmap,tma192,tma192p,tma176) interleaved: PERF_ROUNDS
  * rounds (default 5) of each in turn on the same tensors, 20 back-to-back
  * launches a timing; the median per form.  PERF_ATTN_ONLY=I: size I only
  * (for a profiler's single launch). */
@@ -3369,7 +3372,7 @@ perf_attn(void)
 		int64_t heads, s, d;
 		bool causal;
 	} sz[] = {{32, 2048, 128, false}, {16, 4096, 64, false}, {32, 8192, 128, true}, {16, 8192, 64, true}};
-	const char *forms = getenv("PERF_ATTN_FORMS") ? getenv("PERF_ATTN_FORMS") : "sync,tma,tmap,tma192,tma192p";
+	const char *forms = getenv("PERF_ATTN_FORMS") ? getenv("PERF_ATTN_FORMS") : "sync,tma,tmap,tma192,tma192p,tma176";
 	const char *only = getenv("PERF_ATTN_ONLY");
 	int rounds = getenv("PERF_ROUNDS") && atoi(getenv("PERF_ROUNDS")) > 0 ? atoi(getenv("PERF_ROUNDS")) : 5;
 	if (rounds > 64)
@@ -3392,6 +3395,7 @@ perf_attn(void)
 			s.tma = at_forms[f].tma;
 			s.softmax = at_forms[f].softmax;
 			s.bm = at_forms[f].bm;
+			s.bn = at_forms[f].bn;
 			s.pingpong = at_forms[f].pingpong;
 			s.name = "syn_attn";
 			ptx_emit_attn(&v[f].b, &s, &k);
