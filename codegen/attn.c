@@ -640,16 +640,17 @@ at_block(At *a)
  * 128 query rows of one head, consumer warpgroup g owning rows 64 g ..
  * 64 g + 63.  The producer's thread 0 walks the CTA's entries: it waits
  * for the entry's input flag, loads the entry's Q tile by TMA once it is
- * free, then streams the key tiles (128 keys) it can see through a ring of
- * stages, K and V of a stage on barriers of their own so the scores can
- * start before V has landed.  Consumers: S = Q K^T by wgmma m64n128k16
+ * free, then streams the key tiles it can see (128 keys, or
+ * PtxAttnSpec.bn) through rings of stages, K and V on barriers of their
+ * own so the scores can start before V has landed.  Consumers: S = Q K^T by wgmma m64n128k16
  * with both operands in shared memory (K is the B operand K-major: its
  * rows are keys, 128 bytes of d per swizzle row), the online softmax on
  * the accumulators in registers (their layout is mma.sync's m16n8 one, so
  * at_mask, at_softmax and at_store serve both forms), then O += P V with
  * P from registers as the A operand and V the B operand N-major (rows are
- * keys, d contiguous: trans-b, as the matmul's B).  The stage is given
- * back after P V, Q after the entry's last S.  All tensors are [heads][S][D]
+ * keys, d contiguous: trans-b, as the matmul's B).  K and V have rings
+ * of their own (aw_producer): K's stage is given back after the scores,
+ * V's after P V, Q after the entry's last S.  All tensors are [heads][S][D]
  * with 3-D tensor maps {D, S, heads}, boxes of 64 d (the 128-byte
  * swizzle), so rows past S in a head load zeros, never the next head's.
  * A flag wait that times out: the producer writes the entry's number + 1
@@ -665,12 +666,12 @@ typedef struct Aw {
 	int qbytes;        /* the Q tile: nbox boxes of bm rows x 128 B */
 	int kvbytes;       /* one K (or V) tile: nbox boxes of bn keys x 128 B */
 	int stage;         /* K then V */
-	int bars;          /* fullQ, emptyQ, fullK[S], fullV[S], empty[S], quit word */
+	int bars;          /* fullQ, emptyQ, fullK[S], fullV[S], emptyK[S], emptyV[S], quit word */
 	bool pingpong;     /* the consumers' wgmma in turns (aw_turn_wait) */
 	Reg base;
 } Aw;
 
-enum { AWB_FULLQ, AWB_EMPTYQ, AWB_FULLK, AWB_FULLV, AWB_EMPTY, AWB_QUIT };
+enum { AWB_FULLQ, AWB_EMPTYQ, AWB_FULLK, AWB_FULLV, AWB_EMPTYK, AWB_EMPTYV, AWB_QUIT };
 
 static int aw_smem(const Aw *w);
 
@@ -698,7 +699,7 @@ static int
 aw_off(const Aw *w, int kind)
 {
 	int S = w->stages;
-	static const int per[] = {0, 0, 0, 1, 2, 3};
+	static const int per[] = {0, 0, 0, 1, 2, 3, 4};
 	return w->bars + (kind >= AWB_FULLK ? 16 + 8 * S * per[kind] : 8 * kind);
 }
 
@@ -783,16 +784,53 @@ aw_load(Ptx *p, const Aw *w, Reg tm, Reg dst, Reg r0, Reg bar, int rows)
 	}
 }
 
+/* The producer's place in one of the rings (K or V): the stage the next
+ * tile goes to and its phase. */
+typedef struct AwFeed {
+	int full, empty; /* barrier kinds */
+	Reg tm, stage, phase;
+	int off;         /* the tile's offset in its stage: 0 for K, kvbytes for V */
+} AwFeed;
+
+/* Tile t of ring f into its next stage, once the consumers have given the
+ * stage back (a fresh barrier counts as given back: parity of the round
+ * before). */
+static void
+aw_feed(Ptx *p, const Aw *w, AwFeed *f, Reg t)
+{
+	Reg ph = ptx_reg(p, RC_B32), bar = ptx_reg(p, RC_B32), dst = ptx_reg(p, RC_B32), r0 = ptx_reg(p, RC_B32);
+	Reg st = ptx_reg(p, RC_B64);
+	ptx_emit(p, "xor.b32 %s, %s, 1;", R(ph), R(f->phase));
+	aw_bar(p, w, bar, f->empty, f->stage);
+	ptx_mbar_wait(p, bar, ph);
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(dst), R(f->stage), w->stage, R(w->base));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(dst), R(dst), w->qbytes + f->off);
+	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(r0), R(t), w->bn);
+	aw_bar(p, w, bar, f->full, f->stage);
+	ptx_emit(p, "mbarrier.arrive.expect_tx.shared::cta.b64 %s, [%s], %d;", R(st), R(bar), w->kvbytes);
+	aw_load(p, w, f->tm, dst, r0, bar, w->bn);
+	aw_next(p, w, f->stage, f->phase);
+}
+
+/* The producer's thread: per entry Q, then the K and V tiles with V a tile
+ * behind (K0, K1, V0, K2, V1 ... V(n-1)), the order the consumers use
+ * them in (tile t's scores beside tile t - 1's P V), so each ring's stage
+ * is waited for only when its own tile is: K comes back to it after the
+ * scores, V after P V.  Two stages then suffice (176-key tiles at
+ * d = 128), where one ring of K and V together held a stage from a
+ * tile's scores to its P V. */
 static void
 aw_producer(At *a, const Aw *w)
 {
 	Ptx *p = a->p;
 	const PtxAttnSpec *s = a->s;
 	int loop = ptx_label(p), done = ptx_label(p), quit_l = ptx_label(p), kloop = ptx_label(p), nokv = ptx_label(p);
+	int vlast = ptx_label(p);
 	Reg q = ptx_reg(p, RC_PRED), quit = ptx_reg(p, RC_PRED), n = ptx_reg(p, RC_B32), pc = ptx_reg(p, RC_B32);
-	Reg tm[3], m0 = ptx_reg(p, RC_B32), nkt = ptx_reg(p, RC_B32), t = ptx_reg(p, RC_B32), r0 = ptx_reg(p, RC_B32);
-	Reg stage = ptx_reg(p, RC_B32), phase = ptx_reg(p, RC_B32), ph = ptx_reg(p, RC_B32), bar = ptx_reg(p, RC_B32);
-	Reg dst = ptx_reg(p, RC_B32), st = ptx_reg(p, RC_B64), qa = ptx_reg(p, RC_B32);
+	Reg tm[3], m0 = ptx_reg(p, RC_B32), nkt = ptx_reg(p, RC_B32), t = ptx_reg(p, RC_B32), tv = ptx_reg(p, RC_B32);
+	Reg ph = ptx_reg(p, RC_B32), bar = ptx_reg(p, RC_B32), st = ptx_reg(p, RC_B64), qa = ptx_reg(p, RC_B32);
+	AwFeed fk = {.full = AWB_FULLK, .empty = AWB_EMPTYK, .off = 0};
+	AwFeed fv = {.full = AWB_FULLV, .empty = AWB_EMPTYV, .off = w->kvbytes};
 
 	for (int i = 0; i < 3; i++) {
 		tm[i] = ptx_reg(p, RC_B64);
@@ -800,9 +838,17 @@ aw_producer(At *a, const Aw *w)
 		ptx_emit(p, "cvta.param.u64 %s, %s;", R(tm[i]), R(tm[i]));
 		ptx_emit(p, "prefetch.tensormap [%s];", R(tm[i]));
 	}
+	fk.tm = tm[1];
+	fv.tm = tm[2];
+	fk.stage = ptx_reg(p, RC_B32);
+	fk.phase = ptx_reg(p, RC_B32);
+	fv.stage = ptx_reg(p, RC_B32);
+	fv.phase = ptx_reg(p, RC_B32);
 	ptx_emit(p, "mov.u32 %s, 0;", R(pc));
-	ptx_emit(p, "mov.u32 %s, 0;", R(stage));
-	ptx_emit(p, "mov.u32 %s, 0;", R(phase));
+	ptx_emit(p, "mov.u32 %s, 0;", R(fk.stage));
+	ptx_emit(p, "mov.u32 %s, 0;", R(fk.phase));
+	ptx_emit(p, "mov.u32 %s, 0;", R(fv.stage));
+	ptx_emit(p, "mov.u32 %s, 0;", R(fv.phase));
 	ptx_place(p, loop);
 	ptx_wg_producer_entry(p, q, quit, done, quit_l);
 	aw_entry(p, s, m0, nkt);
@@ -815,27 +861,23 @@ aw_producer(At *a, const Aw *w)
 	aw_bar(p, w, bar, AWB_FULLQ, -1);
 	ptx_emit(p, "mbarrier.arrive.expect_tx.shared::cta.b64 %s, [%s], %d;", R(st), R(bar), w->qbytes);
 	aw_load(p, w, tm[0], w->base, m0, bar, w->bm);
-	ptx_emit(p, "mov.u32 %s, 0;", R(t));
 	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(q), R(nkt));
 	ptx_emit(p, "@%s bra $L%d;", R(q), nokv);
+	ptx_emit(p, "mov.u32 %s, 0;", R(t));
+	aw_feed(p, w, &fk, t);
+	ptx_emit(p, "mov.u32 %s, 1;", R(t));
+	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(t), R(nkt));
+	ptx_emit(p, "@%s bra $L%d;", R(q), vlast);
 	ptx_place(p, kloop);
-	ptx_emit(p, "xor.b32 %s, %s, 1;", R(ph), R(phase));
-	aw_bar(p, w, bar, AWB_EMPTY, stage);
-	ptx_mbar_wait(p, bar, ph);
-	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(dst), R(stage), w->stage, R(w->base));
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(dst), R(dst), w->qbytes);
-	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(r0), R(t), w->bn);
-	aw_bar(p, w, bar, AWB_FULLK, stage);
-	ptx_emit(p, "mbarrier.arrive.expect_tx.shared::cta.b64 %s, [%s], %d;", R(st), R(bar), w->kvbytes);
-	aw_load(p, w, tm[1], dst, r0, bar, w->bn);
-	ptx_emit(p, "add.u32 %s, %s, %d;", R(dst), R(dst), w->kvbytes);
-	aw_bar(p, w, bar, AWB_FULLV, stage);
-	ptx_emit(p, "mbarrier.arrive.expect_tx.shared::cta.b64 %s, [%s], %d;", R(st), R(bar), w->kvbytes);
-	aw_load(p, w, tm[2], dst, r0, bar, w->bn);
-	aw_next(p, w, stage, phase);
+	aw_feed(p, w, &fk, t);
+	ptx_emit(p, "sub.u32 %s, %s, 1;", R(tv), R(t));
+	aw_feed(p, w, &fv, tv);
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(t), R(t));
 	ptx_emit(p, "setp.lt.u32 %s, %s, %s;", R(q), R(t), R(nkt));
 	ptx_emit(p, "@%s bra $L%d;", R(q), kloop);
+	ptx_place(p, vlast);
+	ptx_emit(p, "sub.u32 %s, %s, 1;", R(tv), R(nkt));
+	aw_feed(p, w, &fv, tv);
 	ptx_place(p, nokv);
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(pc), R(pc));
 	ptx_next_entry(p, n, loop);
@@ -987,12 +1029,21 @@ aw_turn_pass(Ptx *p, const AwRing *r)
 		ptx_emit(p, "bar.arrive %s, %d;", R(r->next), 2 * AW_WG);
 }
 
-/* the tile before's stage back to the producer (its P V is done) */
+/* the scored tile's K stage back to the producer (its scores are done) */
 static void
-aw_ring_free(At *a, const AwRing *r)
+aw_ring_free_k(At *a, const AwRing *r)
 {
 	Ptx *p = a->p;
-	aw_bar(p, r->w, r->bar, AWB_EMPTY, r->pstage);
+	aw_bar(p, r->w, r->bar, AWB_EMPTYK, r->stage);
+	ptx_emit(p, "@%s mbarrier.arrive.shared::cta.b64 %s, [%s];", R(r->lane0), R(r->st), R(r->bar));
+}
+
+/* the tile before's V stage back to the producer (its P V is done) */
+static void
+aw_ring_free_v(At *a, const AwRing *r)
+{
+	Ptx *p = a->p;
+	aw_bar(p, r->w, r->bar, AWB_EMPTYV, r->pstage);
 	ptx_emit(p, "@%s mbarrier.arrive.shared::cta.b64 %s, [%s];", R(r->lane0), R(r->st), R(r->bar));
 }
 
@@ -1089,6 +1140,7 @@ aw_consumer(At *a, const Aw *w)
 	aw_scores(a, dq0, kaddr);
 	aw_turn_pass(p, &r);
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;");
+	aw_ring_free_k(a, &r);
 	aw_q_done(a, w, t, nkt, lane0);
 	at_mask_tile(a, t, m0, w->bn);
 	at_softmax_rows(a, alpha); /* O is 0: nothing to rescale */
@@ -1110,11 +1162,12 @@ aw_consumer(At *a, const Aw *w)
 	aw_pv(a, pv); /* O += from then on */
 	aw_turn_pass(p, &r);
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 1;"); /* the scores */
+	aw_ring_free_k(a, &r);
 	aw_q_done(a, w, t, nkt, lane0);
 	at_mask_tile(a, t, m0, w->bn);
 	at_softmax_rows(a, alpha);
-	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;"); /* P V: its stage is free, O may be rescaled */
-	aw_ring_free(a, &r);
+	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;"); /* P V: its V stage is free, O may be rescaled */
+	aw_ring_free_v(a, &r);
 	at_rescale(a, alpha);
 	at_pack(a);
 	aw_ring_step(a, &r);
@@ -1128,7 +1181,7 @@ aw_consumer(At *a, const Aw *w)
 	aw_pv(a, pv);
 	aw_turn_pass(p, &r);
 	ptx_emit(p, "wgmma.wait_group.sync.aligned 0;");
-	aw_ring_free(a, &r);
+	aw_ring_free_v(a, &r);
 
 	ptx_place(p, store);
 	at_store(a, m0);
@@ -1199,7 +1252,7 @@ ptx_emit_attn_tma(Buf *b, const PtxAttnSpec *s, PtxKernel *k)
 		for (int i = 0; i < (kind >= AWB_FULLK ? w.stages : 1); i++) {
 			ptx_emit(p, "add.u32 %s, %s, %d;", R(x), R(w.base), aw_off(&w, kind) + 8 * i);
 			ptx_emit(p, "mbarrier.init.shared::cta.b64 [%s], %d;", R(x),
-			         kind == AWB_EMPTYQ || kind == AWB_EMPTY ? w.nwg * AW_WG / 32 : 1);
+			         kind == AWB_EMPTYQ || kind >= AWB_EMPTYK ? w.nwg * AW_WG / 32 : 1);
 		}
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(x), R(w.base), aw_off(&w, AWB_QUIT));
 	ptx_emit(p, "st.shared.u32 [%s], 0;", R(x));

@@ -1542,6 +1542,16 @@ attn_wide(Low *L, Val mm2, const int *bl, int nb, const PtxAttnSpec *s)
 	return s->d == 64 && s->tma && 16 * rows192 <= 17 * rows128 && attn_bands_fit(L, mm2, bl, nb, 192, s->sq);
 }
 
+/* The Hopper form's key tile: 176 keys at d = 128 without a mask
+ * (FlashAttention-3's tile there; PtxAttnSpec.bn) where that adds at
+ * most 1/16 to the keys each entry reads over 128-key tiles', else 128. */
+static int
+attn_keys(const PtxAttnSpec *s)
+{
+	int64_t keys128 = (s->sk + 127) / 128 * 128, keys176 = (s->sk + 175) / 176 * 176;
+	return s->d == 128 && !s->causal && s->bm != 192 && 16 * keys176 <= 17 * keys128 ? 176 : 0;
+}
+
 static bool
 lower_attn(Low *L, Val a, Val mm2, const int *bl, int nb)
 {
@@ -1578,6 +1588,7 @@ lower_attn(Low *L, Val a, Val mm2, const int *bl, int nb)
 	s.stats = !f->ins[at.max].internal;
 	s.tma = true; /* the Hopper form; the mma.sync one stays for the kernel harness */
 	s.bm = attn_wide(L, mm2, bl, nb, &s) ? 192 : 0;
+	s.bn = attn_keys(&s);
 	if ((why = ptx_attn_check(&s)))
 		return refuse(L, "attention %%%d: %s", mm2, why);
 	rows = ptx_attn_rows(&s);
