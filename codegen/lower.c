@@ -1530,26 +1530,31 @@ attn_bands_fit(Low *L, Val mm2, const int *bl, int nb, int rows, int64_t sq)
 }
 
 /* Whether attention mm2 takes FlashAttention-3's 192-row entries at
- * d = 64 (three consumer warpgroups, in turns): 3 % faster than 128 rows
- * at 16x4096x64 on one H100 (bench/results/2026-12-07-pingpong-h100.md),
- * where the last tile's padding costs 3 % of the rows.  So only where the
- * rows computed grow by at most 1/16 over 128-row tiles', and the bands
- * are whole 192-row tiles. */
+ * d = 64 (three consumer warpgroups, in turns) without a mask: 3 % faster
+ * than 128 rows at 16x4096x64 on one H100, where the last tile's padding
+ * costs 3 % of the rows, and 8.5 % slower causal at 16x8192x64
+ * (bench/results/2026-12-07-pingpong-h100.md).  So only where the rows
+ * computed grow by at most 1/16 over 128-row tiles', and the bands are
+ * whole 192-row tiles. */
 static bool
 attn_wide(Low *L, Val mm2, const int *bl, int nb, const PtxAttnSpec *s)
 {
 	int64_t rows128 = (s->sq + 127) / 128 * 128, rows192 = (s->sq + 191) / 192 * 192;
-	return s->d == 64 && s->tma && 16 * rows192 <= 17 * rows128 && attn_bands_fit(L, mm2, bl, nb, 192, s->sq);
+	return s->d == 64 && s->tma && !s->causal && 16 * rows192 <= 17 * rows128 &&
+	       attn_bands_fit(L, mm2, bl, nb, 192, s->sq);
 }
 
-/* The Hopper form's key tile: 176 keys at d = 128 without a mask
- * (FlashAttention-3's tile there; PtxAttnSpec.bn) where that adds at
- * most 1/16 to the keys each entry reads over 128-key tiles', else 128. */
+/* The Hopper form's key tile with 128-row entries: 176 keys
+ * (FlashAttention-3's tile at d = 128 without a mask; PtxAttnSpec.bn)
+ * where that adds at most 1/16 to the keys each entry reads over 128-key
+ * tiles', else 128.  On one H100 176 keys were 2.7 % faster at
+ * 32x2048x128, 2-2.6 % causal at 32x8192x128 and 1.5 % causal at
+ * 16x8192x64 (bench/results/2026-12-07-pingpong-h100.md). */
 static int
 attn_keys(const PtxAttnSpec *s)
 {
 	int64_t keys128 = (s->sk + 127) / 128 * 128, keys176 = (s->sk + 175) / 176 * 176;
-	return s->d == 128 && !s->causal && s->bm != 192 && 16 * keys176 <= 17 * keys128 ? 176 : 0;
+	return s->bm != 192 && 16 * keys176 <= 17 * keys128 ? 176 : 0;
 }
 
 static bool
