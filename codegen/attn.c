@@ -668,6 +668,7 @@ typedef struct Aw {
 	int stage;         /* K then V */
 	int bars;          /* fullQ, emptyQ, fullK[S], fullV[S], emptyK[S], emptyV[S], quit word */
 	bool pingpong;     /* the consumers' wgmma in turns (aw_turn_wait) */
+	bool lag;          /* V fed a tile behind K, K's stage given back after the scores (aw_producer) */
 	Reg base;
 } Aw;
 
@@ -693,6 +694,7 @@ aw_setup(Aw *w, const PtxAttnSpec *s)
 		if (w->stages == 2 || aw_smem(w) <= AW_SMEM_MAX)
 			break;
 	}
+	w->lag = w->stages == 2;
 }
 
 static int
@@ -794,15 +796,17 @@ typedef struct AwFeed {
 
 /* Tile t of ring f into its next stage, once the consumers have given the
  * stage back (a fresh barrier counts as given back: parity of the round
- * before). */
+ * before); f->empty < 0: the caller has waited. */
 static void
 aw_feed(Ptx *p, const Aw *w, AwFeed *f, Reg t)
 {
 	Reg ph = ptx_reg(p, RC_B32), bar = ptx_reg(p, RC_B32), dst = ptx_reg(p, RC_B32), r0 = ptx_reg(p, RC_B32);
 	Reg st = ptx_reg(p, RC_B64);
-	ptx_emit(p, "xor.b32 %s, %s, 1;", R(ph), R(f->phase));
-	aw_bar(p, w, bar, f->empty, f->stage);
-	ptx_mbar_wait(p, bar, ph);
+	if (f->empty >= 0) {
+		ptx_emit(p, "xor.b32 %s, %s, 1;", R(ph), R(f->phase));
+		aw_bar(p, w, bar, f->empty, f->stage);
+		ptx_mbar_wait(p, bar, ph);
+	}
 	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(dst), R(f->stage), w->stage, R(w->base));
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(dst), R(dst), w->qbytes + f->off);
 	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(r0), R(t), w->bn);
@@ -812,13 +816,16 @@ aw_feed(Ptx *p, const Aw *w, AwFeed *f, Reg t)
 	aw_next(p, w, f->stage, f->phase);
 }
 
-/* The producer's thread: per entry Q, then the K and V tiles with V a tile
- * behind (K0, K1, V0, K2, V1 ... V(n-1)), the order the consumers use
- * them in (tile t's scores beside tile t - 1's P V), so each ring's stage
- * is waited for only when its own tile is: K comes back to it after the
- * scores, V after P V.  Two stages then suffice (176-key tiles at
- * d = 128), where one ring of K and V together held a stage from a
- * tile's scores to its P V. */
+/* The producer's thread: per entry Q, then the K and V tiles.  With two
+ * stages (Aw.lag: 176-key tiles at d = 128) V goes a tile behind K (K0,
+ * K1, V0, K2, V1 ... V(n-1)), the order the consumers use them in (tile
+ * t's scores beside tile t - 1's P V), so each ring's stage is waited for
+ * only when its own tile is: K comes back to it after the scores, V after
+ * P V; K and V of a stage together, held from a tile's scores to its
+ * P V, took 0.1309 ms at 32x2048x128 against 0.1112 so.  With three, K
+ * and V of tile t go in together once the stage's V is given back, which
+ * was 2-4 % faster causal on one H100 (0.941 against 0.977 ms at
+ * 32x8192x128; bench/results/2026-12-07-pingpong-h100.md). */
 static void
 aw_producer(At *a, const Aw *w)
 {
@@ -864,20 +871,28 @@ aw_producer(At *a, const Aw *w)
 	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(q), R(nkt));
 	ptx_emit(p, "@%s bra $L%d;", R(q), nokv);
 	ptx_emit(p, "mov.u32 %s, 0;", R(t));
-	aw_feed(p, w, &fk, t);
-	ptx_emit(p, "mov.u32 %s, 1;", R(t));
-	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(t), R(nkt));
-	ptx_emit(p, "@%s bra $L%d;", R(q), vlast);
+	if (w->lag) {
+		aw_feed(p, w, &fk, t);
+		ptx_emit(p, "mov.u32 %s, 1;", R(t));
+		ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(t), R(nkt));
+		ptx_emit(p, "@%s bra $L%d;", R(q), vlast);
+	} else { /* K waits for the stage's V to be given back; V goes with it */
+		fk.empty = AWB_EMPTYV;
+		fv.empty = -1;
+	}
 	ptx_place(p, kloop);
 	aw_feed(p, w, &fk, t);
-	ptx_emit(p, "sub.u32 %s, %s, 1;", R(tv), R(t));
-	aw_feed(p, w, &fv, tv);
+	if (w->lag)
+		ptx_emit(p, "sub.u32 %s, %s, 1;", R(tv), R(t));
+	aw_feed(p, w, &fv, w->lag ? tv : t);
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(t), R(t));
 	ptx_emit(p, "setp.lt.u32 %s, %s, %s;", R(q), R(t), R(nkt));
 	ptx_emit(p, "@%s bra $L%d;", R(q), kloop);
-	ptx_place(p, vlast);
-	ptx_emit(p, "sub.u32 %s, %s, 1;", R(tv), R(nkt));
-	aw_feed(p, w, &fv, tv);
+	if (w->lag) {
+		ptx_place(p, vlast);
+		ptx_emit(p, "sub.u32 %s, %s, 1;", R(tv), R(nkt));
+		aw_feed(p, w, &fv, tv);
+	}
 	ptx_place(p, nokv);
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(pc), R(pc));
 	ptx_next_entry(p, n, loop);
@@ -1029,11 +1044,14 @@ aw_turn_pass(Ptx *p, const AwRing *r)
 		ptx_emit(p, "bar.arrive %s, %d;", R(r->next), 2 * AW_WG);
 }
 
-/* the scored tile's K stage back to the producer (its scores are done) */
+/* the scored tile's K stage back to the producer (its scores are done),
+ * where K has a ring of its own (Aw.lag) */
 static void
 aw_ring_free_k(At *a, const AwRing *r)
 {
 	Ptx *p = a->p;
+	if (!r->w->lag)
+		return;
 	aw_bar(p, r->w, r->bar, AWB_EMPTYK, r->stage);
 	ptx_emit(p, "@%s mbarrier.arrive.shared::cta.b64 %s, [%s];", R(r->lane0), R(r->st), R(r->bar));
 }
