@@ -690,11 +690,11 @@ aw_setup(Aw *w, const PtxAttnSpec *s)
 	/* three stages where they fit (at d = 128: 32 KiB of Q + 3 x 64 KiB
 	 * of 128-key tiles), else two (176 keys: 32 + 2 x 88) */
 	for (w->stages = 3;; w->stages--) {
+		w->lag = w->stages == 2;
 		w->bars = w->qbytes + w->stages * w->stage;
 		if (w->stages == 2 || aw_smem(w) <= AW_SMEM_MAX)
 			break;
 	}
-	w->lag = w->stages == 2;
 }
 
 static int
@@ -702,7 +702,9 @@ aw_off(const Aw *w, int kind)
 {
 	int S = w->stages;
 	static const int per[] = {0, 0, 0, 1, 2, 3, 4};
-	return w->bars + (kind >= AWB_FULLK ? 16 + 8 * S * per[kind] : 8 * kind);
+	/* without Aw.lag no emptyK: emptyV and the quit word a ring lower */
+	int ring = per[kind] - (!w->lag && kind > AWB_EMPTYK);
+	return w->bars + (kind >= AWB_FULLK ? 16 + 8 * S * ring : 8 * kind);
 }
 
 static int
@@ -826,18 +828,41 @@ aw_feed(Ptx *p, const Aw *w, AwFeed *f, Reg t)
  * and V of tile t go in together once the stage's V is given back, which
  * was 2-4 % faster causal on one H100 (0.941 against 0.977 ms at
  * 32x8192x128; bench/results/2026-12-07-pingpong-h100.md). */
+/* An entry's K and V tiles with V a tile behind (Aw.lag): K0, K1, V0, K2,
+ * V1 ... V(n-1); t is 0, n = nkt > 0. */
+static void
+aw_feed_lag(Ptx *p, const Aw *w, AwFeed *fk, AwFeed *fv, Reg t, Reg nkt)
+{
+	int kloop = ptx_label(p), vlast = ptx_label(p);
+	Reg q = ptx_reg(p, RC_PRED), tv = ptx_reg(p, RC_B32);
+	aw_feed(p, w, fk, t);
+	ptx_emit(p, "mov.u32 %s, 1;", R(t));
+	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(t), R(nkt));
+	ptx_emit(p, "@%s bra $L%d;", R(q), vlast);
+	ptx_place(p, kloop);
+	aw_feed(p, w, fk, t);
+	ptx_emit(p, "sub.u32 %s, %s, 1;", R(tv), R(t));
+	aw_feed(p, w, fv, tv);
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(t), R(t));
+	ptx_emit(p, "setp.lt.u32 %s, %s, %s;", R(q), R(t), R(nkt));
+	ptx_emit(p, "@%s bra $L%d;", R(q), kloop);
+	ptx_place(p, vlast);
+	ptx_emit(p, "sub.u32 %s, %s, 1;", R(tv), R(nkt));
+	aw_feed(p, w, fv, tv);
+}
+
 static void
 aw_producer(At *a, const Aw *w)
 {
 	Ptx *p = a->p;
 	const PtxAttnSpec *s = a->s;
 	int loop = ptx_label(p), done = ptx_label(p), quit_l = ptx_label(p), kloop = ptx_label(p), nokv = ptx_label(p);
-	int vlast = ptx_label(p);
 	Reg q = ptx_reg(p, RC_PRED), quit = ptx_reg(p, RC_PRED), n = ptx_reg(p, RC_B32), pc = ptx_reg(p, RC_B32);
-	Reg tm[3], m0 = ptx_reg(p, RC_B32), nkt = ptx_reg(p, RC_B32), t = ptx_reg(p, RC_B32), tv = ptx_reg(p, RC_B32);
-	Reg ph = ptx_reg(p, RC_B32), bar = ptx_reg(p, RC_B32), st = ptx_reg(p, RC_B64), qa = ptx_reg(p, RC_B32);
-	AwFeed fk = {.full = AWB_FULLK, .empty = AWB_EMPTYK, .off = 0};
-	AwFeed fv = {.full = AWB_FULLV, .empty = AWB_EMPTYV, .off = w->kvbytes};
+	Reg tm[3], m0 = ptx_reg(p, RC_B32), nkt = ptx_reg(p, RC_B32), t = ptx_reg(p, RC_B32), r0 = ptx_reg(p, RC_B32);
+	Reg stage = ptx_reg(p, RC_B32), phase = ptx_reg(p, RC_B32), ph = ptx_reg(p, RC_B32), bar = ptx_reg(p, RC_B32);
+	Reg dst = ptx_reg(p, RC_B32), st = ptx_reg(p, RC_B64), qa = ptx_reg(p, RC_B32);
+	AwFeed fk = {.full = AWB_FULLK, .empty = AWB_EMPTYK, .stage = stage, .phase = phase, .off = 0};
+	AwFeed fv = {.full = AWB_FULLV, .empty = AWB_EMPTYV, .stage = -1, .phase = -1, .off = w->kvbytes};
 
 	for (int i = 0; i < 3; i++) {
 		tm[i] = ptx_reg(p, RC_B64);
@@ -845,17 +870,17 @@ aw_producer(At *a, const Aw *w)
 		ptx_emit(p, "cvta.param.u64 %s, %s;", R(tm[i]), R(tm[i]));
 		ptx_emit(p, "prefetch.tensormap [%s];", R(tm[i]));
 	}
-	fk.tm = tm[1];
-	fv.tm = tm[2];
-	fk.stage = ptx_reg(p, RC_B32);
-	fk.phase = ptx_reg(p, RC_B32);
-	fv.stage = ptx_reg(p, RC_B32);
-	fv.phase = ptx_reg(p, RC_B32);
 	ptx_emit(p, "mov.u32 %s, 0;", R(pc));
-	ptx_emit(p, "mov.u32 %s, 0;", R(fk.stage));
-	ptx_emit(p, "mov.u32 %s, 0;", R(fk.phase));
-	ptx_emit(p, "mov.u32 %s, 0;", R(fv.stage));
-	ptx_emit(p, "mov.u32 %s, 0;", R(fv.phase));
+	ptx_emit(p, "mov.u32 %s, 0;", R(stage));
+	ptx_emit(p, "mov.u32 %s, 0;", R(phase));
+	if (w->lag) { /* V's ring: its own stage and phase */
+		fk.tm = tm[1];
+		fv.tm = tm[2];
+		fv.stage = ptx_reg(p, RC_B32);
+		fv.phase = ptx_reg(p, RC_B32);
+		ptx_emit(p, "mov.u32 %s, 0;", R(fv.stage));
+		ptx_emit(p, "mov.u32 %s, 0;", R(fv.phase));
+	}
 	ptx_place(p, loop);
 	ptx_wg_producer_entry(p, q, quit, done, quit_l);
 	aw_entry(p, s, m0, nkt);
@@ -868,30 +893,30 @@ aw_producer(At *a, const Aw *w)
 	aw_bar(p, w, bar, AWB_FULLQ, -1);
 	ptx_emit(p, "mbarrier.arrive.expect_tx.shared::cta.b64 %s, [%s], %d;", R(st), R(bar), w->qbytes);
 	aw_load(p, w, tm[0], w->base, m0, bar, w->bm);
+	ptx_emit(p, "mov.u32 %s, 0;", R(t));
 	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(q), R(nkt));
 	ptx_emit(p, "@%s bra $L%d;", R(q), nokv);
-	ptx_emit(p, "mov.u32 %s, 0;", R(t));
 	if (w->lag) {
-		aw_feed(p, w, &fk, t);
-		ptx_emit(p, "mov.u32 %s, 1;", R(t));
-		ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(t), R(nkt));
-		ptx_emit(p, "@%s bra $L%d;", R(q), vlast);
-	} else { /* K waits for the stage's V to be given back; V goes with it */
-		fk.empty = AWB_EMPTYV;
-		fv.empty = -1;
-	}
-	ptx_place(p, kloop);
-	aw_feed(p, w, &fk, t);
-	if (w->lag)
-		ptx_emit(p, "sub.u32 %s, %s, 1;", R(tv), R(t));
-	aw_feed(p, w, &fv, w->lag ? tv : t);
-	ptx_emit(p, "add.u32 %s, %s, 1;", R(t), R(t));
-	ptx_emit(p, "setp.lt.u32 %s, %s, %s;", R(q), R(t), R(nkt));
-	ptx_emit(p, "@%s bra $L%d;", R(q), kloop);
-	if (w->lag) {
-		ptx_place(p, vlast);
-		ptx_emit(p, "sub.u32 %s, %s, 1;", R(tv), R(nkt));
-		aw_feed(p, w, &fv, tv);
+		aw_feed_lag(p, w, &fk, &fv, t, nkt);
+	} else { /* K and V of tile t together, once the stage's V is given back */
+		ptx_place(p, kloop);
+		ptx_emit(p, "xor.b32 %s, %s, 1;", R(ph), R(phase));
+		aw_bar(p, w, bar, AWB_EMPTYV, stage);
+		ptx_mbar_wait(p, bar, ph);
+		ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(dst), R(stage), w->stage, R(w->base));
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(dst), R(dst), w->qbytes);
+		ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(r0), R(t), w->bn);
+		aw_bar(p, w, bar, AWB_FULLK, stage);
+		ptx_emit(p, "mbarrier.arrive.expect_tx.shared::cta.b64 %s, [%s], %d;", R(st), R(bar), w->kvbytes);
+		aw_load(p, w, tm[1], dst, r0, bar, w->bn);
+		ptx_emit(p, "add.u32 %s, %s, %d;", R(dst), R(dst), w->kvbytes);
+		aw_bar(p, w, bar, AWB_FULLV, stage);
+		ptx_emit(p, "mbarrier.arrive.expect_tx.shared::cta.b64 %s, [%s], %d;", R(st), R(bar), w->kvbytes);
+		aw_load(p, w, tm[2], dst, r0, bar, w->bn);
+		aw_next(p, w, stage, phase);
+		ptx_emit(p, "add.u32 %s, %s, 1;", R(t), R(t));
+		ptx_emit(p, "setp.lt.u32 %s, %s, %s;", R(q), R(t), R(nkt));
+		ptx_emit(p, "@%s bra $L%d;", R(q), kloop);
 	}
 	ptx_place(p, nokv);
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(pc), R(pc));
@@ -1267,7 +1292,7 @@ ptx_emit_attn_tma(Buf *b, const PtxAttnSpec *s, PtxKernel *k)
 	skip = ptx_label(p);
 	ptx_emit(p, "@!%s bra $L%d;", R(p->is_t0), skip);
 	for (int kind = AWB_FULLQ; kind < AWB_QUIT; kind++)
-		for (int i = 0; i < (kind >= AWB_FULLK ? w.stages : 1); i++) {
+		for (int i = 0; i < (kind == AWB_EMPTYK && !w.lag ? 0 : kind >= AWB_FULLK ? w.stages : 1); i++) {
 			ptx_emit(p, "add.u32 %s, %s, %d;", R(x), R(w.base), aw_off(&w, kind) + 8 * i);
 			ptx_emit(p, "mbarrier.init.shared::cta.b64 [%s], %d;", R(x),
 			         kind == AWB_EMPTYQ || kind >= AWB_EMPTYK ? w.nwg * AW_WG / 32 : 1);
