@@ -1547,18 +1547,15 @@ attn_wide(Low *L, Val mm2, const int *bl, int nb, const PtxAttnSpec *s)
 /* The Hopper form's key tile with 128-row entries: 176 keys
  * (PtxAttnSpec.bn; FlashAttention-3's tile at d = 128 without a mask)
  * where that adds at most 1/16 to the keys each entry reads over 128-key
- * tiles', but at d = 128 with a causal mask, where 176 keys leave room for
- * two stages only.  On one H100 (bench/results/2026-12-07-pingpong-h100.md,
- * interleaved processes): 32x2048x128 0.112 against 0.115 ms, causal
- * 16x8192x64 0.449 against 0.461, 16x4096x64 0.153 against 0.157; causal
- * 32x8192x128 0.960 against 0.941 (the two stages' ring against three). */
+ * tiles', else 128.  On one H100, the two interleaved in one process
+ * (bench/results/2026-12-07-pingpong-h100.md): 2.7-3 % faster at
+ * 32x2048x128, 2-3 % causal at 32x8192x128 (in 7 runs of 8), 2-2.5 %
+ * causal at 16x8192x64 and at 16x4096x64. */
 static int
 attn_keys(const PtxAttnSpec *s)
 {
 	int64_t keys128 = (s->sk + 127) / 128 * 128, keys176 = (s->sk + 175) / 176 * 176;
-	if (s->bm == 192 || (s->d == 128 && s->causal))
-		return 0;
-	return 16 * keys176 <= 17 * keys128 ? 176 : 0;
+	return s->bm != 192 && 16 * keys176 <= 17 * keys128 ? 176 : 0;
 }
 
 static bool
