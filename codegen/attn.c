@@ -58,10 +58,10 @@ ptx_attn_check(const PtxAttnSpec *s)
 		return "attn: an entry's query rows (bm) must be 128 or 192";
 	if (s->bm == 192 && (!s->tma || s->d != 64))
 		return "attn: 192-row entries are the Hopper form's (tma) at d = 64";
-	if (s->bn && s->bn != 128 && s->bn != 176)
-		return "attn: a key tile (bn) must be 128 or 176 keys";
-	if (s->bn == 176 && (!s->tma || s->bm == 192))
-		return "attn: 176-key tiles are the Hopper form's (tma) with 128-row entries";
+	if (s->bn && s->bn != 128 && s->bn != 176 && s->bn != 192)
+		return "attn: a key tile (bn) must be 128, 176 or 192 keys";
+	if (s->bn > 128 && (!s->tma || s->bm == 192))
+		return "attn: 176- and 192-key tiles are the Hopper form's (tma) with 128-row entries";
 	if (s->pingpong < -1 || s->pingpong > 1 || (s->pingpong > 0 && !s->tma))
 		return "attn: pingpong is -1, 0 or 1, and 1 only in the Hopper form (tma)";
 	if (s->causal && (s->diag <= -((int64_t)1 << 30) || s->diag >= (int64_t)1 << 30))
@@ -108,9 +108,9 @@ typedef struct At {
 	Reg lane, warp;
 	int nj;               /* n8 blocks of scores a row group holds: the key tile / 8 */
 	Reg qf[8][4];         /* Q A fragments, per k16 step of D */
-	Reg sacc[22][4];      /* scores: nj n8 blocks of a key tile (up to 176 keys) */
+	Reg sacc[24][4];      /* scores: nj n8 blocks of a key tile (up to 192 keys) */
 	Reg oacc[16][4];      /* output: D/8 n8 blocks */
-	Reg pf[11][4];        /* probabilities as A fragments, per k16 step of the key tile */
+	Reg pf[12][4];        /* probabilities as A fragments, per k16 step of the key tile */
 	Reg mrow[2], lrow[2]; /* running max (log2 units) and partial sum, rows lane/4 and lane/4 + 8 */
 } At;
 
@@ -716,11 +716,15 @@ aw_threads(const Aw *w)
 /* setmaxnreg's registers a thread: the producer's, or the consumers'.  The
  * kernel starts with 65536 / threads each (168 or 128), and after the
  * moves 128 x producer + 128 x nwg x consumer must fit the 64 Ki: two
- * consumer warpgroups take 232 (40 left to the producer), three 160 (24;
- * at d = 64 a thread's accumulators are 64 + 32 registers). */
+ * consumer warpgroups take 232 (40 left to the producer), 240 with
+ * 192-key tiles (24; at d = 128 their 96 + 48 + 64 registers of scores,
+ * P and O spilled at 232), three 160 (24; at d = 64 a thread's
+ * accumulators are 64 + 32 registers). */
 static int
 aw_regs(const Aw *w, bool consumer)
 {
+	if (w->nwg == 2 && w->bn == 192)
+		return consumer ? 240 : 24;
 	if (w->nwg == 2)
 		return consumer ? 232 : 40;
 	return consumer ? 160 : 24;

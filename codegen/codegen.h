@@ -376,8 +376,8 @@ typedef struct PtxAttnSpec {
 	bool tma;             /* the Hopper form: wgmma fed by TMA, 128 query rows an entry (else mma.sync, 64) */
 	int bm;               /* the Hopper form's query rows an entry: 0 or 128, two consumer warpgroups; 192 (d = 64),
 	                         three, FlashAttention-3's tile there (attn.c aw_regs) */
-	int bn;               /* the Hopper form's keys a tile: 0 or 128; 176 with 128-row entries (FlashAttention-3's
-	                         tile at d = 128 without a mask: two stages fit) */
+	int bn;               /* the Hopper form's keys a tile: 0 or 128; 176 or 192 with 128-row entries
+	                         (FlashAttention-3's 176 at d = 128 without a mask: two stages fit) */
 	int softmax;          /* 0: the default, 2 (measured faster); 1: scores scaled, then max and sum in one
 	                         chain each; 2: the scale folded into the exponent's fma, max and sum over four
 	                         partials (attn.c) */

@@ -15,7 +15,7 @@
  *                 [--online -1|0|1] [--flagless 0|1] [--prefetch 0|1] [--cache-ends -1|0] [--l1-stream -1|0|1]
  *                 [--col-cache -1|0|1|2] [--weights-smem -1|0|1] [--split-heads -1|0|1]
  *   ptxgen attn   --heads B --sq N --sk N --d 64|128 [--dtype bf16|f16] [--scale X]
- *                 [--causal K] [--unnorm 1] [--stats 1] [--tma 1] [--softmax 0|1|2] [--bm 128|192] [--bn 128|176]
+ *                 [--causal K] [--unnorm 1] [--stats 1] [--tma 1] [--softmax 0|1|2] [--bm 128|192] [--bn 128|176|192]
  *                 [--pingpong -1|0|1]
  *                 (--tma: the wgmma + TMA form; --softmax, --bm, --bn, --pingpong: PtxAttnSpec's)
  *   ptxgen tiles  lists the matmul tiles

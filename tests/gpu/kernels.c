@@ -2906,8 +2906,8 @@ at_run1(const char *name, PtxAttnSpec s, int grid, bool by_tile)
  * entry order by tile (at_blocks); at d = 64 192-row entries
  * (PtxAttnSpec.bm: three consumer warpgroups) without turns
  * (PtxAttnSpec.pingpong -1; their default has them); and both entry sizes
- * with the consumers' wgmma in turns (pingpong 1); key tiles of 176
- * (PtxAttnSpec.bn, two stages at d = 128). */
+ * with the consumers' wgmma in turns (pingpong 1); key tiles of 176 and
+ * 192 (PtxAttnSpec.bn, two stages at d = 128). */
 static const struct {
 	const char *name;
 	bool tma;
@@ -2920,7 +2920,7 @@ static const struct {
                 {"tma1", true, 1, false, 0, 0, 0},       {"tma2", true, 2, false, 0, 0, 0},
                 {"tmat", true, 0, true, 0, 0, 0},        {"tma192", true, 0, false, 192, 0, -1},
                 {"tmap", true, 0, false, 0, 0, 1},       {"tma192p", true, 0, false, 192, 0, 1},
-                {"tma176", true, 0, false, 0, 176, 0}};
+                {"tma176", true, 0, false, 0, 176, 0},   {"tmak192", true, 0, false, 0, 192, 0}};
 
 /* Whether form f applies to spec s (192-row entries only at d = 64). */
 static bool
