@@ -802,17 +802,15 @@ typedef struct AwFeed {
 
 /* Tile t of ring f into its next stage, once the consumers have given the
  * stage back (a fresh barrier counts as given back: parity of the round
- * before); f->empty < 0: the caller has waited. */
+ * before). */
 static void
 aw_feed(Ptx *p, const Aw *w, AwFeed *f, Reg t)
 {
 	Reg ph = ptx_reg(p, RC_B32), bar = ptx_reg(p, RC_B32), dst = ptx_reg(p, RC_B32), r0 = ptx_reg(p, RC_B32);
 	Reg st = ptx_reg(p, RC_B64);
-	if (f->empty >= 0) {
-		ptx_emit(p, "xor.b32 %s, %s, 1;", R(ph), R(f->phase));
-		aw_bar(p, w, bar, f->empty, f->stage);
-		ptx_mbar_wait(p, bar, ph);
-	}
+	ptx_emit(p, "xor.b32 %s, %s, 1;", R(ph), R(f->phase));
+	aw_bar(p, w, bar, f->empty, f->stage);
+	ptx_mbar_wait(p, bar, ph);
 	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(dst), R(f->stage), w->stage, R(w->base));
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(dst), R(dst), w->qbytes + f->off);
 	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(r0), R(t), w->bn);
@@ -822,16 +820,6 @@ aw_feed(Ptx *p, const Aw *w, AwFeed *f, Reg t)
 	aw_next(p, w, f->stage, f->phase);
 }
 
-/* The producer's thread: per entry Q, then the K and V tiles.  With two
- * stages (Aw.lag: 176-key tiles at d = 128) V goes a tile behind K (K0,
- * K1, V0, K2, V1 ... V(n-1)), the order the consumers use them in (tile
- * t's scores beside tile t - 1's P V), so each ring's stage is waited for
- * only when its own tile is: K comes back to it after the scores, V after
- * P V; K and V of a stage together, held from a tile's scores to its
- * P V, took 0.1309 ms at 32x2048x128 against 0.1112 so.  With three, K
- * and V of tile t go in together once the stage's V is given back, which
- * was 2-4 % faster causal on one H100 (0.941 against 0.977 ms at
- * 32x8192x128; bench/results/2026-12-07-pingpong-h100.md). */
 /* An entry's K and V tiles with V a tile behind (Aw.lag): K0, K1, V0, K2,
  * V1 ... V(n-1); t is 0, n = nkt > 0. */
 static void
@@ -855,6 +843,16 @@ aw_feed_lag(Ptx *p, const Aw *w, AwFeed *fk, AwFeed *fv, Reg t, Reg nkt)
 	aw_feed(p, w, fv, tv);
 }
 
+/* The producer's thread: per entry Q, then the K and V tiles.  With two
+ * stages (Aw.lag: 176-key tiles at d = 128) V goes a tile behind K (K0,
+ * K1, V0, K2, V1 ... V(n-1)), the order the consumers use them in (tile
+ * t's scores beside tile t - 1's P V), so each ring's stage is waited for
+ * only when its own tile is: K comes back to it after the scores, V after
+ * P V; K and V of a stage together, held from a tile's scores to its
+ * P V, took 0.1309 ms at 32x2048x128 against 0.1112 so.  With three, K
+ * and V of tile t go in together once the stage's V is given back, which
+ * was 2-4 % faster causal on one H100 (0.941 against 0.977 ms at
+ * 32x8192x128; bench/results/2026-12-07-pingpong-h100.md). */
 static void
 aw_producer(At *a, const Aw *w)
 {
@@ -877,9 +875,9 @@ aw_producer(At *a, const Aw *w)
 	ptx_emit(p, "mov.u32 %s, 0;", R(pc));
 	ptx_emit(p, "mov.u32 %s, 0;", R(stage));
 	ptx_emit(p, "mov.u32 %s, 0;", R(phase));
+	fk.tm = tm[1];
+	fv.tm = tm[2];
 	if (w->lag) { /* V's ring: its own stage and phase */
-		fk.tm = tm[1];
-		fv.tm = tm[2];
 		fv.stage = ptx_reg(p, RC_B32);
 		fv.phase = ptx_reg(p, RC_B32);
 		ptx_emit(p, "mov.u32 %s, 0;", R(fv.stage));
