@@ -1269,6 +1269,9 @@ ptx_emit_attn_tma(Buf *b, const PtxAttnSpec *s, PtxKernel *k)
 	           ty_dtypes[s->dt].name, (long long)s->batch, (long long)s->sq, (long long)s->sk, (long long)s->d,
 	           s->scale, s->causal ? " causal" : "", s->normed ? "" : " unnormalised",
 	           s->stats ? " with row max and sum" : "", w.stages);
+	/* the tile choices, for --emit=ptx readers (lower.c attn_wide, attn_keys) */
+	buf_printf(&p->head, "// %d-row entries (%d consumer warpgroups%s), %d-key tiles, K and V %s\n", w.bm, w.nwg,
+	           w.pingpong ? ", in turns" : "", w.bn, w.lag ? "in rings of their own, V a tile behind" : "in one ring");
 	for (int j = 0; j < a.nj; j++)
 		for (int e = 0; e < 4; e++)
 			a.sacc[j][e] = ptx_reg(p, RC_F32);
