@@ -232,6 +232,25 @@ region_bytes(const Func *f, const Region *r)
 
 enum { SFU_RATIO = 8 }; /* FP32 lanes per special-function lane of an SM (Hopper: 128 / 16) */
 
+/* The fused attention kernel's exponentials, one a score, on Hopper's
+ * special-function units (16 a clock an SM, at about 1.755 GHz under
+ * load), of which about half shows beside the tensor cores' time (at
+ * d = 64 a tile takes as many MUFU cycles as tensor-core cycles).  On one
+ * H100 (bench/results/2026-12-07-pingpong-h100.md: 0.113, 0.153 and
+ * causal 0.932 ms at 32x2048x128, 16x4096x64 and 32x8192x128, the H200
+ * profile's products 93, 93 and 745 us) products alone priced the kernel
+ * 18-39 % under, products and every exponential 9-14 % over, products
+ * and half of them +2, -13 and -4 %. */
+enum { MUFU_PER_CLK = 16 };
+#define SM_GHZ 1.755
+#define ATTN_EXP_SHOWS 0.5
+
+static double
+attn_exp_us(const Profile *p, double exps)
+{
+	return ATTN_EXP_SHOWS * exps / ((double)p->sms * MUFU_PER_CLK * SM_GHZ * 1e3);
+}
+
 static double
 compute_us(const Profile *p, const BlockGraph *g, Blk *b)
 {
@@ -258,7 +277,7 @@ compute_us(const Profile *p, const BlockGraph *g, Blk *b)
 		for (Val v = b->node; v < mm2; v++)
 			causal = causal || (f->ins[v].group == b->node && f->ins[v].op == OP_CAUSAL);
 		flops = 4 * rows * sk * d / b->nindex * (causal ? 0.5 : 1);
-		t = flops / (p->matmul_tflops[o->ty.dt] * 1e6);
+		t = flops / (p->matmul_tflops[o->ty.dt] * 1e6) + attn_exp_us(p, flops / (4 * d));
 	} else if (an->op == OP_MATMUL) {
 		const Type *ta = &f->ins[an->arg[0]].ty;
 		double k = (double)ty_local_dim(ta, ta->rank - 1, f->nranks);
