@@ -1548,9 +1548,10 @@ attn_wide(Low *L, Val mm2, const int *bl, int nb, const PtxAttnSpec *s)
  * (PtxAttnSpec.bn; FlashAttention-3's tile at d = 128 without a mask)
  * where that adds at most 1/16 to the keys each entry reads over 128-key
  * tiles', else 128.  On one H100, the two interleaved in one process
- * (bench/results/2026-12-07-pingpong-h100.md): 2.7-3 % faster at
- * 32x2048x128, 2-3 % causal at 32x8192x128 (in 7 runs of 8), 2-2.5 %
- * causal at 16x8192x64 and at 16x4096x64. */
+ * (bench/results/2026-12-07-pingpong-h100.md, every pair of the
+ * session): 2.4-3.8 % faster at 32x2048x128, 1.5-3.5 % causal at
+ * 16x8192x64, 0.1-3.2 % at 16x4096x64, and causal at 32x8192x128 faster
+ * in 11 pairs of 12 (by 0.2-3.2 %; 0.2 % slower in the other). */
 static int
 attn_keys(const PtxAttnSpec *s)
 {
