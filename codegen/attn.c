@@ -900,7 +900,9 @@ aw_producer(At *a, const Aw *w)
 	ptx_emit(p, "@%s bra $L%d;", R(q), nokv);
 	if (w->lag) {
 		aw_feed_lag(p, w, &fk, &fv, t, nkt);
-	} else { /* K and V of tile t together, once the stage's V is given back */
+	} else { /* K and V of tile t together, once the stage's V is given back
+		  * (written out, not two aw_feed: its registers keep the PTX the
+		  * one ring's measured kernel had, byte for byte) */
 		ptx_place(p, kloop);
 		ptx_emit(p, "xor.b32 %s, %s, 1;", R(ph), R(phase));
 		aw_bar(p, w, bar, AWB_EMPTYV, stage);
