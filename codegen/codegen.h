@@ -399,6 +399,7 @@ int ptx_attn_rows(const PtxAttnSpec *s);                       /* query rows of 
 const char *ptx_prog_parse(PtxEwProg *p, const char *text);
 void ptx_prog_print(Buf *b, const PtxEwProg *p);
 bool ptx_prog_uses(const PtxEwProg *p, int op, int a); /* a < 0: any */
+bool ptx_prog_sfu(const PtxEwProg *p);                /* calls exp, tanh, sigmoid.. (OF_SFU) */
 /* Evaluates every instruction; in[i] is input i at the element, stage[s]
  * the stage results; returns the value of instruction v in val[v]. */
 void ptx_prog_eval(const PtxEwProg *p, const DType *indt, const double *in, double acc,

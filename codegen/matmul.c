@@ -125,10 +125,11 @@ static const struct {
 	{"wg128x64x64s8", 0.40},
 };
 
-#define ONE_WAVE_TILE "wg128x256x64s4"
+#define DEEP_TILE "wg128x256x64s4"
 enum {
-	ONE_WAVE_MIN_KT = 16, /* k tiles: a short loop gains nothing from a deeper ring */
-	ONE_WAVE_FULL = 7,    /* eighths of the SMs the wave must hold */
+	DEEP_MIN_KT = 16,   /* k tiles: a short loop gains nothing from a deeper ring */
+	DEEP_FULL = 7,      /* eighths of the SMs the first wave must hold */
+	DEEP_SFU_WAVES = 8, /* the most waves it takes with an epilogue of exps (ptx_prog_sfu) */
 };
 
 static int64_t
@@ -137,32 +138,40 @@ tiles_of(const PtxMatmulSpec *s, const PtxTile *t)
 	return ceil_div(s->m, t->bm) * ceil_div(s->n, t->bn) * (s->batch > 0 ? s->batch : 1);
 }
 
-/* The wide tile with a 4-deep ring where its grid is one full wave: each
- * CTA runs one entry, and with every SM loading at once a deeper ring
- * hides the longer waits for L2 and HBM.  Its ring leaves room for half the
- * output tile, whose two-part epilogue, exposed once a CTA, costs more
- * than the ring gains where fewer CTAs share the bandwidth.  perf-ab
- * interleaved on one H100 (bench/results/2026-12-06-ring-h100.md), 4
- * stages against 3: 512x8192x4096 (128 tiles on 132 SMs) 1.015-1.018x,
- * with a bias 1.008x; 384x16384x4096 (96 tiles) 1.004x; 512x4096x8192 (64
- * tiles) 0.983x; 1024 rows and up (two waves or more) 0.975-0.994x.  So a
- * wave at least ONE_WAVE_FULL eighths full and an output it stages (stored
- * from registers the 4-stage tile was 10-20% slower); not where an input
- * of the output's shape would be read through the staged tile
- * (wg_src_plan), nor on a short k, nor for a routed (pushed) matmul, whose
- * stores through the owners' maps were checked on the 3-stage tile only. */
+/* The wide tile with a 4-deep ring where its grid is one full wave, or
+ * up to DEEP_SFU_WAVES waves for an epilogue of exps (GELU's sigmoid,
+ * SiLU).  One wave: each CTA runs one entry, and with every SM loading at
+ * once a deeper ring hides the longer waits for L2 and HBM.  Its ring
+ * leaves room for half the output tile, whose two-part epilogue, exposed
+ * once a CTA, costs more than the ring gains where fewer CTAs share the
+ * bandwidth.  perf-ab interleaved on one H100
+ * (bench/results/2026-12-06-ring-h100.md), 4 stages against 3:
+ * 512x8192x4096 (128 tiles on 132 SMs) 1.015-1.018x, with a bias 1.008x;
+ * 384x16384x4096 (96 tiles) 1.004x; 512x4096x8192 (64 tiles) 0.983x; 1024
+ * rows and up (two waves or more) 0.975-0.994x, with a bias 0.97-0.99x.
+ * With bias + GELU, whose epilogue is bound by the special-function units
+ * and leaves the tensor cores idle longer, the fourth stage pays over more
+ * waves: at 512 / 1024 / 2048 / 4096 / 8192 x 8192 x 4096 (1, 2, 3.9,
+ * 7.8, 15.5 waves) 1.044 / 1.024 / 1.018 / 1.009 / 0.998x
+ * (bench/results/2026-12-07-parts-h100.md).  So a first wave at least
+ * DEEP_FULL eighths full, and an output it stages (stored from registers
+ * the 4-stage tile was 10-20% slower); not where an input of the output's
+ * shape would be read through the staged tile (wg_src_plan), nor on a
+ * short k, nor for a routed (pushed) matmul, whose stores through the
+ * owners' maps were checked on the 3-stage tile only; nor where a last
+ * wave at most half full is stream-K's to cut (ptx_matmul_streamk). */
 static int
-one_wave_tile(const PtxMatmulSpec *s, int tile, int sms)
+deep_tile(const PtxMatmulSpec *s, int tile, int sms)
 {
 	PtxMatmulSpec w = *s;
-	int64_t n = tiles_of(s, &ptx_tiles[tile]);
-	if (s->route || n > sms || n * 8 < (int64_t)sms * ONE_WAVE_FULL ||
-	    ceil_div(s->k, ptx_tiles[tile].bk) < ONE_WAVE_MIN_KT || !ptx_matmul_out_stageable(s))
+	int64_t n = tiles_of(s, &ptx_tiles[tile]), waves = ptx_prog_sfu(&s->epi) ? DEEP_SFU_WAVES : 1;
+	if (s->route || n > sms * waves || n * 8 < (int64_t)sms * DEEP_FULL || (n > sms && n % sms * 2 <= sms) ||
+	    ceil_div(s->k, ptx_tiles[tile].bk) < DEEP_MIN_KT || !ptx_matmul_out_stageable(s))
 		return tile;
 	for (int i = 0; i < s->nin; i++)
 		if (s->in[i].stride[1] != 0) /* rows that differ: a residual's */
 			return tile;
-	w.tile = ptx_tile_byname(ONE_WAVE_TILE);
+	w.tile = ptx_tile_byname(DEEP_TILE);
 	return w.tile >= 0 && ptx_tiles[w.tile].bm == ptx_tiles[tile].bm && ptx_tiles[w.tile].bn == ptx_tiles[tile].bn &&
 	               !ptx_matmul_check(&w)
 	           ? w.tile
@@ -174,7 +183,7 @@ one_wave_tile(const PtxMatmulSpec *s, int tile, int sms)
  * wide one on a tie).  Small M is the case: 128x8192x4096 is 32 wide tiles
  * on 132 SMs (0.0472 ms on an H100), 64 of 128 x 128 (0.0312) and 128 of
  * 128 x 64 (0.0285); at 512x8192x4096 the wide tile's one wave wins
- * (0.0487 against 0.0510 and 0.0631), on its 4-deep ring (one_wave_tile).
+ * (0.0487 against 0.0510 and 0.0631), on its 4-deep ring (deep_tile).
  * sms <= 0: the default alone. */
 int
 ptx_matmul_shape_tile(const PtxMatmulSpec *s, int sms)
@@ -194,7 +203,7 @@ ptx_matmul_shape_tile(const PtxMatmulSpec *s, int sms)
 		if (c < best_cost)
 			best = w.tile, best_cost = c;
 	}
-	return best == def ? one_wave_tile(s, def, sms) : best;
+	return best == def ? deep_tile(s, def, sms) : best;
 }
 
 /* The stream-K form of s->tile (PtxTile.streamk: the same tile, its last

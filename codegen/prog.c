@@ -129,6 +129,15 @@ ptx_prog_uses(const PtxEwProg *p, int op, int a)
 	return false;
 }
 
+bool
+ptx_prog_sfu(const PtxEwProg *p)
+{
+	for (int i = 0; i < p->nins; i++)
+		if (p->ins[i].op < OP_COUNT && ir_ops[p->ins[i].op].flags & OF_SFU)
+			return true;
+	return false;
+}
+
 static double
 eval1(int op, double a)
 {
