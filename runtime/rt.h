@@ -123,6 +123,22 @@ int rt_range_in(uint64_t base, size_t size, uint64_t p, size_t bytes);
  * (NULL or empty: the driver's 8); SYN_EUNSUPPORTED and why in err when
  * not (rt_world.c check_queues). */
 int rt_queue_check(int rank, int share, int dev, const char *conns, char *err, size_t n);
+
+/* An operator call in the context's log: items name theirs by index. */
+typedef struct RtOp {
+	char name[32];
+	uint64_t epoch;
+	int anchor; /* index into ctx->anchors, -1 without tracing */
+} RtOp;
+enum { RT_OPS_COMPACT = 4096 }; /* ops logged before the log's oldest is looked at */
+/* The log's ops before `first` (the oldest any logged item or the current
+ * op names) are dropped and the rest renumbered, *nops and *cur_op with
+ * them, once there are RT_OPS_COMPACT or more and at least half can go;
+ * returns the shift every logged item's op index then takes (0: nothing
+ * dropped).  The log is emptied only when every item has finished, which
+ * a launcher that keeps ahead of the GPU never sees: the ops grew by one a
+ * call for as long as the process ran (rt_clock.c rt_harvest). */
+int rt_ops_compact(RtOp *ops, int *nops, int *cur_op, int first);
 /* What a context knows of its levels, for syn_check_topo. */
 typedef struct RtLevels {
 	int nranks;
@@ -223,12 +239,6 @@ typedef struct RtItem {
 	int complete;
 	uint64_t enq_ns;
 } RtItem;
-
-typedef struct RtOp {
-	char name[32];
-	uint64_t epoch;
-	int anchor; /* index into ctx->anchors, -1 without tracing */
-} RtOp;
 
 /* %globaltimer stamped between two events on the ctl stream: maps event
  * times onto the GPU clock. */

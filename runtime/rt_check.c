@@ -7,6 +7,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+int
+rt_ops_compact(RtOp *ops, int *nops, int *cur_op, int first)
+{
+	if (*cur_op >= 0 && *cur_op < first)
+		first = *cur_op;
+	if (*nops < RT_OPS_COMPACT || first <= 0 || first > *nops || first * 2 < *nops)
+		return 0;
+	memmove(ops, ops + first, sizeof *ops * (size_t)(*nops - first));
+	*nops -= first;
+	if (*cur_op >= 0)
+		*cur_op -= first;
+	return first;
+}
+
 static size_t
 shape_str(char *out, size_t n, CommDType dt, int rank, const int64_t *dims)
 {

@@ -195,6 +195,28 @@ harvest_blocks(syn_ctx *c)
 	c->tused = 0;
 }
 
+/* The ops no item of the log names any more, once they are many
+ * (rt_ops_compact): items are logged in order, each naming the op then
+ * current, so the oldest op named is the first item's that names one.
+ * Not while tracing: the trace's anchors are numbered with the ops'. */
+static void
+drop_ops(syn_ctx *c)
+{
+	int first = c->nops, d;
+	if (c->trace || c->nops < RT_OPS_COMPACT)
+		return;
+	for (int i = 0; i < c->nitems; i++)
+		if (c->items[i].op >= 0) {
+			first = c->items[i].op;
+			break;
+		}
+	if (!(d = rt_ops_compact(c->ops, &c->nops, &c->cur_op, first)))
+		return;
+	for (int i = 0; i < c->nitems; i++)
+		if (c->items[i].op >= 0)
+			c->items[i].op -= d;
+}
+
 /* Drop the finished prefix of the log, turning it into trace events.
  * While its oldest item runs, one query says so (a launcher far ahead of
  * the GPU calls this each op once the log passes LOG_COMPACT); else the
@@ -223,8 +245,10 @@ rt_harvest(syn_ctx *c)
 	memmove(c->items, c->items + k, sizeof *c->items * (size_t)(c->nitems - k));
 	c->nitems -= k;
 	c->first_pending = c->first_pending > k ? c->first_pending - k : 0;
-	if (c->nitems || c->in_op)
+	if (c->nitems || c->in_op) {
+		drop_ops(c);
 		return SYN_OK;
+	}
 	if (c->trace)
 		harvest_blocks(c);
 	c->nops = c->nanchors = 0;

@@ -527,6 +527,40 @@ t_ranges(void)
 	printf("check: half-open buffer lookups\n");
 }
 
+/* The log's ops (rt_ops_compact): a launcher that keeps ahead of the GPU
+ * never empties the log, and its ops are dropped once the oldest item
+ * names one far enough on -- never one an item or the current op names. */
+static void
+t_ops(void)
+{
+	enum { N = 3 * RT_OPS_COMPACT };
+	RtOp *ops = calloc(N, sizeof *ops);
+	int nops, cur, d;
+	for (int i = 0; i < N; i++)
+		snprintf(ops[i].name, sizeof ops[i].name, "op%d", i), ops[i].epoch = (uint64_t)i + 1;
+	nops = RT_OPS_COMPACT - 1, cur = nops - 1;
+	EXPECT(rt_ops_compact(ops, &nops, &cur, nops - 2) == 0 && nops == RT_OPS_COMPACT - 1,
+	       "fewer than RT_OPS_COMPACT ops stay");
+	nops = N, cur = N - 1;
+	EXPECT(rt_ops_compact(ops, &nops, &cur, N / 2 - 1) == 0 && nops == N, "less than half named by nothing: kept");
+	EXPECT(rt_ops_compact(ops, &nops, &cur, 0) == 0 && nops == N, "the first op named: nothing to drop");
+	cur = 100;
+	EXPECT(rt_ops_compact(ops, &nops, &cur, N - 5) == 0 && nops == N, "the current op is named too");
+	cur = N - 1;
+	d = rt_ops_compact(ops, &nops, &cur, N - 10);
+	EXPECT(d == N - 10 && nops == 10 && cur == 9, "dropped %d, %d left, current %d", d, nops, cur);
+	for (int i = 0; i < nops; i++) {
+		char want[32];
+		snprintf(want, sizeof want, "op%d", N - 10 + i);
+		EXPECT(!strcmp(ops[i].name, want) && ops[i].epoch == (uint64_t)(N - 10 + i) + 1,
+		       "op %d after the drop: %s, epoch %llu (want %s)", i, ops[i].name, (unsigned long long)ops[i].epoch, want);
+	}
+	nops = N, cur = -1;
+	EXPECT(rt_ops_compact(ops, &nops, &cur, N) == N && nops == 0 && cur == -1, "no op named: all go");
+	free(ops);
+	printf("check: the log's ops dropped once no item names them\n");
+}
+
 /* A launcher of another contract is refused by name, before it reads its
  * state (syn_abi_check). */
 static void
@@ -1189,6 +1223,7 @@ main(int argc, char **argv)
 		t_ranges();
 		t_abi();
 		t_queues();
+		t_ops();
 	}
 	else if (!strcmp(what, "plan")) {
 		t_plan();
