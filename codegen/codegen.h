@@ -250,8 +250,9 @@ typedef struct PtxRowsSpec {
 	                                   default (rows.c SPLIT_HEADS) */
 	int prefetch;                   /* CTA mode: the next row of in0 copied into shared memory by
 	                                   one bulk copy while this row is reduced and stored (rows.c
-	                                   cta_prefetch): 1 = where it fits (flagless kernels), 0 = never
-	                                   (the default: measured no faster, some shapes slower) */
+	                                   cta_prefetch): 1 = where it fits (flagless kernels), 0 = there
+	                                   on peeled rows that read no input every row shares (the
+	                                   default), -1 = never */
 	int weights_smem;               /* CTA mode: the inputs every row shares (a norm's weight and
 	                                   bias) copied into shared memory once, at the kernel's start,
 	                                   and read there by every row (rows.c wsm_plan): 0 = where a

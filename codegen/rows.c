@@ -2837,7 +2837,13 @@ stage_vec(Rows *r, int u, Reg col, void *arg)
  * row's head is inside the span) and nothing past the row's last whole
  * vector is read: the tail's and head's elements, and rows misaligned
  * unlike in0 (peel_guard), still read global memory.  Flagless kernels
- * only: a row's input must not be waited for. */
+ * only: a row's input must not be waited for.  By default (prefetch 0)
+ * on peeled rows held by a CTA of 1024 threads, alone on its SM, of a
+ * program that reads no input every row shares (a softmax): on an H100 softmax at 1024 x 50257 took 0.0835-0.0837 ms
+ * against 0.0845-0.0849, where at the same width rmsnorm and layernorm
+ * (their weights then read through L1: the buffer leaves the copies no
+ * room) and every aligned width lost 1-14% (gpu-kernels perf-pf,
+ * bench/results/2026-12-07-rowpf-h100.md). */
 enum { PF_SMEM_MAX = 227 * 1024, PF_BAR = 0, PF_BUF = 128 };
 
 static int64_t
@@ -2861,7 +2867,11 @@ cta_prefetch(const Rows *r)
 	 * by then, others only where rows are whole 16-byte multiples (vectors
 	 * under 16 bytes otherwise run past it: review of 2026-12-06) */
 	bool whole = r->peel || ((s->len * size) % 16 == 0 && (s->in[0].stride[0] * size) % 16 == 0);
-	return r->cta && r->cached && s->flagless && s->prefetch > 0 && s->nstage > 0 && streamed(&s->in[0]) &&
+	bool want = s->prefetch > 0 || (s->prefetch == 0 && r->peel && r->T >= 1024);
+	for (int i = 0; i < s->nin && s->prefetch == 0; i++)
+		if (s->in[i].stride[0] == 0 && used_anywhere(r, i)) /* shared by every row */
+			want = false;
+	return r->cta && r->cached && s->flagless && want && s->nstage > 0 && streamed(&s->in[0]) &&
 	       used_anywhere(r, 0) && whole && pf_smem_at(s) + PF_BUF + pf_bytes(s) <= PF_SMEM_MAX;
 }
 

@@ -12,7 +12,7 @@
  *                 [--causal K]  (outputs -inf past diagonal K of the last two dims)
  *   ptxgen rows   --rows R --len L --in T:Sr,Sc --out T:Sr,Sc
  *                 --stage RED[:PRE[:POST[:OUT]]]... [--map PROG] [--rows-per-block N] [--cluster N] [--group N]
- *                 [--online -1|0|1] [--flagless 0|1] [--prefetch 0|1] [--cache-ends -1|0] [--l1-stream -1|0|1]
+ *                 [--online -1|0|1] [--flagless 0|1] [--prefetch -1|0|1] [--cache-ends -1|0] [--l1-stream -1|0|1]
  *                 [--col-cache -1|0|1|2] [--weights-smem -1|0|1] [--split-heads -1|0|1]
  *   ptxgen attn   --heads B --sq N --sk N --d 64|128 [--dtype bf16|f16] [--scale X]
  *                 [--causal K] [--unnorm 1] [--stats 1] [--tma 1] [--softmax 0|1|2] [--bm 128|192] [--bn 128|176|192]
@@ -207,7 +207,7 @@ parse(Args *a, int argc, char **argv)
 		else if (!strcmp(o, "--cluster")) a->rows.cluster = (int)num(v);
 		else if (!strcmp(o, "--group")) a->rows.group = (int)num(v);
 		else if (!strcmp(o, "--online")) a->rows.online = !strcmp(v, "-1") ? -1 : (int)num(v);
-		else if (!strcmp(o, "--prefetch")) a->rows.prefetch = (int)num(v);
+		else if (!strcmp(o, "--prefetch")) a->rows.prefetch = !strcmp(v, "-1") ? -1 : (int)num(v);
 		else if (!strcmp(o, "--col-cache")) a->rows.col_cache = !strcmp(v, "-1") ? -1 : (int)num(v);
 		else if (!strcmp(o, "--cache-ends")) a->rows.cache_ends = !strcmp(v, "-1") ? -1 : (int)num(v);
 		else if (!strcmp(o, "--split-heads")) a->rows.split_heads = !strcmp(v, "-1") ? -1 : (int)num(v);

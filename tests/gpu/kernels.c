@@ -3084,7 +3084,8 @@ perf_rows(void)
 
 /* CTA mode's peeled head and tail elements loaded each time (cache_ends
  * -1), held in registers (rows.c peel_cache, the default), and that with
- * the prefetch of the next row (rows.c cta_prefetch) or with the streamed
+ * the prefetch of the next row (rows.c cta_prefetch; off in the others,
+ * though a peeled softmax has it by default) or with the streamed
  * vectors loaded past L1 (l1_stream), flagless and a row an
  * entry as lower.c makes them, at the shapes bench/p1.py calls: three
  * rounds of the variants one after another, so a drifting clock falls on
@@ -3105,7 +3106,7 @@ perf_pf(void)
 				s.rows_per_block = 1;
 				s.flagless = true;
 				s.cache_ends = v == 0 ? -1 : 0;
-				s.prefetch = v == 2;
+				s.prefetch = v == 2 ? 1 : -1; /* on or off, whatever rows.c's default */
 				s.l1_stream = v == 3 ? 1 : v == 4 ? -1 : 0;
 				perf_row_kernel(sz[i].op, name[v], &s);
 			}
@@ -3129,7 +3130,7 @@ perf_cta(void)
 		int T, min;
 		bool flagless;
 		int pf;
-	} v[] = {{0, 0, false, 0}, {0, 0, true, 0}, {0, 0, true, 1}, {256, 8, true, 0}, {512, 4, true, 0}};
+	} v[] = {{0, 0, false, -1}, {0, 0, true, -1}, {0, 0, true, 1}, {256, 8, true, -1}, {512, 4, true, -1}};
 	const char *only = getenv("PERF_CTA_OPS");
 	for (size_t i = 0; i < NELEM(sz); i++) {
 		if (only && !strstr(only, sz[i].op))
@@ -3145,7 +3146,7 @@ perf_cta(void)
 			s.flagless = v[j].flagless;
 			s.prefetch = v[j].pf;
 			snprintf(name, sizeof name, "T %d min %d%s%s", v[j].T, v[j].min, v[j].flagless ? " flagless" : "",
-			         v[j].flagless && v[j].pf ? " prefetch" : "");
+			         v[j].flagless && v[j].pf > 0 ? " prefetch" : "");
 			perf_row_kernel(sz[i].op, name, &s);
 		}
 	}
