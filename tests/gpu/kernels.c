@@ -3167,7 +3167,9 @@ static int env_ints(const char *name, const char *dflt, int *v, int max);
  * weights exceed its default bound).
  * Three rounds of the variants one after another (compare medians);
  * PERF_GRID_ONLY ("layernorm 1024x50257") one shape, one round;
- * PERF_GRID_V the variants (default all: 0-7 as `name` lists them). */
+ * PERF_GRID_V the variants (default all: 0-7 as `name` lists them);
+ * PERF_GRID_L1 the streamed loads' L1 policy for all (PtxRowsSpec.l1_stream:
+ * 0 rows.c's, 1 past L1, -1 through it). */
 static void
 perf_grid(void)
 {
@@ -3179,7 +3181,7 @@ perf_grid(void)
 	                                   "weights via L1", "weights in smem forced", "heads not split",
 	                                   "wide, weights in smem forced"};
 	const char *only = getenv("PERF_GRID_ONLY");
-	int vs[8], nv = env_ints("PERF_GRID_V", "0,1,2,3,4,5,6,7", vs, 8);
+	int vs[8], nv = env_ints("PERF_GRID_V", "0,1,2,3,4,5,6,7", vs, 8), l1 = 0;
 	RowShape one[1];
 	const RowShape *list = sz;
 	size_t nlist = NELEM(sz);
@@ -3200,6 +3202,7 @@ perf_grid(void)
 		list = one;
 		nlist = 1;
 	}
+	env_ints("PERF_GRID_L1", "0", &l1, 1);
 	for (size_t i = 0; i < nlist; i++)
 		for (int round = 0; round < (only ? 1 : 3); round++)
 			for (int k = 0; k < nv; k++) {
@@ -3219,6 +3222,7 @@ perf_grid(void)
 				s.cta_min = v == 2 || v == 3 ? 4 : 0;
 				s.weights_smem = v == 4 ? -1 : v == 5 || v == 7 ? 1 : 0;
 				s.split_heads = v == 6 ? -1 : 0;
+				s.l1_stream = l1;
 				perf_full_grid = v == 1 || v == 3;
 				perf_row_kernel(list[i].op, name[v], &s);
 				perf_full_grid = false;
