@@ -362,7 +362,7 @@ struct syn_ctx {
 	RtSym **sym;
 	int nsym;
 	/* per-context state of generated launchers (syn_state) */
-	struct { char key[64]; void *p; } *state;
+	struct { char key[128]; void *p; } *state; /* a launcher's key: "syncc:OP#FILE" (codegen/host.c) */
 	int nstate;
 	RtModule *mods;
 	int nmods;

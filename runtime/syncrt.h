@@ -152,7 +152,15 @@ enum {
  * { site << 32 | block, %globaltimer at start, at end, %smid }. */
 enum { SYN_TRACE_RECORD_BYTES = 32 };
 
-/* ---- contexts ---- */
+/* ---- contexts ----
+ * One context can run the launchers of several compiled files: each op
+ * keeps its state under its name and its file's kernels ("syncc:OP#FILE",
+ * syn_state), so an op of one name compiled at two sizes keeps two.  But
+ * each file numbers its ops' flags from 0: the ops of more than one rank
+ * from two files would share flags, so give each such file a context of
+ * its own (python/syncc makes one per loaded file; syncrun --tune
+ * compiles each candidate with a flag range of its own).  At P = 1 no op
+ * has flags. */
 int syn_init(syn_ctx **c, const syn_opts *o);
 int syn_init_local(int ndev, syn_ctx **cs, const syn_opts *o);
 int syn_run_local(syn_ctx **cs, int n, int (*fn)(syn_ctx *c, void *arg), void *arg);

@@ -723,6 +723,24 @@ def tests(syncc, run, Fail):
                    not os.path.exists(os.path.join(d, "nowhere.ir")), "-o a link to nothing: refused, exit 1", out, err)
             expect(sorted(os.listdir(d)) == ["dangling", "link", "target.ir"], "no temporary left", out, err)
 
+    def t_state_keys():
+        # an op's state in its context is keyed by its name and its file's
+        # kernels (codegen/host.c emit_op): one context can run an op of the
+        # same name from two compiled files (a stdlib op at two sizes)
+        # without the second launching from the first's tables
+        src = b"use nn;\nparam M = 64, N = 1024;\nop f(x: bf16[M, N], g: bf16[N]) -> bf16[M, N] { return rmsnorm(x, g); }\n"
+
+        def key(*defs):
+            args = [syncc, "-", "--emit=host", "-o", "-"]
+            for d in defs:
+                args += ["-D", d]
+            rc, out, err = run(args, stdin=src)
+            m = re.findall(r'syn_state\(ctx, "(syncc:f#[0-9a-f]{16})"', out)
+            expect(rc == 0 and len(m) == 1, "one state key of the form syncc:OP#FILE: %r" % m, out, err)
+            return m[0]
+        a, b = key(), key("M=128")
+        expect(a == key() and a != b, "the same for the same kernels, another for another size: %s %s" % (a, b))
+
     def t_output_is_input():
         with tempfile.TemporaryDirectory() as d:
             main, lib = os.path.join(d, "main.syn"), os.path.join(d, "lib.syn")
