@@ -2839,10 +2839,11 @@ stage_vec(Rows *r, int u, Reg col, void *arg)
  * unlike in0 (peel_guard), still read global memory.  Flagless kernels
  * only: a row's input must not be waited for.  By default (prefetch 0)
  * on peeled rows held by a CTA of 1024 threads, alone on its SM, of a
- * program that reads no input every row shares (a softmax): on an H100 softmax at 1024 x 50257 took 0.0835-0.0837 ms
- * against 0.0845-0.0849, where at the same width rmsnorm and layernorm
- * (their weights then read through L1: the buffer leaves the copies no
- * room) and every aligned width lost 1-14% (gpu-kernels perf-pf,
+ * program that reads no input every row shares (a softmax): on an H100
+ * softmax at 1024 x 50257 took 0.0835-0.0837 ms against 0.0845-0.0849,
+ * where at the same width rmsnorm and layernorm (their weights then read
+ * through L1: the buffer leaves their copies no room) and every aligned
+ * width lost 1-14% (gpu-kernels perf-pf,
  * bench/results/2026-12-07-rowpf-h100.md). */
 enum { PF_SMEM_MAX = 227 * 1024, PF_BAR = 0, PF_BUF = 128 };
 

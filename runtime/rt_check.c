@@ -1,6 +1,8 @@
-/* runtime/rt_check.c -- checks that need no GPU: a tensor argument against
- * the op's signature (the message names the argument), and a chunk against
- * what the CommChunk contract in comm.h allows. */
+/* runtime/rt_check.c -- what needs no GPU: a tensor argument checked
+ * against the op's signature (the message names the argument), a chunk
+ * against what the CommChunk contract in comm.h allows, and the call log's
+ * rule for dropping the ops no item names (rt_ops_compact), so the CPU
+ * tests reach them. */
 #include "rt.h"
 
 #include <stdio.h>

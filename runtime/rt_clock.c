@@ -198,12 +198,13 @@ harvest_blocks(syn_ctx *c)
 /* The ops no item of the log names any more, once they are many
  * (rt_ops_compact): items are logged in order, each naming the op then
  * current, so the oldest op named is the first item's that names one.
- * Not while tracing: the trace's anchors are numbered with the ops'. */
+ * A trace's anchors move with their ops (RtOp.anchor), and the items that
+ * named the dropped ops became trace events before (rt_harvest). */
 static void
 drop_ops(syn_ctx *c)
 {
 	int first = c->nops, d;
-	if (c->trace || c->nops < RT_OPS_COMPACT)
+	if (c->nops < RT_OPS_COMPACT)
 		return;
 	for (int i = 0; i < c->nitems; i++)
 		if (c->items[i].op >= 0) {
