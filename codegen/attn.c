@@ -779,11 +779,13 @@ aw_entry(Ptx *p, const PtxAttnSpec *s, Reg m0, Reg nkt)
 }
 
 /* One tile of nbox TMA boxes {64 d, rows} of tensor map tm at row r0 of
- * head z into shared memory at dst, on barrier bar. */
+ * head z into shared memory at dst, on barrier bar, armed with the tile's
+ * bytes first (st: the arrival's state). */
 static void
-aw_load(Ptx *p, const Aw *w, Reg tm, Reg dst, Reg r0, Reg bar, int rows)
+aw_load(Ptx *p, const Aw *w, Reg tm, Reg dst, Reg r0, Reg bar, int rows, Reg st)
 {
 	Reg d = ptx_reg(p, RC_B32), c = ptx_reg(p, RC_B32);
+	ptx_emit(p, "mbarrier.arrive.expect_tx.shared::cta.b64 %s, [%s], %d;", R(st), R(bar), w->nbox * rows * 128);
 	for (int b = 0; b < w->nbox; b++) {
 		ptx_emit(p, "add.u32 %s, %s, %d;", R(d), R(dst), b * rows * 128);
 		ptx_emit(p, "mov.u32 %s, %d;", R(c), b * AW_BOX);
@@ -815,8 +817,7 @@ aw_feed(Ptx *p, const Aw *w, AwFeed *f, Reg t)
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(dst), R(dst), w->qbytes + f->off);
 	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(r0), R(t), w->bn);
 	aw_bar(p, w, bar, f->full, f->stage);
-	ptx_emit(p, "mbarrier.arrive.expect_tx.shared::cta.b64 %s, [%s], %d;", R(st), R(bar), w->kvbytes);
-	aw_load(p, w, f->tm, dst, r0, bar, w->bn);
+	aw_load(p, w, f->tm, dst, r0, bar, w->bn, st);
 	aw_next(p, w, f->stage, f->phase);
 }
 
@@ -893,8 +894,7 @@ aw_producer(At *a, const Aw *w)
 	aw_bar(p, w, bar, AWB_EMPTYQ, -1);
 	ptx_mbar_wait(p, bar, ph);
 	aw_bar(p, w, bar, AWB_FULLQ, -1);
-	ptx_emit(p, "mbarrier.arrive.expect_tx.shared::cta.b64 %s, [%s], %d;", R(st), R(bar), w->qbytes);
-	aw_load(p, w, tm[0], w->base, m0, bar, w->bm);
+	aw_load(p, w, tm[0], w->base, m0, bar, w->bm, st);
 	ptx_emit(p, "mov.u32 %s, 0;", R(t));
 	ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(q), R(nkt));
 	ptx_emit(p, "@%s bra $L%d;", R(q), nokv);
@@ -911,12 +911,10 @@ aw_producer(At *a, const Aw *w)
 		ptx_emit(p, "add.u32 %s, %s, %d;", R(dst), R(dst), w->qbytes);
 		ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(r0), R(t), w->bn);
 		aw_bar(p, w, bar, AWB_FULLK, stage);
-		ptx_emit(p, "mbarrier.arrive.expect_tx.shared::cta.b64 %s, [%s], %d;", R(st), R(bar), w->kvbytes);
-		aw_load(p, w, tm[1], dst, r0, bar, w->bn);
+		aw_load(p, w, tm[1], dst, r0, bar, w->bn, st);
 		ptx_emit(p, "add.u32 %s, %s, %d;", R(dst), R(dst), w->kvbytes);
 		aw_bar(p, w, bar, AWB_FULLV, stage);
-		ptx_emit(p, "mbarrier.arrive.expect_tx.shared::cta.b64 %s, [%s], %d;", R(st), R(bar), w->kvbytes);
-		aw_load(p, w, tm[2], dst, r0, bar, w->bn);
+		aw_load(p, w, tm[2], dst, r0, bar, w->bn, st);
 		aw_next(p, w, stage, phase);
 		ptx_emit(p, "add.u32 %s, %s, 1;", R(t), R(t));
 		ptx_emit(p, "setp.lt.u32 %s, %s, %s;", R(q), R(t), R(nkt));

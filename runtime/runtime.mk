@@ -100,7 +100,7 @@ libsyncrt.so: $(RT_CPU_OBJ) $(RT_GPU_OBJ)
 $(BUILD)/rt/rt_linkcheck: tests/rt/rt_linkcheck.c libsyncrt.a $(RT_HDRS)
 	$(CC) $(RT_CFLAGS) -o $@ tests/rt/rt_linkcheck.c libsyncrt.a $(RT_LDLIBS)
 
-$(BUILD)/rt/rt_test: tests/gpu/rt_test.c libsyncrt.a $(RT_HDRS)
+$(BUILD)/rt/rt_test: tests/gpu/rt_test.c tests/gpu/bf16.h libsyncrt.a $(RT_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(RT_CFLAGS) -o $@ tests/gpu/rt_test.c libsyncrt.a $(RT_LDLIBS)
 

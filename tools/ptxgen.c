@@ -50,6 +50,13 @@ num(const char *s)
 	return v;
 }
 
+/* A setting whose -1 turns it off (0: the default): -1, or a number. */
+static int
+setting(const char *s)
+{
+	return !strcmp(s, "-1") ? -1 : (int)num(s);
+}
+
 /* "a,b,c" -> up to n numbers */
 static int
 nums(const char *s, int64_t *v, int n)
@@ -166,8 +173,8 @@ parse(Args *a, int argc, char **argv)
 		else if (!strcmp(o, "--ldb")) a->mm.ldb = num(v);
 		else if (!strcmp(o, "--bt")) a->mm.bt = num(v) != 0;
 		else if (!strcmp(o, "--route")) a->mm.route = (int)num(v);
-		else if (!strcmp(o, "--src-smem")) a->mm.src_smem = !strcmp(v, "-1") ? -1 : (int)num(v);
-		else if (!strcmp(o, "--l2-first")) a->mm.l2_first = !strcmp(v, "-1") ? -1 : (int)num(v);
+		else if (!strcmp(o, "--src-smem")) a->mm.src_smem = setting(v);
+		else if (!strcmp(o, "--l2-first")) a->mm.l2_first = setting(v);
 		else if (!strcmp(o, "--dtype")) a->mm.ab = dtype(v);
 		else if (!strcmp(o, "--out-dtype")) a->out_dt = dtype(v);
 		else if (!strcmp(o, "--tile")) {
@@ -200,19 +207,19 @@ parse(Args *a, int argc, char **argv)
 		else if (!strcmp(o, "--softmax")) a->at.softmax = (int)num(v);
 		else if (!strcmp(o, "--bm")) a->at.bm = (int)num(v);
 		else if (!strcmp(o, "--bn")) a->at.bn = (int)num(v);
-		else if (!strcmp(o, "--pingpong")) a->at.pingpong = !strcmp(v, "-1") ? -1 : (int)num(v);
+		else if (!strcmp(o, "--pingpong")) a->at.pingpong = setting(v);
 		else if (!strcmp(o, "--rows")) a->rows.rows = num(v);
 		else if (!strcmp(o, "--len")) a->rows.len = num(v);
 		else if (!strcmp(o, "--rows-per-block")) a->rows.rows_per_block = (int)num(v);
 		else if (!strcmp(o, "--cluster")) a->rows.cluster = (int)num(v);
 		else if (!strcmp(o, "--group")) a->rows.group = (int)num(v);
-		else if (!strcmp(o, "--online")) a->rows.online = !strcmp(v, "-1") ? -1 : (int)num(v);
-		else if (!strcmp(o, "--prefetch")) a->rows.prefetch = !strcmp(v, "-1") ? -1 : (int)num(v);
-		else if (!strcmp(o, "--col-cache")) a->rows.col_cache = !strcmp(v, "-1") ? -1 : (int)num(v);
-		else if (!strcmp(o, "--cache-ends")) a->rows.cache_ends = !strcmp(v, "-1") ? -1 : (int)num(v);
-		else if (!strcmp(o, "--split-heads")) a->rows.split_heads = !strcmp(v, "-1") ? -1 : (int)num(v);
-		else if (!strcmp(o, "--l1-stream")) a->rows.l1_stream = !strcmp(v, "-1") ? -1 : (int)num(v);
-		else if (!strcmp(o, "--weights-smem")) a->rows.weights_smem = !strcmp(v, "-1") ? -1 : (int)num(v);
+		else if (!strcmp(o, "--online")) a->rows.online = setting(v);
+		else if (!strcmp(o, "--prefetch")) a->rows.prefetch = setting(v);
+		else if (!strcmp(o, "--col-cache")) a->rows.col_cache = setting(v);
+		else if (!strcmp(o, "--cache-ends")) a->rows.cache_ends = setting(v);
+		else if (!strcmp(o, "--split-heads")) a->rows.split_heads = setting(v);
+		else if (!strcmp(o, "--l1-stream")) a->rows.l1_stream = setting(v);
+		else if (!strcmp(o, "--weights-smem")) a->rows.weights_smem = setting(v);
 		else if (!strcmp(o, "--flagless")) a->rows.flagless = num(v) != 0;
 		else if (!strcmp(o, "--map")) prog(&a->rows.map, v);
 		else if (!strcmp(o, "--stage")) {

@@ -20,6 +20,7 @@
  * RT_TRACE_OUT=FILE makes colls write the trace there. */
 #define _GNU_SOURCE
 #include "../../runtime/syncrt.h"
+#include "bf16.h"
 
 #include <arpa/inet.h>
 #include <cuda.h>
@@ -93,23 +94,6 @@ mix(uint64_t x)
 	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
 	x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
 	return x ^ (x >> 31);
-}
-
-static uint16_t
-f2bf(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1)) >> 16);
-}
-
-static float
-bf2f(uint16_t h)
-{
-	uint32_t u = (uint32_t)h << 16;
-	float f;
-	memcpy(&f, &u, 4);
-	return f;
 }
 
 /* Small integers (times 1/4 for f32): sums of a few are exact in both. */

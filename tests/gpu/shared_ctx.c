@@ -6,6 +6,7 @@
  * lists (the rows past the first's never written).
  *   shared_ctx A.so MA B.so MB N */
 #include "../../runtime/syncrt.h"
+#include "bf16.h"
 
 #include <dlfcn.h>
 #include <math.h>
@@ -14,23 +15,6 @@
 #include <string.h>
 
 typedef int (*OpFn)(syn_ctx *, const syn_tensor *, const syn_tensor *, syn_tensor *);
-
-static uint16_t
-to_bf16(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
-}
-
-static float
-from_bf16(uint16_t h)
-{
-	uint32_t u = (uint32_t)h << 16;
-	float f;
-	memcpy(&f, &u, 4);
-	return f;
-}
 
 static int
 fail(syn_ctx *c, const char *what, int r)
@@ -50,9 +34,9 @@ run(syn_ctx *c, OpFn f, const char *so, int64_t M, int64_t N, unsigned seed)
 	int r;
 	srand(seed);
 	for (size_t i = 0; i < n; i++)
-		x[i] = to_bf16((float)rand() / RAND_MAX * 4 - 2);
+		x[i] = f2bf((float)rand() / RAND_MAX * 4 - 2);
 	for (int64_t j = 0; j < N; j++)
-		g[j] = to_bf16(0.5f + (float)rand() / RAND_MAX);
+		g[j] = f2bf(0.5f + (float)rand() / RAND_MAX);
 	if ((r = syn_alloc(c, n * 2, &dx)) || (r = syn_alloc(c, (size_t)N * 2, &dg)) || (r = syn_alloc(c, n * 2, &dy)) ||
 	    (r = syn_upload(c, dx, x, n * 2)) || (r = syn_upload(c, dg, g, (size_t)N * 2)))
 		return fail(c, "set-up", r);
@@ -65,10 +49,10 @@ run(syn_ctx *c, OpFn f, const char *so, int64_t M, int64_t N, unsigned seed)
 	for (int64_t i = 0; i < M; i++) {
 		double ss = 0;
 		for (int64_t j = 0; j < N; j++)
-			ss += (double)from_bf16(x[i * N + j]) * from_bf16(x[i * N + j]);
+			ss += (double)bf2f(x[i * N + j]) * bf2f(x[i * N + j]);
 		double inv = 1 / sqrt(ss / (double)N + 1e-5);
 		for (int64_t j = 0; j < N; j++) {
-			double want = from_bf16(x[i * N + j]) * inv * from_bf16(g[j]), got = from_bf16(y[i * N + j]);
+			double want = bf2f(x[i * N + j]) * inv * bf2f(g[j]), got = bf2f(y[i * N + j]);
 			double e = fabs(got - want) / (fabs(want) + 1e-2);
 			if (!(e <= worst))
 				worst = e; /* NaN too */
