@@ -9,7 +9,11 @@ the same tensors.  Per op:
     reference before any time counts (fresh random inputs, the output
     poisoned with NaN first where the op allocates it);
   * back-to-back: the implementations take turns, REPS rounds of BATCH calls
-    each timed with CUDA events (ms per call, median over rounds);
+    each timed with CUDA events (ms per call, median over rounds); BATCH
+    is enough calls for about 1 ms of the slowest implementation (3 to
+    200; --batch N fixes it), so the GPU's start at each batch is a small
+    part of a batch's time (until 2026-12-07: 10 calls, or 3 for the big
+    matmuls);
   * one call at a time: the device synchronised before each call, the call
     timed with events (its launch gap inside) and its host time with
     perf_counter (us from the call to its return: what a user's Python
@@ -24,7 +28,12 @@ the same tensors.  Per op:
     kernels named -- the fair kernel-against-kernel comparison (cuBLAS's
     kernel beside syncc's, each at its own back-to-back pace).
 
-    python3 bench/p1.py [--only NAME,...] [--skip-compile] [--ctypes] [--records N] [--out DIR]
+  * a fused epilogue's plain matmul(s) -- x @ w on the same tensors,
+    through syncc and torch -- take turns with it in the same rounds (and
+    records), so "the epilogue against the plain matmul" compares two ops
+    timed alike; --no-plain leaves them out.
+
+    python3 bench/p1.py [--only NAME,...] [--skip-compile] [--ctypes] [--no-plain] [--records N] [--out DIR]
 
 Writes DIR/p1.json (every number) and DIR/p1.md (the table); DIR defaults to
 $OUT or build/p1-out.  bench/results/ keeps dated copies (docs/bench.md)."""
@@ -93,8 +102,32 @@ def _mm_case(epi, M, N, K):
     }[epi]
     nmm = 2 if epi == "silu_gated" else 1
     byts = 2 * (M * K + nmm * K * N + M * N + (M * N if epi == "residual" else 0))
-    return dict(src=_mm_src(epi), params=dict(M=M, N=N, K=K), inputs=inputs, eager=eager, bytes=byts,
+    case = dict(src=_mm_src(epi), params=dict(M=M, N=N, K=K), inputs=inputs, eager=eager, bytes=byts,
                 flops=2.0 * M * N * K * nmm, tol=2e-2, kind="matmul" if epi in ("plain", "linear") else "epilogue")
+    if case["kind"] == "epilogue":
+        # the bar "a fused epilogue >= 0.97x the plain matmul" is a ratio of
+        # two ops: timed in the same rounds (plain_impls), since a big
+        # matmul's clock moves with its power draw from one case to the next
+        case["plain"] = ("linear" if epi == "linear_bias" else "plain", nmm)
+    return case
+
+
+def plain_impls(case, ins):
+    """For an epilogue case: the plain matmul(s) it fuses on the same
+    tensors (x @ w, or x @ wg and x @ wu), through syncc and through torch:
+    ({name: fn}, check, module), check() the largest rel. error of syncc's
+    plain matmuls against f32."""
+    form, nmm = case["plain"]
+    mod = syncc.load(_case_file("plain_" + form, _mm_src(form)), **case["params"])
+    op, x, ws = mod.f, ins[0], ins[1:1 + nmm]
+    lin = form == "linear"
+
+    def tmm(w):
+        return F.linear(x, w) if lin else torch.matmul(x, w)
+
+    def check():
+        return max(rel_err(op(x, w), x.float() @ (w.float().t() if lin else w.float())) for w in ws)
+    return {"syncc_plain": lambda: [op(x, w) for w in ws], "eager_plain": lambda: [tmm(w) for w in ws]}, check, mod
 
 
 _ROW_SRC = {
@@ -294,6 +327,15 @@ def time_batches(fns, reps, batch):
             {k: statistics.median(v) for k, v in host.items()})
 
 
+def batch_for(fns, gpu_ms=1.0):
+    """Calls per back-to-back batch: enough that the slowest implementation's
+    batch keeps the GPU busy for about gpu_ms, so the GPU's start at each
+    batch (the first launch's latency, its queue empty) is a small part of
+    it -- at 10 calls of a 10 us op it was about a tenth -- 3 to 200."""
+    t = max(time_batches(fns, 1, 5)[0].values())
+    return max(3, min(200, math.ceil(gpu_ms / max(t, 1e-4))))
+
+
 def time_single(fns, reps):
     """One call at a time: device idle before each call; event ms (launch
     gap inside) and host us per call, medians."""
@@ -365,16 +407,20 @@ def mm_tflops():
     return 2 * 8192 ** 3 / (t * 1e-3) / 1e12
 
 
+def _case_file(name, src):
+    os.makedirs(SYN_DIR, exist_ok=True)
+    path = os.path.join(SYN_DIR, name + ".syn")
+    with open(path, "w") as f:
+        f.write(src)
+    return path
+
+
 def open_case(name, case):
     """The case built and loaded through python/syncc, fresh inputs and
     their reference: (module, inputs, reference, seconds the build took).
     Also what bench/experiments/ncu_ops.py and clocks.py time."""
-    os.makedirs(SYN_DIR, exist_ok=True)
-    path = os.path.join(SYN_DIR, name + ".syn")
-    with open(path, "w") as f:
-        f.write(case["src"])
     t0 = time.time()
-    mod = syncc.load(path, **case["params"])
+    mod = syncc.load(_case_file(name, case["src"]), **case["params"])
     build_s = time.time() - t0
     ins = case["inputs"]("cuda")
     return mod, ins, reference(case, ins), build_s
@@ -414,11 +460,19 @@ def run_case(name, case, args, rates):
     if not row["err_syncc_2"] <= case["tol"]:  # (new addresses: the launcher's kept tensor maps encoded again)
         row["wrong_syncc"] = True
     del ins2
+    plain_mod = None
+    if "plain" in case and not args.no_plain:
+        more, check, plain_mod = plain_impls(case, ins)
+        row["err_syncc_plain"] = check()
+        if not row["err_syncc_plain"] <= case["tol"]:
+            row["wrong_syncc"] = True
+        impls.update(more)
     for k in impls:
         for _ in range(3):
             impls[k]()
     torch.cuda.synchronize()
-    batch = 10 if case["flops"] < 1e12 else 3
+    batch = args.batch or batch_for(impls)
+    row["batch"] = batch
     b2b, host_b2b = time_batches(impls, args.reps, batch)
     one, host = time_single(impls, args.reps)
     if args.records:
@@ -428,6 +482,8 @@ def run_case(name, case, args, rates):
                 "floor_kind": "flops" if case["flops"] / (rates["mm_tflops"] * 1e12) > case["bytes"] / (
                     rates["hbm_gbps"] * 1e9) else "hbm"})
     mod.close()
+    if plain_mod:
+        plain_mod.close()
     return row
 
 
@@ -436,11 +492,12 @@ def table(rows, rates):
            "HBM %.0f GB/s (1 GiB copy), cuBLAS %.0f TFLOP/s (8192^3), both measured in this run. "
            "Times in ms per call (median); b2b = back-to-back, one = one call at a time; "
            "speed = other / syncc (above 1: syncc faster); host = us per call on the host, one call at a time "
-           "(after the device went idle) and back-to-back (the call path's own cost)." % (
+           "(after the device went idle) and back-to-back (the call path's own cost); batch = calls per "
+           "back-to-back batch." % (
                rates["hbm_gbps"], rates["mm_tflops"]), "",
            "| op | syncc b2b | eager b2b | compile b2b | speed vs eager | vs compile | syncc one | eager one | "
-           "floor | syncc / floor | host us syncc / eager | host us b2b syncc / eager | err |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "floor | syncc / floor | host us syncc / eager | host us b2b syncc / eager | err | batch |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "error" in r:
             out.append("| %s | failed: %s |" % (r["op"], r["error"][:160].replace("|", "/")))
@@ -448,12 +505,12 @@ def table(rows, rates):
         b, o, h = r["b2b_ms"], r["one_ms"], r["host_us"]
         hb = r.get("host_b2b_us")
         c = b.get("compile")
-        out.append("| %s | %.4f | %.4f | %s | %.2f | %s | %.4f | %.4f | %.4f (%s) | %.2f | %.0f / %.0f | %s | %.1e%s |" % (
+        out.append("| %s | %.4f | %.4f | %s | %.2f | %s | %.4f | %.4f | %.4f (%s) | %.2f | %.0f / %.0f | %s | %.1e%s | %s |" % (
             r["op"], b["syncc"], b["eager"], "%.4f" % c if c else "-", b["eager"] / b["syncc"],
             "%.2f" % (c / b["syncc"]) if c else "-", o["syncc"], o["eager"], r["floor_ms"], r["floor_kind"],
             b["syncc"] / r["floor_ms"], h["syncc"], h["eager"],
             "%.1f / %.1f" % (hb["syncc"], hb["eager"]) if hb else "-", r["err_syncc"],
-            " WRONG" if r.get("wrong_syncc") else ""))
+            " WRONG" if r.get("wrong_syncc") else "", r.get("batch", "-")))
     ab = [r for r in rows if "error" not in r and "ctypes" in r["b2b_ms"]]
     if ab:
         out += ["", "The C call path against the ctypes one (`--ctypes`), interleaved in the same rounds:", "",
@@ -463,6 +520,25 @@ def table(rows, rates):
             b, o, h = r["b2b_ms"], r["one_ms"], r["host_us"]
             out.append("| %s | %.4f | %.4f | %.4f | %.4f | %.1f / %.1f / %.1f |" % (
                 r["op"], b["syncc"], b["ctypes"], o["syncc"], o["ctypes"], h["syncc"], h["ctypes"], h["eager"]))
+    pl = [r for r in rows if "error" not in r and "syncc_plain" in r["b2b_ms"]]
+    if pl:
+        out += ["", "Fused epilogues against the plain matmul(s) they fuse, on the same tensors, timed in the same "
+                "rounds (ms per call back to back; records: kernel us per call); ratio = plain / fused "
+                "(1.00: the epilogue costs nothing). PyTorch's side: its eager op against torch.matmul (or "
+                "F.linear):", "",
+                "| op | syncc fused | syncc plain | ratio | records: fused / plain us | ratio | "
+                "eager | torch plain | ratio | records | ratio |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in pl:
+            b, k = r["b2b_ms"], r.get("records")
+
+            def rec(f, p):
+                if not k:
+                    return "- | -"
+                return "%.1f / %.1f | %.3f" % (k[f]["us"], k[p]["us"], k[p]["us"] / k[f]["us"])
+            out.append("| %s | %.4f | %.4f | %.3f | %s | %.4f | %.4f | %.3f | %s |" % (
+                r["op"], b["syncc"], b["syncc_plain"], b["syncc_plain"] / b["syncc"], rec("syncc", "syncc_plain"),
+                b["eager"], b["eager_plain"], b["eager_plain"] / b["eager"], rec("eager", "eager_plain")))
     rec = [r for r in rows if "error" not in r and "records" in r]
     if rec:
         out += ["", "Kernel records (`--records`): each implementation's kernels' own durations over back-to-back "
@@ -492,7 +568,11 @@ def main():
                     help="also time each op through the ctypes call path (before python/syncc/_fastcall.c)")
     ap.add_argument("--records", type=int, default=0, metavar="N",
                     help="also profile N back-to-back calls of each implementation: kernel records")
+    ap.add_argument("--no-plain", action="store_true",
+                    help="leave out the plain matmuls timed beside each fused epilogue")
     ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--batch", type=int, default=0,
+                    help="calls per back-to-back batch (0: enough for about 1 ms of the slowest implementation)")
     ap.add_argument("--budget", type=float, default=float(os.environ.get("P1_BUDGET_S", "420")),
                     help="seconds; the ops not reached are listed as skipped")
     ap.add_argument("--out", default=os.environ.get("OUT", os.path.join(ROOT, "build", "p1-out")))

@@ -40,6 +40,12 @@ OPS = {
                           lambda: [torch.randn(1024, 8192, device="cuda", dtype=torch.bfloat16),
                                    torch.randn(8192, device="cuda", dtype=torch.bfloat16)],
                           lambda x, g: F.rms_norm(x, (8192,), g)),
+    "layernorm_1024x8192": ("use nn;\nparam M = 1024, N = 8192;\nop f(x: bf16[M, N], g: bf16[N], b: bf16[N]) -> "
+                            "bf16[M, N] {\n    return layernorm(x, g, b);\n}\n",
+                            lambda: [torch.randn(1024, 8192, device="cuda", dtype=torch.bfloat16),
+                                     torch.randn(8192, device="cuda", dtype=torch.bfloat16),
+                                     torch.randn(8192, device="cuda", dtype=torch.bfloat16)],
+                            lambda x, g, b: F.layer_norm(x, (8192,), g, b)),
     "attention": ("use nn;\nparam NH = 2, S = 128, D = 64;\nop f(q: bf16[NH, S, D], k: bf16[NH, S, D], "
                   "v: bf16[NH, S, D]) -> bf16[NH, S, D] {\n    return attention(q, k, v);\n}\n",
                   lambda: [torch.randn(2, 128, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3)],
@@ -95,6 +101,7 @@ def main():
             "eager": lambda: eager(*ins),
             "torch.empty outs": lambda: [torch.empty(s, dtype=dt, device=dev) for s, dt in ln.outs],
             "new_empty outs": lambda: [ins[0].new_empty(s, dtype=dt) for s, dt in ln.outs],
+            "empty_like outs": lambda: [torch.empty_like(ins[0]) for _ in ln.outs],
             "struct fill": lambda: [setattr(st[i], "data", t.data_ptr()) for i, t in enumerate(ins)],
             "fast check": lambda: ln._fast_ptrs(ins, ctx.device),
             "raw stream": lambda: runtime._raw_stream(torch, dev),
