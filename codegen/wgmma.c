@@ -687,9 +687,7 @@ wg_producer(Wg *w, Reg stage, Reg phase)
 	ptx_emit(p, "mov.b64 %s, tm0;", R(tma));
 	ptx_emit(p, "cvta.param.u64 %s, %s;", R(tma), R(tma));
 	ptx_emit(p, "mov.b64 %s, tm1;", R(tmb));
-	ptx_emit(p, "cvta.param.u64 %s, %s;", R(tmb), R(tmb));
-	ptx_emit(p, "prefetch.tensormap [%s];", R(tma));
-	ptx_emit(p, "prefetch.tensormap [%s];", R(tmb));
+	ptx_emit(p, "cvta.param.u64 %s, %s;", R(tmb), R(tmb)); /* both prefetched by wg_warm */
 	if (w->src) {
 		srcok = ptx_reg(p, RC_PRED);
 		tms = ptx_reg(p, RC_B64);
@@ -831,6 +829,32 @@ tile_done(Wg *w, Reg tc, Reg lane0, Reg raiser, Reg keep)
 	ptx_place(p, skip);
 }
 
+/* After an entry's last TMA stores: their completion and the proxy fence,
+ * which the output flag raised next needs (its release covers what this
+ * thread's stores wrote), and the trace's end stamp (the tile in memory).
+ * An entry with neither (every flagless kernel untraced) goes on once TMA
+ * has read the tile: a store still in flight then finishes by the grid's
+ * end, which orders it before the stream's next work, as a kernel's
+ * plain stores are.  The full wait was the storer's last step before the
+ * CTA could leave -- the store's trip to memory in every small matmul's
+ * time.  Routed tiles (another rank's memory) always wait. */
+static void
+wg_stores_done(Wg *w)
+{
+	Ptx *p = w->p;
+	int skip = ptx_label(p);
+	Reg fo = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED);
+	if (!w->s->route) {
+		ptx_emit(p, "ld.global.nc.u32 %s, [%s+24];", R(fo), R(p->entry));
+		ptx_emit(p, "setp.eq.u32 %s, %s, %u;", R(q), R(fo), PTX_NO_FLAG);
+		ptx_emit(p, "setp.eq.and.u64 %s, %s, 0, %s;", R(q), R(p->param[5]), R(q));
+		ptx_emit(p, "@%s bra $L%d;", R(q), skip);
+	}
+	ptx_emit(p, "cp.async.bulk.wait_group 0;");
+	ptx_emit(p, "fence.proxy.async.global;");
+	ptx_place(p, skip);
+}
+
 /* The storer's share of part q of a staged tile (entry p->entry, whose
  * consumers have written that part to the staging buffer): a TMA store per
  * 64-column box, then `free` once TMA has read them (the consumers' next
@@ -876,8 +900,7 @@ wg_store_tile(Wg *w, Reg rt, Reg drow, Reg dcol, int q)
 	ptx_emit(p, "mbarrier.arrive.shared::cta.b64 %s, [%s];", R(st), R(a));
 	if (q < w->parts - 1)
 		return;
-	ptx_emit(p, "cp.async.bulk.wait_group 0;");
-	ptx_emit(p, "fence.proxy.async.global;");
+	wg_stores_done(w);
 }
 
 /* A routed kernel's entry (codegen.h, PtxRoute): rt = its route field (0:
@@ -985,8 +1008,8 @@ wg_raiser(Wg *w)
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(tc), R(tc));
 	wg_next(w, n, loop);
 	ptx_place(p, done);
-	if (w->staged) /* the CTA's shared memory outlives the last store's reads */
-		ptx_emit(p, "cp.async.bulk.wait_group 0;");
+	if (w->staged) /* the CTA's shared memory outlives the last store's reads (wg_stores_done) */
+		ptx_emit(p, "cp.async.bulk.wait_group%s 0;", w->s->route ? "" : ".read");
 	wg_leave(w);
 }
 
@@ -1302,6 +1325,29 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 	wg_leave(w);
 }
 
+/* Thread 0, first thing: A's and B's tensor maps and the CTA's first
+ * block-list entry on their way on chip while the barriers are made, so
+ * the producer's first reads of them (the entry's flag and tile, two
+ * dependent loads, then the first TMA copy) find them there.  The entry
+ * only where it is the CTA's id (not a cluster's, nor stream-K's). */
+static void
+wg_warm(Wg *w)
+{
+	Ptx *p = w->p;
+	Reg tm = ptx_reg(p, RC_B64), e = ptx_reg(p, RC_B64), q = ptx_reg(p, RC_PRED);
+	for (int i = 0; i < 2; i++) {
+		ptx_emit(p, "mov.b64 %s, tm%d;", R(tm), i);
+		ptx_emit(p, "cvta.param.u64 %s, %s;", R(tm), R(tm));
+		ptx_emit(p, "prefetch.tensormap [%s];", R(tm));
+	}
+	if (w->cl > 1 || w->sk)
+		return;
+	ptx_emit(p, "setp.lt.u32 %s, %s, %s;", R(q), R(p->blk), R(p->param[1]));
+	ptx_emit(p, "mad.wide.u32 %s, %s, %d, %s;", R(e), R(p->blk), (int)sizeof(PtxBlock), R(p->param[0]));
+	ptx_emit(p, "@%s prefetch.global.L1 [%s];", R(q), R(e));
+	ptx_emit(p, "@%s prefetch.global.L1 [%s+%d];", R(q), R(e), (int)sizeof(PtxBlock) - 1);
+}
+
 void
 ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 {
@@ -1350,6 +1396,7 @@ ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 	{
 		int skip = ptx_label(p);
 		ptx_emit(p, "@!%s bra $L%d;", R(p->is_t0), skip);
+		wg_warm(&w);
 		for (int i = 0; i < w.t->stages; i++) {
 			ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w.base), bar_off(&w, BAR_FULL) + 8 * i);
 			ptx_emit(p, "mbarrier.init.shared::cta.b64 [%s], 1;", R(a));
