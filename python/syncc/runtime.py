@@ -212,6 +212,10 @@ class Launcher:
             op = self.op
             self.fast = [(getattr(torch, a.torch_dtype_name()), torch.Size(a.local)) for a in op.args]
             self.outs = [(torch.Size(r.local), getattr(torch, r.torch_dtype_name())) for r in op.results]
+            # per result, an argument of its shape and dtype, whose
+            # empty_like allocates it with nothing to parse (-1: none)
+            self.likes = tuple(next((i for i, (dt, s) in enumerate(self.fast) if s == shape and dt is odt), -1)
+                               for shape, odt in self.outs)
 
     def caller(self, ctx, torch, routed, cache=None):
         """This launcher's call in C (_fastcall.c's Caller: caller(tensors)
@@ -236,7 +240,7 @@ class Launcher:
             out_shapes=tuple(s for s, _ in self.outs), out_dtypes=tuple(dt for _, dt in self.outs),
             device=ctx.device, stream=raw, profiler=getattr(torch.autograd, "profiler", None),
             routed=routed, slow=lambda ts: self(ctx, ts), fail=lambda r: ctx.fail(name, r),
-            keep=(self, ctx.ptr))
+            keep=(self, ctx.ptr), likes=self.likes, empty_like=getattr(torch, "empty_like", None))
 
     def _fast_ptrs(self, tensors, index):
         """The common case in a few attribute reads: every tensor exactly as
@@ -272,9 +276,12 @@ class Launcher:
         # new_empty on an argument (already on dev) skips torch.empty's
         # device-argument parsing: 1-2 us a call at small shapes
         # (bench/results/2026-12-04-host-breakdown-h200.md).
+        # A result of an argument's shape and dtype: its empty_like, with
+        # nothing to parse (_fastcall.c's result() does the same).
         like = tensors[0] if tensors else None
         if like is not None:
-            outs = [like.new_empty(shape, dtype=dt) for shape, dt in self.outs]
+            outs = [torch.empty_like(tensors[a]) if a >= 0 else like.new_empty(shape, dtype=dt)
+                    for (shape, dt), a in zip(self.outs, self.likes)]
         else:
             outs = [torch.empty(shape, dtype=dt, device=dev) for shape, dt in self.outs]
         st = self.structs

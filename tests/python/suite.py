@@ -297,7 +297,16 @@ def tests(root, run, Fail):
                 def new_empty(self, shape, dtype):
                     if FT.on_new:
                         FT.on_new()
+                    made.append("new_empty")
                     return FT(dtype, shape, self._dev)
+
+            def empty_like(t):
+                if FT.on_new:
+                    FT.on_new()
+                made.append("empty_like")
+                return FT(t.dtype, t.shape, t._dev)
+            made = []
+            torch.empty_like = empty_like
 
             class Ctx:
                 device, rank = 1, 0
@@ -321,6 +330,8 @@ def tests(root, run, Fail):
             x, w = FT("BF16", (64, 64)), FT("BF16", (64, 32))
             y = c((x, w))
             expect(isinstance(y, FT) and y.shape == (64, 32) and y.dtype == "BF16", "the result: %r" % (y,))
+            expect(made == ["empty_like"] and ln.likes == (1,), "a result of w's shape and dtype: empty_like(w) (%s %s)"
+                   % (made, ln.likes))
             expect(calls.value == 1 and list(seen)[:5] == [0x1234, 0x5001, x._p, w._p, y._p],
                    "the launcher got the context, the stream and the addresses: %s" % list(seen))
             expect(list((ctypes.c_longlong * 8).in_dll(fake, "dims"))[:3] == [64, 64, 64],
@@ -393,9 +404,20 @@ def tests(root, run, Fail):
                                   '"local": [4], "type": "f32[4]"}]}]}').ops["two"]
             c2 = Ln(fake, two).caller(ctx, torch, None, cache=d)
             v = FT("BF16", (8,))
+            del made[:]
             r0, r1 = c2((v,))
             expect((r0.shape, r0.dtype, r1.shape, r1.dtype) == ((8,), "BF16", (4,), "F32") and
                    list(seen)[2:5] == [v._p, r0._p, r1._p], "two results: a tuple, the addresses in order")
+            expect(made == ["empty_like", "new_empty"], "r0 like v, r1 (f32[4]) new: %s" % made)
+            for bad_likes in [(5,), (-2,), ("0",)]:
+                raises(ValueError, lambda: type(c)(
+                    fn=1, ctx=1, structs=1, dtypes=("BF16",), shapes=((8,),), out_shapes=((8,),), out_dtypes=("BF16",),
+                    device=0, stream=len, profiler=None, routed=None, slow=len, fail=len, keep=None,
+                    likes=bad_likes, empty_like=len), "likes holds an argument index")
+            raises(ValueError, lambda: type(c)(
+                fn=1, ctx=1, structs=1, dtypes=("BF16",), shapes=((8,),), out_shapes=((8,),), out_dtypes=("BF16",),
+                device=0, stream=len, profiler=None, routed=None, slow=len, fail=len, keep=None,
+                likes=(0,), empty_like=7), "empty_like must be callable")
             FT.on_new = lambda: 1 / 0
             raises(ZeroDivisionError, lambda: c2((v,)))
             FT.on_new = None
