@@ -332,7 +332,7 @@ def batch_for(fns, gpu_ms=1.0):
     batch keeps the GPU busy for about gpu_ms, so the GPU's start at each
     batch (the first launch's latency, its queue empty) is a small part of
     it -- at 10 calls of a 10 us op it was about a tenth -- 3 to 200."""
-    t = max(time_batches(fns, 1, 5)[0].values())
+    t = max(time_batches(fns, 3, 20)[0].values())  # 20 calls a round: the start a small part already
     return max(3, min(200, math.ceil(gpu_ms / max(t, 1e-4))))
 
 
@@ -427,7 +427,18 @@ def open_case(name, case):
 
 
 def run_case(name, case, args, rates):
+    """One op's row; its modules closed however it ends (an exception is
+    the caller's to record)."""
     mod, ins, ref, build_s = open_case(name, case)
+    opened = [mod]
+    try:
+        return measure_case(name, case, args, rates, mod, ins, ref, build_s, opened)
+    finally:
+        for m in opened:
+            m.close()
+
+
+def measure_case(name, case, args, rates, mod, ins, ref, build_s, opened):
     op = mod.f
     impls = {"syncc": lambda: op(*ins), "eager": lambda: case["eager"](*ins)}
     if args.ctypes and op._fast is not None:
@@ -460,12 +471,12 @@ def run_case(name, case, args, rates):
     if not row["err_syncc_2"] <= case["tol"]:  # (new addresses: the launcher's kept tensor maps encoded again)
         row["wrong_syncc"] = True
     del ins2
-    plain_mod = None
     if "plain" in case and not args.no_plain:
         more, check, plain_mod = plain_impls(case, ins)
+        opened.append(plain_mod)
         row["err_syncc_plain"] = check()
         if not row["err_syncc_plain"] <= case["tol"]:
-            row["wrong_syncc"] = True
+            row["wrong_syncc_plain"] = True
         impls.update(more)
     for k in impls:
         for _ in range(3):
@@ -481,9 +492,6 @@ def run_case(name, case, args, rates):
     row.update({"b2b_ms": b2b, "one_ms": one, "host_us": host, "host_b2b_us": host_b2b, "floor_ms": floor,
                 "floor_kind": "flops" if case["flops"] / (rates["mm_tflops"] * 1e12) > case["bytes"] / (
                     rates["hbm_gbps"] * 1e9) else "hbm"})
-    mod.close()
-    if plain_mod:
-        plain_mod.close()
     return row
 
 
@@ -536,8 +544,9 @@ def table(rows, rates):
                 if not k:
                     return "- | -"
                 return "%.1f / %.1f | %.3f" % (k[f]["us"], k[p]["us"], k[p]["us"] / k[f]["us"])
-            out.append("| %s | %.4f | %.4f | %.3f | %s | %.4f | %.4f | %.3f | %s |" % (
-                r["op"], b["syncc"], b["syncc_plain"], b["syncc_plain"] / b["syncc"], rec("syncc", "syncc_plain"),
+            out.append("| %s | %.4f | %.4f%s | %.3f | %s | %.4f | %.4f | %.3f | %s |" % (
+                r["op"], b["syncc"], b["syncc_plain"], " WRONG" if r.get("wrong_syncc_plain") else "",
+                b["syncc_plain"] / b["syncc"], rec("syncc", "syncc_plain"),
                 b["eager"], b["eager_plain"], b["eager_plain"] / b["eager"], rec("eager", "eager_plain")))
     rec = [r for r in rows if "error" not in r and "records" in r]
     if rec:
@@ -607,7 +616,7 @@ def main():
     with open(os.path.join(args.out, "p1.md"), "w") as f:
         f.write(md)
     print(md)
-    return 1 if any(r.get("wrong_syncc") for r in rows) else 0
+    return 1 if any(r.get("wrong_syncc") or r.get("wrong_syncc_plain") for r in rows) else 0
 
 
 if __name__ == "__main__":

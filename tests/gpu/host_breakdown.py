@@ -101,7 +101,10 @@ def main():
             "eager": lambda: eager(*ins),
             "torch.empty outs": lambda: [torch.empty(s, dtype=dt, device=dev) for s, dt in ln.outs],
             "new_empty outs": lambda: [ins[0].new_empty(s, dtype=dt) for s, dt in ln.outs],
-            "empty_like outs": lambda: [torch.empty_like(ins[0]) for _ in ln.outs],
+            # the C path's allocation since df9868f: empty_like of the argument
+            # of a result's shape and dtype, else new_empty (ln.likes)
+            "empty_like outs": lambda: [torch.empty_like(ins[a]) if a >= 0 else ins[0].new_empty(s, dtype=dt)
+                                        for (s, dt), a in zip(ln.outs, ln.likes)],
             "struct fill": lambda: [setattr(st[i], "data", t.data_ptr()) for i, t in enumerate(ins)],
             "fast check": lambda: ln._fast_ptrs(ins, ctx.device),
             "raw stream": lambda: runtime._raw_stream(torch, dev),
