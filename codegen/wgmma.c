@@ -843,8 +843,8 @@ wg_stores_done(Wg *w)
 {
 	Ptx *p = w->p;
 	int skip = ptx_label(p);
-	Reg fo = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED);
 	if (!w->s->route) {
+		Reg fo = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED);
 		ptx_emit(p, "ld.global.nc.u32 %s, [%s+24];", R(fo), R(p->entry));
 		ptx_emit(p, "setp.eq.u32 %s, %s, %u;", R(q), R(fo), PTX_NO_FLAG);
 		ptx_emit(p, "setp.eq.and.u64 %s, %s, 0, %s;", R(q), R(p->param[5]), R(q));

@@ -164,10 +164,10 @@ static PyObject *
 result(const Caller *c, Py_ssize_t j, PyObject *ts)
 {
 	long a = c->empty_like == Py_None ? -1 : PyLong_AsLong(PyTuple_GET_ITEM(c->likes, j)); /* checked at init */
-	PyObject *args[4] = {NULL, PyTuple_GET_ITEM(ts, 0), PyTuple_GET_ITEM(c->out_shapes, j),
-	                     PyTuple_GET_ITEM(c->out_dtypes, j)};
 	if (a >= 0)
 		return PyObject_CallOneArg(c->empty_like, PyTuple_GET_ITEM(ts, a));
+	PyObject *args[4] = {NULL, PyTuple_GET_ITEM(ts, 0), PyTuple_GET_ITEM(c->out_shapes, j),
+	                     PyTuple_GET_ITEM(c->out_dtypes, j)};
 	return PyObject_VectorcallMethod(s_new_empty, args + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, kw_dtype);
 }
 
