@@ -154,6 +154,8 @@ typedef struct PtxMatmulSpec {
 	                                  the staged tile, which TMA fills during the tile's k loop
 	                                  where the kernel can (wgmma.c wg_src_plan); -1: from global
 	                                  memory, a load per pair */
+	int src_spread;                /* 0: the staged source tile's boxes are loaded a few k tiles
+	                                  apart (wgmma.c wg_src_at); -1: all at one k tile */
 	int pre_in;                    /* 0: epilogue inputs constant along rows (a bias) are loaded
 	                                  for the whole tile while its last k tile's MMAs run (wgmma,
 	                                  ptx_mm_epi_prefetch); -1: in the epilogue, a group of

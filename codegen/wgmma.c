@@ -64,6 +64,7 @@ enum {
 	WG_SRC_AT = 1,         /* the producer loads the source tile after k tile stages + this: the
 	                          consumers have then freed this entry's first k tiles, so they are
 	                          past the last entry's epilogue and its store is (nearly) read */
+	WG_SRC_GAP = 4,        /* k tiles between the source tile's box loads (wg_src_at) */
 	WG_L2_DEFAULT = PTX_L2_SRC, /* PtxMatmulSpec.l2_first's default */
 };
 
@@ -623,40 +624,61 @@ wg_src_ok(Wg *w, Reg ok)
 	ptx_emit(p, "setp.eq.u64 %s, %s, 0;", R(ok), R(t));
 }
 
+/* The k tile after which the producer loads box b of an entry's source
+ * tile: box 0 at k tile stages + WG_SRC_AT (or the last), the others
+ * WG_SRC_GAP k tiles apart where the k loop is long enough (PtxMatmulSpec.
+ * src_spread 0), else with box 0.  Every CTA of a wave reaches the same k
+ * tile at about the same time: loaded at once, the wave's source tiles
+ * (64 KiB a CTA, 8.4 MB on 132 SMs) were one burst of HBM reads that the
+ * mainloop's next k tiles queued behind. */
+static int64_t
+wg_src_at(const Wg *w, int b)
+{
+	int64_t at = w->nkt - 1 < w->t->stages + WG_SRC_AT ? w->nkt - 1 : w->t->stages + WG_SRC_AT;
+	int64_t spread = at + (int64_t)b * WG_SRC_GAP;
+	if (at < 0)
+		return 0;
+	return w->s->src_spread < 0 || spread > w->nkt - 1 ? at : spread;
+}
+
 /* The producer, after issuing k tile kt of entry pc (at (m0, n0) of batch
- * z): at k tile stages + WG_SRC_AT (or the last) the entry's source tile
- * into the staging buffer, a TMA load per 64-column box completing on the
- * source barrier -- once TMA has read the last entry's output tile there
- * (the storer's arrival on `free`, for which the consumers wait too; a
- * ring of S stages lets k tile S + 1 be issued only once the consumers
- * have freed this entry's k tile 1, so they have finished the last
- * entry's epilogue and the wait is at most its store's reading).  After
- * the entry's flag wait, so a tile another rank writes is read only once
- * it is there. */
+ * z): at k tile wg_src_at(b) box b of the entry's source tile into the
+ * staging buffer, a TMA load per 64-column box completing on the source
+ * barrier, which box 0 arms with the whole tile's bytes -- box 0 once TMA
+ * has read the last entry's output tile there (the storer's arrival on
+ * `free`, for which the consumers wait too; a ring of S stages lets k
+ * tile S + 1 be issued only once the consumers have freed this entry's k
+ * tile 1, so they have finished the last entry's epilogue and the wait is
+ * at most its store's reading).  After the entry's flag wait, so a tile
+ * another rank writes is read only once it is there. */
 static void
 wg_src_load(Wg *w, Reg kt, Reg pc, Reg m0, Reg n0, Reg ok, Reg tms)
 {
 	Ptx *p = w->p;
 	int skip = ptx_label(p);
-	int64_t at = w->nkt - 1 < w->t->stages + WG_SRC_AT ? w->nkt - 1 : w->t->stages + WG_SRC_AT;
 	Reg q = ptx_reg(p, RC_PRED), a = ptx_reg(p, RC_B32), dst = ptx_reg(p, RC_B32);
 	Reg c = ptx_reg(p, RC_B32), st = ptx_reg(p, RC_B64), pol = ptx_reg(p, RC_B64);
 	bool hint = wg_l2_first(w->s, PTX_L2_SRC); /* read once */
 
 	ptx_emit(p, "@!%s bra $L%d;", R(ok), skip);
-	ptx_emit(p, "setp.ne.u32 %s, %s, %lld;", R(q), R(kt), (long long)(at > 0 ? at : 0));
-	ptx_emit(p, "@%s bra $L%d;", R(q), skip);
-	wg_stage_free(w, pc); /* entries and parts are one (wg_src_plan) */
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(w->base), src_bar_off(w));
-	ptx_emit(p, "mbarrier.arrive.expect_tx.shared::cta.b64 %s, [%s], %d;", R(st), R(a), w->cbm * w->t->bn * 2);
 	if (hint)
 		wg_policy_first(p, pol);
 	for (int b = 0; b < w->t->bn / WG_BOXN; b++) {
+		int next = ptx_label(p);
+		ptx_emit(p, "setp.ne.u32 %s, %s, %lld;", R(q), R(kt), (long long)wg_src_at(w, b));
+		ptx_emit(p, "@%s bra $L%d;", R(q), next);
+		if (b == 0) {
+			wg_stage_free(w, pc); /* entries and parts are one (wg_src_plan) */
+			ptx_emit(p, "mbarrier.arrive.expect_tx.shared::cta.b64 %s, [%s], %d;", R(st), R(a),
+			         w->cbm * w->t->bn * 2);
+		}
 		ptx_emit(p, "add.u32 %s, %s, %d;", R(dst), R(w->base), w->coff + b * w->cbm * 128);
 		ptx_emit(p, "add.u32 %s, %s, %d;", R(c), R(n0), b * WG_BOXN);
 		ptx_emit(p, "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes%s [%s], [%s, {%s, %s, %s}], [%s]%s%s;",
 		         hint ? ".L2::cache_hint" : "", R(dst), R(tms), R(c), R(m0), R(p->z), R(a), hint ? ", " : "",
 		         hint ? R(pol) : "");
+		ptx_place(p, next);
 	}
 	ptx_place(p, skip);
 }

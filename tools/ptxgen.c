@@ -7,6 +7,7 @@
  *                 [--tile NAME] [--in T:Sb,Sr,Sc]... [--out T:Sb,Sr,Sc]... [--epi PROG]
  *                 [--route N]  (entries may store through N routes: codegen.h PtxRoute)
  *                 [--src-smem -1|0]  (-1: a residual read from global memory, not the staged tile)
+ *                 [--src-spread -1|0]  (-1: the staged residual's boxes loaded at one k tile)
  *                 [--l2-first -1|0|MASK]  (TMA streams marked evict-first: 1 the source tile, 2 C)
  *   ptxgen ew     --shape D0,D1,.. --in T:S0,S1,..  --out T:S0,.. --prog PROG [--block E]
  *                 [--causal K]  (outputs -inf past diagonal K of the last two dims)
@@ -174,6 +175,7 @@ parse(Args *a, int argc, char **argv)
 		else if (!strcmp(o, "--bt")) a->mm.bt = num(v) != 0;
 		else if (!strcmp(o, "--route")) a->mm.route = (int)num(v);
 		else if (!strcmp(o, "--src-smem")) a->mm.src_smem = setting(v);
+		else if (!strcmp(o, "--src-spread")) a->mm.src_spread = setting(v);
 		else if (!strcmp(o, "--l2-first")) a->mm.l2_first = setting(v);
 		else if (!strcmp(o, "--dtype")) a->mm.ab = dtype(v);
 		else if (!strcmp(o, "--out-dtype")) a->out_dt = dtype(v);

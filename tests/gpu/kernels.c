@@ -837,7 +837,8 @@ case_mm_epi(void)
  * stages, after a bias (the residual is input 1), batches with their own
  * residual, a view with rows wider than n, an f16 residual beside a bf16
  * output, one k tile (the load at k tile 0) and two, few CTAs (many entries
- * each: the barriers' phases), one batch, two calls bit for bit, each
+ * each: the barriers' phases), a k loop of 32 tiles (the source tile's
+ * boxes loaded k tiles apart: wgmma.c wg_src_at), one batch, two calls bit for bit, each
  * case checking which path its kernel takes (the 4-stage tile, staged in
  * halves, and the stream-K one read global memory); then the same
  * residual a view two elements off 16-byte alignment (this call reads it
@@ -855,7 +856,7 @@ case_mm_src(void)
 	} v[] = {{1000, 520, 1024, DT_BF16, 11, 0, 0, 0}, {1000, 520, 1024, DT_BF16, 3, 0, 0, 0},
 	         {777, 64, 1088, DT_F16, 5, 0, 0, 0},    {520, 128, 1024, DT_BF16, 132, 0, 0, 0},
 	         {1000, 520, 1088, DT_BF16, 7, 0, 0, 1}, {1000, 520, 1024, DT_BF16, 11, 2, 0, 0},
-	         {1000, 520, 1024, DT_BF16, 11, 0, 1, 0}};
+	         {1000, 520, 1024, DT_BF16, 11, 0, 1, 0}, {384, 2048, 1024, DT_BF16, 5, 0, 0, 0}};
 	int saved = mm_calls;
 	mm_calls = 2;
 	for (size_t t = 0; t < NELEM(tiles); t++)
@@ -2335,8 +2336,9 @@ enum { AB_MAX = 8 };
 
 /* perf-ab's epilogues: a variant's suffix (tile/EPI) or PERF_EPI names
  * one; each reads its inputs as bench/p1.py's ops do. */
-enum { EPI_PLAIN, EPI_BIAS, EPI_GELU, EPI_RESID, EPI_RESIDG, EPI_BIASE, EPI_GELUE, EPI_GELUF, EPI_NKINDS };
-static const char *const epi_names[EPI_NKINDS] = {"plain", "bias", "gelu", "resid", "residg", "biase", "gelue", "geluf"};
+enum { EPI_PLAIN, EPI_BIAS, EPI_GELU, EPI_RESID, EPI_RESIDG, EPI_RESIDA, EPI_BIASE, EPI_GELUE, EPI_GELUF, EPI_NKINDS };
+static const char *const epi_names[EPI_NKINDS] = {"plain", "bias",  "gelu",  "resid", "residg",
+                                                  "resida", "biase", "gelue", "geluf"};
 
 static int
 epi_byname(const char *n)
@@ -2344,21 +2346,23 @@ epi_byname(const char *n)
 	for (int i = 0; i < EPI_NKINDS; i++)
 		if (!strcmp(n, epi_names[i]))
 			return i;
-	fprintf(stderr, "perf-ab: no epilogue '%s' (plain, bias, gelu, resid, residg, biase, gelue, geluf)\n", n);
+	fprintf(stderr, "perf-ab: no epilogue '%s' (plain, bias, gelu, resid, residg, resida, biase, gelue, geluf)\n", n);
 	exit(2);
 }
 
 /* The spec of epilogue kind epi: bias (row stride 0) and x @ w + b through
  * the stdlib's GELU (biase, gelue: the bias loaded in the epilogue, not
  * ahead: PtxMatmulSpec.pre_in), or a residual of the output's shape
- * (residg: read from global memory, not the staged tile). */
+ * (residg: read from global memory, not the staged tile; resida: staged,
+ * its boxes loaded at one k tile, PtxMatmulSpec.src_spread -1). */
 static void
 epi_apply(PtxMatmulSpec *sp, int epi, int64_t m, int64_t n)
 {
-	bool res = epi == EPI_RESID || epi == EPI_RESIDG;
+	bool res = epi == EPI_RESID || epi == EPI_RESIDG || epi == EPI_RESIDA;
 	if (epi == EPI_PLAIN)
 		return;
 	sp->src_smem = epi == EPI_RESIDG ? -1 : 0;
+	sp->src_spread = epi == EPI_RESIDA ? -1 : 0;
 	sp->pre_in = epi == EPI_BIASE || epi == EPI_GELUE ? -1 : 0;
 	sp->in[0] = res ? (PtxTensor){DT_BF16, {m * n, n, 1}} : (PtxTensor){DT_BF16, {0, 0, 1}};
 	sp->nin = 1;
@@ -2426,7 +2430,7 @@ perf_ab(void)
 		tens_random(&b, 1.0);
 		tens_random(&bv, 1.0);
 		for (int v = 0; v < nv; v++)
-			if ((epi[v] == EPI_RESID || epi[v] == EPI_RESIDG) && !res.d) {
+			if ((epi[v] == EPI_RESID || epi[v] == EPI_RESIDG || epi[v] == EPI_RESIDA) && !res.d) {
 				res = tens_new(DT_BF16, m * n);
 				tens_random(&res, 1.0);
 			}
@@ -2439,7 +2443,7 @@ perf_ab(void)
 			kr[v] = perf_kernel(&sp, groups[v], false, &bu[v], &l[v]);
 			l[v].t[0] = a.d;
 			l[v].t[1] = b.d;
-			l[v].t[2] = epi[v] == EPI_PLAIN ? c.d : epi[v] == EPI_RESID || epi[v] == EPI_RESIDG ? res.d : bv.d;
+			l[v].t[2] = epi[v] == EPI_PLAIN ? c.d : res.d && (epi[v] == EPI_RESID || epi[v] == EPI_RESIDG || epi[v] == EPI_RESIDA) ? res.d : bv.d;
 			l[v].t[3] = c.d;
 			for (int i = 0; i < 3; i++)
 				launch(&kr[v], &l[v]);
