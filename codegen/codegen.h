@@ -156,6 +156,11 @@ typedef struct PtxMatmulSpec {
 	                                  memory, a load per pair */
 	int src_spread;                /* 0: the staged source tile's boxes are loaded a few k tiles
 	                                  apart (wgmma.c wg_src_at); -1: all at one k tile */
+	int tail;                      /* 0: an epilogue's tail of special functions on one value
+	                                  (GELU's, ptx_prog_tail) runs on the staged tile in the
+	                                  producer warpgroup's spare warps, beside the next tile's
+	                                  MMAs, where the kernel can (wgmma.c wg_tail_plan); -1: in
+	                                  the consumers' epilogue, with the tensor cores idle */
 	int pre_in;                    /* 0: epilogue inputs constant along rows (a bias) are loaded
 	                                  for the whole tile while its last k tile's MMAs run (wgmma,
 	                                  ptx_mm_epi_prefetch); -1: in the epilogue, a group of
@@ -341,6 +346,7 @@ int ptx_matmul_shape_tile(const PtxMatmulSpec *s, int sms); /* ... or a narrower
  * by TMA: one 16-bit output, unit column stride, 16-byte rows (the room
  * beside the stages is the tile's own question, codegen/wgmma.c). */
 bool ptx_matmul_out_stageable(const PtxMatmulSpec *s);
+bool ptx_wgmma_tail(const PtxMatmulSpec *s); /* its tile runs the epilogue's tail in warps 1-3 (wgmma.c) */
 /* Fills all tiles (when out is not NULL) in grouped order: `group` tile rows
  * at a time, column by column, for L2 reuse; returns the number of tiles. */
 int64_t ptx_matmul_blocks(const PtxMatmulSpec *s, int group, PtxBlock *out);
@@ -403,6 +409,12 @@ const char *ptx_prog_parse(PtxEwProg *p, const char *text);
 void ptx_prog_print(Buf *b, const PtxEwProg *p);
 bool ptx_prog_uses(const PtxEwProg *p, int op, int a); /* a < 0: any */
 bool ptx_prog_sfu(const PtxEwProg *p);                /* calls exp, tanh, sigmoid.. (OF_SFU) */
+/* The first instruction v after which the output needs only v and
+ * constants, in a tail that calls the SFU; the part up to v casts
+ * nothing and reads only values of dtype dt, the matmul's ab (-1: none).
+ * post: the tail, its accumulator v. */
+int ptx_prog_tail(const PtxEwProg *g, const DType *indt, DType ab, DType dt, PtxEwProg *post);
+bool ptx_prog_round_at(const PtxEwProg *g, int v, DType dt, PtxEwProg *out); /* v rounded to dt for its readers */
 /* Evaluates every instruction; in[i] is input i at the element, stage[s]
  * the stage results; returns the value of instruction v in val[v]. */
 void ptx_prog_eval(const PtxEwProg *p, const DType *indt, const double *in, double acc,
@@ -555,6 +567,12 @@ typedef struct PtxMmFrag {
 	 * TMA put its tile in the output's layout: each value at the address
 	 * the output's value of that place is then written to. */
 	int stage_in;
+	/* The program in place of the spec's (NULL: s->epi); cut > 0: store
+	 * the value of instruction cut - 1 instead of its output, and run
+	 * nothing after it (the tail another warpgroup runs on the staged
+	 * tile: wgmma.c wg_tail). */
+	const PtxEwProg *prog;
+	int cut;
 	/* Inputs loaded ahead by ptx_mm_epi_prefetch (NULL: none). */
 	const struct PtxMmPre *pre;
 } PtxMmFrag;

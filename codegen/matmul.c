@@ -130,6 +130,7 @@ enum {
 	DEEP_MIN_KT = 16,   /* k tiles: a short loop gains nothing from a deeper ring */
 	DEEP_FULL = 7,      /* eighths of the SMs the first wave must hold */
 	DEEP_SFU_WAVES = 8, /* the most waves it takes with an epilogue of exps (ptx_prog_sfu) */
+	DEEP_TAIL_WAVES = 2, /* ... where the 3-stage tile would run them in the producer's warps */
 };
 
 static int64_t
@@ -153,7 +154,12 @@ tiles_of(const PtxMatmulSpec *s, const PtxTile *t)
  * and leaves the tensor cores idle longer, the fourth stage pays over more
  * waves: at 512 / 1024 / 2048 / 4096 / 8192 x 8192 x 4096 (1, 2, 3.9,
  * 7.8, 15.5 waves) 1.044 / 1.024 / 1.018 / 1.009 / 0.998x
- * (bench/results/2026-12-07-parts-h100.md).  So a first wave at least
+ * (bench/results/2026-12-07-parts-h100.md).  Where the 3-stage tile runs
+ * that epilogue's tail in the producer's spare warps (ptx_wgmma_tail), it
+ * is the faster tile from two waves up: bias + GELU on one H100 against
+ * the 4-stage tile (staged in halves: no tail) at 1024 / 2048 / 8192 rows
+ * 0.954 / 0.961 / 0.969 of the plain 3-stage matmul against 0.963 / 0.955 /
+ * 0.931 (bench/results/2026-12-07-tail-h100.md).  So a first wave at least
  * DEEP_FULL eighths full, and an output it stages (stored from registers
  * the 4-stage tile was 10-20% slower); not where an input of the output's
  * shape would be read through the staged tile (wg_src_plan), nor on a
@@ -164,7 +170,11 @@ static int
 deep_tile(const PtxMatmulSpec *s, int tile, int sms)
 {
 	PtxMatmulSpec w = *s;
-	int64_t n = tiles_of(s, &ptx_tiles[tile]), waves = ptx_prog_sfu(&s->epi) ? DEEP_SFU_WAVES : 1;
+	int64_t n = tiles_of(s, &ptx_tiles[tile]), waves = 1;
+	if (ptx_prog_sfu(&s->epi)) {
+		w.tile = tile;
+		waves = ptx_wgmma_tail(&w) ? DEEP_TAIL_WAVES : DEEP_SFU_WAVES;
+	}
 	if (s->route || n > sms * waves || n * 8 < (int64_t)sms * DEEP_FULL || (n > sms && n % sms * 2 <= sms) ||
 	    ceil_div(s->k, ptx_tiles[tile].bk) < DEEP_MIN_KT || !ptx_matmul_out_stageable(s))
 		return tile;
@@ -1078,7 +1088,11 @@ ptx_mm_epilogue(Ptx *p, const PtxMatmulSpec *s, const PtxMmFrag *f)
 
 	e.edge_n = epi_edge_n(s);
 	if (s->epi.nins) {
-		e.prog = s->epi;
+		e.prog = f->prog ? *f->prog : s->epi;
+		if (f->cut) {
+			e.prog.nins = f->cut;
+			e.prog.out[0].val = f->cut - 1;
+		}
 	} else {
 		e.prog.ins[0] = (PtxIns){.op = PTX_OP_ACC};
 		e.prog.nins = 1;

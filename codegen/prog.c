@@ -138,6 +138,111 @@ ptx_prog_sfu(const PtxEwProg *p)
 	return false;
 }
 
+/* The program's tail: the first instruction v (-1: none) after which the
+ * output needs nothing but v and constants, where that tail calls the
+ * special-function units -- GELU's sigmoid of x @ w + b.  The part up to
+ * v must read only the accumulator and inputs of the output's dtype dt
+ * (ab: the matmul's operands', so its result's) and cast nothing: by the language's rules
+ * (arithmetic on 16-bit tensors rounds on store) v is then a value of
+ * dtype dt, so storing it rounded and running the tail on what was stored
+ * is the sequential meaning, one rounding more than the fully fused
+ * program.  post gets the tail as a program of its own whose accumulator
+ * is v. */
+static bool
+tail_from(const PtxEwProg *g, const bool *need, int v, PtxEwProg *post)
+{
+	int map[PTX_MAX_INS], o = g->out[0].val;
+	bool sfu = false;
+	*post = (PtxEwProg){.ins = {{.op = PTX_OP_ACC}}, .nins = 1};
+	for (int i = 0; i < g->nins; i++)
+		map[i] = i == v ? 0 : -1;
+	for (int i = v + 1; i <= o; i++) {
+		const PtxIns *in = &g->ins[i];
+		PtxIns c = *in;
+		if (!need[i])
+			continue;
+		if (in->op == OP_PARAM || in->op == PTX_OP_ACC || in->op == PTX_OP_STAGE)
+			return false;
+		if (in->op != OP_CONST) {
+			int ar = in->op == OP_CAST ? 1 : ir_ops[in->op].arity;
+			for (int k = 0; k < ar; k++) {
+				int x = k ? in->b : in->a;
+				if (x < v && g->ins[x].op == OP_CONST && map[x] < 0) { /* a constant made earlier */
+					if (post->nins == PTX_MAX_INS)
+						return false;
+					post->ins[post->nins] = g->ins[x];
+					map[x] = post->nins++;
+				}
+				if (map[x] < 0)
+					return false;
+			}
+			c.a = map[in->a];
+			c.b = ar == 2 ? map[in->b] : -1;
+			sfu = sfu || (in->op != OP_CAST && ir_ops[in->op].flags & OF_SFU);
+		}
+		if (post->nins == PTX_MAX_INS)
+			return false;
+		post->ins[post->nins] = c;
+		map[i] = post->nins++;
+	}
+	post->out[0] = (PtxOut){map[o], g->out[0].tensor};
+	post->nout = 1;
+	return sfu;
+}
+
+int
+ptx_prog_tail(const PtxEwProg *g, const DType *indt, DType ab, DType dt, PtxEwProg *post)
+{
+	bool need[PTX_MAX_INS] = {0};
+	int o;
+	if (g->nout != 1 || ab != dt)
+		return -1;
+	o = g->out[0].val;
+	need[o] = true;
+	for (int i = o; i >= 0; i--) {
+		const PtxIns *in = &g->ins[i];
+		if (!need[i] || in->op == OP_PARAM || in->op == OP_CONST || in->op == PTX_OP_ACC || in->op == PTX_OP_STAGE)
+			continue;
+		need[in->a] = true;
+		if (in->op != OP_CAST && ir_ops[in->op].arity == 2)
+			need[in->b] = true;
+	}
+	for (int v = 0; v < o; v++) {
+		const PtxIns *in = &g->ins[v];
+		if (in->op == OP_CAST || in->op == PTX_OP_STAGE || (in->op == OP_PARAM && indt[in->a] != dt))
+			return -1; /* the part before the tail: no casts, one dtype */
+		if (need[v] && in->op != OP_CONST && tail_from(g, need, v, post))
+			return v;
+	}
+	return -1;
+}
+
+/* out = g with instruction v's value rounded to dt (a cast after it, read
+ * by every later instruction and output in its place): the whole
+ * epilogue as a tail cut at v computes it (ptx_prog_tail), so that a tile
+ * whose consumers run it all has the same bits.  False if too long. */
+bool
+ptx_prog_round_at(const PtxEwProg *g, int v, DType dt, PtxEwProg *out)
+{
+	if (g->nins >= PTX_MAX_INS || v < 0 || v >= g->nins)
+		return false;
+	*out = *g;
+	out->ins[v + 1] = (PtxIns){.op = OP_CAST, .a = v, .b = -1, .dt = dt};
+	for (int i = v + 1; i < g->nins; i++) {
+		PtxIns in = g->ins[i];
+		if (in.op != OP_PARAM && in.op != OP_CONST && in.op != PTX_OP_ACC && in.op != PTX_OP_STAGE) {
+			in.a = in.a < v ? in.a : in.a + 1;
+			if (in.op != OP_CAST && ir_ops[in.op].arity == 2)
+				in.b = in.b < v ? in.b : in.b + 1;
+		}
+		out->ins[i + 1] = in;
+	}
+	out->nins = g->nins + 1;
+	for (int j = 0; j < g->nout; j++)
+		out->out[j].val = g->out[j].val < v ? g->out[j].val : g->out[j].val + 1;
+	return true;
+}
+
 static double
 eval1(int op, double a)
 {
@@ -219,15 +324,18 @@ fail(Parse *ps, const char *what)
 	return -1;
 }
 
-/* Adds an instruction; identical leaves are shared. */
+/* Adds an instruction; identical ones are shared (the IR's programs are
+ * SSA: a value written twice in the text is one instruction there too). */
 static int
 add(Parse *ps, PtxIns in)
 {
 	PtxEwProg *p = ps->p;
-	if (in.op == OP_PARAM || in.op == PTX_OP_ACC || in.op == PTX_OP_STAGE)
-		for (int i = 0; i < p->nins; i++)
-			if (p->ins[i].op == in.op && p->ins[i].a == in.a)
-				return i;
+	for (int i = 0; i < p->nins; i++) {
+		const PtxIns *o = &p->ins[i];
+		if (o->op == in.op && o->a == in.a && o->b == in.b && o->dt == in.dt &&
+		    (in.op != OP_CONST || !memcmp(&o->c, &in.c, sizeof in.c)))
+			return i;
+	}
 	if (p->nins == PTX_MAX_INS)
 		return fail(ps, "program longer than 64 instructions");
 	p->ins[p->nins] = in;

@@ -9,7 +9,9 @@
  * stage's `full` mbarrier with the bytes to come and issues the TMA copies:
  * one box {64 k, BM rows} of A and BN/64 boxes {64 n, 64 k} of B, all with
  * the 128-byte swizzle.  The other producer threads leave at once and give
- * their registers to the consumers (setmaxnreg 40 / 232).
+ * their registers to the consumers (setmaxnreg 40 / 232), but thread 32
+ * (the storer: wg_raiser) and, for an epilogue's tail of special
+ * functions, warps 1-3 (wg_tail_plan).
  *
  * Consumer warpgroup g owns rows 64 g .. 64 g + 63 of the tile and all BN
  * columns: per k tile it waits on `full`, issues four wgmma m64nBNk16 with
@@ -66,6 +68,9 @@ enum {
 	                          past the last entry's epilogue and its store is (nearly) read */
 	WG_SRC_GAP = 4,        /* k tiles between the source tile's box loads (wg_src_at) */
 	WG_L2_DEFAULT = PTX_L2_SRC, /* PtxMatmulSpec.l2_first's default */
+	WG_TAIL_THREADS = 96,  /* warps 1-3 of the producer warpgroup: the epilogue's tail */
+	WG_TAIL_BAR = 2,       /* their named barrier (0: the CTA's, 1: the consumers') */
+	WG_TAIL_MIN_KT = 16,   /* k tiles: a tile's MMAs at least ~3x the tail's time in 3 warps */
 };
 
 typedef struct Wg {
@@ -93,6 +98,10 @@ typedef struct Wg {
 	                         (it), its k tiles [kb, ke) of entry p->blk */
 	int src;              /* epilogue input src - 1 TMA loads into the staging buffer during
 	                         each tile's k loop (wg_src_plan; 0: none) */
+	int cut;              /* > 0: the consumers store instruction cut - 1's value and warps 1-3
+	                         of the producer warpgroup run the epilogue's tail (post) on the
+	                         staged tile (wg_tail_plan; 0: the consumers run it all) */
+	PtxEwProg post, whole; /* cut: the tail; the program with cut - 1's value rounded as stored */
 	Reg base;             /* 1024-aligned shared base */
 	Reg acc[128];
 } Wg;
@@ -216,6 +225,44 @@ wg_src_plan(const Wg *w)
 	return 0;
 }
 
+/* Whether the producer warpgroup's spare warps run the epilogue's tail
+ * (ptx_prog_tail: GELU's sigmoid of x @ w + b) on the staged tile before
+ * its TMA store.  The consumers' epilogue is bound by the special-function
+ * units there -- ex2 and rcp for each of a tile's 32768 values, with both
+ * consumer warpgroups in it while the tensor cores wait: bias + GELU cost
+ * 3.5-7.9% over the plain matmul on an H100, the bias alone 1%
+ * (bench/results/2026-12-07-pair-h100.md).  Moved to warps that otherwise
+ * sleep, the SFU work runs beside the next tile's MMAs (a different
+ * pipe).  The staged tile whole (in halves, the consumers would wait for
+ * the first half's tail before writing the second); a k loop of at least
+ * WG_TAIL_MIN_KT tiles, which the tail's ~6k cycles a 128 x 256 tile in
+ * three warps hide behind (on a short one the consumers, 8 warps, are
+ * faster); no source tile (the producer's load of the next one would wait
+ * for the tail); no stream-K, clusters or routes (their storers' protocols
+ * stay one thread's).  The consumers of a CTA's last entry run the whole
+ * program (wg_epilogue), with the cut value rounded as the tail's would
+ * be, so every tile has the same bits. */
+static int
+wg_tail_plan(Wg *w)
+{
+	const PtxMatmulSpec *s = w->s;
+	DType indt[PTX_MAX_TENSORS];
+	ValClass ivc[PTX_MAX_TENSORS], vc[PTX_MAX_INS];
+	int v;
+	if (s->tail < 0 || !w->staged || w->parts > 1 || w->src || w->nkt < WG_TAIL_MIN_KT || w->sk || w->cl > 1 ||
+	    s->route || !s->epi.nins)
+		return 0;
+	for (int i = 0; i < PTX_MAX_TENSORS; i++)
+		indt[i] = i < s->nin ? s->in[i].dt : DT_F32;
+	if ((v = ptx_prog_tail(&s->epi, indt, s->ab, s->out[0].dt, &w->post)) < 0 ||
+	    !ptx_prog_round_at(&s->epi, v, s->out[0].dt, &w->whole))
+		return 0;
+	for (int i = 0; i < PTX_MAX_TENSORS; i++)
+		ivc[i] = VC_F32;
+	ptx_prog_classes(&w->post, ivc, VC_F32, vc);
+	return vc[ptx_store_src(&w->post, &w->post.out[0], s->out[0].dt, vc)] == VC_F32 ? v + 1 : 0;
+}
+
 static void
 wg_setup(Wg *w, Ptx *p, const PtxMatmulSpec *s)
 {
@@ -239,6 +286,18 @@ wg_setup(Wg *w, Ptx *p, const PtxMatmulSpec *s)
 		w->parts = 1;
 	if ((w->src = wg_src_plan(w)) && !wg_fits(w, wg_smem(w)))
 		w->src = 0;
+	w->cut = wg_tail_plan(w);
+}
+
+bool
+ptx_wgmma_tail(const PtxMatmulSpec *s)
+{
+	Wg w;
+	Ptx p;
+	if (ptx_tiles[s->tile].kind != PTX_WGMMA || ptx_wgmma_check(s))
+		return false;
+	wg_setup(&w, &p, s);
+	return w.cut > 0;
 }
 
 /* The barrier rings after the stages (and the staged tile), the quit
@@ -630,7 +689,10 @@ wg_src_ok(Wg *w, Reg ok)
  * src_spread 0), else with box 0.  Every CTA of a wave reaches the same k
  * tile at about the same time: loaded at once, the wave's source tiles
  * (64 KiB a CTA, 8.4 MB on 132 SMs) were one burst of HBM reads that the
- * mainloop's next k tiles queued behind. */
+ * mainloop's next k tiles queued behind.  Spread, x @ w + r ran at 0.952 /
+ * 0.962 / 0.969 of the plain matmul at 1024 / 4096 / 8192 x 8192 x 4096 on
+ * an H100, at once 0.948 / 0.954 / 0.960 (bench/results/2026-12-07-tail-h100.md):
+ * a part of the residual's cost, not most of it. */
 static int64_t
 wg_src_at(const Wg *w, int b)
 {
@@ -954,12 +1016,73 @@ wg_route(Wg *w, Reg rt, Reg drow, Reg dcol, Reg flags)
 	ptx_place(p, own);
 }
 
+/* last = this CTA's current entry is its last: the epilogue's tail then
+ * stays with the consumers, who have nothing after it to overlap, and
+ * who are 8 warps to the producer's 3 (wg_tail_plan). */
+static void
+wg_last(Wg *w, Reg last)
+{
+	Ptx *p = w->p;
+	Reg x = ptx_reg(p, RC_B32);
+	ptx_peek_next(p, last, x);
+	ptx_emit(p, "not.pred %s, %s;", R(last), R(last));
+}
+
+/* Warps 1-3 of the producer warpgroup (wg_tail_plan), once the consumers
+ * have staged a part: the epilogue's tail on each of its values, in
+ * place, eight a thread at a time (a 16-byte chunk: the swizzle moves
+ * chunks, and the tail reads nothing of a value's place, so the chunks
+ * go in any order, edges' zeros too, which TMA's stores leave out).  Then
+ * the proxy fence on every writer's side, since TMA reads what these
+ * stores wrote, and the three warps meet before thread 32 stores. */
+static void
+wg_tail(Wg *w)
+{
+	Ptx *p = w->p;
+	const PtxDType *d = &ptx_dtypes[w->s->out[0].dt];
+	int loop = ptx_label(p), out = ptx_label(p), bytes = w->cbm * w->t->bn * 2 / w->parts;
+	Reg a = ptx_reg(p, RC_B32), end = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED);
+	Reg wd[4], v[8], val[PTX_MAX_INS];
+	ValClass vc[PTX_MAX_INS];
+
+	ptx_emit(p, "sub.u32 %s, %s, 32;", R(a), R(p->tid));
+	ptx_emit(p, "mad.lo.u32 %s, %s, 16, %s;", R(a), R(a), R(w->base));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(a), w->coff);
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(end), R(w->base), w->coff + bytes);
+	ptx_place(p, loop);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(a), R(end));
+	ptx_emit(p, "@%s bra $L%d;", R(q), out);
+	for (int i = 0; i < 4; i++)
+		wd[i] = ptx_reg(p, RC_B32);
+	ptx_emit(p, "ld.shared.v4.b32 {%s, %s, %s, %s}, [%s];", R(wd[0]), R(wd[1]), R(wd[2]), R(wd[3]), R(a));
+	for (int i = 0; i < 4; i++)
+		ptx_unpack_word(p, w->s->out[0].dt, wd[i], &v[2 * i]);
+	for (int j = 0; j < 8; j++) {
+		PtxEnv env = {.acc = v[j], .acc_vc = VC_F32};
+		ptx_prog_emit(p, &w->post, &env, val, vc);
+		v[j] = val[ptx_store_src(&w->post, &w->post.out[0], w->s->out[0].dt, vc)];
+	}
+	for (int i = 0; i < 4; i++) {
+		wd[i] = ptx_reg(p, RC_B32);
+		ptx_expand(p, d->pack2, wd[i], v[2 * i], v[2 * i + 1]);
+	}
+	ptx_emit(p, "st.shared.v4.b32 [%s], {%s, %s, %s, %s};", R(a), R(wd[0]), R(wd[1]), R(wd[2]), R(wd[3]));
+	ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(a), 16 * WG_TAIL_THREADS);
+	ptx_emit(p, "bra $L%d;", loop);
+	ptx_place(p, out);
+	ptx_emit(p, "fence.proxy.async.shared::cta;");
+	/* not .aligned: thread 32 may come from a branch its warp's others skipped */
+	ptx_emit(p, "barrier.sync %d, %d;", WG_TAIL_BAR, WG_TAIL_THREADS);
+}
+
 /* Thread 32 (the producer warpgroup's second warp): per entry of the CTA,
  * waits until the consumers have stored the tile (staged: written it to
  * shared memory, part by part, which this thread then stores by TMA), then
  * raises its output flag -- so the system-scope release (MEMBAR.SYS: it
  * waits for the tile's stores to reach memory) never stalls a consumer
- * warpgroup.  tc counts entries, hc parts (the done / raised rings'). */
+ * warpgroup.  tc counts entries, hc parts (the done / raised rings').
+ * With a tail (wg_tail_plan) warps 1-3 walk with it and run the tail on
+ * each part first; thread 32 alone stores and raises. */
 static void
 wg_raiser(Wg *w)
 {
@@ -974,6 +1097,8 @@ wg_raiser(Wg *w)
 	 * (and would raise its flag: lower.c gives cluster tiles none yet) */
 	if (w->cl > 1)
 		ptx_emit(p, "setp.eq.u32 %s, %s, 0;", R(yes), R(p->crank));
+	else if (w->cut)
+		ptx_emit(p, "setp.eq.u32 %s, %s, 32;", R(yes), R(p->tid));
 	else
 		ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(yes), R(p->tid), R(p->tid));
 	ptx_emit(p, "mov.u32 %s, 0;", R(tc));
@@ -986,7 +1111,7 @@ wg_raiser(Wg *w)
 	ptx_emit(p, "mad.wide.u32 %s, %s, %d, %s;", R(p->entry), R(p->blk), (int)sizeof(PtxBlock), R(p->param[0]));
 	for (int part = 0; part < w->parts; part++) {
 		bool last = part == w->parts - 1;
-		int keep = w->sk ? ptx_label(p) : 0, skipped = w->sk ? ptx_label(p) : 0;
+		int keep = w->sk ? ptx_label(p) : 0, skipped = w->sk ? ptx_label(p) : 0, alone = 0;
 		ptx_emit(p, "and.b32 %s, %s, 1;", R(slot), R(hc));
 		ptx_emit(p, "shr.u32 %s, %s, 1;", R(par), R(hc));
 		ptx_emit(p, "and.b32 %s, %s, 1;", R(par), R(par));
@@ -1000,6 +1125,16 @@ wg_raiser(Wg *w)
 			ptx_emit(p, "@%s bra $L%d;", R(q), done);
 			if (w->s->route) /* the tile and its flag go where its route says */
 				wg_route(w, rt, drow, dcol, fl);
+		}
+		if (w->cut) { /* not on the CTA's last entry, whose consumers ran it (wg_epilogue) */
+			int ran = ptx_label(p);
+			Reg last = ptx_reg(p, RC_PRED);
+			alone = ptx_label(p);
+			wg_last(w, last);
+			ptx_emit(p, "@%s bra $L%d;", R(last), ran);
+			wg_tail(w);
+			ptx_place(p, ran);
+			ptx_emit(p, "@!%s bra $L%d;", R(yes), alone);
 		}
 		if (w->sk) { /* a unit another CTA finishes: nothing to store or raise */
 			ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(slot), R(w->base));
@@ -1025,6 +1160,8 @@ wg_raiser(Wg *w)
 			ptx_place(p, skipped);
 		bar_addr(w, a, BAR_RAISED, slot);
 		ptx_emit(p, "mbarrier.arrive.shared::cta.b64 %s, [%s];", R(st), R(a));
+		if (w->cut)
+			ptx_place(p, alone);
 		ptx_emit(p, "add.u32 %s, %s, 1;", R(hc), R(hc));
 	}
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(tc), R(tc));
@@ -1199,6 +1336,35 @@ wg_src_epilogue(Wg *w, PtxMmFrag *f, Reg ok, Reg tc)
 	ptx_place(p, after);
 }
 
+/* The epilogue of a consumer's part (the source tile's where wg_src_plan
+ * put one there); with a tail, two: the CTA's last entry runs it whole. */
+static void
+wg_epilogue(Wg *w, PtxMmFrag *f, Reg srcok, Reg tc)
+{
+	Ptx *p = w->p;
+	int whole = ptx_label(p), after = ptx_label(p);
+	Reg last = ptx_reg(p, RC_PRED);
+	if (w->cut) {
+		wg_last(w, last);
+		ptx_emit(p, "@%s bra $L%d;", R(last), whole);
+	}
+	for (int cut = w->cut;; cut = 0) {
+		f->cut = cut;
+		f->prog = cut || !w->cut ? NULL : &w->whole;
+		if (w->src)
+			wg_src_epilogue(w, f, srcok, tc);
+		else
+			ptx_mm_epilogue(p, w->s, f);
+		if (!cut)
+			break;
+		ptx_emit(p, "bra $L%d;", after);
+		ptx_place(p, whole);
+	}
+	f->prog = NULL;
+	if (w->cut)
+		ptx_place(p, after);
+}
+
 /* A consumer warpgroup: the k loop of each tile, the epilogue, the flag. */
 static void
 wg_consumer(Wg *w, Reg stage, Reg phase)
@@ -1317,10 +1483,7 @@ wg_consumer(Wg *w, Reg stage, Reg phase)
 			wg_stage_free(w, tc);
 		if (w->sk) /* another CTA finishes the entry */
 			ptx_emit(p, "@!%s bra $L%d;", R(keep), unstored);
-		if (w->src)
-			wg_src_epilogue(w, &f, srcok, tc);
-		else
-			ptx_mm_epilogue(p, w->s, &f);
+		wg_epilogue(w, &f, srcok, tc);
 		if (w->staged) /* the async proxy (TMA) reads what these stores wrote */
 			ptx_emit(p, "fence.proxy.async.shared::cta;");
 		if (w->sk)
@@ -1394,6 +1557,9 @@ ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 	if (w.src)
 		buf_printf(&p->head, "// the epilogue's in%d read from the staged tile, loaded there by TMA during the k loop\n",
 		           w.src - 1);
+	if (w.cut)
+		buf_printf(&p->head, "// the epilogue's tail after instruction %d (%d instructions) run by the producer's "
+		           "warps 1-3 on the staged tile\n", w.cut - 1, w.post.nins - 1);
 	for (int i = 0; i < w.t->bn / 2; i++)
 		w.acc[i] = ptx_reg(p, RC_F32);
 	ptx_kernel_cluster(p, w.cl);
@@ -1461,8 +1627,8 @@ ptx_emit_wgmma(Buf *b, const PtxMatmulSpec *s, PtxKernel *k)
 		ptx_emit(p, "@!%s bra $L%d;", R(p->is_t0), notp);
 		wg_producer(&w, stage, phase);
 		ptx_place(p, notp);
-		if (wg_storer(&w)) {
-			ptx_emit(p, "setp.ne.u32 %s, %s, 32;", R(q), R(p->tid));
+		if (wg_storer(&w)) { /* thread 32; with a tail, warps 1-3 */
+			ptx_emit(p, w.cut ? "setp.lt.u32 %s, %s, 32;" : "setp.ne.u32 %s, %s, 32;", R(q), R(p->tid));
 			ptx_emit(p, "@%s bra $L%d;", R(q), out);
 			wg_raiser(&w);
 		}

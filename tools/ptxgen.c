@@ -8,6 +8,7 @@
  *                 [--route N]  (entries may store through N routes: codegen.h PtxRoute)
  *                 [--src-smem -1|0]  (-1: a residual read from global memory, not the staged tile)
  *                 [--src-spread -1|0]  (-1: the staged residual's boxes loaded at one k tile)
+ *                 [--tail -1|0]  (-1: an SFU tail of the epilogue run by the consumers, not warps 1-3)
  *                 [--l2-first -1|0|MASK]  (TMA streams marked evict-first: 1 the source tile, 2 C)
  *   ptxgen ew     --shape D0,D1,.. --in T:S0,S1,..  --out T:S0,.. --prog PROG [--block E]
  *                 [--causal K]  (outputs -inf past diagonal K of the last two dims)
@@ -20,6 +21,9 @@
  *                 [--pingpong -1|0|1]
  *                 (--tma: the wgmma + TMA form; --softmax, --bm, --bn, --pingpong: PtxAttnSpec's)
  *   ptxgen tiles  lists the matmul tiles
+ *   ptxgen tail   --epi PROG [--dtype T]  a matmul epilogue's tail (ptx_prog_tail; inputs of
+ *                 dtype T): the cut, the tail, the whole program with the cut rounded, and
+ *                 whether that and the tail on the rounded cut agree at 4096 points
  * Common: --name NAME.  PROG is codegen/prog.c's text form, e.g.
  * 'out0=add(acc,in0); out1=tanh(acc)'.  The PTX module goes to stdout,
  * after a comment line that says how to launch the kernel. */
@@ -176,6 +180,7 @@ parse(Args *a, int argc, char **argv)
 		else if (!strcmp(o, "--route")) a->mm.route = (int)num(v);
 		else if (!strcmp(o, "--src-smem")) a->mm.src_smem = setting(v);
 		else if (!strcmp(o, "--src-spread")) a->mm.src_spread = setting(v);
+		else if (!strcmp(o, "--tail")) a->mm.tail = setting(v);
 		else if (!strcmp(o, "--l2-first")) a->mm.l2_first = setting(v);
 		else if (!strcmp(o, "--dtype")) a->mm.ab = dtype(v);
 		else if (!strcmp(o, "--out-dtype")) a->out_dt = dtype(v);
@@ -294,6 +299,48 @@ emit(Args *a)
 	buf_free(&b);
 }
 
+/* ptxgen tail: what wgmma.c's wg_tail_plan splits an epilogue into, and
+ * the check that its two paths (the tail in warps 1-3 on the stored cut;
+ * the consumers' whole program with the cut rounded) mean one thing. */
+static int
+tail(const Args *a)
+{
+	PtxEwProg post, whole;
+	DType indt[PTX_MAX_TENSORS];
+	Buf b = {0};
+	int v, bad = 0;
+	for (int i = 0; i < PTX_MAX_TENSORS; i++)
+		indt[i] = a->mm.ab;
+	v = ptx_prog_tail(&a->mm.epi, indt, a->mm.ab, a->mm.ab, &post);
+	if (v < 0) {
+		printf("no tail\n");
+		return 0;
+	}
+	if (!ptx_prog_round_at(&a->mm.epi, v, a->mm.ab, &whole))
+		usage("%s", "the whole program is too long to round the cut");
+	printf("cut after %%%d\ntail: ", v);
+	ptx_prog_print(&b, &post);
+	printf("%s\nwhole: ", b.s);
+	b.len = 0;
+	ptx_prog_print(&b, &whole);
+	printf("%s\n", b.s);
+	for (int t = 0; t < 4096; t++) {
+		double in[PTX_MAX_TENSORS], val[PTX_MAX_INS], tv[PTX_MAX_INS], wv[PTX_MAX_INS];
+		double acc = (t % 64 - 32) * 0.173 + t * 1e-4;
+		for (int i = 0; i < PTX_MAX_TENSORS; i++)
+			in[i] = ptx_round(a->mm.ab, ((t * 7 + i * 13) % 41 - 20) * 0.0931);
+		ptx_prog_eval(&a->mm.epi, indt, in, acc, NULL, val);
+		ptx_prog_eval(&post, indt, in, ptx_round(a->mm.ab, val[v]), NULL, tv);
+		ptx_prog_eval(&whole, indt, in, acc, NULL, wv);
+		double x = ptx_round(a->mm.ab, tv[post.out[0].val]), y = ptx_round(a->mm.ab, wv[whole.out[0].val]);
+		bad += !(x == y || (isnan(x) && isnan(y)));
+	}
+	printf("%s: the tail on the rounded cut and the whole program agree at %d of 4096 points\n", bad ? "FAIL" : "ok",
+	       4096 - bad);
+	buf_free(&b);
+	return bad != 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -312,6 +359,8 @@ main(int argc, char **argv)
 	a.mm.tile = -1;
 	a.at.normed = true;
 	parse(&a, argc, argv);
+	if (!strcmp(a.kind, "tail"))
+		return tail(&a);
 	emit(&a);
 	return 0;
 }

@@ -569,6 +569,33 @@ mm_fill_launch(MmCase *c, Launch *l)
 }
 
 static int mm_calls = 1; /* launches of each mm_run, the output poisoned before each */
+static double mm_elem_tol; /* > 0: mm_run also checks every element (elem_check) */
+
+/* Every element within tol (1 + |want|) of its reference: a norm over the
+ * output hides a few wrong chunks, and a tail run on some of the staged
+ * tile but not all would leave just that. */
+static void
+elem_check(const char *name, const Tens *out, const double *ref, double tol)
+{
+	int64_t bad = 0, worst = -1;
+	double wd = 0;
+	for (int64_t i = 0; i < out->n; i++) {
+		if (isnan(ref[i]))
+			continue;
+		double d = fabs(ptx_load(out->dt, out->h, i) - ref[i]) / (1 + fabs(ref[i]));
+		if (!(d <= tol)) {
+			bad++;
+			if (!(d <= wd))
+				wd = d, worst = i;
+		}
+	}
+	printf("CASE %s/elem: %s (%lld elements off by more than %.0e (1 + |want|)", name, bad ? "FAIL" : "PASS",
+	       (long long)bad, tol);
+	if (worst >= 0)
+		printf("; worst %lld: got %.6g want %.6g", (long long)worst, ptx_load(out->dt, out->h, worst), ref[worst]);
+	printf(")\n");
+	failures += bad > 0;
+}
 
 /* A kernel with a workspace leaves its counters (its first `bytes`) at 0
  * for the next launch; `what` describes them before the workspace size. */
@@ -650,6 +677,8 @@ mm_run_shifted(const char *name, PtxMatmulSpec s, int grid, int shift)
 	for (int j = 0; j < s.nout; j++) {
 		snprintf(what, sizeof what, "%s/out%d", name, j);
 		compare(what, &c.out[j], c.ref[j]);
+		if (mm_elem_tol > 0)
+			elem_check(what, &c.out[j], c.ref[j], mm_elem_tol);
 	}
 	CU(cuMemFree(l.blocks));
 	free(bl);
@@ -884,6 +913,81 @@ case_mm_src(void)
 			src_path_check(name, &s, !v[i].force_global && t < 4);
 			mm_run_shifted(name, s, v[i].grid, v[i].shift);
 		}
+	mm_calls = saved;
+}
+
+/* The epilogue's tail of special functions run by the producer's warps
+ * 1-3 on the staged tile (codegen/wgmma.c wg_tail_plan), against the
+ * consumers running it (PtxMatmulSpec.tail -1), every element checked
+ * (elem_check): GELU of x @ w / 10 + b, rounded to bf16 where the tail
+ * starts -- as the kernel rounds it, so the reference is exact to a
+ * rounding and a tail run twice or not at all on any chunk is off by more
+ * than the tolerance (values near 1, where GELU bends) -- on every tile
+ * that stages whole (the 4-stage tile stages in halves: no tail), ragged
+ * m and n (edges' zeros through the tail), few CTAs (many entries each:
+ * the rings' phases; a CTA's last entry, where the consumers run it all),
+ * a CTA an entry (only that), two calls bit for bit; a tanh tail of an f16
+ * matmul; and where the tail stays with the consumers: a cast before it,
+ * an output of another dtype, a residual read from the staged tile, a
+ * short k, the cluster and stream-K tiles. */
+#define TAIL_V "cast_f32(cast_bf16(add(mul(acc,0.1),in0)))"
+static void
+case_mm_tail(void)
+{
+	static const char *const gelu = "mul(" TAIL_V ",sigmoid(mul(1.5957691216057308,add(" TAIL_V ",mul(0.044715,mul(" TAIL_V
+	                                ",mul(" TAIL_V "," TAIL_V ")))))))";
+	static const char *const tiles[] = {"wg128x256x64s3", "wg128x256x64s4", "wg128x128x64s6", "wg128x64x64s8",
+	                                    "wg256x256x64s3c2", "wg128x256x64s3k"};
+	static const struct {
+		int64_t m, n, k;
+		int grid;
+	} v[] = {{1000, 1024, 1040, 11}, {1000, 1000, 1040, 7}, {2048, 2048, 1024, 40}, {1000, 1024, 1040, 132}};
+	static const char *const tail = "run by the producer's warps 1-3";
+	int saved = mm_calls;
+	mm_calls = 2;
+	mm_elem_tol = 1e-2;
+	for (size_t t = 0; t < NELEM(tiles); t++)
+		for (size_t i = 0; i < NELEM(v); i++)
+			for (int off = 0; off < 2; off++) {
+				char name[96];
+				PtxMatmulSpec s = mm_spec("mm_tail", DT_BF16, v[i].m, v[i].n, v[i].k, tiles[t], DT_BF16);
+				bool want = t != 1 && t < 4 && !off;
+				if (off && (t || i))
+					continue; /* the consumers' tail once */
+				s.in[0] = (PtxTensor){DT_BF16, {0, 0, 1}};
+				s.nin = 1;
+				s.tail = off ? -1 : 0;
+				prog_or_die(&s.epi, gelu);
+				snprintf(name, sizeof name, "mm_tail_%s_%lldx%lldx%lld_grid%d%s", tiles[t], (long long)v[i].m,
+				         (long long)v[i].n, (long long)v[i].k, v[i].grid, off ? "_consumers" : "");
+				path_check(name, &s, tail, want, "tail in warps 1-3", "tail in the consumers");
+				mm_run(name, s, v[i].grid);
+			}
+	{
+		PtxMatmulSpec s = mm_spec("mm_tail_f16", DT_F16, 1000, 1024, 1040, "wg128x256x64s3", DT_F16);
+		s.in[0] = (PtxTensor){DT_F16, {0, 0, 1}};
+		s.nin = 1;
+		prog_or_die(&s.epi, "mul(add(tanh(cast_f32(cast_f16(add(mul(acc,0.1),in0)))),1.0),3.0)");
+		path_check("mm_tail_f16_tanh", &s, tail, true, "tail in warps 1-3", "tail in the consumers");
+		mm_run("mm_tail_f16_tanh", s, 11);
+		s.ab = DT_BF16; /* the part before the tail on bf16, the output f16: no tail */
+		s.in[0].dt = DT_BF16;
+		s.out[0].dt = DT_F16;
+		path_check("mm_tail_mixed", &s, tail, false, "tail in warps 1-3", "tail in the consumers");
+		s = mm_spec("mm_tail_cast", DT_BF16, 1000, 1024, 1040, "wg128x256x64s3", DT_BF16);
+		s.in[0] = (PtxTensor){DT_BF16, {0, 0, 1}};
+		s.nin = 1;
+		prog_or_die(&s.epi, "sigmoid(add(cast_f32(cast_bf16(acc)),in0))");
+		path_check("mm_tail_cast", &s, tail, false, "tail in warps 1-3", "tail in the consumers");
+		s.in[0] = (PtxTensor){DT_BF16, {1000 * 1024, 1024, 1}}; /* a residual, staged */
+		prog_or_die(&s.epi, "sigmoid(add(acc,in0))");
+		path_check("mm_tail_src", &s, tail, false, "tail in warps 1-3", "tail in the consumers");
+		src_path_check("mm_tail_src", &s, true);
+		s = mm_spec("mm_tail_short", DT_BF16, 1000, 1024, 520, "wg128x256x64s3", DT_BF16);
+		prog_or_die(&s.epi, "sigmoid(acc)");
+		path_check("mm_tail_short_k", &s, tail, false, "tail in warps 1-3", "tail in the consumers");
+	}
+	mm_elem_tol = 0;
 	mm_calls = saved;
 }
 
@@ -2330,15 +2434,16 @@ perf(const char *only)
  * read from the staged tile where it can), residg (from global memory),
  * biase and gelue (bias and gelu with the bias loaded in the epilogue),
  * geluf (the same GELU as x * sigmoid(x * (c + d x^2)): fewer multiplies),
+ * gelut (gelu with its tail run by the consumers: PtxMatmulSpec.tail -1),
  * PERF_ROUNDS (default 21), PERF_B2B (launches a timing, default 5).  Per
  * variant: the median ms over rounds, and its speed against the first. */
 enum { AB_MAX = 8 };
 
 /* perf-ab's epilogues: a variant's suffix (tile/EPI) or PERF_EPI names
  * one; each reads its inputs as bench/p1.py's ops do. */
-enum { EPI_PLAIN, EPI_BIAS, EPI_GELU, EPI_RESID, EPI_RESIDG, EPI_RESIDA, EPI_BIASE, EPI_GELUE, EPI_GELUF, EPI_NKINDS };
-static const char *const epi_names[EPI_NKINDS] = {"plain", "bias",  "gelu",  "resid", "residg",
-                                                  "resida", "biase", "gelue", "geluf"};
+enum { EPI_PLAIN, EPI_BIAS, EPI_GELU, EPI_RESID, EPI_RESIDG, EPI_RESIDA, EPI_BIASE, EPI_GELUE, EPI_GELUF, EPI_GELUT, EPI_NKINDS };
+static const char *const epi_names[EPI_NKINDS] = {"plain",  "bias",  "gelu",  "resid", "residg",
+                                                  "resida", "biase", "gelue", "geluf", "gelut"};
 
 static int
 epi_byname(const char *n)
@@ -2346,7 +2451,7 @@ epi_byname(const char *n)
 	for (int i = 0; i < EPI_NKINDS; i++)
 		if (!strcmp(n, epi_names[i]))
 			return i;
-	fprintf(stderr, "perf-ab: no epilogue '%s' (plain, bias, gelu, resid, residg, resida, biase, gelue, geluf)\n", n);
+	fprintf(stderr, "perf-ab: no epilogue '%s' (plain, bias, gelu, resid, residg, resida, biase, gelue, geluf, gelut)\n", n);
 	exit(2);
 }
 
@@ -2364,6 +2469,7 @@ epi_apply(PtxMatmulSpec *sp, int epi, int64_t m, int64_t n)
 	sp->src_smem = epi == EPI_RESIDG ? -1 : 0;
 	sp->src_spread = epi == EPI_RESIDA ? -1 : 0;
 	sp->pre_in = epi == EPI_BIASE || epi == EPI_GELUE ? -1 : 0;
+	sp->tail = epi == EPI_GELUT ? -1 : 0;
 	sp->in[0] = res ? (PtxTensor){DT_BF16, {m * n, n, 1}} : (PtxTensor){DT_BF16, {0, 0, 1}};
 	sp->nin = 1;
 	sp->out[0] = (PtxTensor){DT_BF16, {m * n, n, 1}};
@@ -2372,7 +2478,7 @@ epi_apply(PtxMatmulSpec *sp, int epi, int64_t m, int64_t n)
 		                      "mul(0.071354816272737,mul(add(acc,in0),add(acc,in0)))))))");
 		return;
 	}
-	prog_or_die(&sp->epi, epi == EPI_GELU || epi == EPI_GELUE ? "mul(add(acc,in0),sigmoid(mul(1.5957691216057308,add(add(acc,in0),"
+	prog_or_die(&sp->epi, epi == EPI_GELU || epi == EPI_GELUE || epi == EPI_GELUT ? "mul(add(acc,in0),sigmoid(mul(1.5957691216057308,add(add(acc,in0),"
 	                                        "mul(0.044715,mul(add(acc,in0),mul(add(acc,in0),add(acc,in0))))))))"
 	                                      : "add(acc,in0)");
 }
@@ -3452,7 +3558,7 @@ static const struct {
 } cases[] = {
 	{"mm_wgmma", case_mm_wgmma},       {"mm_wgmma_small", case_mm_wgmma_small},
 	{"mm_1000", case_mm_1000},         {"mm_ragged", case_mm_ragged},
-	{"mm_batch", case_mm_batch},       {"mm_epi", case_mm_epi}, {"mm_src", case_mm_src},
+	{"mm_batch", case_mm_batch},       {"mm_epi", case_mm_epi}, {"mm_src", case_mm_src}, {"mm_tail", case_mm_tail},
 	{"mm_tiles", case_mm_tiles},       {"mm_cluster", case_mm_cluster}, {"mm_bufs", case_mm_bufs}, {"mm_streamk", case_mm_streamk}, {"rows_prefetch", case_rows_prefetch},
 	{"mm_streamk_big", case_mm_streamk_big}, {"ew_bcast", case_ew_bcast},
 	{"ew_ops", case_ew_ops},           {"ew_int", case_ew_int},
