@@ -160,7 +160,9 @@ typedef struct PtxMatmulSpec {
 	                                  (GELU's, ptx_prog_tail) runs on the staged tile in the
 	                                  producer warpgroup's spare warps, beside the next tile's
 	                                  MMAs, where the kernel can (wgmma.c wg_tail_plan); -1: in
-	                                  the consumers' epilogue, with the tensor cores idle */
+	                                  the consumers' epilogue, with the tensor cores idle; 1: also
+	                                  on a tile staged in halves, whose consumers then wait for
+	                                  the first half's tail (not measured yet) */
 	int pre_in;                    /* 0: epilogue inputs constant along rows (a bias) are loaded
 	                                  for the whole tile while its last k tile's MMAs run (wgmma,
 	                                  ptx_mm_epi_prefetch); -1: in the epilogue, a group of
@@ -508,7 +510,7 @@ void ptx_loop_end(Ptx *p);
 /* A persistent loop's step: this CTA's next entry (blk += gridDim.x, n a
  * scratch register), back to label `loop`. */
 void ptx_next_entry(Ptx *p, Reg n, int loop);
-void ptx_peek_next(Ptx *p, Reg has, Reg x); /* the CTA's next entry: whether there is one, its x */
+void ptx_peek_next(Ptx *p, Reg has, Reg x); /* the CTA's next entry: whether there is one, its x (x < 0: not) */
 void ptx_flag_wait(Ptx *p, Reg quit);  /* thread is_t0 waits for p->entry's input flag */
 void ptx_flag_raise(Ptx *p, Reg who);  /* thread `who` raises p->entry's output flag */
 /* ... in the flags array at `flags` (a global address), out_op's route

@@ -615,13 +615,16 @@ ptx_next_entry(Ptx *p, Reg n, int loop)
 }
 
 /* The entry this CTA takes after the current one (ptx_next_entry's
- * step): has = there is one, x = its first coordinate (only where has). */
+ * step): has = there is one, x = its first coordinate (only where has;
+ * x < 0: not wanted). */
 void
 ptx_peek_next(Ptx *p, Reg has, Reg x)
 {
 	Reg n = ptx_reg(p, RC_B32), e = ptx_reg(p, RC_B64);
 	ptx_emit(p, "add.u32 %s, %s, %s;", R(n), R(p->blk), R(entry_step(p, n)));
 	ptx_emit(p, "setp.lt.u32 %s, %s, %s;", R(has), R(n), R(p->param[1]));
+	if (x < 0)
+		return;
 	ptx_emit(p, "mad.wide.u32 %s, %s, %d, %s;", R(e), R(n), (int)sizeof(PtxBlock), R(p->param[0]));
 	ptx_emit(p, "@%s ld.global.nc.u32 %s, [%s];", R(has), R(x), R(e));
 }

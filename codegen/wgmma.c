@@ -234,7 +234,9 @@ wg_src_plan(const Wg *w)
  * (bench/results/2026-12-07-pair-h100.md).  Moved to warps that otherwise
  * sleep, the SFU work runs beside the next tile's MMAs (a different
  * pipe).  The staged tile whole (in halves, the consumers would wait for
- * the first half's tail before writing the second); a k loop of at least
+ * the first half's tail before writing the second: PtxMatmulSpec.tail 1
+ * allows it, to be measured against the consumers' ~4k cycles a tile of
+ * the whole tail); a k loop of at least
  * WG_TAIL_MIN_KT tiles, which the tail's ~6k cycles a 128 x 256 tile in
  * three warps hide behind (on a short one the consumers, 8 warps, are
  * faster); no source tile (the producer's load of the next one would wait
@@ -249,8 +251,8 @@ wg_tail_plan(Wg *w)
 	DType indt[PTX_MAX_TENSORS];
 	ValClass ivc[PTX_MAX_TENSORS], vc[PTX_MAX_INS];
 	int v;
-	if (s->tail < 0 || !w->staged || w->parts > 1 || w->src || w->nkt < WG_TAIL_MIN_KT || w->sk || w->cl > 1 ||
-	    s->route || !s->epi.nins)
+	if (s->tail < 0 || !w->staged || (w->parts > 1 && s->tail < 1) || w->src || w->nkt < WG_TAIL_MIN_KT || w->sk ||
+	    w->cl > 1 || s->route || !s->epi.nins)
 		return 0;
 	for (int i = 0; i < PTX_MAX_TENSORS; i++)
 		indt[i] = i < s->nin ? s->in[i].dt : DT_F32;
@@ -1023,8 +1025,7 @@ static void
 wg_last(Wg *w, Reg last)
 {
 	Ptx *p = w->p;
-	Reg x = ptx_reg(p, RC_B32);
-	ptx_peek_next(p, last, x);
+	ptx_peek_next(p, last, -1);
 	ptx_emit(p, "not.pred %s, %s;", R(last), R(last));
 }
 

@@ -8,7 +8,8 @@
  *                 [--route N]  (entries may store through N routes: codegen.h PtxRoute)
  *                 [--src-smem -1|0]  (-1: a residual read from global memory, not the staged tile)
  *                 [--src-spread -1|0]  (-1: the staged residual's boxes loaded at one k tile)
- *                 [--tail -1|0]  (-1: an SFU tail of the epilogue run by the consumers, not warps 1-3)
+ *                 [--tail -1|0|1]  (-1: an SFU tail of the epilogue run by the consumers, not warps 1-3;
+ *                 1: also on a tile staged in halves)
  *                 [--l2-first -1|0|MASK]  (TMA streams marked evict-first: 1 the source tile, 2 C)
  *   ptxgen ew     --shape D0,D1,.. --in T:S0,S1,..  --out T:S0,.. --prog PROG [--block E]
  *                 [--causal K]  (outputs -inf past diagonal K of the last two dims)

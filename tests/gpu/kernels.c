@@ -923,7 +923,8 @@ case_mm_src(void)
  * starts -- as the kernel rounds it, so the reference is exact to a
  * rounding and a tail run twice or not at all on any chunk is off by more
  * than the tolerance (values near 1, where GELU bends) -- on every tile
- * that stages whole (the 4-stage tile stages in halves: no tail), ragged
+ * that stages whole (the 4-stage tile stages in halves: no tail but with
+ * PtxMatmulSpec.tail 1, checked too), ragged
  * m and n (edges' zeros through the tail), few CTAs (many entries each:
  * the rings' phases; a CTA's last entry, where the consumers run it all),
  * a CTA an entry (only that), two calls bit for bit; a tanh tail of an f16
@@ -948,18 +949,19 @@ case_mm_tail(void)
 	mm_elem_tol = 1e-2;
 	for (size_t t = 0; t < NELEM(tiles); t++)
 		for (size_t i = 0; i < NELEM(v); i++)
-			for (int off = 0; off < 2; off++) {
+			for (int mode = 0; mode < 3; mode++) { /* tail 0, -1 (the consumers'), 1 (halves too) */
+				static const char *const suffix[] = {"", "_consumers", "_halves"};
 				char name[96];
 				PtxMatmulSpec s = mm_spec("mm_tail", DT_BF16, v[i].m, v[i].n, v[i].k, tiles[t], DT_BF16);
-				bool want = t != 1 && t < 4 && !off;
-				if (off && (t || i))
-					continue; /* the consumers' tail once */
+				bool want = mode == 2 || (mode == 0 && t != 1 && t < 4);
+				if ((mode == 1 && (t || i)) || (mode == 2 && t != 1))
+					continue; /* the consumers' tail once; halves on the 4-stage tile */
 				s.in[0] = (PtxTensor){DT_BF16, {0, 0, 1}};
 				s.nin = 1;
-				s.tail = off ? -1 : 0;
+				s.tail = mode == 1 ? -1 : mode == 2 ? 1 : 0;
 				prog_or_die(&s.epi, gelu);
 				snprintf(name, sizeof name, "mm_tail_%s_%lldx%lldx%lld_grid%d%s", tiles[t], (long long)v[i].m,
-				         (long long)v[i].n, (long long)v[i].k, v[i].grid, off ? "_consumers" : "");
+				         (long long)v[i].n, (long long)v[i].k, v[i].grid, suffix[mode]);
 				path_check(name, &s, tail, want, "tail in warps 1-3", "tail in the consumers");
 				mm_run(name, s, v[i].grid);
 			}
@@ -2435,15 +2437,19 @@ perf(const char *only)
  * biase and gelue (bias and gelu with the bias loaded in the epilogue),
  * geluf (the same GELU as x * sigmoid(x * (c + d x^2)): fewer multiplies),
  * gelut (gelu with its tail run by the consumers: PtxMatmulSpec.tail -1),
+ * gelh (gelu with its tail in warps 1-3 on a tile staged in halves too: tail 1),
  * PERF_ROUNDS (default 21), PERF_B2B (launches a timing, default 5).  Per
  * variant: the median ms over rounds, and its speed against the first. */
 enum { AB_MAX = 8 };
 
 /* perf-ab's epilogues: a variant's suffix (tile/EPI) or PERF_EPI names
  * one; each reads its inputs as bench/p1.py's ops do. */
-enum { EPI_PLAIN, EPI_BIAS, EPI_GELU, EPI_RESID, EPI_RESIDG, EPI_RESIDA, EPI_BIASE, EPI_GELUE, EPI_GELUF, EPI_GELUT, EPI_NKINDS };
-static const char *const epi_names[EPI_NKINDS] = {"plain",  "bias",  "gelu",  "resid", "residg",
-                                                  "resida", "biase", "gelue", "geluf", "gelut"};
+enum {
+	EPI_PLAIN, EPI_BIAS, EPI_GELU, EPI_RESID, EPI_RESIDG, EPI_RESIDA, EPI_BIASE, EPI_GELUE, EPI_GELUF, EPI_GELUT,
+	EPI_GELH, EPI_NKINDS
+};
+static const char *const epi_names[EPI_NKINDS] = {"plain", "bias",  "gelu",  "resid", "residg", "resida",
+                                                  "biase", "gelue", "geluf", "gelut", "gelh"};
 
 static int
 epi_byname(const char *n)
@@ -2451,7 +2457,8 @@ epi_byname(const char *n)
 	for (int i = 0; i < EPI_NKINDS; i++)
 		if (!strcmp(n, epi_names[i]))
 			return i;
-	fprintf(stderr, "perf-ab: no epilogue '%s' (plain, bias, gelu, resid, residg, resida, biase, gelue, geluf, gelut)\n", n);
+	fprintf(stderr, "perf-ab: no epilogue '%s' (plain, bias, gelu, resid, residg, resida, biase, gelue, geluf, gelut, gelh)\n",
+	        n);
 	exit(2);
 }
 
@@ -2469,7 +2476,7 @@ epi_apply(PtxMatmulSpec *sp, int epi, int64_t m, int64_t n)
 	sp->src_smem = epi == EPI_RESIDG ? -1 : 0;
 	sp->src_spread = epi == EPI_RESIDA ? -1 : 0;
 	sp->pre_in = epi == EPI_BIASE || epi == EPI_GELUE ? -1 : 0;
-	sp->tail = epi == EPI_GELUT ? -1 : 0;
+	sp->tail = epi == EPI_GELUT ? -1 : epi == EPI_GELH ? 1 : 0;
 	sp->in[0] = res ? (PtxTensor){DT_BF16, {m * n, n, 1}} : (PtxTensor){DT_BF16, {0, 0, 1}};
 	sp->nin = 1;
 	sp->out[0] = (PtxTensor){DT_BF16, {m * n, n, 1}};
@@ -2478,7 +2485,7 @@ epi_apply(PtxMatmulSpec *sp, int epi, int64_t m, int64_t n)
 		                      "mul(0.071354816272737,mul(add(acc,in0),add(acc,in0)))))))");
 		return;
 	}
-	prog_or_die(&sp->epi, epi == EPI_GELU || epi == EPI_GELUE || epi == EPI_GELUT ? "mul(add(acc,in0),sigmoid(mul(1.5957691216057308,add(add(acc,in0),"
+	prog_or_die(&sp->epi, epi == EPI_GELU || epi == EPI_GELUE || epi == EPI_GELUT || epi == EPI_GELH ? "mul(add(acc,in0),sigmoid(mul(1.5957691216057308,add(add(acc,in0),"
 	                                        "mul(0.044715,mul(add(acc,in0),mul(add(acc,in0),add(acc,in0))))))))"
 	                                      : "add(acc,in0)");
 }
