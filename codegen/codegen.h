@@ -530,6 +530,7 @@ int ptx_load_words_in(Ptx *p, const char *space, DType dt, Reg addr, int v, Reg 
 void ptx_load_words_to(Ptx *p, const char *space, DType dt, Reg addr, int v, const Reg *w); /* ... into w */
 void ptx_unpack_word(Ptx *p, DType dt, Reg w, Reg *val);          /* a word as 1 or 2 values */
 void ptx_store_vec(Ptx *p, DType dt, Reg addr, int v, const Reg *val);
+void ptx_store_vec_in(Ptx *p, const char *space, DType dt, Reg addr, int v, const Reg *val); /* "global" or "shared" */
 
 /* Programs in PTX: the caller loads the leaves the program uses into
  * env (classes from ptx_prog_classes) and gets each instruction's value. */

@@ -138,6 +138,20 @@ ptx_prog_sfu(const PtxEwProg *p)
 	return false;
 }
 
+/* How many earlier instructions `in` reads: its a, then its b. */
+static int
+prog_nargs(const PtxIns *in)
+{
+	switch (in->op) {
+	case OP_PARAM:
+	case OP_CONST:
+	case PTX_OP_ACC:
+	case PTX_OP_STAGE: return 0;
+	case OP_CAST: return 1;
+	default: return ir_ops[in->op].arity;
+	}
+}
+
 /* The program's tail: the first instruction v (-1: none) after which the
  * output needs nothing but v and constants, where that tail calls the
  * special-function units -- GELU's sigmoid of x @ w + b.  The part up to
@@ -159,12 +173,12 @@ tail_from(const PtxEwProg *g, const bool *need, int v, PtxEwProg *post)
 	for (int i = v + 1; i <= o; i++) {
 		const PtxIns *in = &g->ins[i];
 		PtxIns c = *in;
+		int ar = prog_nargs(in);
 		if (!need[i])
 			continue;
 		if (in->op == OP_PARAM || in->op == PTX_OP_ACC || in->op == PTX_OP_STAGE)
 			return false;
-		if (in->op != OP_CONST) {
-			int ar = in->op == OP_CAST ? 1 : ir_ops[in->op].arity;
+		if (ar) {
 			for (int k = 0; k < ar; k++) {
 				int x = k ? in->b : in->a;
 				if (x < v && g->ins[x].op == OP_CONST && map[x] < 0) { /* a constant made earlier */
@@ -201,10 +215,9 @@ ptx_prog_tail(const PtxEwProg *g, const DType *indt, DType ab, DType dt, PtxEwPr
 	need[o] = true;
 	for (int i = o; i >= 0; i--) {
 		const PtxIns *in = &g->ins[i];
-		if (!need[i] || in->op == OP_PARAM || in->op == OP_CONST || in->op == PTX_OP_ACC || in->op == PTX_OP_STAGE)
-			continue;
-		need[in->a] = true;
-		if (in->op != OP_CAST && ir_ops[in->op].arity == 2)
+		if (need[i] && prog_nargs(in) >= 1)
+			need[in->a] = true;
+		if (need[i] && prog_nargs(in) == 2)
 			need[in->b] = true;
 	}
 	for (int v = 0; v < o; v++) {
@@ -230,11 +243,10 @@ ptx_prog_round_at(const PtxEwProg *g, int v, DType dt, PtxEwProg *out)
 	out->ins[v + 1] = (PtxIns){.op = OP_CAST, .a = v, .b = -1, .dt = dt};
 	for (int i = v + 1; i < g->nins; i++) {
 		PtxIns in = g->ins[i];
-		if (in.op != OP_PARAM && in.op != OP_CONST && in.op != PTX_OP_ACC && in.op != PTX_OP_STAGE) {
+		if (prog_nargs(&in) >= 1)
 			in.a = in.a < v ? in.a : in.a + 1;
-			if (in.op != OP_CAST && ir_ops[in.op].arity == 2)
-				in.b = in.b < v ? in.b : in.b + 1;
-		}
+		if (prog_nargs(&in) == 2)
+			in.b = in.b < v ? in.b : in.b + 1;
 		out->ins[i + 1] = in;
 	}
 	out->nins = g->nins + 1;

@@ -620,11 +620,12 @@ ptx_next_entry(Ptx *p, Reg n, int loop)
 void
 ptx_peek_next(Ptx *p, Reg has, Reg x)
 {
-	Reg n = ptx_reg(p, RC_B32), e = ptx_reg(p, RC_B64);
+	Reg n = ptx_reg(p, RC_B32), e;
 	ptx_emit(p, "add.u32 %s, %s, %s;", R(n), R(p->blk), R(entry_step(p, n)));
 	ptx_emit(p, "setp.lt.u32 %s, %s, %s;", R(has), R(n), R(p->param[1]));
 	if (x < 0)
 		return;
+	e = ptx_reg(p, RC_B64);
 	ptx_emit(p, "mad.wide.u32 %s, %s, %d, %s;", R(e), R(n), (int)sizeof(PtxBlock), R(p->param[0]));
 	ptx_emit(p, "@%s ld.global.nc.u32 %s, [%s];", R(has), R(x), R(e));
 }
@@ -869,10 +870,16 @@ ptx_load_vec(Ptx *p, DType dt, Reg addr, int64_t cs, int v, Reg *val)
 void
 ptx_store_vec(Ptx *p, DType dt, Reg addr, int v, const Reg *val)
 {
+	ptx_store_vec_in(p, "global", dt, addr, v, val);
+}
+
+void
+ptx_store_vec_in(Ptx *p, const char *space, DType dt, Reg addr, int v, const Reg *val)
+{
 	const PtxDType *d = &ptx_dtypes[dt];
 	Reg w[4];
 	int words;
-	if (v == 1) {
+	if (v == 1 && !strcmp(space, "global")) {
 		ptx_store_val(p, dt, addr, val[0], d->vc);
 		return;
 	}
@@ -887,11 +894,11 @@ ptx_store_vec(Ptx *p, DType dt, Reg addr, int v, const Reg *val)
 	}
 	const char *ty = d->size == 4 ? d->ld : "b32";
 	if (words == 1)
-		ptx_emit(p, "st.global.%s [%s], %s;", ty, R(addr), R(w[0]));
+		ptx_emit(p, "st.%s.%s [%s], %s;", space, ty, R(addr), R(w[0]));
 	else if (words == 2)
-		ptx_emit(p, "st.global.v2.%s [%s], {%s, %s};", ty, R(addr), R(w[0]), R(w[1]));
+		ptx_emit(p, "st.%s.v2.%s [%s], {%s, %s};", space, ty, R(addr), R(w[0]), R(w[1]));
 	else
-		ptx_emit(p, "st.global.v4.%s [%s], {%s, %s, %s, %s};", ty, R(addr), R(w[0]), R(w[1]), R(w[2]),
+		ptx_emit(p, "st.%s.v4.%s [%s], {%s, %s, %s, %s};", space, ty, R(addr), R(w[0]), R(w[1]), R(w[2]),
 		         R(w[3]));
 }
 

@@ -295,10 +295,9 @@ bool
 ptx_wgmma_tail(const PtxMatmulSpec *s)
 {
 	Wg w;
-	Ptx p;
 	if (ptx_tiles[s->tile].kind != PTX_WGMMA || ptx_wgmma_check(s))
 		return false;
-	wg_setup(&w, &p, s);
+	wg_setup(&w, NULL, s); /* the plan alone: nothing is emitted */
 	return w.cut > 0;
 }
 
@@ -1040,8 +1039,8 @@ static void
 wg_tail(Wg *w)
 {
 	Ptx *p = w->p;
-	const PtxDType *d = &ptx_dtypes[w->s->out[0].dt];
 	int loop = ptx_label(p), out = ptx_label(p), bytes = w->cbm * w->t->bn * 2 / w->parts;
+	DType dt = w->s->out[0].dt;
 	Reg a = ptx_reg(p, RC_B32), end = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED);
 	Reg wd[4], v[8], val[PTX_MAX_INS];
 	ValClass vc[PTX_MAX_INS];
@@ -1053,21 +1052,15 @@ wg_tail(Wg *w)
 	ptx_place(p, loop);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(a), R(end));
 	ptx_emit(p, "@%s bra $L%d;", R(q), out);
+	ptx_load_words_in(p, "shared", dt, a, 8, wd);
 	for (int i = 0; i < 4; i++)
-		wd[i] = ptx_reg(p, RC_B32);
-	ptx_emit(p, "ld.shared.v4.b32 {%s, %s, %s, %s}, [%s];", R(wd[0]), R(wd[1]), R(wd[2]), R(wd[3]), R(a));
-	for (int i = 0; i < 4; i++)
-		ptx_unpack_word(p, w->s->out[0].dt, wd[i], &v[2 * i]);
+		ptx_unpack_word(p, dt, wd[i], &v[2 * i]);
 	for (int j = 0; j < 8; j++) {
 		PtxEnv env = {.acc = v[j], .acc_vc = VC_F32};
 		ptx_prog_emit(p, &w->post, &env, val, vc);
-		v[j] = val[ptx_store_src(&w->post, &w->post.out[0], w->s->out[0].dt, vc)];
+		v[j] = val[ptx_store_src(&w->post, &w->post.out[0], dt, vc)];
 	}
-	for (int i = 0; i < 4; i++) {
-		wd[i] = ptx_reg(p, RC_B32);
-		ptx_expand(p, d->pack2, wd[i], v[2 * i], v[2 * i + 1]);
-	}
-	ptx_emit(p, "st.shared.v4.b32 [%s], {%s, %s, %s, %s};", R(a), R(wd[0]), R(wd[1]), R(wd[2]), R(wd[3]));
+	ptx_store_vec_in(p, "shared", dt, a, 8, v);
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(a), R(a), 16 * WG_TAIL_THREADS);
 	ptx_emit(p, "bra $L%d;", loop);
 	ptx_place(p, out);
