@@ -867,7 +867,8 @@ case_mm_epi(void)
  * residual, a view with rows wider than n, an f16 residual beside a bf16
  * output, one k tile (the load at k tile 0) and two, few CTAs (many entries
  * each: the barriers' phases), a k loop of 32 tiles (the source tile's
- * boxes loaded k tiles apart: wgmma.c wg_src_at), one batch, two calls bit for bit, each
+ * boxes loaded k tiles apart from k tile 8, a quarter in: wgmma.c
+ * wg_src_at), one batch, two calls bit for bit, each
  * case checking which path its kernel takes (the 4-stage tile, staged in
  * halves, and the stream-K one read global memory); then the same
  * residual a view two elements off 16-byte alignment (this call reads it
@@ -2438,6 +2439,8 @@ perf(const char *only)
  * geluf (the same GELU as x * sigmoid(x * (c + d x^2)): fewer multiplies),
  * gelut (gelu with its tail run by the consumers: PtxMatmulSpec.tail -1),
  * gelh (gelu with its tail in warps 1-3 on a tile staged in halves too: tail 1),
+ * resida / resido (resid with its boxes loaded at one k tile / the first
+ * right after k tile S + 1: src_spread / src_late -1),
  * PERF_ROUNDS (default 21), PERF_B2B (launches a timing, default 5).  Per
  * variant: the median ms over rounds, and its speed against the first. */
 enum { AB_MAX = 8 };
@@ -2445,11 +2448,18 @@ enum { AB_MAX = 8 };
 /* perf-ab's epilogues: a variant's suffix (tile/EPI) or PERF_EPI names
  * one; each reads its inputs as bench/p1.py's ops do. */
 enum {
-	EPI_PLAIN, EPI_BIAS, EPI_GELU, EPI_RESID, EPI_RESIDG, EPI_RESIDA, EPI_BIASE, EPI_GELUE, EPI_GELUF, EPI_GELUT,
-	EPI_GELH, EPI_NKINDS
+	EPI_PLAIN, EPI_BIAS, EPI_GELU, EPI_RESID, EPI_RESIDG, EPI_RESIDA, EPI_RESIDO, EPI_BIASE, EPI_GELUE, EPI_GELUF,
+	EPI_GELUT, EPI_GELH, EPI_NKINDS
 };
-static const char *const epi_names[EPI_NKINDS] = {"plain", "bias",  "gelu",  "resid", "residg", "resida",
+static const char *const epi_names[EPI_NKINDS] = {"plain", "bias",  "gelu",  "resid", "residg", "resida", "resido",
                                                   "biase", "gelue", "geluf", "gelut", "gelh"};
+
+/* Whether epilogue kind e reads a residual of C's shape. */
+static bool
+epi_resid(int e)
+{
+	return e == EPI_RESID || e == EPI_RESIDG || e == EPI_RESIDA || e == EPI_RESIDO;
+}
 
 static int
 epi_byname(const char *n)
@@ -2457,8 +2467,8 @@ epi_byname(const char *n)
 	for (int i = 0; i < EPI_NKINDS; i++)
 		if (!strcmp(n, epi_names[i]))
 			return i;
-	fprintf(stderr, "perf-ab: no epilogue '%s' (plain, bias, gelu, resid, residg, resida, biase, gelue, geluf, gelut, gelh)\n",
-	        n);
+	fprintf(stderr, "perf-ab: no epilogue '%s' (plain, bias, gelu, resid, residg, resida, resido, biase, gelue, geluf, "
+	        "gelut, gelh)\n", n);
 	exit(2);
 }
 
@@ -2466,15 +2476,17 @@ epi_byname(const char *n)
  * the stdlib's GELU (biase, gelue: the bias loaded in the epilogue, not
  * ahead: PtxMatmulSpec.pre_in), or a residual of the output's shape
  * (residg: read from global memory, not the staged tile; resida: staged,
- * its boxes loaded at one k tile, PtxMatmulSpec.src_spread -1). */
+ * its boxes loaded at one k tile, PtxMatmulSpec.src_spread -1; resido:
+ * staged, its first box right after k tile S + 1, src_late -1). */
 static void
 epi_apply(PtxMatmulSpec *sp, int epi, int64_t m, int64_t n)
 {
-	bool res = epi == EPI_RESID || epi == EPI_RESIDG || epi == EPI_RESIDA;
+	bool res = epi_resid(epi);
 	if (epi == EPI_PLAIN)
 		return;
 	sp->src_smem = epi == EPI_RESIDG ? -1 : 0;
 	sp->src_spread = epi == EPI_RESIDA ? -1 : 0;
+	sp->src_late = epi == EPI_RESIDO ? -1 : 0;
 	sp->pre_in = epi == EPI_BIASE || epi == EPI_GELUE ? -1 : 0;
 	sp->tail = epi == EPI_GELUT ? -1 : epi == EPI_GELH ? 1 : 0;
 	sp->in[0] = res ? (PtxTensor){DT_BF16, {m * n, n, 1}} : (PtxTensor){DT_BF16, {0, 0, 1}};
@@ -2543,7 +2555,7 @@ perf_ab(void)
 		tens_random(&b, 1.0);
 		tens_random(&bv, 1.0);
 		for (int v = 0; v < nv; v++)
-			if ((epi[v] == EPI_RESID || epi[v] == EPI_RESIDG || epi[v] == EPI_RESIDA) && !res.d) {
+			if (epi_resid(epi[v]) && !res.d) {
 				res = tens_new(DT_BF16, m * n);
 				tens_random(&res, 1.0);
 			}
@@ -2556,7 +2568,7 @@ perf_ab(void)
 			kr[v] = perf_kernel(&sp, groups[v], false, &bu[v], &l[v]);
 			l[v].t[0] = a.d;
 			l[v].t[1] = b.d;
-			l[v].t[2] = epi[v] == EPI_PLAIN ? c.d : res.d && (epi[v] == EPI_RESID || epi[v] == EPI_RESIDG || epi[v] == EPI_RESIDA) ? res.d : bv.d;
+			l[v].t[2] = epi[v] == EPI_PLAIN ? c.d : res.d && epi_resid(epi[v]) ? res.d : bv.d;
 			l[v].t[3] = c.d;
 			for (int i = 0; i < 3; i++)
 				launch(&kr[v], &l[v]);
