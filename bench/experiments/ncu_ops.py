@@ -32,7 +32,7 @@ def main(names):
             out = fn()
             torch.cuda.synchronize()
             print("%s %s: rel err %.2e" % (name, k, p1.rel_err(out, ref)), flush=True)
-        times = p1.time_batches(impls, 5, 20)
+        times = p1.time_batches(impls, 5, 20)[0]  # (medians, host us)
         print("%s ms per call: %s" % (name, " ".join("%s %.4f" % kv for kv in times.items())), flush=True)
         torch.cuda.synchronize()
         torch.cuda.cudart().cudaProfilerStart()
