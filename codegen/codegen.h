@@ -166,6 +166,10 @@ typedef struct PtxMatmulSpec {
 	                                  the consumers' epilogue, with the tensor cores idle; 1: also
 	                                  on a tile staged in halves, whose consumers then wait for
 	                                  the first half's tail (not measured yet) */
+	int stage_out;                 /* 0: a 16-bit output is staged in shared memory and stored by
+	                                  TMA where it can be (wgmma.c wg_stageable); -1: stored from
+	                                  registers (to measure what the staging buffer's shared
+	                                  memory would buy the ring) */
 	int pre_in;                    /* 0: epilogue inputs constant along rows (a bias) are loaded
 	                                  for the whole tile while its last k tile's MMAs run (wgmma,
 	                                  ptx_mm_epi_prefetch); -1: in the epilogue, a group of

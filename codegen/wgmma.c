@@ -187,7 +187,7 @@ static int
 wg_stageable(const Wg *w)
 {
 	int tile = w->cbm * w->t->bn * 2;
-	if (!ptx_matmul_out_stageable(w->s))
+	if (w->s->stage_out < 0 || !ptx_matmul_out_stageable(w->s))
 		return 0;
 	if (wg_fits(w, wg_smem_at(w, w->bars + tile)))
 		return 1;

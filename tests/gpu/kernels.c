@@ -2440,7 +2440,8 @@ perf(const char *only)
  * gelut (gelu with its tail run by the consumers: PtxMatmulSpec.tail -1),
  * gelh (gelu with its tail in warps 1-3 on a tile staged in halves too: tail 1),
  * resida / resido (resid with its boxes loaded at one k tile / the first
- * right after k tile S + 1: src_spread / src_late -1),
+ * right after k tile S + 1: src_spread / src_late -1), unst (plain, the
+ * output stored from registers, not staged: PtxMatmulSpec.stage_out -1),
  * PERF_ROUNDS (default 21), PERF_B2B (launches a timing, default 5).  Per
  * variant: the median ms over rounds, and its speed against the first. */
 enum { AB_MAX = 8 };
@@ -2449,10 +2450,10 @@ enum { AB_MAX = 8 };
  * one; each reads its inputs as bench/p1.py's ops do. */
 enum {
 	EPI_PLAIN, EPI_BIAS, EPI_GELU, EPI_RESID, EPI_RESIDG, EPI_RESIDA, EPI_RESIDO, EPI_BIASE, EPI_GELUE, EPI_GELUF,
-	EPI_GELUT, EPI_GELH, EPI_NKINDS
+	EPI_GELUT, EPI_GELH, EPI_UNST, EPI_NKINDS
 };
 static const char *const epi_names[EPI_NKINDS] = {"plain", "bias",  "gelu",  "resid", "residg", "resida", "resido",
-                                                  "biase", "gelue", "geluf", "gelut", "gelh"};
+                                                  "biase", "gelue", "geluf", "gelut", "gelh",  "unst"};
 
 /* Whether epilogue kind e reads a residual of C's shape. */
 static bool
@@ -2468,7 +2469,7 @@ epi_byname(const char *n)
 		if (!strcmp(n, epi_names[i]))
 			return i;
 	fprintf(stderr, "perf-ab: no epilogue '%s' (plain, bias, gelu, resid, residg, resida, resido, biase, gelue, geluf, "
-	        "gelut, gelh)\n", n);
+	        "gelut, gelh, unst)\n", n);
 	exit(2);
 }
 
@@ -2484,6 +2485,10 @@ epi_apply(PtxMatmulSpec *sp, int epi, int64_t m, int64_t n)
 	bool res = epi_resid(epi);
 	if (epi == EPI_PLAIN)
 		return;
+	if (epi == EPI_UNST) { /* x @ w stored from registers: the ring's depth without the staging buffer */
+		sp->stage_out = -1;
+		return;
+	}
 	sp->src_smem = epi == EPI_RESIDG ? -1 : 0;
 	sp->src_spread = epi == EPI_RESIDA ? -1 : 0;
 	sp->src_late = epi == EPI_RESIDO ? -1 : 0;
@@ -2568,7 +2573,7 @@ perf_ab(void)
 			kr[v] = perf_kernel(&sp, groups[v], false, &bu[v], &l[v]);
 			l[v].t[0] = a.d;
 			l[v].t[1] = b.d;
-			l[v].t[2] = epi[v] == EPI_PLAIN ? c.d : res.d && epi_resid(epi[v]) ? res.d : bv.d;
+			l[v].t[2] = epi[v] == EPI_PLAIN || epi[v] == EPI_UNST ? c.d : res.d && epi_resid(epi[v]) ? res.d : bv.d;
 			l[v].t[3] = c.d;
 			for (int i = 0; i < 3; i++)
 				launch(&kr[v], &l[v]);
