@@ -156,9 +156,6 @@ typedef struct PtxMatmulSpec {
 	                                  memory, a load per pair */
 	int src_spread;                /* 0: the staged source tile's boxes are loaded a few k tiles
 	                                  apart (wgmma.c wg_src_at); -1: all at one k tile */
-	int src_late;                  /* 0: the first of them no earlier than a quarter into the k
-	                                  loop, when the last tile's store has been read out of the
-	                                  staging buffer (wg_src_at); -1: right after k tile S + 1 */
 	int tail;                      /* 0: an epilogue's tail of special functions on one value
 	                                  (GELU's, ptx_prog_tail) runs on the staged tile in the
 	                                  producer warpgroup's spare warps, beside the next tile's

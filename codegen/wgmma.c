@@ -67,7 +67,6 @@ enum {
 	                          consumers have then freed this entry's first k tiles, so they are
 	                          past the last entry's epilogue and its store is (nearly) read */
 	WG_SRC_GAP = 4,        /* k tiles between the source tile's box loads (wg_src_at) */
-	WG_SRC_LATE = 4,       /* box 0 no earlier than k tile nkt / this (wg_src_at) */
 	WG_L2_DEFAULT = PTX_L2_SRC, /* PtxMatmulSpec.l2_first's default */
 	WG_TAIL_THREADS = 96,  /* warps 1-3 of the producer warpgroup: the epilogue's tail */
 	WG_TAIL_BAR = 2,       /* their named barrier (0: the CTA's, 1: the consumers') */
@@ -686,35 +685,26 @@ wg_src_ok(Wg *w, Reg ok)
 }
 
 /* The k tile after which the producer loads box b of an entry's source
- * tile: box 0 at k tile stages + WG_SRC_AT (or the last) or, later, at a
- * quarter of the k loop (PtxMatmulSpec.src_late 0), the others
- * WG_SRC_GAP k tiles apart where the k loop is long enough (src_spread
- * 0), else with box 0.
- * Spread: every CTA of a wave reaches the same k tile at about the same
- * time, and loaded at once the wave's source tiles (64 KiB a CTA, 8.4 MB
- * on 132 SMs) were one burst of HBM reads that the mainloop's next k tiles
- * queued behind.  Spread, x @ w + r ran at 0.952 / 0.962 / 0.969 of the
- * plain matmul at 1024 / 4096 / 8192 x 8192 x 4096 on an H100, at once
- * 0.948 / 0.954 / 0.960 (bench/results/2026-12-07-tail-h100.md): a part
- * of the residual's cost, not most of it.
- * Late: box 0 first waits until TMA has read the last entry's output tile
- * out of the staging buffer (`free`).  That store was issued when the
- * consumers left the last epilogue, a few k tiles earlier, while the
- * wave's other CTAs stored theirs too, so at k tile S + 1 the producer
- * could wait on it while the ring drained, and the tensor cores with it.
- * A quarter into the k loop the store has long been read, and three
- * quarters of the loop remain to hide the loads. */
+ * tile: box 0 at k tile stages + WG_SRC_AT (or the last), the others
+ * WG_SRC_GAP k tiles apart where the k loop is long enough (PtxMatmulSpec.
+ * src_spread 0), else with box 0.  Every CTA of a wave reaches the same k
+ * tile at about the same time: loaded at once, the wave's source tiles
+ * (64 KiB a CTA, 8.4 MB on 132 SMs) were one burst of HBM reads that the
+ * mainloop's next k tiles queued behind.  Spread, x @ w + r ran at 0.952 /
+ * 0.962 / 0.969 of the plain matmul at 1024 / 4096 / 8192 x 8192 x 4096 on
+ * an H100, at once 0.948 / 0.954 / 0.960 (bench/results/2026-12-07-tail-h100.md):
+ * a part of the residual's cost, not most of it.  Box 0 a quarter into
+ * the k loop instead (so the wait for the last tile's store to be read
+ * out of the staging buffer could not hold the producer while the ring
+ * drained) was 0.4-0.8 % slower at 1024 to 8192 rows
+ * (bench/results/2026-12-07-ring-h100.md): that wait is not the cost. */
 static int64_t
 wg_src_at(const Wg *w, int b)
 {
-	int64_t at = w->t->stages + WG_SRC_AT, spread;
-	if (w->s->src_late >= 0 && w->nkt / WG_SRC_LATE > at)
-		at = w->nkt / WG_SRC_LATE;
-	if (at > w->nkt - 1)
-		at = w->nkt - 1;
+	int64_t at = w->nkt - 1 < w->t->stages + WG_SRC_AT ? w->nkt - 1 : w->t->stages + WG_SRC_AT;
+	int64_t spread = at + (int64_t)b * WG_SRC_GAP;
 	if (at < 0)
 		return 0;
-	spread = at + (int64_t)b * WG_SRC_GAP;
 	return w->s->src_spread < 0 || spread > w->nkt - 1 ? at : spread;
 }
 

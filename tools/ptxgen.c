@@ -8,7 +8,6 @@
  *                 [--route N]  (entries may store through N routes: codegen.h PtxRoute)
  *                 [--src-smem -1|0]  (-1: a residual read from global memory, not the staged tile)
  *                 [--src-spread -1|0]  (-1: the staged residual's boxes loaded at one k tile)
- *                 [--src-late -1|0]  (-1: the first of them right after k tile S + 1)
  *                 [--stage-out -1|0]  (-1: a 16-bit output stored from registers, not staged)
  *                 [--tail -1|0|1]  (-1: an SFU tail of the epilogue run by the consumers, not warps 1-3;
  *                 1: also on a tile staged in halves)
@@ -183,7 +182,6 @@ parse(Args *a, int argc, char **argv)
 		else if (!strcmp(o, "--route")) a->mm.route = (int)num(v);
 		else if (!strcmp(o, "--src-smem")) a->mm.src_smem = setting(v);
 		else if (!strcmp(o, "--src-spread")) a->mm.src_spread = setting(v);
-		else if (!strcmp(o, "--src-late")) a->mm.src_late = setting(v);
 		else if (!strcmp(o, "--stage-out")) a->mm.stage_out = setting(v);
 		else if (!strcmp(o, "--tail")) a->mm.tail = setting(v);
 		else if (!strcmp(o, "--l2-first")) a->mm.l2_first = setting(v);
