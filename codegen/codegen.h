@@ -281,6 +281,11 @@ typedef struct PtxRowsSpec {
 	                                   in while this one is reduced and stored (flagless kernels;
 	                                   else 1), -1 = never (each pass rereads from L2 or HBM),
 	                                   0 = chosen from the shape */
+	int col_pipe;                   /* column mode, a group that meets once an entry (one stage,
+	                                   a one-level combine, flagless): 1 = the entries pipelined,
+	                                   entry e + 1 reduced and its meeting arrived at before entry
+	                                   e's is waited for, combined and stored, the block reread
+	                                   from L2 (rows.c col_pipe_ok); 0 and -1 = one entry at a time */
 	bool flagless;                  /* no entry waits on or raises a flag (lower.c knows): rows
 	                                   mode and CTA mode leave out the per-entry barriers
 	                                   (ptx_kernel_flagless); column mode ignores it */
@@ -459,7 +464,7 @@ typedef struct Ptx {
 	/* common registers of the persistent loop (codegen/ptx.c) */
 	Reg tid, is_t0, blk, entry, x, y, z;
 	Reg param[PTX_NPARAM], tensor[2 * PTX_MAX_TENSORS + 1]; /* + a group kernel's workspace */
-	int lbl_done, lbl_loop;
+	int lbl_done, lbl_loop, lbl_exit; /* lbl_exit: no entry left (ptx_loop_end_drain) */
 	/* a cluster kernel (ptx_kernel_cluster): CTAs per cluster, this CTA's
 	 * rank in it, and the one thread of the cluster that stamps traces and
 	 * raises flags (is_t0 itself in a kernel without clusters) */
@@ -492,8 +497,11 @@ void ptx_cluster_sync(Ptx *p); /* every thread of the cluster: arrive (release),
  * (ptx_group_wait); g = min(n, the largest power of two <= gridDim.x),
  * and CTAs past the last whole group, or past `slots` groups, leave at
  * once.  The last tensor parameter is the workspace, which begins with
- * two u32 counters per group (p->gcnt); they are 0 when the kernel starts
- * and when it ends.  Before ptx_params. */
+ * PTX_GROUP_WORDS u32 words per group (p->gcnt): the barriers' counter,
+ * the CTAs that left, a second barrier counter (rows.c's pipelined
+ * entries count odd entries' arrivals there) and one unused; they are 0
+ * when the kernel starts and when it ends.  Before ptx_params. */
+enum { PTX_GROUP_WORDS = 4 };
 void ptx_kernel_group(Ptx *p, int n, int slots);
 /* After ptx_kernel_begin, for a kernel without clusters or groups whose
  * entries never wait on or raise a flag (the caller guarantees: every
@@ -507,10 +515,12 @@ void ptx_kernel_flagless(Ptx *p);
  * the CTA's stores), then wait until it reaches `target` arrivals (acquire),
  * or time out as a flag wait does (error word flag PTX_GROUP_FLAG) and set
  * quit. */
-void ptx_group_wait(Ptx *p, Reg cnt, Reg target, Reg quit);
+void ptx_group_arrive(Ptx *p, Reg cnt);
+void ptx_group_wait(Ptx *p, Reg cnt, Reg target, Reg quit, bool arrive);
 void ptx_params(Ptx *p, int ntensors);
 void ptx_loop_begin(Ptx *p);
 void ptx_loop_end(Ptx *p);
+void ptx_loop_end_drain(Ptx *p, void (*drain)(void *), void *arg);
 /* A persistent loop's step: this CTA's next entry (blk += gridDim.x, n a
  * scratch register), back to label `loop`. */
 void ptx_next_entry(Ptx *p, Reg n, int loop);

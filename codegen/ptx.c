@@ -304,11 +304,20 @@ ptx_flag_wait(Ptx *p, Reg quit)
 	ptx_place(p, waited);
 }
 
+/* Thread 0 (after a barrier that covers the CTA's writes the group is
+ * to see): this CTA's arrival on the group's counter. */
+void
+ptx_group_arrive(Ptx *p, Reg cnt)
+{
+	ptx_emit(p, "@%s red.release.gpu.global.add.u32 [%s], 1;", R(p->is_t0), R(cnt));
+}
+
 /* The other CTAs of a group are resident and on the same entry, so their
  * arrivals come within microseconds: a short back-off (GROUP_CAP_NS), at
- * gpu scope (every writer is a CTA of this kernel). */
+ * gpu scope (every writer is a CTA of this kernel).  arrive: this CTA
+ * arrives first (else it did, ptx_group_arrive). */
 void
-ptx_group_wait(Ptx *p, Reg cnt, Reg target, Reg quit)
+ptx_group_wait(Ptx *p, Reg cnt, Reg target, Reg quit, bool arrive)
 {
 	int waited;
 	Reg ep, fa, ns, c;
@@ -317,7 +326,8 @@ ptx_group_wait(Ptx *p, Reg cnt, Reg target, Reg quit)
 	c = ptx_reg(p, RC_B32);
 	ptx_emit(p, "setp.ne.u32 %s, %s, %s;", R(quit), R(p->tid), R(p->tid)); /* false */
 	ptx_emit(p, "@!%s bra $L%d;", R(p->is_t0), waited);
-	ptx_emit(p, "red.release.gpu.global.add.u32 [%s], 1;", R(cnt));
+	if (arrive)
+		ptx_emit(p, "red.release.gpu.global.add.u32 [%s], 1;", R(cnt));
 	ptx_emit(p, "ld.acquire.gpu.global.u32 %s, [%s];", R(c), R(cnt));
 	ptx_emit(p, "sub.u32 %s, %s, %s;", R(c), R(c), R(target)); /* reached, modulo 2^32 */
 	ptx_emit(p, "setp.ge.s32 %s, %s, 0;", R(w.q), R(c));
@@ -436,7 +446,8 @@ group_params(Ptx *p)
 	ptx_emit(p, "@%s ret;", R(q));
 	ptx_emit(p, "setp.eq.and.u32 %s, %s, 0, %s;", R(p->lead), R(p->crank), R(p->is_t0));
 	p->gcnt = ptx_reg(p, RC_B64);
-	ptx_emit(p, "mad.wide.u32 %s, %s, 8, %s;", R(p->gcnt), R(p->blk), R(p->tensor[p->ntensors - 1]));
+	ptx_emit(p, "mad.wide.u32 %s, %s, %d, %s;", R(p->gcnt), R(p->blk), PTX_GROUP_WORDS * 4,
+	         R(p->tensor[p->ntensors - 1]));
 }
 
 /* At the loop's end, thread 0 of each of the group's CTAs: the last to
@@ -453,6 +464,7 @@ group_leave(Ptx *p)
 	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(q), R(old), R(last));
 	ptx_emit(p, "@%s st.relaxed.gpu.global.u32 [%s], 0;", R(q), R(p->gcnt));
 	ptx_emit(p, "@%s st.relaxed.gpu.global.u32 [%s+4], 0;", R(q), R(p->gcnt));
+	ptx_emit(p, "@%s st.relaxed.gpu.global.u32 [%s+8], 0;", R(q), R(p->gcnt));
 	ptx_place(p, skip);
 }
 
@@ -528,9 +540,10 @@ ptx_loop_begin(Ptx *p)
 
 	p->lbl_loop = ptx_label(p);
 	p->lbl_done = ptx_label(p);
+	p->lbl_exit = ptx_label(p);
 	ptx_place(p, p->lbl_loop);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %s;", R(q), R(p->blk), R(p->param[1]));
-	ptx_emit(p, "@%s bra $L%d;", R(q), p->lbl_done);
+	ptx_emit(p, "@%s bra $L%d;", R(q), p->lbl_exit);
 	ptx_emit(p, "mad.wide.u32 %s, %s, %d, %s;", R(p->entry), R(p->blk), (int)sizeof(PtxBlock),
 	         R(p->param[0]));
 	if (!p->flagless) {
@@ -630,8 +643,10 @@ ptx_peek_next(Ptx *p, Reg has, Reg x)
 	ptx_emit(p, "@%s ld.global.nc.u32 %s, [%s];", R(has), R(x), R(e));
 }
 
+/* The loop's end; drain(arg), where given, runs once the CTA has no
+ * entry left (not where it leaves early: a timeout goes to lbl_done). */
 void
-ptx_loop_end(Ptx *p)
+ptx_loop_end_drain(Ptx *p, void (*drain)(void *), void *arg)
 {
 	Reg n = ptx_reg(p, RC_B32);
 
@@ -648,6 +663,9 @@ ptx_loop_end(Ptx *p)
 		ptx_flag_raise(p, p->lead);
 	}
 	ptx_next_entry(p, n, p->lbl_loop);
+	ptx_place(p, p->lbl_exit);
+	if (drain)
+		drain(arg);
 	ptx_place(p, p->lbl_done);
 	if (p->async_copies) /* none left in flight into shared memory as the CTA leaves */
 		ptx_emit(p, "cp.async.wait_all;");
@@ -656,6 +674,12 @@ ptx_loop_end(Ptx *p)
 	if (p->group > 1)
 		group_leave(p);
 	ptx_emit(p, "ret;");
+}
+
+void
+ptx_loop_end(Ptx *p)
+{
+	ptx_loop_end_drain(p, NULL, NULL);
 }
 
 /* ---- small shared pieces ---- */

@@ -97,9 +97,9 @@ ptx_rows_check(const PtxRowsSpec *s)
 		return "rows: a group of a power of two CTAs up to 256, more than 1 only for strided rows with a stage and no cluster";
 	if ((s->cta_threads && (s->cta_threads < 128 || s->cta_threads > 1024 || (s->cta_threads & (s->cta_threads - 1)))) ||
 	    s->cta_min < -1 || s->cta_min > 32 || s->online < -1 || s->online > 1 || s->col_cache < -1 || s->col_cache > 2 ||
-	    s->split_heads < -1 || s->split_heads > 1)
-		return "rows: a CTA of 128 to 1024 threads (a power of two), -1 to 32 CTAs an SM, online and split_heads -1 to 1, "
-		       "col_cache -1 to 2";
+	    s->split_heads < -1 || s->split_heads > 1 || s->col_pipe < -1 || s->col_pipe > 1)
+		return "rows: a CTA of 128 to 1024 threads (a power of two), -1 to 32 CTAs an SM, online, split_heads and "
+		       "col_pipe -1 to 1, col_cache -1 to 2";
 	for (int i = 0; i < s->nin + s->nout; i++) {
 		const PtxTensor *t = i < s->nin ? &s->in[i] : &s->out[i - s->nin];
 		if ((int)t->dt < 0 || t->dt >= DT_COUNT || t->stride[0] < 0 || t->stride[1] < 0 ||
@@ -138,6 +138,8 @@ typedef struct Rows {
 	Reg gpart, gcur;  /* group: the group's partials in the workspace, and this entry's set */
 	Reg gbase, gent;  /* group: the barriers passed before this entry, entries done */
 	int gbar;         /* group: barriers of this entry emitted so far (col_group_barrier) */
+	bool pipe;        /* group: entries pipelined (col_pipe_ok) */
+	Reg xprev, havep; /* pipe: the entry before this one, and whether there was one */
 	bool mom[PTX_MAX_STAGES]; /* column mode: stages k and k + 1 are a mean and its variance (col_moments) */
 	bool onl[PTX_MAX_STAGES]; /* column mode: stages k and k + 1 are a max and the sum of exps from it (col_online) */
 	int planes;       /* column mode: planes of the warps' partials in shared memory (1; 3 with moments, 2 online) */
@@ -790,8 +792,9 @@ col_finish(Rows *r, int k, Reg a, Reg acc)
 }
 
 /* ---- groups: a column block split over CTAs that meet in global memory ----
- * The workspace (the last tensor) holds each group's two counters (ptx.c),
- * then per group two sets of partials, for entries of even and odd count:
+ * The workspace (the last tensor) holds each group's counters (ptx.c),
+ * then per group two sets of partials, for entries of even and odd count
+ * (four where the entries are pipelined: group_nsets):
  * a CTA writes the next entry's while a slower one may still read this
  * one's last stage, and the next entry's first barrier orders the set
  * after.  In a set, stage k: the CTAs' partials, float (k * grp + m) * rb
@@ -838,10 +841,20 @@ group_slots(const Rows *r, int64_t nblocks)
 	return (int)(n < nblocks ? n : nblocks);
 }
 
+/* Sets of partials a group cycles through: two, or four where its
+ * entries are pipelined (col_pipe_ok: a CTA puts entry e + 2's partials
+ * having passed only entry e's meeting, after which a slower CTA may
+ * still be reading entry e - 1's). */
+static int
+group_nsets(const Rows *r)
+{
+	return r->pipe ? 4 : 2;
+}
+
 static int64_t
 group_counter_bytes(int slots)
 {
-	return ((int64_t)slots * 8 + 255) / 256 * 256;
+	return ((int64_t)slots * PTX_GROUP_WORDS * 4 + 255) / 256 * 256;
 }
 
 /* Before the persistent loop: this group's partials, the group's slices,
@@ -856,7 +869,7 @@ col_group_init(Rows *r, int slots)
 	r->gent = ptx_reg(p, RC_B32);
 	r->nslr = ptx_reg(p, RC_B32);
 	ptx_emit(p, "add.u64 %s, %s, %lld;", R(r->gpart), R(w), (long long)group_counter_bytes(slots));
-	ptx_mad_wide(p, r->gpart, p->blk, 2 * group_set_bytes(r), r->gpart);
+	ptx_mad_wide(p, r->gpart, p->blk, group_nsets(r) * group_set_bytes(r), r->gpart);
 	ptx_emit(p, "mov.u32 %s, 0;", R(r->gbase));
 	ptx_emit(p, "mov.u32 %s, 0;", R(r->gent));
 	ptx_emit(p, "mul.lo.u32 %s, %s, %d;", R(r->nslr), R(p->gsize), r->nsl);
@@ -869,7 +882,7 @@ col_group_entry(Rows *r)
 	Ptx *p = r->p;
 	Reg par = ptx_reg(p, RC_B32);
 	r->gcur = ptx_reg(p, RC_B64);
-	ptx_emit(p, "and.b32 %s, %s, 1;", R(par), R(r->gent));
+	ptx_emit(p, "and.b32 %s, %s, %d;", R(par), R(r->gent), group_nsets(r) - 1);
 	ptx_mad_wide(p, r->gcur, par, group_set_bytes(r), r->gpart);
 }
 
@@ -894,7 +907,7 @@ col_group_barrier(Rows *r)
 	Reg t = ptx_reg(p, RC_B32), quit = ptx_reg(p, RC_PRED), all = ptx_reg(p, RC_PRED);
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(t), R(r->gbase), ++r->gbar);
 	ptx_emit(p, "mul.lo.u32 %s, %s, %s;", R(t), R(t), R(p->gsize));
-	ptx_group_wait(p, p->gcnt, t, quit);
+	ptx_group_wait(p, p->gcnt, t, quit, true);
 	ptx_emit(p, "bar.red.or.pred %s, 0, %s;", R(all), R(quit));
 	ptx_emit(p, "@%s bra $L%d;", R(all), p->lbl_done);
 }
@@ -987,20 +1000,16 @@ col_group_meet2(Rows *r, int k, int ri)
 	ptx_emit(p, "bar.sync 0;");
 }
 
+/* The one-level combine of stage k, after the group's barrier: each
+ * row's g partials in its exchange slot in shared memory. */
 static void
-col_group_meet(Rows *r, int k, int ri)
+col_group_rows(Rows *r, int k, int ri)
 {
 	Ptx *p = r->p;
 	int S = group_subs(r);
 	Reg row = ptx_reg(p, RC_B32), m = ptx_reg(p, RC_B32), act = ptx_reg(p, RC_PRED), q = ptx_reg(p, RC_PRED);
 	Reg acc = ptx_reg(p, RC_F32), sa = ptx_reg(p, RC_B32);
 
-	ptx_emit(p, "bar.sync 0;");
-	col_group_barrier(r);
-	if (group_two_level(r)) {
-		col_group_meet2(r, k, ri);
-		return;
-	}
 	ptx_emit(p, "shr.u32 %s, %s, %d;", R(row), R(p->tid), ptx_ilog2(S));
 	ptx_emit(p, "setp.lt.u32 %s, %s, %d;", R(act), R(row), r->rb);
 	group_sum(r, k, ri, S, row, act, acc);
@@ -1009,6 +1018,18 @@ col_group_meet(Rows *r, int k, int ri)
 	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(sa), R(row), R(r->smem));
 	ptx_emit(p, "@%s st.shared.f32 [%s+%d], %s;", R(q), R(sa), col_xs(r, k), R(acc));
 	ptx_emit(p, "bar.sync 0;");
+}
+
+static void
+col_group_meet(Rows *r, int k, int ri)
+{
+	ptx_emit(r->p, "bar.sync 0;");
+	col_group_barrier(r);
+	if (group_two_level(r)) {
+		col_group_meet2(r, k, ri);
+		return;
+	}
+	col_group_rows(r, k, ri);
 }
 
 /* After the map: where the entry raises a flag, one more barrier, so
@@ -1611,13 +1632,16 @@ rows_col_online(Rows *r, int j)
 	col_pair_results(r, j, a);
 }
 
-static void
-rows_col_stage(Rows *r, int k)
+/* Stage k's first half: the thread's slices reduced, the warps' partials
+ * met in shared memory, and threads < rb holding their row's partial of
+ * the CTA, returned (a: their column of the partials, col_partial); the
+ * others branch to *fin, which the caller places. */
+static Reg
+col_stage_reduce(Rows *r, int k, int ri, Reg a, Reg q, int *fin)
 {
 	Ptx *p = r->p;
-	const PtxRowStage *st = &r->s->stage[k];
-	int ri = red_index(st->red), skip = ptx_label(p), fin = ptx_label(p);
-	Reg acc[COL_UNROLL][8], a = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED), racc;
+	int skip = ptx_label(p), f = ptx_label(p);
+	Reg acc[COL_UNROLL][8];
 
 	for (int u = 0; u < COL_UNROLL; u++)
 		for (int j = 0; j < r->cv; j++) {
@@ -1639,17 +1663,44 @@ rows_col_stage(Rows *r, int k)
 	}
 	/* lanes < LC write partial[warp][rin + j]; then threads < rb finish */
 	ptx_emit(p, "setp.ge.u32 %s, %s, %d;", R(q), R(r->lane), r->lc);
-	ptx_emit(p, "@%s bra $L%d;", R(q), fin);
+	ptx_emit(p, "@%s bra $L%d;", R(q), f);
 	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(a), R(r->warp), r->rb, R(r->rin));
 	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(a), R(r->smem));
 	for (int j = 0; j < r->cv; j++)
 		ptx_emit(p, "st.shared.f32 [%s+%d], %s;", R(a), 4 * j, R(acc[0][j]));
-	ptx_place(p, fin);
+	ptx_place(p, f);
 	ptx_emit(p, "bar.sync 0;");
-	fin = ptx_label(p);
+	*fin = ptx_label(p);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %d;", R(q), R(p->tid), r->rb);
-	ptx_emit(p, "@%s bra $L%d;", R(q), fin);
-	racc = col_partial(r, k, ri, a);
+	ptx_emit(p, "@%s bra $L%d;", R(q), *fin);
+	return col_partial(r, k, ri, a);
+}
+
+/* Stage k's last step, once threads < rb have put the finished rows in
+ * shared memory: every thread takes its V of them. */
+static void
+col_stage_results(Rows *r, int k, Reg a)
+{
+	Ptx *p = r->p;
+	ptx_emit(p, "bar.sync 0;");
+	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(r->rin), R(r->smem));
+	for (int j = 0; j < r->cv; j++) {
+		r->colres[k][j] = ptx_reg(p, RC_F32);
+		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(r->colres[k][j]), R(a), col_fin(r, k) + 4 * j);
+		r->res[k] = r->colres[k][j];
+		row_rcp(r, k);
+		r->colrcp[k][j] = r->rcp[k];
+	}
+}
+
+static void
+rows_col_stage(Rows *r, int k)
+{
+	Ptx *p = r->p;
+	int ri = red_index(r->s->stage[k].red), fin;
+	Reg a = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED);
+	Reg racc = col_stage_reduce(r, k, ri, a, q, &fin);
+
 	if (r->ncl > 1) { /* the cluster's CTAs meet: every thread at the barrier */
 		ptx_place(p, fin);
 		ptx_cluster_sync(p);
@@ -1667,16 +1718,7 @@ rows_col_stage(Rows *r, int k)
 	}
 	col_finish(r, k, a, racc);
 	ptx_place(p, fin);
-	ptx_emit(p, "bar.sync 0;");
-	/* every thread takes its V finished rows */
-	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(r->rin), R(r->smem));
-	for (int j = 0; j < r->cv; j++) {
-		r->colres[k][j] = ptx_reg(p, RC_F32);
-		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(r->colres[k][j]), R(a), col_fin(r, k) + 4 * j);
-		r->res[k] = r->colres[k][j];
-		row_rcp(r, k);
-		r->colrcp[k][j] = r->rcp[k];
-	}
+	col_stage_results(r, k, a);
 }
 
 /* Column mode's map: this thread's V rows, its slice of the reduced dim. */
@@ -1823,6 +1865,20 @@ col_cache_plan(Rows *r, int at)
 	r->cguard = r->grp > 1;
 }
 
+/* Whether a group's entries are pipelined (PtxRowsSpec.col_pipe): a CTA
+ * waits for the group's meeting of entry e only after it has reduced
+ * entry e + 1 and arrived at that one's, so the meeting's round trips
+ * (5-6 us an entry, bench/results/2026-12-07-ring-h100.md) overlap the
+ * next block's reads instead of stopping the group's.  Where one meeting
+ * finishes an entry: one stage, a one-level combine, no flags (which
+ * wait and raise per entry), no cluster. */
+static bool
+col_pipe_ok(const Rows *r)
+{
+	const PtxRowsSpec *s = r->s;
+	return s->col_pipe > 0 && r->grp > 1 && r->ncl == 1 && s->flagless && s->nstage == 1 && !group_two_level(r);
+}
+
 /* Column mode's shape (after rows_progs): the block, the lanes across
  * it, its split, the pairs reduced in one pass, and what shared memory
  * holds -- what ptx_emit_rows emits and ptx_rows_col_held asks about. */
@@ -1837,7 +1893,10 @@ col_setup(Rows *r)
 	col_split(s, rb, r->nsl, &r->ncl, &r->grp);
 	r->nsl *= r->ncl; /* a group's size is the launch's: r->nslr */
 	r->planes = col_planes(r);
-	col_cache_plan(r, col_smem(rb, s->nstage, r->ncl > r->grp ? r->ncl : r->grp, r->planes));
+	if ((r->pipe = col_pipe_ok(r)))
+		r->ccache = 0; /* the next entry is reduced before this one is stored: the block stays in L2 */
+	else
+		col_cache_plan(r, col_smem(rb, s->nstage, r->ncl > r->grp ? r->ncl : r->grp, r->planes));
 }
 
 /* The thread's slot of held input i at visit 0 in the buffer at shared
@@ -1936,12 +1995,140 @@ col_cache_entry(Rows *r)
 }
 
 /* Column mode: one pass per block; lane l on rows (l % LC) V .. + V - 1. */
+/* The rows of the entry at p->x: the thread's first, whether it has
+ * them, the tensors' row pointers. */
+static void
+col_entry_rows(Rows *r)
+{
+	Ptx *p = r->p;
+	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(r->row), R(p->x), r->rb, R(r->rin));
+	ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(r->active), R(r->row), (long long)r->s->rows);
+	ptx_emit(p, "@!%s mov.u32 %s, 0;", R(r->active), R(r->row)); /* keep idle lanes' addresses in range */
+	row_pointers(r);
+}
+
+/* ---- pipelined groups (col_pipe_ok) ----
+ * Each loop trip reduces its entry e + 1, puts the CTA's partials and
+ * arrives at the group's meeting, and only then waits for the meeting of
+ * the entry before, e, combines it and stores e's rows (rereading them
+ * from L2); the CTA's last entry is finished after the loop
+ * (col_pipe_drain).  A CTA may so arrive at e + 1 before every CTA of its
+ * group has arrived at e: arrivals of even and odd entries go to two
+ * counters (word 0 and word 2 of the group's, ptx.c), so none arrives at
+ * e + 2 -- on e's counter -- before all have arrived at e.  It may put
+ * entry e + 2's partials while a slower CTA still reads e - 1's: four sets
+ * (group_nsets).  Before the loop: no entry before the first. */
+static void
+col_pipe_init(Rows *r)
+{
+	Ptx *p = r->p;
+	r->havep = ptx_reg(p, RC_PRED);
+	r->xprev = ptx_reg(p, RC_B32);
+	ptx_emit(p, "setp.ne.u32 %s, %s, %s;", R(r->havep), R(p->tid), R(p->tid)); /* false */
+	ptx_emit(p, "mov.u32 %s, 0;", R(r->xprev));
+}
+
+/* The counter of the CTA's n-th entry from 0 (its parity's). */
+static Reg
+col_pipe_counter(Rows *r, Reg n)
+{
+	Ptx *p = r->p;
+	Reg t = ptx_reg(p, RC_B32), c = ptx_reg(p, RC_B64);
+	ptx_emit(p, "and.b32 %s, %s, 1;", R(t), R(n));
+	ptx_mad_wide(p, c, t, 8, p->gcnt);
+	return c;
+}
+
+/* The entry at p->x, the CTA's gent-th: reduced, the CTA's partials put
+ * into its set, and the CTA's arrival. */
+static void
+col_pipe_reduce(Rows *r)
+{
+	Ptx *p = r->p;
+	int ri = red_index(r->s->stage[0].red), fin;
+	Reg a = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED);
+	Reg racc = col_stage_reduce(r, 0, ri, a, q, &fin);
+
+	col_group_put(r, 0, racc);
+	ptx_place(p, fin);
+	ptx_emit(p, "bar.sync 0;"); /* every thread's partial is written before thread 0 releases them */
+	ptx_group_arrive(p, col_pipe_counter(r, r->gent));
+}
+
+/* The entry at xprev, the CTA's n-th counting from 1: the group's
+ * arrivals at it waited for ((n + 1) / 2 g on its parity's counter), its
+ * partials combined, the post program, the map. */
+static void
+col_pipe_finish(Rows *r, Reg n)
+{
+	Ptx *p = r->p;
+	int ri = red_index(r->s->stage[0].red), fin = ptx_label(p);
+	Reg e = ptx_reg(p, RC_B32), t = ptx_reg(p, RC_B32), quit = ptx_reg(p, RC_PRED), all = ptx_reg(p, RC_PRED);
+	Reg q = ptx_reg(p, RC_PRED), a = ptx_reg(p, RC_B32), racc = ptx_reg(p, RC_F32), par = ptx_reg(p, RC_B32);
+
+	ptx_emit(p, "mov.u32 %s, %s;", R(p->x), R(r->xprev));
+	col_entry_rows(r);
+	ptx_emit(p, "sub.u32 %s, %s, 1;", R(e), R(n));
+	ptx_emit(p, "and.b32 %s, %s, %d;", R(par), R(e), group_nsets(r) - 1);
+	r->gcur = ptx_reg(p, RC_B64);
+	ptx_mad_wide(p, r->gcur, par, group_set_bytes(r), r->gpart);
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(t), R(n));
+	ptx_emit(p, "shr.u32 %s, %s, 1;", R(t), R(t));
+	ptx_emit(p, "mul.lo.u32 %s, %s, %s;", R(t), R(t), R(p->gsize));
+	ptx_group_wait(p, col_pipe_counter(r, e), t, quit, false);
+	ptx_emit(p, "bar.red.or.pred %s, 0, %s;", R(all), R(quit));
+	ptx_emit(p, "@%s bra $L%d;", R(all), p->lbl_done);
+	col_group_rows(r, 0, ri);
+	ptx_emit(p, "setp.ge.u32 %s, %s, %d;", R(q), R(p->tid), r->rb);
+	ptx_emit(p, "@%s bra $L%d;", R(q), fin);
+	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(p->tid), R(r->smem));
+	ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(racc), R(a), col_xs(r, 0));
+	col_finish(r, 0, a, racc);
+	ptx_place(p, fin);
+	col_stage_results(r, 0, a);
+	if (r->s->map.nout)
+		rows_col_map(r);
+}
+
+/* A loop trip: this entry reduced and arrived at, then the one before
+ * finished; this one is the one before the next. */
+static void
+col_pipe_entry(Rows *r)
+{
+	Ptx *p = r->p;
+	int skip = ptx_label(p);
+	Reg xcur = ptx_reg(p, RC_B32);
+
+	col_group_entry(r);
+	col_pipe_reduce(r);
+	ptx_emit(p, "@!%s bra $L%d;", R(r->havep), skip);
+	ptx_emit(p, "mov.u32 %s, %s;", R(xcur), R(p->x));
+	col_pipe_finish(r, r->gent);
+	ptx_emit(p, "mov.u32 %s, %s;", R(p->x), R(xcur));
+	ptx_place(p, skip);
+	ptx_emit(p, "mov.u32 %s, %s;", R(r->xprev), R(p->x));
+	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(r->havep), R(p->tid), R(p->tid)); /* true */
+	ptx_emit(p, "add.u32 %s, %s, 1;", R(r->gent), R(r->gent));
+}
+
+/* After the loop (ptx_loop_end_drain): the CTA's last entry, if any. */
+static void
+col_pipe_drain(void *arg)
+{
+	Rows *r = arg;
+	Ptx *p = r->p;
+	int none = ptx_label(p);
+	ptx_emit(p, "@!%s bra $L%d;", R(r->havep), none);
+	col_pipe_finish(r, r->gent);
+	ptx_place(p, none);
+}
+
+/* Column mode: one pass per block; lane l on rows (l % LC) V .. + V - 1. */
 static void
 rows_col_body(Rows *r)
 {
 	Ptx *p = r->p;
 	const PtxRowsSpec *s = r->s;
-	int rb = r->rb;
 	Reg t = ptx_reg(p, RC_B32);
 	r->smem = ptx_reg(p, RC_B32);
 	ptx_emit(p, "mov.u32 %s, ptx_smem;", R(r->smem));
@@ -1961,10 +2148,11 @@ rows_col_body(Rows *r)
 		ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(r->slice), R(p->crank), r->nsl / r->ncl, R(r->slice));
 	if (r->grp > 1) /* ... of the group's */
 		ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(r->slice), R(p->crank), r->nsl, R(r->slice));
-	ptx_emit(p, "mad.lo.u32 %s, %s, %d, %s;", R(r->row), R(p->x), rb, R(r->rin));
-	ptx_emit(p, "setp.lt.u32 %s, %s, %lld;", R(r->active), R(r->row), (long long)s->rows);
-	ptx_emit(p, "@!%s mov.u32 %s, 0;", R(r->active), R(r->row)); /* keep idle lanes' addresses in range */
-	row_pointers(r);
+	col_entry_rows(r);
+	if (r->pipe) {
+		col_pipe_entry(r);
+		return;
+	}
 	if (r->ccache)
 		col_cache_entry(r);
 	if (r->grp > 1)
@@ -3196,6 +3384,8 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 				buf_printf(&p->head, "// stages %d and %d: a mean and its squared deviations, in one pass\n", k, k + 1);
 			else if (r.onl[k])
 				buf_printf(&p->head, "// stages %d and %d: a max and the sum of exps from it, in one pass\n", k, k + 1);
+		if (r.pipe)
+			buf_printf(&p->head, "// entries pipelined: the next reduced and met before this one is combined and stored\n");
 		if (r.ccache)
 			buf_printf(&p->head, "// the block's streamed inputs in shared memory, %d KiB a CTA%s\n", r.cbytes / 1024,
 			           r.ccache == 2 ? ", twice: the next entry's copied in meanwhile" : ", copied in at each entry");
@@ -3237,6 +3427,8 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 		ptx_emit(p, "mov.u32 %s, 0;", R(r.cseq));
 		p->async_copies = true; /* a CTA that leaves early may have the next entry's in flight */
 	}
+	if (r.pipe)
+		col_pipe_init(&r);
 	ptx_loop_begin(p);
 	if (r.cols)
 		rows_col_body(&r);
@@ -3244,7 +3436,7 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 		rows_cta_body(&r);
 	else
 		rows_body(&r);
-	ptx_loop_end(p);
+	ptx_loop_end_drain(p, r.pipe ? col_pipe_drain : NULL, &r);
 	ptx_kernel_end(p);
 	*k = (PtxKernel){0}; /* no tensor maps, whatever the caller left */
 	snprintf(k->name, sizeof k->name, "%s", s->name);
@@ -3255,7 +3447,7 @@ ptx_emit_rows(Buf *b, const PtxRowsSpec *s, PtxKernel *k)
 	          : r.cta ? (int)cta_smem(&r) : 0;
 	k->cluster = r.ncl > 1 ? r.ncl : 0;
 	k->group = r.grp > 1 ? r.grp : 0;
-	k->work = r.grp > 1 ? group_counter_bytes(slots) + slots * 2 * group_set_bytes(&r) : 0;
+	k->work = r.grp > 1 ? group_counter_bytes(slots) + slots * group_nsets(&r) * group_set_bytes(&r) : 0;
 	k->ntensors = s->nin + s->nout + (r.grp > 1);
 	k->nblocks = (s->rows + rb - 1) / rb;
 	/* CTAs sharing an SM, a row each, no copy made once per CTA: at 8192 x

@@ -18,6 +18,7 @@
  *                 --stage RED[:PRE[:POST[:OUT]]]... [--map PROG] [--rows-per-block N] [--cluster N] [--group N]
  *                 [--online -1|0|1] [--flagless 0|1] [--prefetch -1|0|1] [--cache-ends -1|0] [--l1-stream -1|0|1]
  *                 [--col-cache -1|0|1|2] [--weights-smem -1|0|1] [--split-heads -1|0|1]
+ *                 [--col-pipe -1|0|1]
  *   ptxgen attn   --heads B --sq N --sk N --d 64|128 [--dtype bf16|f16] [--scale X]
  *                 [--causal K] [--unnorm 1] [--stats 1] [--tma 1] [--softmax 0|1|2] [--bm 128|192] [--bn 128|176|192]
  *                 [--pingpong -1|0|1]
@@ -226,6 +227,7 @@ parse(Args *a, int argc, char **argv)
 		else if (!strcmp(o, "--online")) a->rows.online = setting(v);
 		else if (!strcmp(o, "--prefetch")) a->rows.prefetch = setting(v);
 		else if (!strcmp(o, "--col-cache")) a->rows.col_cache = setting(v);
+		else if (!strcmp(o, "--col-pipe")) a->rows.col_pipe = setting(v);
 		else if (!strcmp(o, "--cache-ends")) a->rows.cache_ends = setting(v);
 		else if (!strcmp(o, "--split-heads")) a->rows.split_heads = setting(v);
 		else if (!strcmp(o, "--l1-stream")) a->rows.l1_stream = setting(v);

@@ -1927,6 +1927,52 @@ case_rows_group_small(void)
 	rows_split_flags(0, 4);
 }
 
+/* A group's entries pipelined (PtxRowsSpec.col_pipe, codegen/rows.c
+ * col_pipe_ok: entry e + 1 reduced and arrived at before entry e's meeting
+ * is waited for): rmsnorm over dim 0 and an f32 mean whose rows' results
+ * are an output too (rank 0's store from the post program), in groups of
+ * 2, 8 and 32 -- two groups (many entries each: the counters' parities and
+ * the four sets of partials in turn), one group (every entry), a grid of
+ * one group and a half (the half leaves at once), a block a row, a
+ * partial last block -- each against the host's and launched twice (the
+ * counters back at 0 between launches); each kernel checked to be the
+ * pipelined one.  Then the vocabulary-wide rmsnorm in the rule's group. */
+static void
+pipe_run(const char *base, PtxRowsSpec s, int gr, int grid)
+{
+	Buf b = {0};
+	PtxKernel k;
+	s.col_pipe = 1;
+	s.flagless = true;
+	s.group = gr;
+	ptx_emit_rows(&b, &s, &k);
+	if (!strstr(b.s, "entries pipelined"))
+		printf("CASE %s_g%d FAIL: not pipelined\n", base, gr);
+	buf_free(&b);
+	split_run(base, s, true, gr, grid);
+}
+
+static void
+case_rows_pipe(void)
+{
+	for (int gr = 2; gr <= 32; gr *= 4) {
+		PtxRowsSpec s = col_spec("rmsnorm0", 1000, 3001, DT_BF16);
+		PtxRowsSpec m = {.name = "colpipe", .rows = 4100, .len = 257, .nin = 1, .nout = 2, .nstage = 1};
+		pipe_run("rows_pipe_rmsnorm0_1000x3001_2groups", s, gr, 2 * gr);
+		pipe_run("rows_pipe_rmsnorm0_1000x3001_1group", s, gr, gr);
+		pipe_run("rows_pipe_rmsnorm0_1000x3001_1.5groups", s, gr, gr + gr / 2);
+		m.in[0] = m.out[0] = (PtxTensor){DT_F32, {1, 4100}};
+		m.out[1] = (PtxTensor){DT_F32, {1, 0}};
+		m.stage[0] = stage_of(OP_MEAN, NULL, "add(acc,0.5)", 1);
+		prog_or_die(&m.map, "sub(in0,stage0)");
+		pipe_run("rows_pipe_mean_f32_4100x257", m, gr, 2 * gr);
+		m.rows_per_block = 1;
+		pipe_run("rows_pipe_mean_f32_4100x257_rb1", m, gr, 3 * gr);
+	}
+	PtxRowsSpec v = col_spec("rmsnorm0", 4096, 50304, DT_BF16);
+	pipe_run("rows_pipe_rmsnorm0_50304x4096", v, 8, 2 * nsm);
+}
+
 /* A mean and its variance in one pass (codegen/rows.c col_moments) where
  * the mean is far from 0: f32 values of [-3, 3) + 100 over 5000 rows,
  * the mean and 1/std as outputs against the double reference at 1e-5 --
@@ -3384,7 +3430,8 @@ env_ints(const char *name, const char *dflt, int *v, int max)
  * the shapes, PERF_COLS_RB the rows per block (0: the rule's; each with
  * the rule's split unless PERF_COLS_ALL=1), and
  * PERF_COLS_CACHE the col_cache values tried on each (default 0, the
- * rule's; rows.c col_cache_plan), every kernel flagless. */
+ * rule's; rows.c col_cache_plan), PERF_COLS_PIPE=1 each group's entries
+ * pipelined where they can be (rows.c col_pipe_ok), every kernel flagless. */
 static void
 perf_cols(void)
 {
@@ -3404,6 +3451,7 @@ perf_cols(void)
 	int rbs[8], nrb = env_ints("PERF_COLS_RB", "0,64,128", rbs, 8), cache[4];
 	int ncache = env_ints("PERF_COLS_CACHE", "0", cache, 4);
 	bool all = getenv("PERF_COLS_ALL") && *getenv("PERF_COLS_ALL") == '1'; /* every rows per block with every split */
+	int pipe = getenv("PERF_COLS_PIPE") ? atoi(getenv("PERF_COLS_PIPE")) : 0;
 	for (size_t z = 0; z < NELEM(sz); z++) {
 		int64_t rows = sz[z][0], len = sz[z][1];
 		char shape[48];
@@ -3437,11 +3485,13 @@ perf_cols(void)
 						s.cluster = sp[c].cluster;
 						s.group = sp[c].group;
 						s.col_cache = cache[cc];
+						s.col_pipe = pipe;
 						s.flagless = true;
 						if (ptx_rows_check(&s))
 							continue;
 						ptx_emit_rows(&b, &s, &k);
-						const char *how = !b.s ? "" : strstr(b.s, "twice: the next entry") ? " cache 2"
+						const char *how = !b.s ? "" : strstr(b.s, "entries pipelined") ? " pipe"
+						                  : strstr(b.s, "twice: the next entry") ? " cache 2"
 						                  : strstr(b.s, "streamed inputs in shared memory") ? " cache 1" : "";
 						if (cache[cc] > 0 && !*how) { /* asked for, does not fit: the same kernel as without */
 							buf_free(&b);
@@ -3591,7 +3641,7 @@ static const struct {
 	{"rows_reduce", case_rows_reduce}, {"flags_late", case_flags_late},
 	{"flags_timeout", case_flags_timeout}, {"mm_f32", case_mm_f32},
 	{"rows_cols", case_rows_cols},      {"rows_cluster", case_rows_cluster}, {"rows_cluster_small", case_rows_cluster_small}, {"attn", case_attn},
-	{"rows_group", case_rows_group},    {"rows_group_small", case_rows_group_small},
+	{"rows_group", case_rows_group},    {"rows_group_small", case_rows_group_small}, {"rows_pipe", case_rows_pipe},
 	{"rows_moments", case_rows_moments}, {"rows_special", case_rows_special}, {"rows_wsm", case_rows_wsm},
 	{"attn_small", case_attn_small},
 };
