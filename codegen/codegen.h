@@ -288,7 +288,9 @@ typedef struct PtxRowsSpec {
 	                                   from L2 (rows.c col_pipe_ok); 0 and -1 = one entry at a time */
 	bool flagless;                  /* no entry waits on or raises a flag (lower.c knows): rows
 	                                   mode and CTA mode leave out the per-entry barriers
-	                                   (ptx_kernel_flagless); column mode ignores it */
+	                                   (ptx_kernel_flagless); column mode keeps them but takes
+	                                   col_cache 2 and col_pipe only where it is set (an entry's
+	                                   flag would be raised before the pipelined entry's stores) */
 } PtxRowsSpec;
 
 enum { PTX_MAX_GROUP = 256 };
@@ -501,7 +503,7 @@ void ptx_cluster_sync(Ptx *p); /* every thread of the cluster: arrive (release),
  * the CTAs that left, a second barrier counter (rows.c's pipelined
  * entries count odd entries' arrivals there) and one unused; they are 0
  * when the kernel starts and when it ends.  Before ptx_params. */
-enum { PTX_GROUP_WORDS = 4 };
+enum { PTX_GROUP_WORDS = 4, PTX_GROUP_ODD = 2 /* the second barrier counter's word */ };
 void ptx_kernel_group(Ptx *p, int n, int slots);
 /* After ptx_kernel_begin, for a kernel without clusters or groups whose
  * entries never wait on or raise a flag (the caller guarantees: every
@@ -515,7 +517,11 @@ void ptx_kernel_flagless(Ptx *p);
  * the CTA's stores), then wait until it reaches `target` arrivals (acquire),
  * or time out as a flag wait does (error word flag PTX_GROUP_FLAG) and set
  * quit. */
+/* Thread 0: this CTA's arrival on a group's counter (release). */
 void ptx_group_arrive(Ptx *p, Reg cnt);
+/* Every thread: thread 0 arrives first where `arrive` (else the CTA did,
+ * ptx_group_arrive) and polls until the counter reaches target; quit: it
+ * timed out (thread 0's verdict). */
 void ptx_group_wait(Ptx *p, Reg cnt, Reg target, Reg quit, bool arrive);
 void ptx_params(Ptx *p, int ntensors);
 void ptx_loop_begin(Ptx *p);

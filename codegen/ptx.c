@@ -459,12 +459,14 @@ group_leave(Ptx *p)
 	Reg old = ptx_reg(p, RC_B32), last = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED);
 	int skip = ptx_label(p);
 	ptx_emit(p, "@!%s bra $L%d;", R(p->is_t0), skip);
-	ptx_emit(p, "atom.relaxed.gpu.global.add.u32 %s, [%s+4], 1;", R(old), R(p->gcnt));
+	/* acq_rel: the last to leave has seen every CTA's arrivals before it
+	 * zeroes the counters, even where a group left on a timeout */
+	ptx_emit(p, "atom.acq_rel.gpu.global.add.u32 %s, [%s+4], 1;", R(old), R(p->gcnt));
 	ptx_emit(p, "sub.u32 %s, %s, 1;", R(last), R(p->gsize));
 	ptx_emit(p, "setp.eq.u32 %s, %s, %s;", R(q), R(old), R(last));
 	ptx_emit(p, "@%s st.relaxed.gpu.global.u32 [%s], 0;", R(q), R(p->gcnt));
 	ptx_emit(p, "@%s st.relaxed.gpu.global.u32 [%s+4], 0;", R(q), R(p->gcnt));
-	ptx_emit(p, "@%s st.relaxed.gpu.global.u32 [%s+8], 0;", R(q), R(p->gcnt));
+	ptx_emit(p, "@%s st.relaxed.gpu.global.u32 [%s+%d], 0;", R(q), R(p->gcnt), PTX_GROUP_ODD * 4);
 	ptx_place(p, skip);
 }
 

@@ -1994,7 +1994,6 @@ col_cache_entry(Rows *r)
 			r->cslot[i] = col_slot0(r, i, cur);
 }
 
-/* Column mode: one pass per block; lane l on rows (l % LC) V .. + V - 1. */
 /* The rows of the entry at p->x: the thread's first, whether it has
  * them, the tensors' row pointers. */
 static void
@@ -2035,7 +2034,7 @@ col_pipe_counter(Rows *r, Reg n)
 	Ptx *p = r->p;
 	Reg t = ptx_reg(p, RC_B32), c = ptx_reg(p, RC_B64);
 	ptx_emit(p, "and.b32 %s, %s, 1;", R(t), R(n));
-	ptx_mad_wide(p, c, t, 8, p->gcnt);
+	ptx_mad_wide(p, c, t, PTX_GROUP_ODD * 4, p->gcnt);
 	return c;
 }
 

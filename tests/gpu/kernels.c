@@ -1216,7 +1216,7 @@ rows_ref_row(void *v, int64_t r)
 }
 
 /* A group kernel leaves its workspace's counters at 0 for the next
- * launch: two u32 a group slot, GROUP_CTAS (1024) / group slots but no
+ * launch: PTX_GROUP_WORDS u32 a group slot, GROUP_CTAS (1024) / group slots but no
  * more than the blocks, 256-byte aligned, before the partials (rows.c
  * group_slots, group_counter_bytes). */
 static void
@@ -1225,7 +1225,7 @@ group_counters_zero(const char *name, const Kern *k)
 	int64_t slots = 1024 / k->k.group < k->k.nblocks ? 1024 / k->k.group : k->k.nblocks;
 	char what[96];
 	snprintf(what, sizeof what, "%lld group slots of up to %d CTAs, ", (long long)slots, k->k.group);
-	work_counters_zero(name, k, (size_t)slots * 8, what);
+	work_counters_zero(name, k, (size_t)slots * PTX_GROUP_WORDS * 4, what);
 }
 
 /* ptx_emit_rows, with COL_CACHE (-1, 1 or 2) from the environment put
@@ -1933,7 +1933,8 @@ case_rows_group_small(void)
  * are an output too (rank 0's store from the post program), in groups of
  * 2, 8 and 32 -- two groups (many entries each: the counters' parities and
  * the four sets of partials in turn), one group (every entry), a grid of
- * one group and a half (the half leaves at once), a block a row, a
+ * one group and a half (the half leaves at once), groups of one entry
+ * (only the drain after the loop finishes it) and of two, a block a row, a
  * partial last block -- each against the host's and launched twice (the
  * counters back at 0 between launches); each kernel checked to be the
  * pipelined one.  Then the vocabulary-wide rmsnorm in the rule's group. */
@@ -1961,6 +1962,10 @@ case_rows_pipe(void)
 		pipe_run("rows_pipe_rmsnorm0_1000x3001_2groups", s, gr, 2 * gr);
 		pipe_run("rows_pipe_rmsnorm0_1000x3001_1group", s, gr, gr);
 		pipe_run("rows_pipe_rmsnorm0_1000x3001_1.5groups", s, gr, gr + gr / 2);
+		if (gr <= 8) { /* 32 blocks: an entry a group (the drain alone), and two */
+			pipe_run("rows_pipe_rmsnorm0_1000x3001_1entry", s, gr, 32 * gr);
+			pipe_run("rows_pipe_rmsnorm0_1000x3001_2entries", s, gr, 16 * gr);
+		}
 		m.in[0] = m.out[0] = (PtxTensor){DT_F32, {1, 4100}};
 		m.out[1] = (PtxTensor){DT_F32, {1, 0}};
 		m.stage[0] = stage_of(OP_MEAN, NULL, "add(acc,0.5)", 1);
@@ -1971,6 +1976,8 @@ case_rows_pipe(void)
 	}
 	PtxRowsSpec v = col_spec("rmsnorm0", 4096, 50304, DT_BF16);
 	pipe_run("rows_pipe_rmsnorm0_50304x4096", v, 8, 2 * nsm);
+	v.rows_per_block = 128; /* the rule's blocks: 32 groups, an entry each */
+	pipe_run("rows_pipe_rmsnorm0_50304x4096_rb128", v, 8, 256);
 }
 
 /* A mean and its variance in one pass (codegen/rows.c col_moments) where
