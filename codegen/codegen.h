@@ -356,8 +356,9 @@ int ptx_matmul_streamk(const PtxMatmulSpec *s, int sms); /* the stream-K form of
 int ptx_matmul_default_tile(const PtxMatmulSpec *s); /* the tile to use when none is asked for */
 int ptx_matmul_shape_tile(const PtxMatmulSpec *s, int sms); /* ... or a narrower one where it fills `sms` better */
 /* The output's terms for a tile staged through shared memory and stored
- * by TMA: one 16-bit output, unit column stride, 16-byte rows (the room
- * beside the stages is the tile's own question, codegen/wgmma.c). */
+ * by TMA: one 16-bit output, unit column stride, 16-byte rows, and the
+ * spec's stage_out not -1 (the room beside the stages is the tile's own
+ * question, codegen/wgmma.c). */
 bool ptx_matmul_out_stageable(const PtxMatmulSpec *s);
 bool ptx_wgmma_tail(const PtxMatmulSpec *s); /* its tile runs the epilogue's tail in warps 1-3 (wgmma.c) */
 /* Fills all tiles (when out is not NULL) in grouped order: `group` tile rows
@@ -478,7 +479,7 @@ typedef struct Ptx {
 	bool flagless;          /* ptx_kernel_flagless */
 	bool async_copies;      /* cp.async may be in flight at the loop's exit (ptx_loop_end waits for them) */
 	Reg gsize, glog, ngroups; /* ... and the groups that take entries */
-	Reg gcnt; /* the group's counters in the workspace (the last tensor): arrivals, departures */
+	Reg gcnt; /* the group's counters in the workspace (the last tensor): PTX_GROUP_WORDS words, ptx_kernel_group */
 	int ntensors;
 } Ptx;
 
@@ -514,14 +515,12 @@ void ptx_kernel_group(Ptx *p, int n, int slots);
 void ptx_kernel_flagless(Ptx *p);
 /* Thread is_t0: arrive at the group barrier whose u32 counter is at cnt
  * (a global address; release at gpu scope, after a bar.sync that covered
- * the CTA's stores), then wait until it reaches `target` arrivals (acquire),
- * or time out as a flag wait does (error word flag PTX_GROUP_FLAG) and set
- * quit. */
-/* Thread 0: this CTA's arrival on a group's counter (release). */
+ * the CTA's stores). */
 void ptx_group_arrive(Ptx *p, Reg cnt);
-/* Every thread: thread 0 arrives first where `arrive` (else the CTA did,
- * ptx_group_arrive) and polls until the counter reaches target; quit: it
- * timed out (thread 0's verdict). */
+/* Thread is_t0: arrive as ptx_group_arrive does where `arrive` (else the
+ * CTA already did), then wait until the counter reaches `target` arrivals
+ * (acquire), or time out as a flag wait does (error word flag
+ * PTX_GROUP_FLAG) and set quit. */
 void ptx_group_wait(Ptx *p, Reg cnt, Reg target, Reg quit, bool arrive);
 void ptx_params(Ptx *p, int ntensors);
 void ptx_loop_begin(Ptx *p);

@@ -176,7 +176,8 @@ ptx_matmul_out_stageable(const PtxMatmulSpec *s)
 {
 	const PtxTensor *o = &s->out[0];
 	int64_t lim = (int64_t)1 << 38;
-	if (s->nout != 1 || (s->epi.nins && s->epi.nout != 1) || !ptx_dtypes[o->dt].pack2 || o->stride[2] != 1)
+	if (s->stage_out < 0 || s->nout != 1 || (s->epi.nins && s->epi.nout != 1) || !ptx_dtypes[o->dt].pack2 ||
+	    o->stride[2] != 1)
 		return false;
 	return !(o->stride[1] % 8 || o->stride[1] >= lim ||
 	         (s->batch > 1 && (o->stride[0] % 8 || !o->stride[0] || o->stride[0] >= lim)));
@@ -186,7 +187,7 @@ static int
 wg_stageable(const Wg *w)
 {
 	int tile = w->cbm * w->t->bn * 2;
-	if (w->s->stage_out < 0 || !ptx_matmul_out_stageable(w->s))
+	if (!ptx_matmul_out_stageable(w->s))
 		return 0;
 	if (wg_fits(w, wg_smem_at(w, w->bars + tile)))
 		return 1;

@@ -15,21 +15,29 @@ PART = re.compile(r"\{\{(.*?)\}\}|\[\[(\w+)(?::(.*?))?\]\]")
 
 
 def pattern(text, env=None):
-    """text as a regular expression; env: the names defined so far."""
-    out, pos = [], 0
+    """text as a regular expression; env: the names defined so far (a
+    name defined earlier in the same text is matched by back-reference;
+    a regular expression ends at the first `]]`, as in FileCheck)."""
+    out, pos, here = [], 0, set()
     for m in PART.finditer(text):
         out.append(re.escape(text[pos:m.start()]))
         if m.group(1) is not None:
             out.append(m.group(1))
         elif m.group(3) is not None:
             out.append("(?P<%s>%s)" % (m.group(2), m.group(3)))
+            here.add(m.group(2))
+        elif m.group(2) in here:
+            out.append("(?P=%s)" % m.group(2))
         elif env is not None and m.group(2) in env:
             out.append(re.escape(env[m.group(2)]))
         else:
             raise KeyError("[[%s]] used before a CHECK defines it" % m.group(2))
         pos = m.end()
     out.append(re.escape(text[pos:]))
-    return re.compile("".join(out))
+    try:
+        return re.compile("".join(out))
+    except re.error as e:
+        raise KeyError("bad pattern %r: %s" % (text, e))
 
 
 def find(text, out, pos, end=None, env=None):
@@ -52,7 +60,7 @@ def check(checks, out, fail):
                 if find(t, out, pos, m.start(), env):
                     fail("CHECK-NOT found: %r" % t)
             nots, pos = [], m.end()
-            env.update(m.groupdict())
+            env.update((k, v) for k, v in m.groupdict().items() if v is not None)
         for t in nots:
             if find(t, out, pos, env=env):
                 fail("CHECK-NOT found: %r" % t)

@@ -3445,10 +3445,10 @@ perf_cols(void)
 	static const char *const ops[] = {"rmsnorm0", "layernorm0", "softmax0"};
 	/* rows (columns of x), len: 8192^2; the vocabulary-wide columns (50304
 	 * x 4096 and 50257 x 1024 over dim 0: 0.29-0.68 of Inductor from
-	 * PyTorch, bench/results/2026-12-06-h100-c.md); asked for by name
-	 * only: a short reduction of wide rows (1024 x 50304), and 2048 x 4096,
-	 * whose 512 KiB blocks leave a group's barriers most of the time (what
-	 * they cost against the group's size) */
+	 * PyTorch, bench/results/2026-12-06-h100-c.md) and a short reduction
+	 * of wide rows (1024 x 50304); asked for by name only: 1024 x 8192, and
+	 * 2048 x 4096, whose 512 KiB blocks leave a group's barriers most of
+	 * the time (what they cost against the group's size) */
 	static const int64_t sz[][2] = {{8192, 8192}, {4096, 50304}, {1024, 50257}, {50304, 1024},
 	                                {8192, 1024},  {4096, 2048}};
 	static const struct {
@@ -3500,7 +3500,9 @@ perf_cols(void)
 						const char *how = !b.s ? "" : strstr(b.s, "entries pipelined") ? " pipe"
 						                  : strstr(b.s, "twice: the next entry") ? " cache 2"
 						                  : strstr(b.s, "streamed inputs in shared memory") ? " cache 1" : "";
-						if (cache[cc] > 0 && !*how) { /* asked for, does not fit: the same kernel as without */
+						/* asked for, not held (it does not fit, or the entries are
+						 * pipelined): the same kernel as without */
+						if (cache[cc] > 0 && (!*how || !strcmp(how, " pipe"))) {
 							buf_free(&b);
 							continue;
 						}
