@@ -2758,7 +2758,7 @@ bufs_run(const char *tag, PtxMatmulSpec s, int grid)
  * many entries each (the buffer's `free` phase wraps many times), ragged
  * edges, batches of f16, a fused epilogue with inputs, the 1x8x8 corner,
  * each twice (a barrier phase left behind would show in the second
- * call). */
+ * call); then both ring depths with the output not staged at all. */
 static void
 case_mm_bufs(void)
 {
@@ -2773,6 +2773,20 @@ case_mm_bufs(void)
 		bufs_run("1x8x8", mm_spec("bufs_tiny", DT_BF16, 1, 8, 8, t, DT_BF16), 2);
 		bufs_run("batch_f16", wg_batch_spec("bufs_batch", t), 4);
 		bufs_run("epi", epi_spec("bufs_epi", t), 7);
+	}
+	/* the 16-bit output stored from registers (PtxMatmulSpec.stage_out -1,
+	 * perf-ab's unst): no staging buffer on either ring depth */
+	for (int st = 3; st <= 4; st++) {
+		char tile[32], name[64];
+		snprintf(tile, sizeof tile, "wg128x256x64s%d", st);
+		PtxMatmulSpec u = mm_spec("unst", DT_BF16, 1000, 1000, 1000, tile, DT_BF16);
+		u.stage_out = -1;
+		snprintf(name, sizeof name, "unstaged_1000_g3_%s", tile);
+		mm_run(name, u, 3);
+		u = mm_spec("unst_2048", DT_BF16, 2048, 1536, 4096, tile, DT_BF16);
+		u.stage_out = -1;
+		snprintf(name, sizeof name, "unstaged_2048x1536x4096_%s", tile);
+		mm_run(name, u, nsm);
 	}
 	mm_calls = saved;
 }
