@@ -898,18 +898,28 @@ col_group_put(Rows *r, int k, Reg acc)
 	ptx_emit(p, "st.global.f32 [%s], %s;", R(a), R(acc));
 }
 
+/* Every thread: until counter cnt reaches target (thread 0 arriving first
+ * where `arrive`); a timeout makes the CTA leave. */
+static void
+col_group_await(Rows *r, Reg cnt, Reg target, bool arrive)
+{
+	Ptx *p = r->p;
+	Reg quit = ptx_reg(p, RC_PRED), all = ptx_reg(p, RC_PRED);
+	ptx_group_wait(p, cnt, target, quit, arrive);
+	ptx_emit(p, "bar.red.or.pred %s, 0, %s;", R(all), R(quit));
+	ptx_emit(p, "@%s bra $L%d;", R(all), p->lbl_done);
+}
+
 /* The group's next barrier of this entry, its n-th (the counter's target
- * is (gbase + n) g), every thread; a timeout makes the CTA leave. */
+ * is (gbase + n) g), every thread. */
 static void
 col_group_barrier(Rows *r)
 {
 	Ptx *p = r->p;
-	Reg t = ptx_reg(p, RC_B32), quit = ptx_reg(p, RC_PRED), all = ptx_reg(p, RC_PRED);
+	Reg t = ptx_reg(p, RC_B32);
 	ptx_emit(p, "add.u32 %s, %s, %d;", R(t), R(r->gbase), ++r->gbar);
 	ptx_emit(p, "mul.lo.u32 %s, %s, %s;", R(t), R(t), R(p->gsize));
-	ptx_group_wait(p, p->gcnt, t, quit, true);
-	ptx_emit(p, "bar.red.or.pred %s, 0, %s;", R(all), R(quit));
-	ptx_emit(p, "@%s bra $L%d;", R(all), p->lbl_done);
+	col_group_await(r, p->gcnt, t, true);
 }
 
 /* After the CTA's partials of stage k are in the workspace: the group's
@@ -1406,15 +1416,16 @@ col_pair_meet(Rows *r, int j, const PairKind *k, Reg v[][8], Reg c[3], Reg q, Re
 	return fin;
 }
 
-/* After a pair of stages reduced in one pass (moments, online softmax):
- * every thread takes its V finished rows of both (a: scratch). */
+/* Once threads < rb have put stages k0 .. k1's finished rows in shared
+ * memory (one stage, or a pair reduced in one pass: moments, online
+ * softmax): every thread takes its V of them (a: scratch). */
 static void
-col_pair_results(Rows *r, int j, Reg a)
+col_results(Rows *r, int k0, int k1, Reg a)
 {
 	Ptx *p = r->p;
 	ptx_emit(p, "bar.sync 0;");
 	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(r->rin), R(r->smem));
-	for (int k = j; k <= j + 1; k++)
+	for (int k = k0; k <= k1; k++)
 		for (int i = 0; i < r->cv; i++) {
 			r->colres[k][i] = ptx_reg(p, RC_F32);
 			ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(r->colres[k][i]), R(a), col_fin(r, k) + 4 * i);
@@ -1467,7 +1478,7 @@ rows_col_moments(Rows *r, int j)
 	col_finish(r, j, fa, c[1]);
 	col_finish(r, j + 1, fa, c[2]);
 	ptx_place(p, fin);
-	col_pair_results(r, j, a);
+	col_results(r, j, j + 1, a);
 }
 
 /* ---- online softmax: a max and the sum of exps from it in one pass ----
@@ -1629,7 +1640,7 @@ rows_col_online(Rows *r, int j)
 	col_finish(r, j, fa, c[0]);
 	col_finish(r, j + 1, fa, c[1]);
 	ptx_place(p, fin);
-	col_pair_results(r, j, a);
+	col_results(r, j, j + 1, a);
 }
 
 /* Stage k's first half: the thread's slices reduced, the warps' partials
@@ -1676,23 +1687,6 @@ col_stage_reduce(Rows *r, int k, int ri, Reg a, Reg q, int *fin)
 	return col_partial(r, k, ri, a);
 }
 
-/* Stage k's last step, once threads < rb have put the finished rows in
- * shared memory: every thread takes its V of them. */
-static void
-col_stage_results(Rows *r, int k, Reg a)
-{
-	Ptx *p = r->p;
-	ptx_emit(p, "bar.sync 0;");
-	ptx_emit(p, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(r->rin), R(r->smem));
-	for (int j = 0; j < r->cv; j++) {
-		r->colres[k][j] = ptx_reg(p, RC_F32);
-		ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(r->colres[k][j]), R(a), col_fin(r, k) + 4 * j);
-		r->res[k] = r->colres[k][j];
-		row_rcp(r, k);
-		r->colrcp[k][j] = r->rcp[k];
-	}
-}
-
 static void
 rows_col_stage(Rows *r, int k)
 {
@@ -1718,7 +1712,7 @@ rows_col_stage(Rows *r, int k)
 	}
 	col_finish(r, k, a, racc);
 	ptx_place(p, fin);
-	col_stage_results(r, k, a);
+	col_results(r, k, k, a);
 }
 
 /* Column mode's map: this thread's V rows, its slice of the reduced dim. */
@@ -2062,8 +2056,8 @@ col_pipe_finish(Rows *r, Reg n)
 {
 	Ptx *p = r->p;
 	int ri = red_index(r->s->stage[0].red), fin = ptx_label(p);
-	Reg e = ptx_reg(p, RC_B32), t = ptx_reg(p, RC_B32), quit = ptx_reg(p, RC_PRED), all = ptx_reg(p, RC_PRED);
-	Reg q = ptx_reg(p, RC_PRED), a = ptx_reg(p, RC_B32), racc = ptx_reg(p, RC_F32), par = ptx_reg(p, RC_B32);
+	Reg e = ptx_reg(p, RC_B32), t = ptx_reg(p, RC_B32), q = ptx_reg(p, RC_PRED), a = ptx_reg(p, RC_B32);
+	Reg racc = ptx_reg(p, RC_F32), par = ptx_reg(p, RC_B32);
 
 	ptx_emit(p, "mov.u32 %s, %s;", R(p->x), R(r->xprev));
 	col_entry_rows(r);
@@ -2074,9 +2068,7 @@ col_pipe_finish(Rows *r, Reg n)
 	ptx_emit(p, "add.u32 %s, %s, 1;", R(t), R(n));
 	ptx_emit(p, "shr.u32 %s, %s, 1;", R(t), R(t));
 	ptx_emit(p, "mul.lo.u32 %s, %s, %s;", R(t), R(t), R(p->gsize));
-	ptx_group_wait(p, col_pipe_counter(r, e), t, quit, false);
-	ptx_emit(p, "bar.red.or.pred %s, 0, %s;", R(all), R(quit));
-	ptx_emit(p, "@%s bra $L%d;", R(all), p->lbl_done);
+	col_group_await(r, col_pipe_counter(r, e), t, false);
 	col_group_rows(r, 0, ri);
 	ptx_emit(p, "setp.ge.u32 %s, %s, %d;", R(q), R(p->tid), r->rb);
 	ptx_emit(p, "@%s bra $L%d;", R(q), fin);
@@ -2084,7 +2076,7 @@ col_pipe_finish(Rows *r, Reg n)
 	ptx_emit(p, "ld.shared.f32 %s, [%s+%d];", R(racc), R(a), col_xs(r, 0));
 	col_finish(r, 0, a, racc);
 	ptx_place(p, fin);
-	col_stage_results(r, 0, a);
+	col_results(r, 0, 0, a);
 	if (r->s->map.nout)
 		rows_col_map(r);
 }
